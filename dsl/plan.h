@@ -1,0 +1,162 @@
+/*
+ * plan.h - the checked, lowered form of one pipeline: what the runtime
+ * executes. The runtime takes a struct ts_plan and never sees the AST.
+ *
+ * A plan is a source (with shard and shuffle folded in), a list of
+ * per-sample operators in execution order after fusion, the sample shape
+ * the last operator writes, the serve settings and the memory estimate.
+ *
+ * Per-sample value semantics, shared by checker and runtime:
+ *   - decode yields uint8 (or uint16 with depth = 16) pixels, HWC, 1 or 3
+ *     channels; synthetic sources yield the same without a decode stage.
+ *   - normalize maps x -> (x / maxval - mean[c]) / std[c] as float32, where
+ *     maxval is 255 for uint8 and 65535 for uint16 (torchvision's ToTensor
+ *     followed by Normalize).
+ *   - to(float32|float16) without a normalize before it maps x -> x / maxval;
+ *     to(uint8) of a uint16 image maps x -> round(x / 257); to(uint8) of a
+ *     float image clamps round(x * 255) to 0..255.
+ *   - Random choices of sample (epoch, index) come from the counter-based
+ *     RNG keyed by (seed, epoch, index, op position).
+ */
+#ifndef TS_PLAN_H
+#define TS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "error.h"
+
+enum ts_dtype { TS_DTYPE_U8, TS_DTYPE_U16, TS_DTYPE_F16, TS_DTYPE_F32 };
+enum ts_layout { TS_LAYOUT_NHWC, TS_LAYOUT_NCHW };
+enum ts_source_kind { TS_SRC_FOLDER, TS_SRC_LIST, TS_SRC_TAR, TS_SRC_SYNTHETIC };
+enum ts_on_error { TS_ON_ERROR_FAIL, TS_ON_ERROR_SKIP };
+enum ts_interp { TS_INTERP_BILINEAR, TS_INTERP_AREA, TS_INTERP_NEAREST };
+enum ts_color { TS_COLOR_RGB, TS_COLOR_GRAY };
+
+/* Bytes of one element of a dtype; the lowercase name ("float32"). */
+size_t ts_dtype_size(enum ts_dtype t);
+const char *ts_dtype_name(enum ts_dtype t);
+const char *ts_layout_name(enum ts_layout l);
+
+struct ts_source {
+	enum ts_source_kind kind;
+	char *path;      /* folder: root dir; list: the list file; tar: the
+			    shard pattern with {000..146} unexpanded */
+	char **exts;     /* folder: accepted extensions, lowercase, with '.' */
+	size_t n_exts;
+	/* synthetic: count images of height x width x channels, depth bits,
+	 * labels cycling over classes. */
+	int64_t count;
+	int height, width, channels, depth, classes;
+	/* shard(index, count): count == 0 means no sharding; index == -1 and
+	 * count == -1 mean "from RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS
+	 * at open time". */
+	int shard_index, shard_count;
+	bool shuffle;
+	uint64_t seed;
+	/* Directory of the pipeline file: relative paths resolve against it. */
+	char *base_dir;
+};
+
+enum ts_op_kind {
+	TS_OP_DECODE,               /* decode, maybe fused with .fused */
+	TS_OP_RESIZE,
+	TS_OP_CENTER_CROP,
+	TS_OP_RANDOM_CROP,
+	TS_OP_RANDOM_RESIZED_CROP,
+	TS_OP_FLIP,
+	TS_OP_COLOR_JITTER,
+	TS_OP_GRAYSCALE,
+	TS_OP_NORMALIZE,
+	TS_OP_TO,
+	TS_OP_TILE,                 /* one sample in, several out */
+	TS_OP_FILTER,               /* drops samples */
+	TS_OP_OUTPUT,               /* fused tail: .parts, written into the slot */
+};
+
+const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
+
+struct ts_op {
+	enum ts_op_kind kind;
+	struct ts_loc loc;        /* the call in the source */
+	int index;                /* position in the pipeline: RNG stream id */
+
+	/* decode */
+	enum ts_color color;
+	int depth;                /* 8 or 16 */
+	struct ts_op *fused;      /* a RESIZE / CENTER_CROP / RANDOM_CROP /
+				     RANDOM_RESIZED_CROP folded into the
+				     decode as an ROI + DCT-scaled decode;
+				     owned; NULL when none */
+
+	/* resize: size_w == 0 means "shorter side to size_h" (torchvision
+	 * Resize(int)); otherwise exactly size_h x size_w.
+	 * center_crop, random_crop, random_resized_crop, tile: output
+	 * size_h x size_w. */
+	int size_h, size_w;
+	enum ts_interp interp;
+	bool antialias;
+	int padding;              /* random_crop */
+	double scale_lo, scale_hi, ratio_lo, ratio_hi; /* random_resized_crop */
+	bool horizontal;          /* flip: true horizontal, false vertical */
+	double p;                 /* flip, grayscale(p): probability */
+	double brightness, contrast, saturation; /* color_jitter factors */
+	int channels;             /* grayscale: 1 or 3 output channels */
+	int n_mean;               /* normalize: 1..4 */
+	float mean[4], std[4];
+	enum ts_dtype dtype;      /* to */
+	enum ts_layout layout;    /* to */
+	int stride_h, stride_w;   /* tile */
+	double threshold, max_fraction; /* filter: drop a sample when more than
+					   max_fraction of its pixels exceed
+					   threshold (fraction of full scale) */
+
+	/* TS_OP_OUTPUT: the fused tail ops in order (any of RESIZE,
+	 * CENTER_CROP, FLIP, NORMALIZE, TO); owned. */
+	struct ts_op *parts;
+	size_t n_parts;
+
+	/* Inferred shape after this op: height/width 0 when variable. */
+	int out_h, out_w, out_c;
+	enum ts_dtype out_dtype;
+	enum ts_layout out_layout;
+};
+
+struct ts_plan {
+	char *name;               /* the pipeline's name */
+	char *file;               /* the pipeline file, or "<string>" */
+	struct ts_source source;
+	struct ts_op *ops;        /* in execution order, after fusion */
+	size_t n_ops;
+
+	/* One sample as written into the ring. */
+	int height, width, channels;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+	size_t sample_bytes;
+	bool expands;             /* a tile or filter: samples out != in */
+	int max_out_per_in;       /* upper bound of samples per source item */
+
+	int batch;                /* default batch size, the unit of ring */
+
+	/* serve block (defaults when the pipeline is not served) */
+	bool served;
+	char *socket;
+	char *group;              /* NULL: socket mode 0600 */
+	int epochs;               /* 0 = forever */
+	int64_t ring_samples;     /* ring capacity in samples */
+	uint64_t memory_budget;   /* 0 = none */
+	int threads;              /* 0 = auto (online cores) */
+	enum ts_on_error on_error;
+	int queue_depth;          /* io_uring reads in flight */
+
+	/* Memory estimate, bytes. */
+	uint64_t mem_ring;        /* samples + labels + positions */
+	uint64_t mem_scratch;     /* all workers' decode/augment buffers */
+	uint64_t mem_io;          /* reader buffers */
+	uint64_t mem_total;
+};
+
+void ts_plan_destroy(struct ts_plan *plan);
+
+#endif
