@@ -91,6 +91,8 @@ struct ts_ast_stmt {
 struct ts_ast_program {
 	struct ts_ast_stmt *stmts;
 	size_t n_stmts;
+	struct ts_ast_stmt *last; /* internal to ts_ast_program_add (O(1)
+				     append); NULL when the program is empty */
 };
 
 /* Constructors. Each returns NULL only when out of memory. Strings are
@@ -99,6 +101,11 @@ struct ts_ast_value *ts_ast_num(struct ts_loc loc, double num, bool is_int,
 				const char *text);
 struct ts_ast_value *ts_ast_num_unit(struct ts_ast_value *num,
 				     const char *unit, struct ts_loc loc);
+/* -num (text gets a leading '-'), and a/b as one number (text "a/b",
+ * is_int false). Both take over their operands; NULL in gives NULL out. */
+struct ts_ast_value *ts_ast_neg(struct ts_loc loc, struct ts_ast_value *num);
+struct ts_ast_value *ts_ast_frac(struct ts_loc loc, struct ts_ast_value *a,
+				 struct ts_ast_value *b);
 struct ts_ast_value *ts_ast_str(struct ts_loc loc, const char *s);
 struct ts_ast_value *ts_ast_bool(struct ts_loc loc, bool b);
 struct ts_ast_value *ts_ast_word(struct ts_loc loc, const char *id);
@@ -142,5 +149,12 @@ void ts_ast_program_destroy(struct ts_ast_program *p);
 
 /* A printable name for a value kind: "a number", "a string", "a list". */
 const char *ts_ast_kind_name(enum ts_ast_value_kind k);
+
+/* The tree as indented text, one node a line with its location, e.g.
+ *   let mean @1:1-1:33
+ *     list @1:12-1:33
+ *       num 0.485 "0.485" @1:13-1:17
+ * For tests and debugging. Malloc'd; NULL when out of memory. */
+char *ts_ast_format(const struct ts_ast_program *p);
 
 #endif

@@ -112,7 +112,9 @@ struct ts_op {
 					   threshold (fraction of full scale) */
 
 	/* TS_OP_OUTPUT: the fused tail ops in order (any of RESIZE,
-	 * CENTER_CROP, FLIP, NORMALIZE, TO); owned. */
+	 * CENTER_CROP, FLIP, NORMALIZE, TO); owned. The last part is always
+	 * a TO naming the final dtype and layout (index -1 when the
+	 * pipeline has no to() of its own). OUTPUT is always the last op. */
 	struct ts_op *parts;
 	size_t n_parts;
 
@@ -135,7 +137,9 @@ struct ts_plan {
 	enum ts_layout layout;
 	size_t sample_bytes;
 	bool expands;             /* a tile or filter: samples out != in */
-	int max_out_per_in;       /* upper bound of samples per source item */
+	int max_out_per_in;       /* upper bound of samples per source item;
+				     0 when unbounded (tile of a variable-
+				     size image) */
 
 	int batch;                /* default batch size, the unit of ring */
 
@@ -155,6 +159,7 @@ struct ts_plan {
 	uint64_t mem_scratch;     /* all workers' decode/augment buffers */
 	uint64_t mem_io;          /* reader buffers */
 	uint64_t mem_total;
+	int mem_threads;          /* workers the estimate assumed */
 };
 
 void ts_plan_destroy(struct ts_plan *plan);

@@ -1,0 +1,379 @@
+/*
+ * graph.c - the plan as text (`tsrun graph`) or as Graphviz dot.
+ *
+ * The text form is what a user reads to see what will run: each executed
+ * stage with its parameters, what fusion folded together, the shape after
+ * every stage, and the memory figure the budget is checked against. It is
+ * also the golden output of tests/golden-graph.sh, so it must be a pure
+ * function of the plan.
+ */
+#include "dsl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+#include "util.h"
+
+#define DESC_MAX 320
+
+static const char *interp_name(enum ts_interp i)
+{
+	switch (i) {
+	case TS_INTERP_AREA: return "area";
+	case TS_INTERP_NEAREST: return "nearest";
+	default: return "bilinear";
+	}
+}
+
+static void size_desc(int h, int w, char *buf, size_t n)
+{
+	if (h == w)
+		snprintf(buf, n, "%d", h);
+	else
+		snprintf(buf, n, "[%d, %d]", h, w);
+}
+
+static void list_desc(const float *v, int n, char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%g", i ? ", " : "",
+				       (double)v[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+}
+
+/* One op as the call that would produce it, with every parameter shown
+ * (defaults included), so the reader sees what actually runs. */
+static void op_desc(const struct ts_op *op, char *buf, size_t n)
+{
+	char a[48], b[48];
+
+	switch (op->kind) {
+	case TS_OP_DECODE:
+		snprintf(buf, n, "decode(%s, depth=%d)",
+			 op->color == TS_COLOR_GRAY ? "gray" : "rgb", op->depth);
+		break;
+	case TS_OP_RESIZE:
+		if (op->size_w)
+			snprintf(a, sizeof(a), "[%d, %d]", op->size_h, op->size_w);
+		else
+			snprintf(a, sizeof(a), "%d", op->size_h);
+		snprintf(buf, n, "resize(%s, interp=%s, antialias=%s)", a,
+			 interp_name(op->interp), op->antialias ? "true" : "false");
+		break;
+	case TS_OP_CENTER_CROP:
+		size_desc(op->size_h, op->size_w, a, sizeof(a));
+		snprintf(buf, n, "center_crop(%s)", a);
+		break;
+	case TS_OP_RANDOM_CROP:
+		size_desc(op->size_h, op->size_w, a, sizeof(a));
+		snprintf(buf, n, "random_crop(%s, padding=%d)", a, op->padding);
+		break;
+	case TS_OP_RANDOM_RESIZED_CROP:
+		size_desc(op->size_h, op->size_w, a, sizeof(a));
+		snprintf(buf, n,
+			 "random_resized_crop(%s, scale=%.4g..%.4g, ratio=%.4g..%.4g, interp=%s)",
+			 a, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi,
+			 interp_name(op->interp));
+		break;
+	case TS_OP_FLIP:
+		snprintf(buf, n, "flip(%s, p=%g)",
+			 op->horizontal ? "horizontal" : "vertical", op->p);
+		break;
+	case TS_OP_COLOR_JITTER:
+		snprintf(buf, n, "color_jitter(brightness=%g, contrast=%g, saturation=%g)",
+			 op->brightness, op->contrast, op->saturation);
+		break;
+	case TS_OP_GRAYSCALE:
+		snprintf(buf, n, "grayscale(channels=%d, p=%g)", op->channels, op->p);
+		break;
+	case TS_OP_NORMALIZE:
+		list_desc(op->mean, op->n_mean, a, sizeof(a));
+		list_desc(op->std, op->n_mean, b, sizeof(b));
+		snprintf(buf, n, "normalize(mean=%s, std=%s)", a, b);
+		break;
+	case TS_OP_TO:
+		snprintf(buf, n, "to(%s, %s)%s", ts_dtype_name(op->dtype),
+			 ts_layout_name(op->layout),
+			 op->index < 0 ? " (implicit)" : "");
+		break;
+	case TS_OP_TILE:
+		size_desc(op->size_h, op->size_w, a, sizeof(a));
+		size_desc(op->stride_h, op->stride_w, b, sizeof(b));
+		snprintf(buf, n, "tile(%s, stride=%s)", a, b);
+		break;
+	case TS_OP_FILTER:
+		snprintf(buf, n, "filter(threshold=%g, max_fraction=%g)",
+			 op->threshold, op->max_fraction);
+		break;
+	case TS_OP_OUTPUT:
+		snprintf(buf, n, "output");
+		break;
+	}
+}
+
+static void dim(int v, char *buf, size_t n)
+{
+	if (v)
+		snprintf(buf, n, "%d", v);
+	else
+		snprintf(buf, n, "?");
+}
+
+/* "3x224x224 float32 nchw" or "224x224x3 uint8 nhwc"; '?' for a
+ * dimension known only at run time. */
+static void shape_desc(int h, int w, int c, enum ts_dtype t, enum ts_layout l,
+		       char *buf, size_t n)
+{
+	char hs[16], ws[16];
+	dim(h, hs, sizeof(hs));
+	dim(w, ws, sizeof(ws));
+	if (l == TS_LAYOUT_NCHW)
+		snprintf(buf, n, "%dx%sx%s %s %s", c, hs, ws, ts_dtype_name(t),
+			 ts_layout_name(l));
+	else
+		snprintf(buf, n, "%sx%sx%d %s %s", hs, ws, c, ts_dtype_name(t),
+			 ts_layout_name(l));
+}
+
+static void op_shape(const struct ts_op *op, char *buf, size_t n)
+{
+	shape_desc(op->out_h, op->out_w, op->out_c, op->out_dtype,
+		   op->out_layout, buf, n);
+}
+
+static void source_desc(const struct ts_source *s, char *buf, size_t n)
+{
+	size_t at = 0;
+	switch (s->kind) {
+	case TS_SRC_FOLDER:
+		at = (size_t)snprintf(buf, n, "folder(\"%s\", ext=[", s->path);
+		for (size_t i = 0; i < s->n_exts && at < n; i++)
+			at += (size_t)snprintf(buf + at, n - at, "%s\"%s\"",
+					       i ? ", " : "", s->exts[i]);
+		if (at < n)
+			snprintf(buf + at, n - at, "])");
+		break;
+	case TS_SRC_LIST:
+		snprintf(buf, n, "list(\"%s\")", s->path);
+		break;
+	case TS_SRC_TAR:
+		snprintf(buf, n, "tar(\"%s\")", s->path);
+		break;
+	case TS_SRC_SYNTHETIC:
+		snprintf(buf, n,
+			 "synthetic(height=%d, width=%d, count=%lld, channels=%d, depth=%d, classes=%d)",
+			 s->height, s->width, (long long)s->count, s->channels,
+			 s->depth, s->classes);
+		break;
+	}
+}
+
+static void shard_desc(const struct ts_source *s, char *buf, size_t n)
+{
+	if (s->shard_count == -1)
+		snprintf(buf, n, "shard(index=-1, count=-1) (from RANK/WORLD_SIZE)");
+	else
+		snprintf(buf, n, "shard(index=%d, count=%d)", s->shard_index,
+			 s->shard_count);
+}
+
+static void line(FILE *f, int indent, const char *left, const char *right)
+{
+	int pad = 60 - indent - (int)strlen(left);
+	if (!*right) {
+		fprintf(f, "%*s%s\n", indent, "", left);
+		return;
+	}
+	fprintf(f, "%*s%s%*s  %s\n", indent, "", left, pad > 0 ? pad : 0, "",
+		right);
+}
+
+static void format_text(FILE *f, const struct ts_plan *p)
+{
+	char a[DESC_MAX], b[DESC_MAX], c[64], d[64], e[64];
+
+	fprintf(f, "pipeline %s (%s)\n", p->name, p->file);
+	source_desc(&p->source, a, sizeof(a));
+	line(f, 2, a, p->source.kind == TS_SRC_SYNTHETIC ? "" : "encoded");
+	if (p->source.shard_count != 0) {
+		shard_desc(&p->source, a, sizeof(a));
+		line(f, 2, a, "");
+	}
+	if (p->source.shuffle) {
+		snprintf(a, sizeof(a), "shuffle(seed=%llu)",
+			 (unsigned long long)p->source.seed);
+		line(f, 2, a, "");
+	}
+	for (size_t i = 0; i < p->n_ops; i++) {
+		const struct ts_op *op = &p->ops[i];
+		if (op->kind == TS_OP_OUTPUT) {
+			line(f, 2, "output (fused, written into the ring slot):", "");
+			for (size_t j = 0; j < op->n_parts; j++) {
+				op_desc(&op->parts[j], a, sizeof(a));
+				op_shape(&op->parts[j], b, sizeof(b));
+				line(f, 4, a, b);
+			}
+			continue;
+		}
+		op_desc(op, a, sizeof(a));
+		if (op->fused) {
+			char fd[DESC_MAX + 4];
+			line(f, 2, a, "fused:");
+			fd[0] = '+';
+			fd[1] = ' ';
+			op_desc(op->fused, fd + 2, sizeof(fd) - 2);
+			op_shape(op, b, sizeof(b));
+			line(f, 4, fd, b);
+		} else {
+			op_shape(op, b, sizeof(b));
+			line(f, 2, a, b);
+		}
+	}
+	snprintf(a, sizeof(a), "batch(%d)", p->batch);
+	line(f, 2, a, "");
+	shape_desc(p->height, p->width, p->channels, p->dtype, p->layout, a,
+		   sizeof(a));
+	ts_plan_format_size(p->sample_bytes, c, sizeof(c));
+	fprintf(f, "sample: %s, %zu bytes (%s)", a, p->sample_bytes, c);
+	if (p->expands) {
+		if (p->max_out_per_in > 0)
+			fprintf(f, ", up to %d per source image", p->max_out_per_in);
+		else
+			fprintf(f, ", a variable number per source image");
+	}
+	fprintf(f, "\n");
+	fprintf(f, "serve: %s, socket %s%s%s, epochs %d%s\n",
+		p->served ? "yes" : "no (defaults)", p->socket,
+		p->group ? ", group " : "", p->group ? p->group : "", p->epochs,
+		p->epochs == 0 ? " (forever)" : "");
+	if (p->threads)
+		snprintf(b, sizeof(b), "%d", p->threads);
+	else
+		snprintf(b, sizeof(b), "auto");
+	fprintf(f, "       ring %lld samples (%lld batches of %d), threads %s, on_error %s, queue_depth %d\n",
+		(long long)p->ring_samples,
+		(long long)(p->batch > 0 ? p->ring_samples / p->batch : 0),
+		p->batch, b, p->on_error == TS_ON_ERROR_SKIP ? "skip" : "fail",
+		p->queue_depth);
+	ts_plan_format_size(p->mem_total, a, sizeof(a));
+	ts_plan_format_size(p->mem_ring, c, sizeof(c));
+	ts_plan_format_size(p->sample_bytes + 16, d, sizeof(d));
+	fprintf(f, "memory: %s = ring %s (%lld samples x %s)", a, c,
+		(long long)p->ring_samples, d);
+	ts_plan_format_size(p->mem_scratch, c, sizeof(c));
+	ts_plan_format_size(p->mem_threads ? p->mem_scratch / (uint64_t)p->mem_threads : 0,
+			    d, sizeof(d));
+	ts_plan_format_size(p->mem_io, e, sizeof(e));
+	fprintf(f, " + scratch %s (%d threads x %s) + io %s\n", c, p->mem_threads,
+		d, e);
+	if (p->memory_budget) {
+		ts_plan_format_size(p->memory_budget, a, sizeof(a));
+		fprintf(f, "budget: %s (%s)\n", a,
+			p->mem_total <= p->memory_budget ? "fits" : "exceeded");
+	} else {
+		fprintf(f, "budget: none\n");
+	}
+}
+
+/* A dot string literal: quotes and backslashes escaped. */
+static void dot_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if (*s == '\n') {
+			fputs("\\n", f);
+			continue;
+		}
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void dot_node(FILE *f, const char *id, const char *label,
+		     const char *attrs)
+{
+	fprintf(f, "  %s [label=", id);
+	dot_str(f, label);
+	fprintf(f, "%s%s];\n", attrs ? ", " : "", attrs ? attrs : "");
+}
+
+static void format_dot(FILE *f, const struct ts_plan *p)
+{
+	char a[DESC_MAX], b[DESC_MAX], label[4 * DESC_MAX], id[32];
+	size_t at;
+
+	fprintf(f, "digraph ");
+	dot_str(f, p->name);
+	fprintf(f, " {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+	source_desc(&p->source, a, sizeof(a));
+	at = (size_t)snprintf(label, sizeof(label), "%s", a);
+	if (p->source.shard_count != 0 && at < sizeof(label)) {
+		shard_desc(&p->source, b, sizeof(b));
+		at += (size_t)snprintf(label + at, sizeof(label) - at, "\n%s", b);
+	}
+	if (p->source.shuffle && at < sizeof(label))
+		snprintf(label + at, sizeof(label) - at, "\nshuffle(seed=%llu)",
+			 (unsigned long long)p->source.seed);
+	dot_node(f, "source", label, "shape=folder");
+	for (size_t i = 0; i < p->n_ops; i++) {
+		const struct ts_op *op = &p->ops[i];
+		snprintf(id, sizeof(id), "op%zu", i);
+		if (op->kind == TS_OP_OUTPUT) {
+			at = (size_t)snprintf(label, sizeof(label), "output (fused)");
+			for (size_t j = 0; j < op->n_parts && at < sizeof(label); j++) {
+				op_desc(&op->parts[j], a, sizeof(a));
+				at += (size_t)snprintf(label + at, sizeof(label) - at,
+						       "\n%s", a);
+			}
+		} else {
+			op_desc(op, a, sizeof(a));
+			at = (size_t)snprintf(label, sizeof(label), "%s", a);
+			if (op->fused && at < sizeof(label)) {
+				op_desc(op->fused, b, sizeof(b));
+				at += (size_t)snprintf(label + at, sizeof(label) - at,
+						       "\n+ %s (fused)", b);
+			}
+		}
+		op_shape(op, b, sizeof(b));
+		if (at < sizeof(label))
+			snprintf(label + at, sizeof(label) - at, "\n%s", b);
+		dot_node(f, id, label,
+			 op->fused || op->kind == TS_OP_OUTPUT
+				 ? "style=filled, fillcolor=\"#e8f0ff\"" : NULL);
+	}
+	snprintf(label, sizeof(label), "batch(%d)", p->batch);
+	dot_node(f, "batch", label, NULL);
+	ts_plan_format_size(p->mem_ring, a, sizeof(a));
+	snprintf(label, sizeof(label), "ring: %lld samples, %s",
+		 (long long)p->ring_samples, a);
+	dot_node(f, "ring", label, "shape=cylinder");
+	fprintf(f, "  source");
+	for (size_t i = 0; i < p->n_ops; i++)
+		fprintf(f, " -> op%zu", i);
+	fprintf(f, " -> batch -> ring;\n}\n");
+}
+
+TS_EXPORT char *ts_plan_format(const struct ts_plan *plan, bool dot)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (dot)
+		format_dot(f, plan);
+	else
+		format_text(f, plan);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -1,0 +1,107 @@
+/* plan.c - names of plan enums, and freeing a plan. */
+#include "plan.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "lower.h"
+#include "util.h"
+
+TS_EXPORT size_t ts_dtype_size(enum ts_dtype t)
+{
+	switch (t) {
+	case TS_DTYPE_U8: return 1;
+	case TS_DTYPE_U16: return 2;
+	case TS_DTYPE_F16: return 2;
+	case TS_DTYPE_F32: return 4;
+	}
+	return 0;
+}
+
+TS_EXPORT const char *ts_dtype_name(enum ts_dtype t)
+{
+	switch (t) {
+	case TS_DTYPE_U8: return "uint8";
+	case TS_DTYPE_U16: return "uint16";
+	case TS_DTYPE_F16: return "float16";
+	case TS_DTYPE_F32: return "float32";
+	}
+	return "?";
+}
+
+TS_EXPORT const char *ts_layout_name(enum ts_layout l)
+{
+	return l == TS_LAYOUT_NCHW ? "nchw" : "nhwc";
+}
+
+TS_EXPORT const char *ts_op_kind_name(enum ts_op_kind k)
+{
+	switch (k) {
+	case TS_OP_DECODE: return "decode";
+	case TS_OP_RESIZE: return "resize";
+	case TS_OP_CENTER_CROP: return "center_crop";
+	case TS_OP_RANDOM_CROP: return "random_crop";
+	case TS_OP_RANDOM_RESIZED_CROP: return "random_resized_crop";
+	case TS_OP_FLIP: return "flip";
+	case TS_OP_COLOR_JITTER: return "color_jitter";
+	case TS_OP_GRAYSCALE: return "grayscale";
+	case TS_OP_NORMALIZE: return "normalize";
+	case TS_OP_TO: return "to";
+	case TS_OP_TILE: return "tile";
+	case TS_OP_FILTER: return "filter";
+	case TS_OP_OUTPUT: return "output";
+	}
+	return "?";
+}
+
+/* Sizes print with binary units; one decimal unless the value is whole,
+ * so "64 MiB" and "1.3 GiB" both read naturally. */
+void ts_plan_format_size(uint64_t bytes, char *buf, size_t n)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+
+	while (v >= 1024.0 && u + 1 < TS_ARRAY_LEN(units)) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, n, "%" PRIu64 " B", bytes);
+	else if (v >= 100.0 || v - (double)(uint64_t)v < 0.05 ||
+		 v - (double)(uint64_t)v >= 0.95)
+		snprintf(buf, n, "%.0f %s", v, units[u]);
+	else
+		snprintf(buf, n, "%.1f %s", v, units[u]);
+}
+
+static void op_fini(struct ts_op *op)
+{
+	if (op->fused) {
+		op_fini(op->fused);
+		free(op->fused);
+	}
+	for (size_t i = 0; i < op->n_parts; i++)
+		op_fini(&op->parts[i]);
+	free(op->parts);
+}
+
+TS_EXPORT void ts_plan_destroy(struct ts_plan *plan)
+{
+	if (!plan)
+		return;
+	free(plan->name);
+	free(plan->file);
+	free(plan->source.path);
+	for (size_t i = 0; i < plan->source.n_exts; i++)
+		free(plan->source.exts[i]);
+	free(plan->source.exts);
+	free(plan->source.base_dir);
+	for (size_t i = 0; i < plan->n_ops; i++)
+		op_fini(&plan->ops[i]);
+	free(plan->ops);
+	free(plan->socket);
+	free(plan->group);
+	free(plan);
+}

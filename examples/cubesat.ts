@@ -1,0 +1,22 @@
+# On-board image pipeline: 16-bit grayscale PNG frames from the camera are
+# cut into 512x512 tiles, tiles that are mostly cloud are dropped, and the
+# rest go out as 8-bit for the on-board classifier. Small ring, few
+# threads and a hard memory budget: the flight computer has 512 MiB.
+
+pipeline frames =
+    folder("frames", ext = [".png"])
+    | decode(gray, depth = 16)
+    | tile(512, stride = 512)
+    | filter(threshold = 0.8, max_fraction = 0.5)    # drop cloudy tiles
+    | to(uint8)
+    | batch(8)
+
+serve frames {
+    socket   = "/run/tsrun/frames.sock"
+    epochs   = 0                # forever: new frames keep arriving
+    ring     = 64 samples
+    memory   = 128 MiB
+    threads  = 2
+    on_error = skip             # a corrupt downlink frame must not stop the loader
+    queue_depth = 8
+}

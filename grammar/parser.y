@@ -1,0 +1,282 @@
+/*
+ * parser.y - the grammar of pipeline.ts programs.
+ *
+ *   program  := { 'let' NAME '=' value
+ *              | 'pipeline' NAME '=' call { '|' call }
+ *              | 'serve' NAME '{' { NAME '=' value [',' | ';'] } '}' }
+ *   call     := NAME [ '(' [ arg { ',' arg } [','] ] ')' ]
+ *   arg      := value | NAME '=' value
+ *   value    := num | NUMBER UNIT | num '..' num | STRING | 'true' | 'false'
+ *             | NAME | '[' [ value { ',' value } [','] ] ']'
+ *   num      := ['-'] NUMBER [ '/' NUMBER ]
+ *
+ * Newlines are not significant. Actions only call the ts_ast_* constructors
+ * (dsl/ast.h); messages for syntax errors are worded in dsl/parse.c. On an
+ * error the parser drops tokens up to the next 'let', 'pipeline' or 'serve'
+ * and goes on, so one run reports every broken statement.
+ */
+%define api.pure full
+%define api.prefix {ts_dsl_yy}
+%define api.token.prefix {TS_TOK_}
+%define api.location.type {struct ts_loc}
+%define parse.error custom
+%define parse.lac full
+%locations
+%expect 0
+%param {yyscan_t scanner}
+%parse-param {struct ts_parse_state *st}
+
+%code requires {
+#include <stdbool.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include "ast.h"
+#include "diag.h"
+
+#ifndef YY_TYPEDEF_YY_SCANNER_T
+#define YY_TYPEDEF_YY_SCANNER_T
+typedef void *yyscan_t;
+#endif
+
+/* Chains under construction: the tail makes every append O(1). */
+struct ts_dsl_values { struct ts_ast_value *head, *tail; };
+struct ts_dsl_args { struct ts_ast_arg *head, *tail; };
+struct ts_dsl_calls { struct ts_ast_call *head, *tail; };
+struct ts_dsl_settings { struct ts_ast_setting *head, *tail; };
+
+/* A token the lexer handed to the parser (kept for error messages). */
+struct ts_dsl_tok {
+	int kind;
+	struct ts_loc loc;
+	size_t off, len;
+};
+
+/* An open '(', '[' or '{'. */
+struct ts_dsl_bracket {
+	char ch;
+	struct ts_loc loc;
+};
+
+#define TS_DSL_MAX_BRACKETS 64
+#define TS_DSL_MAX_ERRORS 50
+
+/* State shared by the lexer, the parser and dsl/parse.c for one parse. */
+struct ts_parse_state {
+	struct ts_diags *diags;
+	struct ts_ast_program *prog;
+	const char *src;
+	size_t len;
+	size_t pos;             /* byte offset after the current token */
+	int line, col;          /* position after the current token */
+	bool nomem;
+	bool stop;              /* too many errors: the lexer ends the input */
+	size_t n_errors;        /* errors this parse added */
+	struct ts_dsl_tok hist[4];   /* hist[0]: the latest token */
+	struct ts_loc last;          /* the last thing scanned, for EOF */
+	size_t suspect_off;          /* 1 + offset of a keyword that was out
+					of place at the last error; 0: none */
+	struct ts_dsl_bracket br[TS_DSL_MAX_BRACKETS];
+	size_t depth;                /* may exceed TS_DSL_MAX_BRACKETS */
+	bool has_prev_top;           /* innermost bracket before hist[0] */
+	struct ts_dsl_bracket prev_top;
+	jmp_buf *fatal;              /* where a flex fatal error returns to */
+};
+
+/* Lexer-only pseudo kinds for ts_dsl_parse_token (never reach the parser). */
+enum {
+	TS_DSL_LEX_UNKNOWN = -100,   /* a character outside the language */
+	TS_DSL_LEX_BARE_POINT,       /* ".5" */
+	TS_DSL_LEX_UNTERMINATED,     /* a string without its closing quote */
+};
+}
+
+%code provides {
+/*
+ * Bridges between the generated code and dsl/parse.c. All take the state
+ * of one parse and are not thread-safe on it (one parse, one thread).
+ *
+ * ts_dsl_parse_advance: move the position over len bytes of input and set
+ *   *lloc to their span (called for every match, via YY_USER_ACTION).
+ * ts_dsl_parse_token: build the semantic value of a token in *lval (owned
+ *   by the parser from then on) and return its kind, or a negative number
+ *   for a character that was reported and skipped.
+ * ts_dsl_parse_syntax_error: report the parser's syntax error, worded from
+ *   the unexpected token's name and the names of the expected ones.
+ * ts_dsl_parse_bad_fraction: report a zero denominator at loc.
+ * ts_dsl_parse_fatal: flex's fatal errors (out of memory) unwind to
+ *   ts_dsl_parse() instead of exiting.
+ */
+int ts_dsl_yylex(TS_DSL_YYSTYPE *lval, TS_DSL_YYLTYPE *lloc, yyscan_t scanner);
+int ts_dsl_yyparse(yyscan_t scanner, struct ts_parse_state *st);
+void ts_dsl_parse_advance(struct ts_parse_state *st, TS_DSL_YYLTYPE *lloc,
+			  size_t len);
+int ts_dsl_parse_token(struct ts_parse_state *st, int kind,
+		       TS_DSL_YYSTYPE *lval, TS_DSL_YYLTYPE *lloc,
+		       const char *text, size_t len);
+int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
+			      struct ts_loc loc, const char *const *expected,
+			      int n_expected);
+void ts_dsl_parse_bad_fraction(struct ts_parse_state *st, struct ts_loc loc);
+void ts_dsl_parse_fatal(yyscan_t scanner, const char *msg)
+	__attribute__((noreturn));
+}
+
+%code {
+#include <stdlib.h>
+
+static void ts_dsl_yyerror(struct ts_loc *loc, yyscan_t scanner,
+			   struct ts_parse_state *st, const char *msg);
+
+/* Out of memory in a constructor: stop with yyparse() == 2. */
+#define NEED(x) do { if (!(x)) { st->nomem = true; YYNOMEM; } } while (0)
+}
+
+%union {
+	char *str;
+	struct ts_ast_value *value;
+	struct ts_ast_arg *arg;
+	struct ts_ast_call *call;
+	struct ts_ast_setting *setting;
+	struct ts_ast_stmt *stmt;
+	struct ts_dsl_values values;
+	struct ts_dsl_args args;
+	struct ts_dsl_calls calls;
+	struct ts_dsl_settings settings;
+}
+
+%token LET "let" PIPELINE "pipeline" SERVE "serve" TRUE "true" FALSE "false"
+%token DOTDOT ".."
+%token <str> IDENT "identifier" STRING "string" UNIT "unit"
+%token <value> NUMBER "number"
+
+%type <value> value num
+%type <values> items
+%type <arg> arg
+%type <args> args
+%type <call> call
+%type <calls> calls
+%type <setting> setting
+%type <settings> settings
+%type <stmt> stmt
+
+%destructor { free($$); } <str>
+%destructor { ts_ast_value_destroy($$); } <value>
+%destructor { ts_ast_value_destroy($$.head); } <values>
+%destructor { ts_ast_arg_destroy($$); } <arg>
+%destructor { ts_ast_arg_destroy($$.head); } <args>
+%destructor { ts_ast_call_destroy($$); } <call>
+%destructor { ts_ast_call_destroy($$.head); } <calls>
+%destructor { ts_ast_setting_destroy($$); } <setting>
+%destructor { ts_ast_setting_destroy($$.head); } <settings>
+%destructor { ts_ast_stmt_destroy($$); } <stmt>
+
+%%
+
+program
+	: %empty
+	| program stmt          { ts_ast_program_add(st->prog, $2); }
+	| program error
+	;
+
+/* A statement keyword ends error recovery: errors after it are new. */
+kw_let: "let" { yyerrok; } ;
+kw_pipeline: "pipeline" { yyerrok; } ;
+kw_serve: "serve" { yyerrok; } ;
+
+stmt
+	: kw_let IDENT '=' value
+		{ $$ = ts_ast_let(@$, $2, @2, $4); free($2); NEED($$); }
+	| kw_pipeline IDENT '=' calls
+		{ $$ = ts_ast_pipeline(@$, $2, @2, $4.head); free($2); NEED($$); }
+	| kw_serve IDENT '{' settings '}'
+		{ $$ = ts_ast_serve(@$, $2, @2, $4.head); free($2); NEED($$); }
+	;
+
+calls
+	: call                  { $$.head = $$.tail = $1; }
+	| calls '|' call        { ts_ast_call_append($1.tail, $3); $$.head = $1.head; $$.tail = $3; }
+	;
+
+call
+	: IDENT                 { $$ = ts_ast_call(@$, $1, @1, NULL); free($1); NEED($$); }
+	| IDENT '(' ')'         { $$ = ts_ast_call(@$, $1, @1, NULL); free($1); NEED($$); }
+	| IDENT '(' args ')'    { $$ = ts_ast_call(@$, $1, @1, $3.head); free($1); NEED($$); }
+	| IDENT '(' args ',' ')'
+		{ $$ = ts_ast_call(@$, $1, @1, $3.head); free($1); NEED($$); }
+	;
+
+args
+	: arg                   { $$.head = $$.tail = $1; }
+	| args ',' arg          { ts_ast_arg_append($1.tail, $3); $$.head = $1.head; $$.tail = $3; }
+	;
+
+arg
+	: value                 { NEED($$ = ts_ast_arg(@$, NULL, (struct ts_loc){0, 0, 0, 0}, $1)); }
+	| IDENT '=' value       { $$ = ts_ast_arg(@$, $1, @1, $3); free($1); NEED($$); }
+	;
+
+settings
+	: %empty                { $$.head = $$.tail = NULL; }
+	| settings setting sep
+		{ $$.head = $1.head ? $1.head : $2; ts_ast_setting_append($1.tail, $2); $$.tail = $2; }
+	;
+
+sep: %empty | ',' | ';' ;
+
+setting
+	: IDENT '=' value       { $$ = ts_ast_setting(@$, $1, @1, $3); free($1); NEED($$); }
+	;
+
+value
+	: num
+	| NUMBER UNIT           { $$ = ts_ast_num_unit($1, $2, @$); free($2); NEED($$); }
+	| num ".." num          { NEED($$ = ts_ast_range(@$, $1, $3)); }
+	| STRING                { $$ = ts_ast_str(@$, $1); free($1); NEED($$); }
+	| "true"                { NEED($$ = ts_ast_bool(@$, true)); }
+	| "false"               { NEED($$ = ts_ast_bool(@$, false)); }
+	| IDENT                 { $$ = ts_ast_word(@$, $1); free($1); NEED($$); }
+	| '[' ']'               { NEED($$ = ts_ast_list(@$, NULL)); }
+	| '[' items ']'         { NEED($$ = ts_ast_list(@$, $2.head)); }
+	| '[' items ',' ']'     { NEED($$ = ts_ast_list(@$, $2.head)); }
+	;
+
+items
+	: value                 { $$.head = $$.tail = $1; }
+	| items ',' value       { ts_ast_value_append($1.tail, $3); $$.head = $1.head; $$.tail = $3; }
+	;
+
+num
+	: NUMBER
+	| '-' NUMBER            { NEED($$ = ts_ast_neg(@$, $2)); }
+	| NUMBER '/' NUMBER
+		{ if ($3->num == 0) ts_dsl_parse_bad_fraction(st, @3);
+		  NEED($$ = ts_ast_frac(@$, $1, $3)); }
+	| '-' NUMBER '/' NUMBER
+		{ if ($4->num == 0) ts_dsl_parse_bad_fraction(st, @4);
+		  NEED($$ = ts_ast_neg(@$, ts_ast_frac(@$, $2, $4))); }
+	;
+
+%%
+
+/* Hands the parser's view of a syntax error (the unexpected token and what
+ * would have been accepted) to dsl/parse.c, which words the message. */
+static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner,
+				 struct ts_parse_state *st)
+{
+	yysymbol_kind_t exp[YYNTOKENS];
+	const char *names[YYNTOKENS];
+	int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS);
+
+	for (int i = 0; i < n; i++)
+		names[i] = yysymbol_name(exp[i]);
+	return ts_dsl_parse_syntax_error(st, yysymbol_name(yypcontext_token(ctx)),
+					 *yypcontext_location(ctx), names, n < 0 ? 0 : n);
+}
+
+/* Bison calls this only when its stack is exhausted (very deep nesting) or
+ * an action ran out of memory; ts_dsl_parse() reports both from yyparse()'s
+ * result. Syntax errors go through the function above. */
+static void ts_dsl_yyerror(struct ts_loc *loc, yyscan_t scanner,
+			   struct ts_parse_state *st, const char *msg)
+{
+}

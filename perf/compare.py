@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""tsrun against its baseline, side by side, A B A B ..., as ratios.
+
+    perf/compare.py [--mode train|val|decode] [--pairs 3] [--data DIR]
+                    [--images 2000] [--epochs 1] [--batch 256] [--batches N]
+                    [--cpus 0-1] [--json FILE]
+
+Modes (side A = the baseline, side B = `tsrun bench`):
+  train   A: PyTorch DataLoader + torchvision, ImageNet train recipe
+             (perf/dataloader.py, num_workers = cores, under /usr/bin/python3)
+          B: examples/imagenet.ts on the data set, --threads = cores
+  val     the same with the val recipe (examples/imagenet-val.ts)
+  decode  A: perf/decode-limit (libjpeg-turbo's TurboJPEG decode, 1 thread,
+             files preloaded)  B: folder | decode(rgb), --threads 1
+
+Both sides get the same files, the same cores (taskset) and a page cache
+warmed alike (every file read just before each run). The ratio per pair is
+B's images/s over A's; the result is the median with its range. CPU time and
+peak RSS are printed beside, both as each side reports them and as measured
+from outside (wait4). Goals: train >= 3 (aim 5), decode >= 0.8 (within
+1.25x of libjpeg-turbo).
+
+TSRUN and DECODE_LIMIT override the binaries' paths (default: the newest
+build*/src/tsrun and build*/perf/decode-limit).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+
+
+def side_a(args, cpus, data):
+    if args.mode == "decode":
+        exe = bl.find_build_file("perf/decode-limit", "DECODE_LIMIT")
+        cmd = [exe, os.path.join(data, "train"), "--rounds", str(args.epochs)]
+    else:
+        cmd = [bl.TORCH_PYTHON, os.path.join(bl.PERF, "dataloader.py"), data,
+               "--recipe", args.mode, "--batch", str(args.batch),
+               "--workers", str(len(cpus)), "--epochs", str(args.epochs)]
+        if args.batches:
+            cmd += ["--batches", str(args.batches)]
+    return bl.pin(cmd, cpus)
+
+
+def side_b(args, cpus, tsrun, pipeline):
+    threads = 1 if args.mode == "decode" else len(cpus)
+    cmd = [tsrun, "bench", pipeline, "--epochs", str(args.epochs), "--threads", str(threads)]
+    if args.batches:
+        cmd += ["--batches", str(args.batches)]
+    return bl.pin(cmd, cpus)
+
+
+def show(name, r):
+    ips = r.get("images/s", float("nan"))
+    cpu = r.get("cpu", float("nan"))
+    rss = r["rss"]
+    print(f"  {name:9s} {ips:9.1f} img/s  cpu {cpu:7.2f} s (ext {r['ext_cpu']:7.2f})  "
+          f"peak_rss {rss:7.1f} MiB (ext max {r['ext_max_rss']:7.1f})  wall {r['ext_wall']:6.2f} s",
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=["train", "val", "decode"], default="train")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--data", help="data set folder (default: made in $TMPDIR)")
+    ap.add_argument("--images", type=int, default=2000)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--batches", type=int, default=0,
+                    help="stop both sides after this many batches (0 = whole epochs)")
+    ap.add_argument("--cpus", help="cores for both sides, e.g. 0-3 (default: all of ours)")
+    ap.add_argument("--timeout", type=float, default=600, help="per run, seconds")
+    ap.add_argument("--json", help="write every run's figures here")
+    args = ap.parse_args()
+    if args.pairs < 1:
+        ap.error("--pairs must be at least 1")
+
+    tsrun = bl.find_build_file("src/tsrun", "TSRUN")
+    cpus = bl.cpu_list(args.cpus)
+    data = args.data or os.path.join(tempfile.gettempdir(), f"tsrun-bench-data-{args.images}")
+    bl.make_dataset(tsrun, data, args.images, max(args.images // 10, 10))
+    files = bl.image_files(os.path.join(data, "val" if args.mode == "val" else "train"))
+
+    with tempfile.TemporaryDirectory(prefix="tsrun-compare-") as tmp:
+        pipeline = os.path.join(tmp, f"{args.mode}.ts")
+        with open(pipeline, "w") as fh:
+            fh.write(bl.pipeline_text(data, args.mode, args.batch, args.epochs, len(cpus)))
+        print(f"mode {args.mode}: {len(files)} files in {data}, cores {cpus}, "
+              f"{args.pairs} pairs, {args.epochs} epoch(s)", flush=True)
+        runs = []
+        ratios = []
+        digests = set()
+        for i in range(args.pairs):
+            pair = {}
+            for name, cmd in (("baseline", side_a(args, cpus, data)),
+                              ("tsrun", side_b(args, cpus, tsrun, pipeline))):
+                bl.warm_cache(files)
+                r = bl.run_measured(cmd, timeout=args.timeout)
+                if r["rc"] != 0 or "images/s" not in r:
+                    sys.exit(f"{' '.join(cmd)} failed (exit {r['rc']}):\n{r['stderr'][-3000:]}")
+                # Images processed, and the memory figure to compare: the
+                # DataLoader's sum over its processes, tsrun's one process.
+                r["n_images"] = float(r.get("images", float("nan"))) * r.get("rounds", 1.0)
+                r["rss"] = r.get("peak_rss_sum", r.get("peak_rss", float("nan")))
+                pair[name] = r
+            print(f"pair {i + 1}:", flush=True)
+            show("baseline", pair["baseline"])
+            show("tsrun", pair["tsrun"])
+            if "digest" in pair["tsrun"]:
+                digests.add(pair["tsrun"]["digest"])
+            ratio = pair["tsrun"]["images/s"] / pair["baseline"]["images/s"]
+            print(f"  ratio tsrun/baseline: {ratio:.2f}", flush=True)
+            ratios.append(ratio)
+            runs.append({k: {kk: vv for kk, vv in v.items() if kk not in ("stdout", "stderr")}
+                         for k, v in pair.items()})
+
+    def med(side, key):
+        vals = [r[side][key] for r in runs if isinstance(r[side].get(key), float)]
+        return bl.summary(vals)[0] if vals else float("nan")
+
+    print()
+    print(f"result ({args.mode}): tsrun/baseline images/s = {bl.fmt_range(ratios)}")
+    for side in ("baseline", "tsrun"):
+        # The side's own CPU figure covers its loading loop only (not the
+        # interpreter start or torch's import); ext_cpu covers everything.
+        n_img, cpu = med(side, "n_images"), med(side, "cpu")
+        print(f"  {side:9s} images/s median {med(side, 'images/s'):.1f}, "
+              f"cpu {cpu:.2f} s ({cpu / n_img * 1e3:.3f} ms/image; whole process "
+              f"{med(side, 'ext_cpu'):.2f} s), "
+              f"peak_rss {med(side, 'rss'):.1f} MiB, wall {med(side, 'ext_wall'):.2f} s")
+    if len(digests) > 1:
+        print(f"  WARNING: tsrun digests differ between runs: {sorted(digests)}")
+    elif digests:
+        print(f"  tsrun digest identical in every run: {digests.pop()}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"mode": args.mode, "cpus": cpus, "data": data, "ratios": ratios,
+                       "runs": runs}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""PyTorch DataLoader + torchvision ImageFolder with the ImageNet recipes:
+the baseline side of perf/compare.py and perf/sharing.py.
+
+Run with /usr/bin/python3 (Debian's python3-torch and python3-torchvision).
+
+    dataloader.py ROOT [--recipe train|val] [--batch 256] [--workers N]
+                       [--epochs 1] [--batches N] [--threads-per-worker 1]
+
+ROOT is a data set folder (tsrun make-dataset) or a class folder tree
+itself; ROOT/train (or ROOT/val for --recipe val, falling back to
+ROOT/train) is used when present.
+
+Prints "key: value" lines like `tsrun bench`:
+  images, images/s (from the first batch request to the last batch of the
+  last epoch: worker start-up included, as a training loop pays it),
+  wall, cpu (getrusage self + reaped children over the epoch loop: the
+  main process and every worker), peak_rss (the main process), peak_rss_worker (the largest
+  worker), peak_rss_sum (main + workers x largest worker: an upper
+  bound on the total, shared pages counted per process).
+"""
+import argparse
+import os
+import resource
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root")
+    ap.add_argument("--recipe", choices=["train", "val"], default="train")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batches", type=int, default=0,
+                    help="stop after this many batches in all (0 = whole epochs)")
+    ap.add_argument("--seed", type=int, default=42)
+    args = ap.parse_args()
+
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+    # One intra-op thread per process: the workers are the parallelism, as
+    # in the torchvision reference scripts' data loading.
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+
+    root = args.root
+    for sub in ([args.recipe, "train"] if args.recipe == "val" else ["train"]):
+        if os.path.isdir(os.path.join(root, sub)):
+            root = os.path.join(root, sub)
+            break
+
+    norm = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    if args.recipe == "train":
+        tf = transforms.Compose([
+            transforms.RandomResizedCrop(224),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            norm,
+        ])
+    else:
+        tf = transforms.Compose([
+            transforms.Resize(256),
+            transforms.CenterCrop(224),
+            transforms.ToTensor(),
+            norm,
+        ])
+    ds = datasets.ImageFolder(root, transform=tf)
+    if len(ds) == 0:
+        print(f"dataloader.py: no images under {root}", file=sys.stderr)
+        return 1
+    loader = DataLoader(ds, batch_size=args.batch, shuffle=(args.recipe == "train"),
+                        num_workers=args.workers, drop_last=False,
+                        persistent_workers=False)
+
+    images = 0
+    batches = 0
+    checksum = 0.0
+    me0 = resource.getrusage(resource.RUSAGE_SELF)
+    ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    done = False
+    for _ in range(args.epochs):
+        for x, y in loader:
+            images += x.shape[0]
+            batches += 1
+            # Touch the batch so nothing is lazily skipped.
+            checksum += float(x[0, 0, 0, 0]) + int(y[0])
+            if args.batches and batches >= args.batches:
+                done = True
+                break
+        if done:
+            break
+    wall = time.monotonic() - t0
+    del loader  # workers are joined (and reaped) here at the latest
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The epoch loop's CPU only: not the interpreter's start or torch's import.
+    cpu = (me.ru_utime + me.ru_stime - me0.ru_utime - me0.ru_stime
+           + ch.ru_utime + ch.ru_stime - ch0.ru_utime - ch0.ru_stime)
+    rss = me.ru_maxrss / 1024.0
+    rss_w = ch.ru_maxrss / 1024.0
+    print(f"recipe: {args.recipe}")
+    print(f"workers: {args.workers}")
+    print(f"batch: {args.batch}")
+    print(f"images: {images}")
+    print(f"images/s: {images / wall:.1f}")
+    print(f"wall: {wall:.3f} s")
+    print(f"cpu: {cpu:.3f} s")
+    print(f"cpu/image: {cpu / max(images, 1) * 1e3:.3f} ms")
+    print(f"peak_rss: {rss:.1f} MiB")
+    print(f"peak_rss_worker: {rss_w:.1f} MiB")
+    print(f"peak_rss_sum: {rss + rss_w * args.workers:.1f} MiB")
+    print(f"checksum: {checksum:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

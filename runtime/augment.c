@@ -1,0 +1,954 @@
+/*
+ * augment.c - augment kernels with torchvision/PIL numerics.
+ *
+ * Measured against torchvision 0.14 + Pillow 9.4 by tests/torch-equal.py:
+ * resize (bilinear antialiased, box, nearest) of uint8 images is bit-exact
+ * with PIL's Image.resize (max abs diff 0), as are flip, grayscale and the
+ * ColorJitter adjustments for given factors.
+ */
+#include "augment.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* GCC's -O2 cost model leaves the long, simple loops of the resample
+ * passes scalar; ask for the vectorizer on those functions only (clang
+ * vectorizes at -O2 already). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TS_VECTORIZE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define TS_VECTORIZE
+#endif
+
+/* ---- Box choices ---- */
+
+void ts_aug_resize_dims(int w, int h, const struct ts_op *resize, int *ow,
+			int *oh)
+{
+	if (resize->size_w > 0) {
+		*ow = resize->size_w;
+		*oh = resize->size_h;
+		return;
+	}
+	int size = resize->size_h;
+	int shorter = w <= h ? w : h, longer = w <= h ? h : w;
+	/* Python: int(size * long / short): exact product, true division,
+	 * truncation. */
+	int nl = (int)((double)((int64_t)size * longer) / (double)shorter);
+	if (w <= h) {
+		*ow = size;
+		*oh = nl;
+	} else {
+		*ow = nl;
+		*oh = size;
+	}
+}
+
+/* One axis of CenterCrop: torchvision pads (c - n) // 2 before when the
+ * crop is larger, else int(round((n - c) / 2.0)) with round-half-even. */
+static int center_start(int n, int c)
+{
+	if (c > n)
+		return -((c - n) / 2);
+	return (int)rint((double)(n - c) / 2.0);
+}
+
+void ts_aug_center_box(int w, int h, int cw, int ch, int *x, int *y)
+{
+	*x = center_start(w, cw);
+	*y = center_start(h, ch);
+}
+
+void ts_aug_rrc_box(int w, int h, const struct ts_op *rrc, struct ts_rng *rng,
+		    int *x, int *y, int *cw, int *ch)
+{
+	double area = (double)w * (double)h;
+	double lr0 = log(rrc->ratio_lo), lr1 = log(rrc->ratio_hi);
+	for (int attempt = 0; attempt < 10; attempt++) {
+		double target = area * ts_rng_range(rng, rrc->scale_lo,
+						    rrc->scale_hi);
+		double ar = exp(ts_rng_range(rng, lr0, lr1));
+		int tw = (int)rint(sqrt(target * ar));
+		int th = (int)rint(sqrt(target / ar));
+		if (tw > 0 && tw <= w && th > 0 && th <= h) {
+			*y = (int)ts_rng_below(rng, (uint64_t)(h - th + 1));
+			*x = (int)ts_rng_below(rng, (uint64_t)(w - tw + 1));
+			*cw = tw;
+			*ch = th;
+			return;
+		}
+	}
+	double in_ratio = (double)w / (double)h;
+	double rmin = fmin(rrc->ratio_lo, rrc->ratio_hi);
+	double rmax = fmax(rrc->ratio_lo, rrc->ratio_hi);
+	int tw, th;
+	if (in_ratio < rmin) {
+		tw = w;
+		th = (int)rint(tw / rmin);
+	} else if (in_ratio > rmax) {
+		th = h;
+		tw = (int)rint(th * rmax);
+	} else {
+		tw = w;
+		th = h;
+	}
+	*x = (w - tw) / 2;
+	*y = (h - th) / 2;
+	*cw = tw;
+	*ch = th;
+}
+
+void ts_aug_random_crop_box(int w, int h, const struct ts_op *rc,
+			    struct ts_rng *rng, int *x, int *y)
+{
+	int p = rc->padding > 0 ? rc->padding : 0;
+	int pw = w + 2 * p, ph = h + 2 * p;
+	int cw = rc->size_w, ch = rc->size_h;
+	int yy, xx;
+	if (ph == ch && pw == cw) {
+		yy = 0;
+		xx = 0;
+	} else {
+		yy = ph >= ch ? (int)ts_rng_below(rng, (uint64_t)(ph - ch + 1))
+			      : -((ch - ph) / 2);
+		xx = pw >= cw ? (int)ts_rng_below(rng, (uint64_t)(pw - cw + 1))
+			      : -((cw - pw) / 2);
+	}
+	*x = xx - p;
+	*y = yy - p;
+}
+
+void ts_aug_tile_grid(int w, int h, const struct ts_op *tile, int *nx,
+		      int *ny)
+{
+	int sw = tile->stride_w > 0 ? tile->stride_w : tile->size_w;
+	int sh = tile->stride_h > 0 ? tile->stride_h : tile->size_h;
+	*nx = w >= tile->size_w && sw > 0 ? (w - tile->size_w) / sw + 1 : 0;
+	*ny = h >= tile->size_h && sh > 0 ? (h - tile->size_h) / sh + 1 : 0;
+}
+
+/* ---- Per-thread scratch for resize ---- */
+
+struct scratch {
+	uint8_t *buf;
+	size_t cap;
+};
+
+static __thread struct scratch tls_scratch;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+
+static void scratch_release(void *p)
+{
+	struct scratch *s = p;
+	free(s->buf);
+	s->buf = NULL;
+	s->cap = 0;
+}
+
+static void scratch_key_init(void)
+{
+	scratch_key_ok = pthread_key_create(&scratch_key, scratch_release) == 0;
+}
+
+void ts_aug_scratch_free(void)
+{
+	scratch_release(&tls_scratch);
+}
+
+/* The thread's scratch, at least need bytes, 16-aligned. Growing
+ * registers the thread-exit destructor so worker threads free theirs. */
+static void *scratch_get(size_t need)
+{
+	struct scratch *s = &tls_scratch;
+	if (need <= s->cap)
+		return s->buf;
+	size_t cap = need + need / 2;
+	void *p = NULL;
+	if (posix_memalign(&p, 16, cap) != 0)
+		return NULL;
+	free(s->buf);
+	s->buf = p;
+	s->cap = cap;
+	pthread_once(&scratch_once, scratch_key_init);
+	if (scratch_key_ok)
+		pthread_setspecific(scratch_key, s);
+	return p;
+}
+
+/* ---- Resize: Pillow's ImagingResample ---- */
+
+#define PRECISION_BITS (32 - 8 - 2)
+
+static double filter_triangle(double x)
+{
+	if (x < 0.0)
+		x = -x;
+	return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+static double filter_box(double x)
+{
+	return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0;
+}
+
+static int coeff_ksize(int in_size, int out_size, double support,
+		       bool antialias)
+{
+	double fs = (double)in_size / out_size;
+	if (fs < 1.0 || !antialias)
+		fs = 1.0;
+	return (int)ceil(support * fs) * 2 + 1;
+}
+
+/* Pillow's precompute_coeffs for the box [0, in_size): per output pixel
+ * the first input index, the count, and ksize normalised weights in
+ * double (kd) and in 22-bit fixed point (ki, rounded away from zero as
+ * Pillow's normalize_coeffs_8bpc does). The centre of output xx is
+ * (xx + 0.5) * scale and the filter is evaluated at input pixel centres. */
+static void coeff_compute(int in_size, int out_size, double (*filter)(double),
+			  double support_base, bool antialias, int ksize,
+			  int *bounds, double *kd, int32_t *ki)
+{
+	double scale = (double)((float)in_size - 0.0f) / out_size;
+	double fs = scale;
+	if (fs < 1.0 || !antialias)
+		fs = 1.0;
+	double support = support_base * fs;
+	double ss = 1.0 / fs;
+	for (int xx = 0; xx < out_size; xx++) {
+		double center = (xx + 0.5) * scale;
+		double ww = 0.0;
+		int xmin = (int)(center - support + 0.5);
+		if (xmin < 0)
+			xmin = 0;
+		int xmax = (int)(center + support + 0.5);
+		if (xmax > in_size)
+			xmax = in_size;
+		xmax -= xmin;
+		double *k = kd + (size_t)xx * ksize;
+		int x;
+		for (x = 0; x < xmax; x++) {
+			double w = filter((x + xmin - center + 0.5) * ss);
+			k[x] = w;
+			ww += w;
+		}
+		for (x = 0; x < xmax; x++)
+			if (ww != 0.0)
+				k[x] /= ww;
+		for (; x < ksize; x++)
+			k[x] = 0;
+		bounds[xx * 2] = xmin;
+		bounds[xx * 2 + 1] = xmax;
+		int32_t *kq = ki + (size_t)xx * ksize;
+		for (x = 0; x < ksize; x++)
+			kq[x] = k[x] < 0 ? (int32_t)(-0.5 + k[x] * (1 << PRECISION_BITS))
+					 : (int32_t)(0.5 + k[x] * (1 << PRECISION_BITS));
+	}
+}
+
+static inline uint8_t clip8(int32_t v)
+{
+	if (v >= (1 << PRECISION_BITS << 8))
+		return 255;
+	if (v <= 0)
+		return 0;
+	return (uint8_t)(v >> PRECISION_BITS);
+}
+
+/* Horizontal pass, uint8: rows [y0, y0 + rows) of in into out. */
+TS_VECTORIZE static void resample_h_u8(const struct ts_image *in, int y0, int rows,
+			  uint8_t *out, size_t ostride, int ow, int ksize,
+			  const int *bounds, const int32_t *kk)
+{
+	const int C = in->channels;
+	const int32_t half = 1 << (PRECISION_BITS - 1);
+	for (int y = 0; y < rows; y++) {
+		const uint8_t *s = in->data + (size_t)(y + y0) * in->stride;
+		uint8_t *d = out + (size_t)y * ostride;
+		for (int xx = 0; xx < ow; xx++) {
+			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+			const int32_t *k = kk + (size_t)xx * ksize;
+			const uint8_t *p = s + (size_t)xmin * C;
+			if (C == 3) {
+				int32_t s0 = half, s1 = half, s2 = half;
+				for (int x = 0; x < n; x++, p += 3) {
+					s0 += p[0] * k[x];
+					s1 += p[1] * k[x];
+					s2 += p[2] * k[x];
+				}
+				d[0] = clip8(s0);
+				d[1] = clip8(s1);
+				d[2] = clip8(s2);
+				d += 3;
+			} else if (C == 1) {
+				int32_t s0 = half;
+				for (int x = 0; x < n; x++)
+					s0 += p[x] * k[x];
+				*d++ = clip8(s0);
+			} else {
+				int32_t acc[4] = { half, half, half, half };
+				for (int x = 0; x < n; x++, p += C)
+					for (int c = 0; c < C; c++)
+						acc[c] += p[c] * k[x];
+				for (int c = 0; c < C; c++)
+					*d++ = clip8(acc[c]);
+			}
+		}
+	}
+}
+
+/* Vertical pass, uint8: row by row into an int32 accumulator so the inner
+ * loop runs along contiguous memory. Rows of src are sstride apart and
+ * bounds are relative to src's first row. */
+TS_VECTORIZE static void resample_v_u8(const uint8_t *src, size_t sstride, int n_elems,
+			  uint8_t *out, size_t ostride, int oh, int ksize,
+			  const int *bounds, const int32_t *kk, int32_t *acc)
+{
+	const int32_t half = 1 << (PRECISION_BITS - 1);
+	for (int yy = 0; yy < oh; yy++) {
+		const int ymin = bounds[2 * yy], n = bounds[2 * yy + 1];
+		const int32_t *k = kk + (size_t)yy * ksize;
+		for (int i = 0; i < n_elems; i++)
+			acc[i] = half;
+		for (int y = 0; y < n; y++) {
+			const uint8_t *s = src + (size_t)(y + ymin) * sstride;
+			const int32_t ky = k[y];
+			for (int i = 0; i < n_elems; i++)
+				acc[i] += s[i] * ky;
+		}
+		uint8_t *d = out + (size_t)yy * ostride;
+		for (int i = 0; i < n_elems; i++)
+			d[i] = clip8(acc[i]);
+	}
+}
+
+static inline float load_f(const uint8_t *row, enum ts_dtype t, size_t i)
+{
+	if (t == TS_DTYPE_U16)
+		return ((const uint16_t *)(const void *)row)[i];
+	return ((const float *)(const void *)row)[i];
+}
+
+static inline void store_f(uint8_t *row, enum ts_dtype t, size_t i, float v)
+{
+	if (t == TS_DTYPE_U16) {
+		v = v < 0.0f ? 0.0f : v > 65535.0f ? 65535.0f : v;
+		((uint16_t *)(void *)row)[i] = (uint16_t)(v + 0.5f);
+	} else {
+		((float *)(void *)row)[i] = v;
+	}
+}
+
+/* uint16 / float32: the same coefficients in float, intermediate rows in
+ * float32 so no precision is lost between passes. */
+static void resample_float(const struct ts_image *in, struct ts_image *out,
+			   int ow, int oh, int kh, const int *bh,
+			   const double *kdh, int kv, const int *bv,
+			   const double *kdv, float *mid, int y0, int rows)
+{
+	const int C = in->channels;
+	const size_t n = (size_t)ow * C;
+	for (int y = 0; y < rows; y++) {
+		const uint8_t *s = in->data + (size_t)(y + y0) * in->stride;
+		float *d = mid + (size_t)y * n;
+		for (int xx = 0; xx < ow; xx++) {
+			const int xmin = bh[2 * xx], cnt = bh[2 * xx + 1];
+			const double *k = kdh + (size_t)xx * kh;
+			for (int c = 0; c < C; c++) {
+				double acc = 0.0;
+				for (int x = 0; x < cnt; x++)
+					acc += load_f(s, in->dtype,
+						      (size_t)(x + xmin) * C + c) * k[x];
+				d[(size_t)xx * C + c] = (float)acc;
+			}
+		}
+	}
+	for (int yy = 0; yy < oh; yy++) {
+		const int ymin = bv[2 * yy] - y0, cnt = bv[2 * yy + 1];
+		const double *k = kdv + (size_t)yy * kv;
+		uint8_t *d = out->data + (size_t)yy * out->stride;
+		for (size_t i = 0; i < n; i++) {
+			double acc = 0.0;
+			for (int y = 0; y < cnt; y++)
+				acc += mid[(size_t)(y + ymin) * n + i] * k[y];
+			store_f(d, out->dtype, i, (float)acc);
+		}
+	}
+}
+
+/* Pillow's nearest resize (ImagingScaleAffine): the source column of
+ * output x is (int)xo with xo starting at 0.5 * scale and accumulated by
+ * scale per column, rows likewise. The accumulation (not (i + 0.5) *
+ * scale) matters: it decides ties such as 500 -> 61 rows, row 30. */
+static int resize_nearest(const struct ts_image *in, struct ts_image *out,
+			  int ow, int oh)
+{
+	int *xtab = scratch_get((size_t)ow * sizeof(int));
+	if (!xtab)
+		return -ENOMEM;
+	const size_t px = (size_t)in->channels * ts_dtype_size(in->dtype);
+	double sx = (double)in->width / ow, sy = (double)in->height / oh;
+	double xo = sx * 0.5;
+	for (int x = 0; x < ow; x++) {
+		int xi = xo < 0.0 ? -1 : (int)xo;
+		xtab[x] = xi < 0 ? 0 : xi >= in->width ? in->width - 1 : xi;
+		xo += sx;
+	}
+	double yo = sy * 0.5;
+	for (int y = 0; y < oh; y++, yo += sy) {
+		int yi = (int)yo;
+		if (yi >= in->height)
+			yi = in->height - 1;
+		const uint8_t *s = in->data + (size_t)yi * in->stride;
+		uint8_t *d = out->data + (size_t)y * out->stride;
+		if (px == 3) {
+			for (int x = 0; x < ow; x++) {
+				const uint8_t *p = s + (size_t)xtab[x] * 3;
+				d[0] = p[0];
+				d[1] = p[1];
+				d[2] = p[2];
+				d += 3;
+			}
+		} else {
+			for (int x = 0; x < ow; x++, d += px)
+				memcpy(d, s + (size_t)xtab[x] * px, px);
+		}
+	}
+	return 0;
+}
+
+static size_t align16(size_t n)
+{
+	return (n + 15) & ~(size_t)15;
+}
+
+int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
+		  int oh, enum ts_interp interp, bool antialias)
+{
+	if (ow <= 0 || oh <= 0 || in->width <= 0 || in->height <= 0)
+		return -EINVAL;
+	int rc = ts_image_reserve(out, ow, oh, in->channels, in->dtype);
+	if (rc < 0)
+		return rc;
+	const int C = in->channels;
+	if (ow == in->width && oh == in->height) {
+		size_t row = (size_t)ow * C * ts_dtype_size(in->dtype);
+		for (int y = 0; y < oh; y++)
+			memcpy(out->data + (size_t)y * out->stride,
+			       in->data + (size_t)y * in->stride, row);
+		return 0;
+	}
+	if (interp == TS_INTERP_NEAREST)
+		return resize_nearest(in, out, ow, oh);
+
+	double (*filter)(double) = filter_triangle;
+	double support = 1.0;
+	if (interp == TS_INTERP_AREA) {
+		filter = filter_box;
+		support = 0.5;
+		antialias = true; /* an area average always covers the box */
+	}
+	const bool need_h = ow != in->width, need_v = oh != in->height;
+	const int kh = coeff_ksize(in->width, ow, support, antialias);
+	const int kv = coeff_ksize(in->height, oh, support, antialias);
+	const bool u8 = in->dtype == TS_DTYPE_U8;
+	const size_t mid_elem = u8 ? 1 : sizeof(float);
+
+	/* Carve one scratch block: coefficients of both axes, then the
+	 * horizontal pass' rows, then the vertical accumulator. */
+	size_t o_bh = 0;
+	size_t o_kdh = o_bh + align16(sizeof(int) * 2 * (size_t)ow);
+	size_t o_kih = o_kdh + align16(sizeof(double) * (size_t)ow * kh);
+	size_t o_bv = o_kih + align16(sizeof(int32_t) * (size_t)ow * kh);
+	size_t o_kdv = o_bv + align16(sizeof(int) * 2 * (size_t)oh);
+	size_t o_kiv = o_kdv + align16(sizeof(double) * (size_t)oh * kv);
+	size_t o_mid = o_kiv + align16(sizeof(int32_t) * (size_t)oh * kv);
+	/* Rows the vertical pass reads: at most all input rows. */
+	size_t mid_rows = (size_t)in->height;
+	size_t o_acc = o_mid + align16(mid_elem * (size_t)ow * C * mid_rows);
+	size_t total = o_acc + align16(sizeof(int32_t) * (size_t)ow * C);
+	uint8_t *base = scratch_get(total);
+	if (!base)
+		return -ENOMEM;
+	int *bh = (int *)(void *)(base + o_bh);
+	double *kdh = (double *)(void *)(base + o_kdh);
+	int32_t *kih = (int32_t *)(void *)(base + o_kih);
+	int *bv = (int *)(void *)(base + o_bv);
+	double *kdv = (double *)(void *)(base + o_kdv);
+	int32_t *kiv = (int32_t *)(void *)(base + o_kiv);
+	uint8_t *mid = base + o_mid;
+	int32_t *acc = (int32_t *)(void *)(base + o_acc);
+
+	coeff_compute(in->width, ow, filter, support, antialias, kh, bh, kdh,
+		      kih);
+	coeff_compute(in->height, oh, filter, support, antialias, kv, bv, kdv,
+		      kiv);
+	/* First and one-past-last input rows the vertical pass uses. */
+	int y_first = bv[0];
+	int y_last = bv[2 * oh - 2] + bv[2 * oh - 1];
+
+	if (!u8) {
+		if (!need_v) {
+			/* Identity vertical weights keep the code single. */
+			y_first = 0;
+			y_last = in->height;
+		}
+		resample_float(in, out, ow, oh, kh, bh, kdh, kv, bv, kdv,
+			       (float *)(void *)mid, y_first, y_last - y_first);
+		return 0;
+	}
+	if (need_h && !need_v) {
+		resample_h_u8(in, 0, oh, out->data, out->stride, ow, kh, bh, kih);
+		return 0;
+	}
+	if (!need_h) {
+		resample_v_u8(in->data, in->stride, ow * C, out->data,
+			      out->stride, oh, kv, bv, kiv, acc);
+		return 0;
+	}
+	size_t mstride = (size_t)ow * C;
+	resample_h_u8(in, y_first, y_last - y_first, mid, mstride, ow, kh, bh,
+		      kih);
+	for (int i = 0; i < oh; i++)
+		bv[2 * i] -= y_first;
+	resample_v_u8(mid, mstride, ow * C, out->data, out->stride, oh, kv, bv,
+		      kiv, acc);
+	return 0;
+}
+
+/* ---- Crop, flip ---- */
+
+int ts_aug_crop(const struct ts_image *in, struct ts_image *out, int x, int y,
+		int cw, int ch)
+{
+	int rc = ts_image_reserve(out, cw, ch, in->channels, in->dtype);
+	if (rc < 0)
+		return rc;
+	const size_t px = (size_t)in->channels * ts_dtype_size(in->dtype);
+	/* Columns of the window that lie inside the image. */
+	int x0 = x < 0 ? 0 : x;
+	int x1 = x + cw > in->width ? in->width : x + cw;
+	for (int r = 0; r < ch; r++) {
+		uint8_t *d = out->data + (size_t)r * out->stride;
+		int sy = y + r;
+		if (sy < 0 || sy >= in->height || x1 <= x0) {
+			memset(d, 0, (size_t)cw * px);
+			continue;
+		}
+		size_t lead = (size_t)(x0 - x) * px;
+		size_t body = (size_t)(x1 - x0) * px;
+		memset(d, 0, lead);
+		memcpy(d + lead, in->data + (size_t)sy * in->stride + (size_t)x0 * px,
+		       body);
+		memset(d + lead + body, 0, (size_t)cw * px - lead - body);
+	}
+	return 0;
+}
+
+void ts_aug_flip(struct ts_image *img, bool horizontal)
+{
+	const size_t px = (size_t)img->channels * ts_dtype_size(img->dtype);
+	const size_t row = (size_t)img->width * px;
+	if (!horizontal) {
+		uint8_t t[256];
+		for (int y = 0; y < img->height / 2; y++) {
+			uint8_t *a = img->data + (size_t)y * img->stride;
+			uint8_t *b = img->data + (size_t)(img->height - 1 - y) * img->stride;
+			for (size_t o = 0; o < row; o += sizeof(t)) {
+				size_t n = row - o < sizeof(t) ? row - o : sizeof(t);
+				memcpy(t, a + o, n);
+				memcpy(a + o, b + o, n);
+				memcpy(b + o, t, n);
+			}
+		}
+		return;
+	}
+	uint8_t t[16];
+	for (int y = 0; y < img->height; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int x = 0; x < img->width / 2; x++) {
+			uint8_t *a = r + (size_t)x * px;
+			uint8_t *b = r + (size_t)(img->width - 1 - x) * px;
+			memcpy(t, a, px);
+			memcpy(a, b, px);
+			memcpy(b, t, px);
+		}
+	}
+}
+
+/* ---- Colour ---- */
+
+static inline uint8_t gray_u8(const uint8_t *p)
+{
+	return (uint8_t)((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+}
+
+/* PIL's ImagingBlend of one uint8 value: a + alpha * (b - a) in float,
+ * truncated, clipped only when extrapolating (alpha outside [0, 1]). */
+static inline uint8_t blend_u8(int a, int b, float alpha)
+{
+	float t = (float)a + alpha * (float)(b - a);
+	if (alpha >= 0.0f && alpha <= 1.0f)
+		return (uint8_t)t;
+	if (t <= 0.0f)
+		return 0;
+	if (t >= 255.0f)
+		return 255;
+	return (uint8_t)t;
+}
+
+static float full_scale(enum ts_dtype t)
+{
+	return t == TS_DTYPE_U8 ? 255.0f : t == TS_DTYPE_U16 ? 65535.0f : 1.0f;
+}
+
+/* Float images: torchvision's tensor blend, clamped to full scale. */
+static void blend_float(struct ts_image *img, const float *deg, bool per_pixel,
+			float alpha)
+{
+	const int C = img->channels;
+	const float maxv = full_scale(img->dtype);
+	for (int y = 0; y < img->height; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int x = 0; x < img->width; x++)
+			for (int c = 0; c < C; c++) {
+				size_t i = (size_t)x * C + c;
+				float a = per_pixel ? deg[(size_t)y * img->width + x] : deg[0];
+				float v = a + alpha * (load_f(r, img->dtype, i) - a);
+				v = v < 0.0f ? 0.0f : v > maxv ? maxv : v;
+				if (img->dtype == TS_DTYPE_U16)
+					store_f(r, img->dtype, i, v);
+				else
+					((float *)(void *)r)[i] = v;
+			}
+	}
+}
+
+static float gray_f(const uint8_t *row, enum ts_dtype t, size_t i, int C)
+{
+	if (C < 3)
+		return load_f(row, t, i);
+	return 0.299f * load_f(row, t, i) + 0.587f * load_f(row, t, i + 1) +
+	       0.114f * load_f(row, t, i + 2);
+}
+
+void ts_aug_brightness(struct ts_image *img, float factor)
+{
+	const size_t n = (size_t)img->width * img->channels;
+	if (img->dtype != TS_DTYPE_U8) {
+		float zero = 0.0f;
+		blend_float(img, &zero, false, factor);
+		return;
+	}
+	for (int y = 0; y < img->height; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (size_t i = 0; i < n; i++)
+			r[i] = blend_u8(0, r[i], factor);
+	}
+}
+
+void ts_aug_contrast(struct ts_image *img, float factor)
+{
+	const int C = img->channels;
+	const size_t npix = (size_t)img->width * img->height;
+	if (img->dtype != TS_DTYPE_U8) {
+		double sum = 0.0;
+		for (int y = 0; y < img->height; y++) {
+			const uint8_t *r = img->data + (size_t)y * img->stride;
+			for (int x = 0; x < img->width; x++)
+				sum += gray_f(r, img->dtype, (size_t)x * C, C);
+		}
+		float mean = (float)(sum / (double)npix);
+		blend_float(img, &mean, false, factor);
+		return;
+	}
+	/* ImageEnhance.Contrast: the mean of the L image (an exact integer
+	 * sum, as ImageStat's histogram gives), rounded by int(m + 0.5). */
+	uint64_t sum = 0;
+	for (int y = 0; y < img->height; y++) {
+		const uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int x = 0; x < img->width; x++)
+			sum += C >= 3 ? gray_u8(r + (size_t)x * C) : r[(size_t)x * C];
+	}
+	int mean = (int)((double)sum / (double)npix + 0.5);
+	const size_t n = (size_t)img->width * C;
+	for (int y = 0; y < img->height; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (size_t i = 0; i < n; i++)
+			r[i] = blend_u8(mean, r[i], factor);
+	}
+}
+
+void ts_aug_saturation(struct ts_image *img, float factor)
+{
+	const int C = img->channels;
+	if (C < 3)
+		return;
+	for (int y = 0; y < img->height; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int x = 0; x < img->width; x++) {
+			size_t i = (size_t)x * C;
+			if (img->dtype == TS_DTYPE_U8) {
+				int g = gray_u8(r + i);
+				r[i] = blend_u8(g, r[i], factor);
+				r[i + 1] = blend_u8(g, r[i + 1], factor);
+				r[i + 2] = blend_u8(g, r[i + 2], factor);
+			} else {
+				float g = gray_f(r, img->dtype, i, C);
+				float maxv = full_scale(img->dtype);
+				for (int c = 0; c < 3; c++) {
+					float v = g + factor * (load_f(r, img->dtype, i + c) - g);
+					v = v < 0.0f ? 0.0f : v > maxv ? maxv : v;
+					store_f(r, img->dtype, i + c, v);
+				}
+			}
+		}
+	}
+}
+
+int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
+			struct ts_rng *rng)
+{
+	/* torch.randperm(4) then the factors in fixed order; hue is not
+	 * offered, so the permutation is of the three we have. */
+	int order[3] = { 0, 1, 2 };
+	for (int i = 2; i > 0; i--) {
+		int j = (int)ts_rng_below(rng, (uint64_t)i + 1);
+		int t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	const double v[3] = { op->brightness, op->contrast, op->saturation };
+	float f[3] = { 1.0f, 1.0f, 1.0f };
+	for (int k = 0; k < 3; k++)
+		if (v[k] > 0.0)
+			f[k] = (float)ts_rng_range(rng, fmax(0.0, 1.0 - v[k]),
+						   1.0 + v[k]);
+	for (int k = 0; k < 3; k++) {
+		int a = order[k];
+		if (v[a] <= 0.0)
+			continue;
+		if (a == 0)
+			ts_aug_brightness(img, f[0]);
+		else if (a == 1)
+			ts_aug_contrast(img, f[1]);
+		else
+			ts_aug_saturation(img, f[2]);
+	}
+	return 0;
+}
+
+int ts_aug_grayscale(const struct ts_image *in, struct ts_image *out,
+		     int channels)
+{
+	if (channels != 1 && channels != 3)
+		return -EINVAL;
+	int rc = ts_image_reserve(out, in->width, in->height, channels, in->dtype);
+	if (rc < 0)
+		return rc;
+	const int C = in->channels;
+	for (int y = 0; y < in->height; y++) {
+		const uint8_t *s = in->data + (size_t)y * in->stride;
+		uint8_t *d = out->data + (size_t)y * out->stride;
+		for (int x = 0; x < in->width; x++) {
+			size_t i = (size_t)x * C, o = (size_t)x * channels;
+			if (in->dtype == TS_DTYPE_U8) {
+				uint8_t g = C >= 3 ? gray_u8(s + i) : s[i];
+				for (int c = 0; c < channels; c++)
+					d[o + c] = g;
+			} else {
+				float g = gray_f(s, in->dtype, i, C);
+				for (int c = 0; c < channels; c++)
+					store_f(d, in->dtype, o + c, g);
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- Normalize / to outside the fused tail ---- */
+
+/* Element i of a row as a float in [0, 1] (float images are already). */
+static inline float unit_value(const uint8_t *row, enum ts_dtype t, size_t i)
+{
+	if (t == TS_DTYPE_U8)
+		return (float)row[i] / 255.0f;
+	if (t == TS_DTYPE_U16)
+		return (float)((const uint16_t *)(const void *)row)[i] / 65535.0f;
+	return ((const float *)(const void *)row)[i];
+}
+
+static int apply_normalize(const struct ts_op *op, struct ts_image *img,
+			   struct ts_image *tmp)
+{
+	const int C = img->channels;
+	int rc = ts_image_reserve(tmp, img->width, img->height, C, TS_DTYPE_F32);
+	if (rc < 0)
+		return rc;
+	float mean[4], istd[4];
+	for (int c = 0; c < C; c++) {
+		int k = c < op->n_mean ? c : 0;
+		mean[c] = op->mean[k];
+		istd[c] = op->std[k];
+	}
+	for (int y = 0; y < img->height; y++) {
+		const uint8_t *s = img->data + (size_t)y * img->stride;
+		float *d = (float *)(void *)(tmp->data + (size_t)y * tmp->stride);
+		for (int x = 0; x < img->width; x++)
+			for (int c = 0; c < C; c++) {
+				size_t i = (size_t)x * C + c;
+				d[i] = (unit_value(s, img->dtype, i) - mean[c]) / istd[c];
+			}
+	}
+	ts_image_swap(img, tmp);
+	return 0;
+}
+
+static int apply_to(const struct ts_op *op, struct ts_image *img,
+		    struct ts_image *tmp, struct ts_error *err)
+{
+	enum ts_dtype to = op->dtype;
+	if (to == TS_DTYPE_F16)
+		return ts_error_set(err, TS_E_ARG,
+				    "to(float16) runs only in the output stage");
+	if (to == img->dtype)
+		return 0;
+	int rc = ts_image_reserve(tmp, img->width, img->height, img->channels, to);
+	if (rc < 0)
+		return rc;
+	const size_t n = (size_t)img->width * img->channels;
+	for (int y = 0; y < img->height; y++) {
+		const uint8_t *s = img->data + (size_t)y * img->stride;
+		uint8_t *d = tmp->data + (size_t)y * tmp->stride;
+		for (size_t i = 0; i < n; i++) {
+			if (to == TS_DTYPE_F32) {
+				((float *)(void *)d)[i] = unit_value(s, img->dtype, i);
+			} else if (to == TS_DTYPE_U8 && img->dtype == TS_DTYPE_U16) {
+				d[i] = (uint8_t)((((const uint16_t *)(const void *)s)[i] + 128) / 257);
+			} else if (to == TS_DTYPE_U16 && img->dtype == TS_DTYPE_U8) {
+				((uint16_t *)(void *)d)[i] = (uint16_t)(s[i] * 257);
+			} else {
+				float v = ((const float *)(const void *)s)[i];
+				float m = full_scale(to);
+				float r = rintf(v * m);
+				r = r < 0.0f ? 0.0f : r > m ? m : r;
+				if (to == TS_DTYPE_U8)
+					d[i] = (uint8_t)r;
+				else
+					((uint16_t *)(void *)d)[i] = (uint16_t)r;
+			}
+		}
+	}
+	ts_image_swap(img, tmp);
+	return 0;
+}
+
+/* Crop a box (possibly padded) of *img through tmp, result in *img. */
+static int crop_swap(struct ts_image *img, struct ts_image *tmp, int x, int y,
+		     int cw, int ch)
+{
+	if (x == 0 && y == 0 && cw == img->width && ch == img->height)
+		return 0;
+	int rc = ts_aug_crop(img, tmp, x, y, cw, ch);
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return rc;
+}
+
+int ts_aug_apply(const struct ts_op *op, struct ts_image *img,
+		 struct ts_image *tmp, struct ts_rng *rng,
+		 struct ts_error *err)
+{
+	int rc = 0, x, y, cw, ch, ow, oh;
+	switch (op->kind) {
+	case TS_OP_RESIZE:
+		ts_aug_resize_dims(img->width, img->height, op, &ow, &oh);
+		rc = ts_aug_resize(img, tmp, ow, oh, op->interp, op->antialias);
+		if (rc == 0)
+			ts_image_swap(img, tmp);
+		break;
+	case TS_OP_CENTER_CROP:
+		ts_aug_center_box(img->width, img->height, op->size_w, op->size_h,
+				  &x, &y);
+		rc = crop_swap(img, tmp, x, y, op->size_w, op->size_h);
+		break;
+	case TS_OP_RANDOM_CROP:
+		ts_aug_random_crop_box(img->width, img->height, op, rng, &x, &y);
+		rc = crop_swap(img, tmp, x, y, op->size_w, op->size_h);
+		break;
+	case TS_OP_RANDOM_RESIZED_CROP: {
+		ts_aug_rrc_box(img->width, img->height, op, rng, &x, &y, &cw, &ch);
+		/* Resize straight from a view of the box: no crop copy. */
+		struct ts_image view = *img;
+		size_t px = (size_t)img->channels * ts_dtype_size(img->dtype);
+		view.data = img->data + (size_t)y * img->stride + (size_t)x * px;
+		view.width = cw;
+		view.height = ch;
+		rc = ts_aug_resize(&view, tmp, op->size_w, op->size_h, op->interp,
+				   op->antialias);
+		if (rc == 0)
+			ts_image_swap(img, tmp);
+		break;
+	}
+	case TS_OP_FLIP:
+		if (ts_rng_uniform(rng) < op->p)
+			ts_aug_flip(img, op->horizontal);
+		break;
+	case TS_OP_COLOR_JITTER:
+		rc = ts_aug_color_jitter(img, op, rng);
+		break;
+	case TS_OP_GRAYSCALE: {
+		int chn = op->channels > 0 ? op->channels : img->channels;
+		bool apply = op->p >= 1.0 || chn != img->channels ||
+			     ts_rng_uniform(rng) < op->p;
+		if (!apply)
+			break;
+		rc = ts_aug_grayscale(img, tmp, chn);
+		if (rc == 0)
+			ts_image_swap(img, tmp);
+		break;
+	}
+	case TS_OP_NORMALIZE:
+		rc = apply_normalize(op, img, tmp);
+		break;
+	case TS_OP_TO:
+		rc = apply_to(op, img, tmp, err);
+		if (rc < 0)
+			return rc;
+		break;
+	default:
+		return ts_error_set(err, TS_E_ARG, "%s is not an augment op",
+				    ts_op_kind_name(op->kind));
+	}
+	if (rc < 0)
+		return ts_error_set(err, rc, "%s: %s", ts_op_kind_name(op->kind),
+				    rc == -ENOMEM ? "out of memory"
+						  : "invalid image or size");
+	return 0;
+}
+
+bool ts_aug_filter_keep(const struct ts_op *filter, const struct ts_image *img)
+{
+	const int C = img->channels;
+	const float limit = (float)filter->threshold;
+	size_t over = 0;
+	for (int y = 0; y < img->height; y++) {
+		const uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int x = 0; x < img->width; x++) {
+			float s = 0.0f;
+			for (int c = 0; c < C; c++)
+				s += unit_value(r, img->dtype, (size_t)x * C + c);
+			if (s / (float)C > limit)
+				over++;
+		}
+	}
+	double npix = (double)img->width * img->height;
+	return (double)over <= filter->max_fraction * npix;
+}

@@ -1,0 +1,163 @@
+/*
+ * augment.h - augment kernels (augment.c, prefix ts_aug_) and the fused
+ * output stage (output.c, prefix ts_out_).
+ *
+ * The numbers follow torchvision 0.14 applied to PIL images, as a
+ * DataLoader does: box choices copy torchvision's get_params arithmetic
+ * (Python's round-half-even included) but draw from the counter-based
+ * struct ts_rng, never from torch; resize copies Pillow's ImagingResample
+ * (separable, antialiased, fixed-point for uint8); ToTensor + Normalize is
+ * float32 (x / 255 - mean) / std, in that order, without FMA contraction.
+ *
+ * Images are struct ts_image (HWC, uint8, uint16 or float32). Unless said
+ * otherwise `out` must not alias `in`. Kernels return 0 or a negative code
+ * (-ENOMEM, -EINVAL, TS_E_ARG); they never print.
+ *
+ * Thread safety: every function works only on its arguments, except that
+ * ts_aug_resize keeps per-thread scratch (coefficients and the horizontal
+ * pass' rows), grown on demand and reused so that a warm worker allocates
+ * nothing per sample; it is freed when the thread exits or by
+ * ts_aug_scratch_free(). Different threads may call everything at once on
+ * different images.
+ */
+#ifndef TS_AUGMENT_H
+#define TS_AUGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "plan.h"
+#include "image.h"
+#include "rng.h"
+
+/* ---- Box choices (deterministic given the rng stream) ---- */
+
+/* Output size of a resize op on a w x h image. With resize->size_w == 0,
+ * torchvision Resize(int): the shorter side becomes size_h and the longer
+ * int(size_h * long / short); otherwise exactly size_w x size_h. */
+void ts_aug_resize_dims(int w, int h, const struct ts_op *resize, int *ow,
+			int *oh);
+
+/* torchvision CenterCrop of cw x ch from a w x h image: the top-left corner
+ * (*x, *y) in image coordinates, round-half-even like Python's round. When
+ * the crop is larger than the image the corner is negative: torchvision
+ * pads (left (cw-w)//2, top (ch-h)//2) with zeros, and ts_aug_crop reads
+ * zeros outside the image, which gives the same pixels. */
+void ts_aug_center_box(int w, int h, int cw, int ch, int *x, int *y);
+
+/* RandomResizedCrop.get_params: up to 10 attempts of area = w*h*U(scale),
+ * ratio = exp(U(log ratio_lo, log ratio_hi)), cw = round(sqrt(area*ratio)),
+ * ch = round(sqrt(area/ratio)); accepted when 0 < cw <= w and 0 < ch <= h,
+ * then y = below(h-ch+1), x = below(w-cw+1). Else the center crop clamped to
+ * the ratio range. Draw order per attempt: scale, log-ratio (then y, x). */
+void ts_aug_rrc_box(int w, int h, const struct ts_op *rrc, struct ts_rng *rng,
+		    int *x, int *y, int *cw, int *ch);
+
+/* RandomCrop(size, padding): the image is padded by rc->padding zeros on
+ * every side, then y = below(H-ch+1), x = below(W-cw+1) in the padded
+ * image (y drawn first); the corner is returned in image coordinates, so
+ * it may be negative. A crop larger than the padded image is centered. */
+void ts_aug_random_crop_box(int w, int h, const struct ts_op *rc,
+			    struct ts_rng *rng, int *x, int *y);
+
+/* Tiles of a tile op: nx columns by ny rows of size_w x size_h at strides
+ * stride_w, stride_h, covering only whole tiles. Tile k (0 <= k < nx*ny)
+ * has its corner at x = (k % nx) * stride_w, y = (k / nx) * stride_h. */
+void ts_aug_tile_grid(int w, int h, const struct ts_op *tile, int *nx,
+		      int *ny);
+
+/* ---- Kernels ---- */
+
+/* Resize in to ow x oh into out (reserved here; same channels and dtype).
+ * BILINEAR is Pillow's triangle filter, its support scaled by the
+ * downscale factor when antialias is true (as PIL always does; false gives
+ * plain align_corners=False bilinear); AREA is Pillow's box filter, always
+ * scaled (torchvision's InterpolationMode.BOX); NEAREST is Pillow's
+ * nearest (source pixel about floor((i + 0.5) * in / out), accumulated as
+ * Pillow does). uint8 uses Pillow's 22-bit fixed point and is bit-exact
+ * with PIL's Image.resize (measured: max abs diff 0 levels); uint16 and
+ * float32 use the same weights in float. in may be a view (data pointing
+ * into a larger image, its stride kept). */
+int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
+		  int oh, enum ts_interp interp, bool antialias);
+
+/* Copy the cw x ch window at (x, y) of in into out (reserved here). Pixels
+ * of the window outside in are zero (torchvision's padding, fill 0). */
+int ts_aug_crop(const struct ts_image *in, struct ts_image *out, int x, int y,
+		int cw, int ch);
+
+/* Mirror in place: left-right when horizontal, else top-bottom. */
+void ts_aug_flip(struct ts_image *img, bool horizontal);
+
+/* torchvision ColorJitter(brightness, contrast, saturation) in place on a
+ * uint8 RGB or gray image: a random order of the three (Fisher-Yates on
+ * the rng), then each factor U(max(0, 1-v), 1+v) drawn in the order
+ * brightness, contrast, saturation; a zero parameter skips that
+ * adjustment. Applied as PIL's ImageEnhance (blend with black, the mean
+ * gray, the gray image). uint16/float32 images use the same arithmetic in
+ * float. */
+int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
+			struct ts_rng *rng);
+
+/* The three adjustments with given factors (what ts_aug_color_jitter
+ * applies), in place; PIL-exact on uint8. Saturation on 1 channel is a
+ * no-op. */
+void ts_aug_brightness(struct ts_image *img, float factor);
+void ts_aug_contrast(struct ts_image *img, float factor);
+void ts_aug_saturation(struct ts_image *img, float factor);
+
+/* PIL's convert("L") of an RGB in: (19595 r + 38470 g + 7471 b + 32768) >>
+ * 16 for uint8 (0.299/0.587/0.114 in float otherwise), replicated to
+ * `channels` (1 or 3) channels of out. A 1-channel in is copied or
+ * replicated. */
+int ts_aug_grayscale(const struct ts_image *in, struct ts_image *out,
+		     int channels);
+
+/* Apply one op (RESIZE, CENTER_CROP, RANDOM_CROP, RANDOM_RESIZED_CROP,
+ * FLIP, COLOR_JITTER, GRAYSCALE, NORMALIZE, TO) to *img, using *tmp as
+ * scratch; the two may be swapped, so the result is always in *img.
+ * rng is the op's stream, ts_rng_init(&rng, seed, epoch, index, op->index).
+ * FLIP applies when U < p; GRAYSCALE when U < p (p >= 1: always), and always
+ * when the channel count must change. NORMALIZE yields float32 normalized
+ * values; TO converts to uint8, uint16 or float32 (float16 exists only in
+ * the output stage: ts_image holds no float16) keeping HWC.
+ * Returns 0, -ENOMEM, or TS_E_ARG for an op it does not handle (err says
+ * which). */
+int ts_aug_apply(const struct ts_op *op, struct ts_image *img,
+		 struct ts_image *tmp, struct ts_rng *rng,
+		 struct ts_error *err);
+
+/* filter: true when the sample is kept, i.e. when at most max_fraction of
+ * its pixels have a channel mean above threshold * full scale. */
+bool ts_aug_filter_keep(const struct ts_op *filter,
+			const struct ts_image *img);
+
+/* Free this thread's resize scratch (also done at thread exit). */
+void ts_aug_scratch_free(void);
+
+/* ---- The fused output stage (output.c) ---- */
+
+/* Write one sample into its ring slot. output->kind == TS_OP_OUTPUT and
+ * output->parts are any of RESIZE, CENTER_CROP, RANDOM_CROP,
+ * RANDOM_RESIZED_CROP, COLOR_JITTER, GRAYSCALE (geometry and colour, run
+ * first, in order, through tmp1/tmp2) followed by any of FLIP, NORMALIZE,
+ * TO, which run as ONE pass from the last image straight into dst: flip,
+ * normalize, dtype conversion (uint8, uint16, float16, float32) and layout
+ * (NHWC, or NCHW planes). A center crop that lies inside the image is read
+ * in place, without a copy. Random parts draw from ts_rng_init(seed,
+ * epoch, index, part->index).
+ * dst_bytes must equal the sample's size (height * width * channels *
+ * dtype size); otherwise TS_E_ARG. in is not modified; tmp1 and tmp2 are
+ * the worker's scratch images. Returns 0, -ENOMEM or TS_E_ARG. */
+int ts_out_write(const struct ts_op *output, const struct ts_image *in,
+		 uint64_t seed, uint64_t epoch, uint64_t index,
+		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,
+		 size_t dst_bytes, struct ts_error *err);
+
+/* IEEE binary16 bits of a float, rounded to nearest even; overflow gives
+ * infinity, NaN stays NaN (quiet), subnormals are exact. */
+uint16_t ts_out_f16_from_f32(float f);
+/* The float value of binary16 bits (exact). */
+float ts_out_f32_from_f16(uint16_t h);
+
+#endif

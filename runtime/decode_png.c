@@ -1,0 +1,270 @@
+/* decode_png.c - PNG through libpng, from memory: every color type and
+ * bit depth, interlaced or not, cropped to the region of interest. */
+#include "decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <png.h>
+#include "util.h"
+
+struct ts_decoder_png {
+	/* libpng's read struct cannot be rewound for a new file, so one is
+	 * made per image; the row and image buffers are what is reused. */
+	uint8_t *row;        /* one decoded row */
+	size_t row_cap;
+	uint8_t *img;        /* whole image, interlaced files only */
+	size_t img_cap;
+	png_bytep *rows;     /* row pointers into img */
+	size_t rows_cap;     /* bytes */
+	char msg[200];
+};
+
+struct png_reader {
+	const uint8_t *buf;
+	size_t len, pos;
+};
+
+/* libpng reads through this instead of a FILE. Asking past the end is a
+ * truncated file, reported as such rather than as a zlib error. */
+static void read_mem(png_structp png, png_bytep data, size_t n)
+{
+	struct png_reader *r = png_get_io_ptr(png);
+
+	if (r->len - r->pos < n)
+		png_error(png, "premature end of PNG data (file truncated)");
+	memcpy(data, r->buf + r->pos, n);
+	r->pos += n;
+}
+
+/* libpng's default error handler prints to stderr: keep the message and
+ * unwind to the setjmp in ts_decoder_png_decode/info instead. */
+static void on_error(png_structp png, png_const_charp msg)
+{
+	struct ts_decoder_png *p = png_get_error_ptr(png);
+
+	snprintf(p->msg, sizeof(p->msg), "%s", msg);
+	png_longjmp(png, 1);
+}
+
+/* Warnings (bad ancillary chunks, sRGB profile quirks) are not errors and
+ * library code never prints. */
+static void on_warning(png_structp png, png_const_charp msg)
+{
+	(void)png;
+	(void)msg;
+}
+
+int ts_decoder_png_create(struct ts_decoder_png **out, struct ts_error *err)
+{
+	struct ts_decoder_png *p = calloc(1, sizeof(*p));
+	if (!p)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory creating a PNG decoder");
+	*out = p;
+	return 0;
+}
+
+void ts_decoder_png_destroy(struct ts_decoder_png *p)
+{
+	if (!p)
+		return;
+	free(p->row);
+	free(p->img);
+	free(p->rows);
+	free(p);
+}
+
+static int grow(void *pp, size_t *cap, size_t need)
+{
+	uint8_t **p = pp;
+	if (need <= *cap)
+		return 0;
+	uint8_t *n = realloc(*p, need);
+	if (!n)
+		return -1;
+	*p = n;
+	*cap = need;
+	return 0;
+}
+
+static void fill_info(png_structp png, png_infop pi, struct ts_decode_info *info)
+{
+	int ct = png_get_color_type(png, pi);
+
+	info->format = TS_FORMAT_PNG;
+	info->width = (int)png_get_image_width(png, pi);
+	info->height = (int)png_get_image_height(png, pi);
+	info->depth = png_get_bit_depth(png, pi);
+	switch (ct) {
+	case PNG_COLOR_TYPE_GRAY: info->channels = 1; break;
+	case PNG_COLOR_TYPE_GRAY_ALPHA: info->channels = 2; break;
+	case PNG_COLOR_TYPE_RGB: info->channels = 3; break;
+	case PNG_COLOR_TYPE_RGB_ALPHA: info->channels = 4; break;
+	default: /* palette */
+		info->channels = png_get_valid(png, pi, PNG_INFO_tRNS) ? 4 : 3;
+		break;
+	}
+	info->progressive = png_get_interlace_type(png, pi) != PNG_INTERLACE_NONE;
+}
+
+/* Refuse decompression bombs before allocating anything image-sized. */
+static int check_size(const struct ts_decode_info *info, struct ts_error *err)
+{
+	if (info->width > TS_DECODE_MAX_DIM || info->height > TS_DECODE_MAX_DIM ||
+	    (long long)info->width * info->height > TS_DECODE_MAX_PIXELS)
+		return ts_error_set(err, TS_E_DECODE,
+				    "image too large: %dx%d (limit %d pixels a side, %lld pixels)",
+				    info->width, info->height, TS_DECODE_MAX_DIM,
+				    (long long)TS_DECODE_MAX_PIXELS);
+	return 0;
+}
+
+/* Set up a read struct over buf; NULL when out of memory. */
+static png_structp open_png(struct ts_decoder_png *p, struct png_reader *rd,
+			    png_infop *pi)
+{
+	png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, p,
+						 on_error, on_warning);
+	if (!png)
+		return NULL;
+	*pi = png_create_info_struct(png);
+	if (!*pi) {
+		png_destroy_read_struct(&png, NULL, NULL);
+		return NULL;
+	}
+	png_set_read_fn(png, rd, read_mem);
+	/* Our own limits are checked after the header; lift libpng's
+	 * 1,000,000-pixel side limit so our message is the one seen. */
+	png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+	return png;
+}
+
+int ts_decoder_png_info(struct ts_decoder_png *p, const uint8_t *buf,
+			size_t len, struct ts_decode_info *info,
+			struct ts_error *err)
+{
+	struct png_reader rd = { buf, len, 0 };
+	struct ts_decode_info tmp;
+	png_infop pi = NULL;
+	png_structp png = open_png(p, &rd, &pi);
+	int rc = 0;
+
+	if (!png)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory reading a PNG header");
+	if (setjmp(png_jmpbuf(png))) {
+		rc = ts_error_set(err, TS_E_DECODE, "invalid PNG data: %s", p->msg);
+		goto out;
+	}
+	png_read_info(png, pi);
+	fill_info(png, pi, &tmp);
+	*info = tmp;
+out:
+	png_destroy_read_struct(&png, &pi, NULL);
+	return rc;
+}
+
+/*
+ * libpng expands palettes and low bit depths, drops alpha and scales 16
+ * bits to 8 (round(x / 257)) when 8 are asked for; what is left is gray or
+ * RGB at 8 or 16 bits, which ts_decoder_convert_row turns into the
+ * requested color and depth while cropping the columns. Rows below the
+ * region are not decoded; interlaced files need every pass, so they are
+ * decoded whole into a reused buffer first.
+ */
+int ts_decoder_png_decode(struct ts_decoder_png *p, const uint8_t *buf,
+			  size_t len, const struct ts_decode_req *req,
+			  struct ts_image *out, struct ts_decode_geom *geom,
+			  struct ts_error *err)
+{
+	struct png_reader rd = { buf, len, 0 };
+	struct ts_decode_info info;
+	struct ts_decode_geom g;
+	png_infop pi = NULL;
+	png_structp png = open_png(p, &rd, &pi);
+	int rc = 0;
+
+	if (!png)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory reading a PNG");
+	if (setjmp(png_jmpbuf(png))) {
+		rc = ts_error_set(err, TS_E_DECODE, "invalid PNG data: %s", p->msg);
+		goto out;
+	}
+	png_read_info(png, pi);
+	fill_info(png, pi, &info);
+	if ((rc = check_size(&info, err)) < 0)
+		goto out;
+	if ((rc = ts_decoder_geometry(&info, req, &g, err)) < 0)
+		goto out;
+
+	int depth = req->depth == 16 ? 16 : 8;
+	int dst_c = req->color == TS_COLOR_GRAY ? 1 : 3;
+	int ct = png_get_color_type(png, pi);
+	if (ct == PNG_COLOR_TYPE_PALETTE)
+		png_set_palette_to_rgb(png);
+	if (ct == PNG_COLOR_TYPE_GRAY && info.depth < 8)
+		png_set_expand_gray_1_2_4_to_8(png);
+	if (ct & PNG_COLOR_MASK_ALPHA || png_get_valid(png, pi, PNG_INFO_tRNS))
+		png_set_strip_alpha(png);
+	if (info.depth == 16) {
+		if (depth == 8)
+			png_set_scale_16(png);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		else
+			png_set_swap(png);
+#endif
+	}
+	int passes = png_set_interlace_handling(png);
+	png_read_update_info(png, pi);
+
+	int src_c = png_get_channels(png, pi);
+	int src_depth = png_get_bit_depth(png, pi);
+	size_t rowbytes = png_get_rowbytes(png, pi);
+	size_t bpp = (size_t)src_c * (size_t)(src_depth / 8);
+	if ((src_c != 1 && src_c != 3) || (src_depth != 8 && src_depth != 16)) {
+		rc = ts_error_set(err, TS_E_DECODE,
+				  "unsupported PNG layout (%d channels of %d bits after expansion)",
+				  src_c, src_depth);
+		goto out;
+	}
+	if (ts_image_reserve(out, g.out_w, g.out_h, dst_c,
+			     depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8) < 0 ||
+	    grow(&p->row, &p->row_cap, rowbytes) < 0) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory decoding a %dx%d PNG",
+				  info.width, info.height);
+		goto out;
+	}
+
+	int x0 = req->roi_w > 0 && req->roi_h > 0 ? req->roi_x : 0;
+	int y0 = req->roi_w > 0 && req->roi_h > 0 ? req->roi_y : 0;
+	if (passes > 1) {
+		size_t h = (size_t)info.height;
+		if (grow(&p->img, &p->img_cap, rowbytes * h) < 0 ||
+		    grow(&p->rows, &p->rows_cap, h * sizeof(png_bytep)) < 0) {
+			rc = ts_error_set(err, TS_E_NOMEM,
+					  "out of memory decoding a %dx%d interlaced PNG",
+					  info.width, info.height);
+			goto out;
+		}
+		for (size_t y = 0; y < h; y++)
+			p->rows[y] = p->img + y * rowbytes;
+		png_read_image(png, p->rows);
+		for (int y = 0; y < g.out_h; y++)
+			ts_decoder_convert_row(p->rows[y0 + y] + (size_t)x0 * bpp, src_c, src_depth,
+					       out->data + (size_t)y * out->stride, dst_c,
+					       depth, g.out_w);
+	} else {
+		for (int y = 0; y < y0 + g.out_h; y++) {
+			png_read_row(png, p->row, NULL);
+			if (y >= y0)
+				ts_decoder_convert_row(p->row + (size_t)x0 * bpp, src_c,
+						       src_depth,
+						       out->data + (size_t)(y - y0) * out->stride,
+						       dst_c, depth, g.out_w);
+		}
+	}
+	if (geom)
+		*geom = g;
+out:
+	png_destroy_read_struct(&png, &pi, NULL);
+	return rc;
+}

@@ -1,0 +1,912 @@
+/*
+ * engine.c - the worker pool that turns a plan into a stream of samples in
+ * a ring.
+ *
+ * Stream positions p = 0, 1, 2, ... count source items from the start
+ * position; position p is sample (epoch, index) with index counted in the
+ * epoch's permutation. For one-to-one pipelines position p is ring
+ * sequence p: a worker claims p, waits until the slot is free, decodes and
+ * augments, and the output stage writes straight into the slot. Finished
+ * positions are flagged; the head moves over the contiguous finished
+ * prefix only and is published then, so consumers never see a hole.
+ *
+ * Pipelines with tile or filter produce a varying number of samples per
+ * position: their workers render into private staging buffers and commit
+ * in position order (one copy per sample), which keeps the stream
+ * identical for any thread count.
+ *
+ * Reads: with io_uring one I/O thread keeps queue_depth reads in flight,
+ * in position order, into a window the workers take from; without it the
+ * workers read synchronously themselves.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "augment.h"
+#include "decode.h"
+#include "image.h"
+#include "reader.h"
+#include "ring.h"
+#include "rng.h"
+#include "shuffle.h"
+#include "source.h"
+#include "util.h"
+
+enum win_state { WIN_FREE, WIN_READING, WIN_READY };
+
+struct win_entry {
+	enum win_state state;
+	uint64_t pos;
+	int status;
+	uint8_t *data;
+	size_t len;
+};
+
+struct perm_cache {
+	uint64_t epoch;
+	uint32_t *perm;  /* NULL when empty */
+};
+
+struct worker {
+	struct ts_engine *e;
+	pthread_t thread;
+	bool started;
+	struct ts_decoder *dec;
+	struct ts_image img, tmp1, tmp2, tmp3;
+	/* staging for expanding pipelines */
+	uint8_t *stage;
+	int32_t stage_n;
+};
+
+struct ts_engine {
+	const struct ts_plan *plan;
+	struct ts_ring *ring;
+	struct ts_index *ix;
+	uint64_t n;             /* items per epoch */
+	uint64_t total;         /* positions to run; UINT64_MAX: forever */
+	uint64_t start_epoch, start_index;
+	int threads;
+	uint64_t capacity;
+
+	pthread_mutex_t mu;     /* window, claims, perms, skipped, fatal */
+	pthread_cond_t cv_ready;
+	pthread_cond_t cv_space;
+	struct ts_reader *reader;
+	char *reader_note;
+	pthread_t io_thread;
+	bool io_started;
+	struct win_entry *win;
+	uint64_t wsize;
+	uint64_t next_claim;
+	uint64_t next_submit;
+
+	struct perm_cache perms[3];
+	unsigned perm_next;
+
+	pthread_mutex_t head_mu;
+	uint8_t *done;          /* capacity flags, one-to-one pipelines */
+	uint64_t head;
+
+	/* expanding pipelines: ordered commit */
+	pthread_cond_t cv_commit;
+	uint64_t commit_pos;    /* next position to commit */
+	uint64_t out_seq;       /* next ring sequence */
+	uint64_t out_epoch;     /* epoch of the last committed sample */
+	uint64_t out_index;     /* next index in out_epoch */
+
+	atomic_bool stop;
+	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t skipped_n;
+	int fatal;
+	struct ts_error fatal_err;
+	char **skipped;
+	size_t n_skipped, cap_skipped;
+
+	struct worker *workers;
+	atomic_int live_workers;
+	bool finished;          /* the ring got its end of stream or error */
+	bool joined;
+};
+
+/* Position p -> (epoch, index). */
+static void pos_split(const struct ts_engine *e, uint64_t p, uint64_t *epoch,
+		      uint64_t *index)
+{
+	uint64_t abs = e->start_index + p;
+	*epoch = e->start_epoch + abs / e->n;
+	*index = abs % e->n;
+}
+
+/* The permutation of an epoch; computed once and kept for the few epochs
+ * in flight. Called with e->mu held. */
+static const uint32_t *perm_get(struct ts_engine *e, uint64_t epoch)
+{
+	for (unsigned i = 0; i < TS_ARRAY_LEN(e->perms); i++)
+		if (e->perms[i].perm && e->perms[i].epoch == epoch)
+			return e->perms[i].perm;
+	/* Replace the oldest epoch: positions are claimed in order, so the
+	 * epochs in flight are at most two consecutive ones. */
+	unsigned victim = 0;
+	for (unsigned i = 1; i < TS_ARRAY_LEN(e->perms); i++)
+		if (!e->perms[i].perm ||
+		    (e->perms[victim].perm && e->perms[i].epoch < e->perms[victim].epoch))
+			victim = i;
+	struct perm_cache *pc = &e->perms[victim];
+	if (!pc->perm) {
+		pc->perm = malloc(sizeof(uint32_t) * e->n);
+		if (!pc->perm)
+			return NULL;
+	}
+	ts_shuffle_perm(e->plan->source.seed, epoch, e->plan->source.shuffle,
+			pc->perm, e->n);
+	pc->epoch = epoch;
+	return pc->perm;
+}
+
+static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
+		   struct ts_item *it)
+{
+	pthread_mutex_lock(&e->mu);
+	const uint32_t *perm = perm_get(e, epoch);
+	uint32_t id = perm ? perm[index] : 0;
+	pthread_mutex_unlock(&e->mu);
+	if (!perm)
+		return -ENOMEM;
+	ts_source_item(e->ix, id, it);
+	return 0;
+}
+
+static void set_fatal(struct ts_engine *e, const struct ts_error *err)
+{
+	pthread_mutex_lock(&e->mu);
+	if (!e->fatal) {
+		e->fatal = err->code ? err->code : TS_E_STATE;
+		e->fatal_err = *err;
+	}
+	atomic_store(&e->stop, true);
+	pthread_cond_broadcast(&e->cv_ready);
+	pthread_cond_broadcast(&e->cv_space);
+	pthread_cond_broadcast(&e->cv_commit);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void note_skip(struct ts_engine *e, const char *path, const char *why)
+{
+	char *line = NULL;
+	if (asprintf(&line, "%s: %s", path ? path : "(synthetic)", why) < 0)
+		line = NULL;
+	pthread_mutex_lock(&e->mu);
+	if (line && e->n_skipped == e->cap_skipped) {
+		size_t cap = e->cap_skipped ? e->cap_skipped * 2 : 16;
+		char **v = realloc(e->skipped, cap * sizeof(*v));
+		if (v) {
+			e->skipped = v;
+			e->cap_skipped = cap;
+		}
+	}
+	if (line && e->n_skipped < e->cap_skipped)
+		e->skipped[e->n_skipped++] = line;
+	else
+		free(line);
+	pthread_mutex_unlock(&e->mu);
+	atomic_fetch_add(&e->skipped_n, 1);
+}
+
+/* Decode one encoded sample into w->img, with the fused crop or resize of
+ * the decode op done as an ROI + DCT-scaled decode and one resample. */
+static int decode_sample(struct worker *w, const struct ts_op *op,
+			 const uint8_t *buf, size_t len, uint64_t epoch,
+			 uint64_t index, struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	struct ts_decode_info info;
+	int rc = ts_decoder_info(w->dec, buf, len, &info, err);
+	if (rc)
+		return rc;
+	struct ts_decode_req req = {.color = op->color, .depth = op->depth};
+	const struct ts_op *f = op->fused;
+	bool resample = false, apply_after = false;
+	int tw = 0, th = 0;
+	if (f) {
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+		int x = 0, y = 0, cw = info.width, ch = info.height;
+		switch (f->kind) {
+		case TS_OP_RANDOM_RESIZED_CROP:
+			ts_aug_rrc_box(info.width, info.height, f, &rng, &x, &y, &cw, &ch);
+			tw = f->size_w;
+			th = f->size_h;
+			resample = true;
+			break;
+		case TS_OP_RESIZE:
+			ts_aug_resize_dims(info.width, info.height, f, &tw, &th);
+			resample = true;
+			break;
+		case TS_OP_CENTER_CROP:
+			cw = f->size_w;
+			ch = f->size_h;
+			if (cw > info.width || ch > info.height) {
+				apply_after = true; /* needs padding */
+				break;
+			}
+			ts_aug_center_box(info.width, info.height, cw, ch, &x, &y);
+			break;
+		case TS_OP_RANDOM_CROP:
+			cw = f->size_w;
+			ch = f->size_h;
+			if (f->padding > 0 || cw > info.width || ch > info.height) {
+				apply_after = true;
+				break;
+			}
+			ts_aug_random_crop_box(info.width, info.height, f, &rng, &x, &y);
+			break;
+		default:
+			apply_after = true;
+			break;
+		}
+		if (!apply_after) {
+			req.roi_x = x;
+			req.roi_y = y;
+			req.roi_w = cw;
+			req.roi_h = ch;
+			req.target_w = resample ? tw : 0;
+			req.target_h = resample ? th : 0;
+		}
+	}
+	struct ts_decode_geom geom;
+	rc = ts_decoder_decode(w->dec, buf, len, &req, &w->img, &geom, err);
+	if (rc)
+		return rc;
+	if (f && apply_after) {
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+		return ts_aug_apply(f, &w->img, &w->tmp1, &rng, err);
+	}
+	if (resample && (w->img.width != tw || w->img.height != th)) {
+		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
+		if (rc)
+			return ts_error_set(err, rc, "resize to %dx%d failed", tw, th);
+		ts_image_swap(&w->img, &w->tmp1);
+	}
+	return 0;
+}
+
+/* Everything between the decode (or synthetic source) and the output
+ * stage, for one image; ops[first..] up to OUTPUT, TILE or FILTER. Returns
+ * the index of the op it stopped at. */
+static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
+			   uint64_t index, struct ts_image *img, int *rc,
+			   struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	size_t i = first;
+	*rc = 0;
+	for (; i < plan->n_ops; i++) {
+		const struct ts_op *op = &plan->ops[i];
+		if (op->kind == TS_OP_OUTPUT || op->kind == TS_OP_TILE ||
+		    op->kind == TS_OP_FILTER)
+			break;
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)op->index);
+		*rc = ts_aug_apply(op, img, &w->tmp1, &rng, err);
+		if (*rc)
+			break;
+	}
+	return i;
+}
+
+/* Load and decode the item of (epoch, index), with replacement under
+ * on_error = skip: the next indices of the permutation, deterministically.
+ * data/len is the pre-read item (may be NULL: read synchronously). On
+ * success w->img holds the decoded image and *label its label. */
+static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
+		       const uint8_t *data, size_t len, int read_status,
+		       int32_t *label, size_t *first_op, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	for (uint64_t k = 0; k < e->n; k++) {
+		struct ts_item it;
+		int rc = item_at(e, epoch, (index + k) % e->n, &it);
+		if (rc)
+			return ts_error_set(err, rc, "out of memory");
+		*label = it.label;
+		if (plan->source.kind == TS_SRC_SYNTHETIC) {
+			*first_op = 0;
+			return ts_source_synthetic(&plan->source, it.offset, &w->img, label);
+		}
+		uint8_t *own = NULL;
+		const uint8_t *buf = NULL;
+		size_t blen = 0;
+		struct ts_error lerr = {0};
+		if (k == 0 && (data || read_status)) {
+			/* The I/O thread already read it (or failed to). */
+			buf = data;
+			blen = len;
+			rc = read_status;
+			if (rc)
+				ts_error_set(&lerr, rc, "%s", strerror(-rc));
+		} else {
+			rc = ts_source_read(&it, &own, &blen, &lerr);
+			buf = own;
+		}
+		if (rc == 0) {
+			atomic_fetch_add(&e->bytes, blen);
+			rc = decode_sample(w, &plan->ops[0], buf, blen, epoch, index, &lerr);
+		}
+		free(own);
+		if (rc == 0) {
+			*first_op = 1;
+			return 0;
+		}
+		if (plan->on_error == TS_ON_ERROR_FAIL || rc == -ENOMEM || rc == TS_E_NOMEM)
+			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
+					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		data = NULL;
+		read_status = 0;
+	}
+	return ts_error_set(err, TS_E_SOURCE,
+			    "every item of epoch %llu failed to load; nothing to serve",
+			    (unsigned long long)epoch);
+}
+
+/* Wait until ring slot seq may be written, or the engine stops. */
+static int wait_slot(struct ts_engine *e, uint64_t seq)
+{
+	for (;;) {
+		if (atomic_load(&e->stop))
+			return -ECANCELED;
+		int rc = ts_ring_wait_writable(e->ring, seq, 100);
+		if (rc == 0)
+			return 0;
+		if (rc != -ETIMEDOUT && rc != -EAGAIN && rc != -EINTR)
+			return rc;
+	}
+}
+
+/* One-to-one: flag seq done and publish the contiguous prefix. */
+static void finish_seq(struct ts_engine *e, uint64_t seq)
+{
+	pthread_mutex_lock(&e->head_mu);
+	e->done[seq % e->capacity] = 1;
+	uint64_t h = e->head;
+	while (h < e->total && e->done[h % e->capacity]) {
+		e->done[h % e->capacity] = 0;
+		h++;
+	}
+	if (h != e->head) {
+		e->head = h;
+		ts_ring_publish(e->ring, h);
+	}
+	pthread_mutex_unlock(&e->head_mu);
+}
+
+/* Produce position p of a one-to-one pipeline straight into its slot. */
+static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	pos_split(e, p, &epoch, &index);
+	int32_t label = 0;
+	size_t first = 0;
+	int rc = load_sample(w, epoch, index, data, len, read_status, &label, &first, err);
+	if (rc)
+		return rc;
+	size_t i = apply_middle(w, first, epoch, index, &w->img, &rc, err);
+	if (rc)
+		return rc;
+	rc = wait_slot(e, p);
+	if (rc)
+		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
+	void *slot = ts_ring_slot(e->ring, p);
+	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+			  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
+	if (rc)
+		return rc;
+	ts_ring_set_meta(e->ring, p, label, (uint32_t)epoch, index);
+	finish_seq(e, p);
+	return 0;
+}
+
+/* Expanding pipelines: render every output of position p into staging,
+ * then commit them in position order. */
+static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	pos_split(e, p, &epoch, &index);
+	int32_t label = 0;
+	size_t first = 0;
+	int rc = load_sample(w, epoch, index, data, len, read_status, &label, &first, err);
+	if (rc)
+		return rc;
+	size_t i = apply_middle(w, first, epoch, index, &w->img, &rc, err);
+	if (rc)
+		return rc;
+	w->stage_n = 0;
+	const struct ts_op *op = &plan->ops[i];
+	/* Tiles: cut the image into the grid, each tile then goes through the
+	 * rest of the ops (a filter, the output) on its own. */
+	int nx = 1, ny = 1;
+	const struct ts_op *tile = NULL;
+	if (op->kind == TS_OP_TILE) {
+		tile = op;
+		ts_aug_tile_grid(w->img.width, w->img.height, tile, &nx, &ny);
+		i++;
+	}
+	for (int ty = 0; ty < ny; ty++) {
+		for (int tx = 0; tx < nx; tx++) {
+			struct ts_image *cur = &w->img;
+			if (tile) {
+				rc = ts_aug_crop(&w->img, &w->tmp3, tx * tile->stride_w,
+						 ty * tile->stride_h, tile->size_w, tile->size_h);
+				if (rc)
+					return ts_error_set(err, rc, "tile crop failed");
+				cur = &w->tmp3;
+			}
+			size_t j = i;
+			bool keep = true;
+			uint64_t sub = index * (uint64_t)plan->max_out_per_in +
+				       (uint64_t)(ty * nx + tx);
+			for (; j < plan->n_ops && plan->ops[j].kind != TS_OP_OUTPUT; j++) {
+				const struct ts_op *o = &plan->ops[j];
+				if (o->kind == TS_OP_FILTER) {
+					if (!ts_aug_filter_keep(o, cur)) {
+						keep = false;
+						break;
+					}
+					continue;
+				}
+				struct ts_rng rng;
+				ts_rng_init(&rng, plan->source.seed, epoch, sub, (uint64_t)o->index);
+				rc = ts_aug_apply(o, cur, &w->tmp1, &rng, err);
+				if (rc)
+					return rc;
+			}
+			if (!keep)
+				continue;
+			if (w->stage_n >= plan->max_out_per_in)
+				return ts_error_set(err, TS_E_STATE,
+						    "more than %d outputs from one sample",
+						    plan->max_out_per_in);
+			uint8_t *dst = w->stage + (size_t)w->stage_n * plan->sample_bytes;
+			rc = ts_out_write(&plan->ops[j], cur, plan->source.seed, epoch, sub,
+					  &w->tmp2, &w->tmp1, dst, plan->sample_bytes, err);
+			if (rc)
+				return rc;
+			w->stage_n++;
+		}
+	}
+	/* Commit in position order. */
+	pthread_mutex_lock(&e->mu);
+	while (e->commit_pos != p && !atomic_load(&e->stop))
+		pthread_cond_wait(&e->cv_commit, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	if (atomic_load(&e->stop))
+		return -ECANCELED;
+	if (epoch != e->out_epoch) {
+		e->out_epoch = epoch;
+		e->out_index = 0;
+	}
+	for (int32_t k = 0; k < w->stage_n; k++) {
+		uint64_t seq = e->out_seq;
+		rc = wait_slot(e, seq);
+		if (rc)
+			return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
+		memcpy(ts_ring_slot(e->ring, seq), w->stage + (size_t)k * plan->sample_bytes,
+		       plan->sample_bytes);
+		ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, e->out_index++);
+		e->out_seq = seq + 1;
+		ts_ring_publish(e->ring, e->out_seq);
+	}
+	pthread_mutex_lock(&e->mu);
+	e->commit_pos = p + 1;
+	pthread_cond_broadcast(&e->cv_commit);
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+/* Claim the next position; with the I/O thread, wait for its bytes.
+ * Returns false when there is no more work. */
+static bool claim(struct ts_engine *e, uint64_t *p, uint8_t **data,
+		  size_t *len, int *status)
+{
+	pthread_mutex_lock(&e->mu);
+	if (atomic_load(&e->stop) || e->next_claim >= e->total) {
+		pthread_mutex_unlock(&e->mu);
+		return false;
+	}
+	*p = e->next_claim++;
+	*data = NULL;
+	*len = 0;
+	*status = 0;
+	if (e->reader) {
+		struct win_entry *we = &e->win[*p % e->wsize];
+		while (!(we->state == WIN_READY && we->pos == *p) && !atomic_load(&e->stop))
+			pthread_cond_wait(&e->cv_ready, &e->mu);
+		if (atomic_load(&e->stop)) {
+			pthread_mutex_unlock(&e->mu);
+			return false;
+		}
+		*data = we->data;
+		*len = we->len;
+		*status = we->status;
+		we->state = WIN_FREE;
+		we->data = NULL;
+		pthread_cond_broadcast(&e->cv_space);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct ts_engine *e = w->e;
+	uint64_t p;
+	uint8_t *data;
+	size_t len;
+	int status;
+	while (claim(e, &p, &data, &len, &status)) {
+		struct ts_error err = {0};
+		int rc = e->plan->expands
+			? run_staged(w, p, data, len, status, &err)
+			: run_direct(w, p, data, len, status, &err);
+		if (data)
+			ts_reader_release(e->reader, data);
+		if (rc && rc != -ECANCELED) {
+			if (!err.code)
+				ts_error_set(&err, rc, "%s", ts_error_name(rc));
+			set_fatal(e, &err);
+		}
+	}
+	ts_aug_scratch_free();
+	/* The last worker out ends the stream: consumers must learn at once
+	 * that no more samples come, and why. */
+	if (atomic_fetch_sub(&e->live_workers, 1) == 1) {
+		pthread_mutex_lock(&e->mu);
+		int code = e->fatal ? e->fatal
+			 : e->next_claim >= e->total ? 0 : TS_E_PRODUCER;
+		e->finished = true;
+		atomic_store(&e->stop, true);
+		pthread_cond_broadcast(&e->cv_space);
+		pthread_mutex_unlock(&e->mu);
+		ts_ring_finish(e->ring, code);
+	}
+	return NULL;
+}
+
+/* The I/O thread: keep the window full of reads in position order. */
+static void *io_main(void *arg)
+{
+	struct ts_engine *e = arg;
+	struct ts_read_done done[32];
+	for (;;) {
+		pthread_mutex_lock(&e->mu);
+		while (!atomic_load(&e->stop) && ts_reader_in_flight(e->reader) == 0 &&
+		       (e->next_submit >= e->total ||
+			e->win[e->next_submit % e->wsize].state != WIN_FREE))
+			pthread_cond_wait(&e->cv_space, &e->mu);
+		if (atomic_load(&e->stop)) {
+			pthread_mutex_unlock(&e->mu);
+			break;
+		}
+		/* Submit what fits. */
+		while (e->next_submit < e->total &&
+		       e->win[e->next_submit % e->wsize].state == WIN_FREE) {
+			uint64_t p = e->next_submit;
+			uint64_t epoch, index;
+			pos_split(e, p, &epoch, &index);
+			const uint32_t *perm = perm_get(e, epoch);
+			if (!perm)
+				break;
+			struct ts_item it;
+			ts_source_item(e->ix, perm[index], &it);
+			int rc = ts_reader_submit(e->reader, &it, p);
+			if (rc == -EBUSY)
+				break;
+			struct win_entry *we = &e->win[p % e->wsize];
+			we->pos = p;
+			if (rc) {
+				we->state = WIN_READY;
+				we->status = rc;
+				we->data = NULL;
+				we->len = 0;
+				pthread_cond_broadcast(&e->cv_ready);
+			} else {
+				we->state = WIN_READING;
+			}
+			e->next_submit++;
+		}
+		pthread_mutex_unlock(&e->mu);
+		int n = ts_reader_reap(e->reader, done, TS_ARRAY_LEN(done), 50);
+		if (n <= 0)
+			continue;
+		pthread_mutex_lock(&e->mu);
+		for (int i = 0; i < n; i++) {
+			struct win_entry *we = &e->win[done[i].tag % e->wsize];
+			we->state = WIN_READY;
+			we->status = done[i].status;
+			we->data = done[i].data;
+			we->len = done[i].len;
+		}
+		pthread_cond_broadcast(&e->cv_ready);
+		pthread_mutex_unlock(&e->mu);
+	}
+	/* Drain reads still in flight so their buffers come back. */
+	while (ts_reader_in_flight(e->reader) > 0) {
+		int n = ts_reader_reap(e->reader, done, TS_ARRAY_LEN(done), 100);
+		for (int i = 0; i < n; i++)
+			if (done[i].data)
+				ts_reader_release(e->reader, done[i].data);
+	}
+	return NULL;
+}
+
+static int online_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
+		     struct ts_ring *ring, struct ts_engine **out,
+		     struct ts_error *err)
+{
+	struct ts_engine_opts def = {.epochs = -1};
+	if (!o)
+		o = &def;
+	if (!plan || !ring || !out)
+		return ts_error_set(err, TS_E_ARG, "engine: plan, ring and out are required");
+	if (plan->n_ops == 0 || plan->ops[plan->n_ops - 1].kind != TS_OP_OUTPUT)
+		return ts_error_set(err, TS_E_ARG, "engine: the plan does not end in an output stage");
+	struct ts_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return ts_error_set(err, -ENOMEM, "out of memory");
+	e->plan = plan;
+	e->ring = ring;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->head_mu, NULL);
+	pthread_cond_init(&e->cv_ready, NULL);
+	pthread_cond_init(&e->cv_space, NULL);
+	pthread_cond_init(&e->cv_commit, NULL);
+	int rc = ts_source_open(&plan->source, &e->ix, err);
+	if (rc)
+		goto fail;
+	e->n = e->ix->n;
+	if (e->n == 0) {
+		rc = ts_error_set(err, TS_E_SOURCE, "the data source '%s' has no items",
+				  plan->source.path ? plan->source.path : "synthetic");
+		goto fail;
+	}
+	if (e->n > UINT32_MAX) {
+		rc = ts_error_set(err, TS_E_SOURCE, "the data source has more than 2^32 items");
+		goto fail;
+	}
+	e->start_epoch = o->start_epoch;
+	e->start_index = o->start_index;
+	if (e->start_index >= e->n) {
+		rc = ts_error_set(err, TS_E_ARG,
+				  "start index %llu is past the end of an epoch of %llu samples",
+				  (unsigned long long)o->start_index, (unsigned long long)e->n);
+		goto fail;
+	}
+	int epochs = o->epochs >= 0 ? o->epochs : plan->epochs;
+	if (epochs == 0) {
+		e->total = UINT64_MAX;
+	} else if ((uint64_t)epochs <= e->start_epoch) {
+		e->total = 0;
+	} else {
+		e->total = ((uint64_t)epochs - e->start_epoch) * e->n - e->start_index;
+	}
+	e->threads = o->threads > 0 ? o->threads : plan->threads > 0 ? plan->threads : online_cores();
+	struct ts_ring_info ri;
+	ts_ring_get_info(ring, &ri);
+	e->capacity = ri.capacity;
+	if (ri.sample_bytes != plan->sample_bytes) {
+		rc = ts_error_set(err, TS_E_ARG, "engine: ring sample size %zu differs from the plan's %zu",
+				  ri.sample_bytes, plan->sample_bytes);
+		goto fail;
+	}
+	if ((uint64_t)e->threads * 2 > e->capacity)
+		e->threads = (int)(e->capacity / 2 > 0 ? e->capacity / 2 : 1);
+	e->done = calloc(e->capacity, 1);
+	e->workers = calloc((size_t)e->threads, sizeof(*e->workers));
+	if (!e->done || !e->workers) {
+		rc = ts_error_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < e->threads; i++) {
+		struct worker *w = &e->workers[i];
+		w->e = e;
+		rc = ts_decoder_create(&w->dec, err);
+		if (rc)
+			goto fail;
+		if (plan->expands) {
+			w->stage = malloc(plan->sample_bytes * (size_t)plan->max_out_per_in);
+			if (!w->stage) {
+				rc = ts_error_set(err, -ENOMEM, "out of memory for staging");
+				goto fail;
+			}
+		}
+	}
+	if (plan->source.kind != TS_SRC_SYNTHETIC) {
+		unsigned depth = plan->queue_depth > 0 ? (unsigned)plan->queue_depth : 64;
+		rc = ts_reader_create(depth, TS_READER_DEFAULT_BUF, &e->reader, err);
+		if (rc)
+			goto fail;
+		if (!ts_reader_uses_uring(e->reader)) {
+			const char *why = ts_reader_fallback_reason(e->reader);
+			e->reader_note = ts_strdup(why ? why : "io_uring is not available");
+			/* Plain reads happen in the workers themselves. */
+			ts_reader_destroy(e->reader);
+			e->reader = NULL;
+		} else {
+			e->wsize = depth;
+			e->win = calloc(e->wsize, sizeof(*e->win));
+			if (!e->win) {
+				rc = ts_error_set(err, -ENOMEM, "out of memory");
+				goto fail;
+			}
+		}
+	}
+	*out = e;
+	return 0;
+fail:
+	ts_engine_destroy(e);
+	return rc;
+}
+
+uint64_t ts_engine_epoch_size(const struct ts_engine *e)
+{
+	return e->n;
+}
+
+int ts_engine_start(struct ts_engine *e, struct ts_error *err)
+{
+	if (e->total == 0) {
+		ts_ring_finish(e->ring, 0);
+		return 0;
+	}
+	if (e->reader) {
+		if (pthread_create(&e->io_thread, NULL, io_main, e) != 0)
+			return ts_error_set(err, -EAGAIN, "cannot start the reader thread");
+		e->io_started = true;
+	}
+	atomic_store(&e->live_workers, e->threads);
+	for (int i = 0; i < e->threads; i++) {
+		if (pthread_create(&e->workers[i].thread, NULL, worker_main, &e->workers[i]) != 0) {
+			struct ts_error se;
+			ts_error_set(&se, -EAGAIN, "cannot start worker thread %d", i);
+			set_fatal(e, &se);
+			if (atomic_fetch_sub(&e->live_workers, e->threads - i) == e->threads - i) {
+				e->finished = true;
+				ts_ring_finish(e->ring, -EAGAIN);
+			}
+			if (err)
+				*err = se;
+			return -EAGAIN;
+		}
+		e->workers[i].started = true;
+	}
+	return 0;
+}
+
+void ts_engine_stop(struct ts_engine *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->mu);
+	atomic_store(&e->stop, true);
+	pthread_cond_broadcast(&e->cv_ready);
+	pthread_cond_broadcast(&e->cv_space);
+	pthread_cond_broadcast(&e->cv_commit);
+	pthread_mutex_unlock(&e->mu);
+}
+
+int ts_engine_join(struct ts_engine *e, struct ts_error *err)
+{
+	if (e->joined)
+		goto out;
+	for (int i = 0; i < e->threads; i++)
+		if (e->workers[i].started)
+			pthread_join(e->workers[i].thread, NULL);
+	ts_engine_stop(e);
+	if (e->io_started)
+		pthread_join(e->io_thread, NULL);
+	e->joined = true;
+	if (!e->finished)
+		ts_ring_finish(e->ring, e->fatal ? e->fatal : TS_E_PRODUCER);
+	e->finished = true;
+out:
+	if (e->fatal) {
+		if (err)
+			*err = e->fatal_err;
+		return e->fatal;
+	}
+	return 0;
+}
+
+void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	uint64_t head = ts_ring_head(e->ring);
+	st->samples = head;
+	st->bytes = atomic_load(&((struct ts_engine *)e)->bytes);
+	st->skipped = atomic_load(&((struct ts_engine *)e)->skipped_n);
+	st->epoch_size = e->n;
+	if (!e->plan->expands)
+		pos_split(e, head, &st->epoch, &st->index);
+	else {
+		st->epoch = e->out_epoch;
+		st->index = e->out_index;
+	}
+	st->threads = e->threads;
+	st->uring = e->reader != NULL;
+	st->done = e->joined;
+}
+
+size_t ts_engine_skipped(const struct ts_engine *e, const char *const **list)
+{
+	*list = (const char *const *)e->skipped;
+	return e->n_skipped;
+}
+
+const char *ts_engine_reader_note(const struct ts_engine *e)
+{
+	return e->reader_note;
+}
+
+void ts_engine_destroy(struct ts_engine *e)
+{
+	if (!e)
+		return;
+	if (!e->joined && (e->io_started || (e->workers && e->threads > 0 && e->workers[0].started))) {
+		ts_engine_stop(e);
+		ts_engine_join(e, NULL);
+	}
+	if (e->workers) {
+		for (int i = 0; i < e->threads; i++) {
+			struct worker *w = &e->workers[i];
+			ts_decoder_destroy(w->dec);
+			ts_image_free(&w->img);
+			ts_image_free(&w->tmp1);
+			ts_image_free(&w->tmp2);
+			ts_image_free(&w->tmp3);
+			free(w->stage);
+		}
+		free(e->workers);
+	}
+	if (e->win && e->reader)
+		for (uint64_t i = 0; i < e->wsize; i++)
+			if (e->win[i].data)
+				ts_reader_release(e->reader, e->win[i].data);
+	free(e->win);
+	ts_reader_destroy(e->reader);
+	for (unsigned i = 0; i < TS_ARRAY_LEN(e->perms); i++)
+		free(e->perms[i].perm);
+	for (size_t i = 0; i < e->n_skipped; i++)
+		free(e->skipped[i]);
+	free(e->skipped);
+	free(e->reader_note);
+	free(e->done);
+	ts_source_index_destroy(e->ix);
+	pthread_cond_destroy(&e->cv_ready);
+	pthread_cond_destroy(&e->cv_space);
+	pthread_cond_destroy(&e->cv_commit);
+	pthread_mutex_destroy(&e->mu);
+	pthread_mutex_destroy(&e->head_mu);
+	free(e);
+}

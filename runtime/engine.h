@@ -1,0 +1,73 @@
+/*
+ * engine.h - runs a plan: lists the source, reads files ahead through the
+ * reader, and a pool of workers decodes, augments and writes each sample
+ * straight into its ring slot. The head advances over the contiguous
+ * finished prefix only, so consumers see samples in stream order whatever
+ * order workers finish them in; every random choice comes from the
+ * counter-based RNG keyed by (seed, epoch, index), so the bytes are the
+ * same for any thread count.
+ */
+#ifndef TS_ENGINE_H
+#define TS_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "error.h"
+#include "plan.h"
+
+struct ts_ring;
+struct ts_engine;
+
+struct ts_engine_opts {
+	int threads;            /* 0: plan->threads, and 0 there: online cores */
+	int epochs;             /* -1: plan->epochs; 0: forever */
+	uint64_t start_epoch;   /* resume position (epoch, index) */
+	uint64_t start_index;
+};
+
+struct ts_engine_stats {
+	uint64_t samples;       /* published */
+	uint64_t bytes;         /* encoded bytes read */
+	uint64_t skipped;
+	uint64_t epoch;         /* epoch of the head */
+	uint64_t index;         /* index in the epoch of the head */
+	uint64_t epoch_size;    /* samples per epoch (source items) */
+	int threads;
+	bool uring;             /* the reader uses io_uring */
+	bool done;
+};
+
+/* Prepare to run plan into ring (both borrowed: they must outlive the
+ * engine). Lists the source now, so a missing or empty data set fails here
+ * with TS_E_SOURCE naming the path. */
+int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
+		     struct ts_ring *ring, struct ts_engine **out,
+		     struct ts_error *err);
+
+/* Samples per epoch, known after create (source items; tile/filter may
+ * change what reaches the ring). */
+uint64_t ts_engine_epoch_size(const struct ts_engine *e);
+
+/* Start the reader and worker threads. */
+int ts_engine_start(struct ts_engine *e, struct ts_error *err);
+
+/* Ask the threads to stop at the next sample; returns at once. */
+void ts_engine_stop(struct ts_engine *e);
+
+/* Wait for the threads to finish (end of the last epoch, a stop, or a
+ * fatal error). Returns 0 or the fatal error, filling err. The ring is
+ * finished (end of stream, or error) before this returns. */
+int ts_engine_join(struct ts_engine *e, struct ts_error *err);
+
+void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st);
+
+/* Paths skipped under on_error = skip, with reasons ("path: reason"),
+ * valid until destroy. */
+size_t ts_engine_skipped(const struct ts_engine *e, const char *const **list);
+
+/* Why the reader does not use io_uring, or NULL when it does. */
+const char *ts_engine_reader_note(const struct ts_engine *e);
+
+void ts_engine_destroy(struct ts_engine *e);
+
+#endif

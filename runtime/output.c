@@ -1,0 +1,382 @@
+/*
+ * output.c - the fused tail: geometry first (through scratch images, or
+ * as a view when a crop lies inside the image), then one pass that flips,
+ * normalizes, converts the dtype and lays out the sample straight into its
+ * ring slot.
+ *
+ * Numerics: for uint8 input the pass is a table lookup per channel whose
+ * entries are computed exactly as torchvision does, float32(x) / 255 then
+ * (v - mean) / std in float32, so CenterCrop + ToTensor + Normalize matches
+ * it to the last bit (the build targets plain x86-64/aarch64 without
+ * -ffp-contract=fast FMA; the two operations are separate statements).
+ */
+#include "augment.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "util.h"
+
+uint16_t ts_out_f16_from_f32(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+	uint32_t ax = x & 0x7fffffffu;
+	if (ax >= 0x7f800000u) /* inf or NaN (quieted) */
+		return sign | (ax > 0x7f800000u ? 0x7e00 : 0x7c00);
+	if (ax >= 0x477ff000u) /* >= 65520 rounds to infinity */
+		return sign | 0x7c00;
+	if (ax < 0x38800000u) {
+		/* Below 2^-14: a subnormal half, value * 2^24 rounded. */
+		uint32_t e = ax >> 23;
+		if (e < 102)
+			return sign;
+		uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+		uint32_t shift = 126 - e;
+		uint32_t r = m >> shift;
+		uint32_t rem = m & ((1u << shift) - 1);
+		uint32_t half = 1u << (shift - 1);
+		if (rem > half || (rem == half && (r & 1)))
+			r++;
+		return sign | (uint16_t)r;
+	}
+	/* Normal: rebias the exponent, round 13 mantissa bits away; a carry
+	 * into the exponent is the right answer. */
+	uint32_t r = ax - 0x38000000u;
+	uint32_t h = r >> 13, rem = r & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+		h++;
+	return sign | (uint16_t)h;
+}
+
+float ts_out_f32_from_f16(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	uint32_t x;
+	if (e == 0x1f) {
+		x = sign | 0x7f800000u | (m << 13);
+	} else if (e == 0) {
+		float v = ldexpf((float)m, -24);
+		return sign ? -v : v;
+	} else {
+		x = sign | ((e + 112) << 23) | (m << 13);
+	}
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+
+/* What the final pass writes. */
+struct tail {
+	bool hflip, vflip;
+	bool normalize;
+	float mean[4], std[4];
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+};
+
+/* One source value (element of the image, as [0,1] or raw for float) to
+ * the output's float value before the dtype conversion. */
+static inline float src_unit(const uint8_t *row, enum ts_dtype t, size_t i)
+{
+	if (t == TS_DTYPE_U8)
+		return (float)row[i] / 255.0f;
+	if (t == TS_DTYPE_U16)
+		return (float)((const uint16_t *)(const void *)row)[i] / 65535.0f;
+	return ((const float *)(const void *)row)[i];
+}
+
+static inline float norm(float v, const struct tail *t, int c)
+{
+	float d = v - t->mean[c];
+	return d / t->std[c];
+}
+
+static inline float clampf(float v, float lo, float hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Store float v (a [0,1] value or a normalized one) as dtype at dst[i]. */
+static inline void store(void *dst, size_t i, enum ts_dtype dt, float v)
+{
+	switch (dt) {
+	case TS_DTYPE_F32:
+		((float *)dst)[i] = v;
+		break;
+	case TS_DTYPE_F16:
+		((uint16_t *)dst)[i] = ts_out_f16_from_f32(v);
+		break;
+	case TS_DTYPE_U8:
+		((uint8_t *)dst)[i] = (uint8_t)clampf(rintf(v * 255.0f), 0.0f, 255.0f);
+		break;
+	case TS_DTYPE_U16:
+		((uint16_t *)dst)[i] = (uint16_t)clampf(rintf(v * 65535.0f), 0.0f, 65535.0f);
+		break;
+	}
+}
+
+/* Index of output element (y, x, c) in the slot. */
+static inline size_t dst_index(const struct tail *t, int W, int H, int C,
+			       int y, int x, int c)
+{
+	if (t->layout == TS_LAYOUT_NCHW)
+		return ((size_t)c * H + y) * W + x;
+	return ((size_t)y * W + x) * C + c;
+}
+
+static inline const uint8_t *row_of(const struct ts_image *img,
+				    const struct tail *t, int y)
+{
+	int sy = t->vflip ? img->height - 1 - y : y;
+	return img->data + (size_t)sy * img->stride;
+}
+
+/* The final pass for uint8 sources: a 256-entry table per channel holds
+ * each output element, so the loop is load, look up, store; a flip only
+ * changes where a row starts and the step. Written per element type so
+ * the compiler sees fixed-width stores. */
+#define U8_PASS(T, LUT)                                                        \
+	do {                                                                   \
+		T *o = dst;                                                    \
+		if (t->layout == TS_LAYOUT_NCHW) {                             \
+			for (int c = 0; c < C; c++)                            \
+				for (int y = 0; y < H; y++) {                  \
+					const uint8_t *p = row_of(img, t, y) + first + c; \
+					for (int x = 0; x < W; x++, p += step) \
+						*o++ = LUT[c][*p];             \
+				}                                              \
+		} else if (C == 3) {                                           \
+			for (int y = 0; y < H; y++) {                          \
+				const uint8_t *p = row_of(img, t, y) + first;  \
+				for (int x = 0; x < W; x++, p += step) {       \
+					o[0] = LUT[0][p[0]];                   \
+					o[1] = LUT[1][p[1]];                   \
+					o[2] = LUT[2][p[2]];                   \
+					o += 3;                                \
+				}                                              \
+			}                                                      \
+		} else {                                                       \
+			for (int y = 0; y < H; y++) {                          \
+				const uint8_t *p = row_of(img, t, y) + first;  \
+				for (int x = 0; x < W; x++, p += step)         \
+					for (int c = 0; c < C; c++)            \
+						*o++ = LUT[c][p[c]];           \
+			}                                                      \
+		}                                                              \
+	} while (0)
+
+static void pass_u8(const struct ts_image *img, const struct tail *t, void *dst)
+{
+	const int W = img->width, H = img->height, C = img->channels;
+	union {
+		float f[4][256];
+		uint16_t h[4][256];
+		uint8_t b[4][256];
+	} lut;
+	for (int c = 0; c < C; c++)
+		for (int v = 0; v < 256; v++) {
+			float u = (float)v / 255.0f;
+			float n = t->normalize ? norm(u, t, c) : u;
+			switch (t->dtype) {
+			case TS_DTYPE_F32:
+				lut.f[c][v] = n;
+				break;
+			case TS_DTYPE_F16:
+				lut.h[c][v] = ts_out_f16_from_f32(n);
+				break;
+			case TS_DTYPE_U16:
+				lut.h[c][v] = t->normalize
+					? (uint16_t)clampf(rintf(n * 65535.0f), 0.0f, 65535.0f)
+					: (uint16_t)(v * 257);
+				break;
+			case TS_DTYPE_U8:
+				lut.b[c][v] = t->normalize
+					? (uint8_t)clampf(rintf(n * 255.0f), 0.0f, 255.0f)
+					: (uint8_t)v;
+				break;
+			}
+		}
+	const ptrdiff_t step = t->hflip ? -C : C;
+	const size_t first = t->hflip ? (size_t)(W - 1) * C : 0;
+	switch (t->dtype) {
+	case TS_DTYPE_F32:
+		U8_PASS(float, lut.f);
+		break;
+	case TS_DTYPE_F16:
+	case TS_DTYPE_U16:
+		U8_PASS(uint16_t, lut.h);
+		break;
+	case TS_DTYPE_U8:
+		U8_PASS(uint8_t, lut.b);
+		break;
+	}
+}
+
+/* uint16 and float32 sources: per element arithmetic. */
+static void pass_generic(const struct ts_image *img, const struct tail *t,
+			 void *dst)
+{
+	const int W = img->width, H = img->height, C = img->channels;
+	const enum ts_dtype st = img->dtype;
+	for (int y = 0; y < H; y++) {
+		const uint8_t *s = row_of(img, t, y);
+		for (int x = 0; x < W; x++) {
+			int sx = t->hflip ? W - 1 - x : x;
+			for (int c = 0; c < C; c++) {
+				float v;
+				size_t si = (size_t)sx * C + c;
+				size_t di = dst_index(t, W, H, C, y, x, c);
+				if (st == TS_DTYPE_U16 && !t->normalize &&
+				    t->dtype == TS_DTYPE_U8) {
+					uint16_t u = ((const uint16_t *)(const void *)s)[si];
+					((uint8_t *)dst)[di] = (uint8_t)((u + 128) / 257);
+					continue;
+				}
+				if (st == TS_DTYPE_U16 && !t->normalize &&
+				    t->dtype == TS_DTYPE_U16) {
+					((uint16_t *)dst)[di] =
+						((const uint16_t *)(const void *)s)[si];
+					continue;
+				}
+				v = src_unit(s, st, si);
+				if (t->normalize)
+					v = norm(v, t, c);
+				store(dst, di, t->dtype, v);
+			}
+		}
+	}
+}
+
+static bool is_tail(enum ts_op_kind k)
+{
+	return k == TS_OP_FLIP || k == TS_OP_NORMALIZE || k == TS_OP_TO;
+}
+
+int ts_out_write(const struct ts_op *output, const struct ts_image *in,
+		 uint64_t seed, uint64_t epoch, uint64_t index,
+		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,
+		 size_t dst_bytes, struct ts_error *err)
+{
+	struct ts_image view = *in;   /* what the next step reads */
+	struct ts_image *owner = NULL; /* which tmp holds view's pixels */
+	struct tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
+	struct ts_rng rng;
+	size_t i = 0;
+	int rc = 0;
+
+	/* Geometry and colour, each reading view and writing the tmp that
+	 * view does not live in. */
+	for (; i < output->n_parts && !is_tail(output->parts[i].kind); i++) {
+		const struct ts_op *p = &output->parts[i];
+		struct ts_image *next = owner == tmp1 ? tmp2 : tmp1;
+		size_t px = (size_t)view.channels * ts_dtype_size(view.dtype);
+		int x = 0, y = 0, cw = 0, ch = 0;
+		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
+		switch (p->kind) {
+		case TS_OP_RESIZE: {
+			int ow, oh;
+			ts_aug_resize_dims(view.width, view.height, p, &ow, &oh);
+			rc = ts_aug_resize(&view, next, ow, oh, p->interp, p->antialias);
+			break;
+		}
+		case TS_OP_CENTER_CROP:
+		case TS_OP_RANDOM_CROP:
+			cw = p->size_w;
+			ch = p->size_h;
+			if (p->kind == TS_OP_CENTER_CROP)
+				ts_aug_center_box(view.width, view.height, cw, ch, &x, &y);
+			else
+				ts_aug_random_crop_box(view.width, view.height, p, &rng, &x, &y);
+			if (x >= 0 && y >= 0 && x + cw <= view.width &&
+			    y + ch <= view.height) {
+				/* Inside: read it in place. */
+				view.data += (size_t)y * view.stride + (size_t)x * px;
+				view.width = cw;
+				view.height = ch;
+				continue;
+			}
+			rc = ts_aug_crop(&view, next, x, y, cw, ch);
+			break;
+		case TS_OP_RANDOM_RESIZED_CROP: {
+			ts_aug_rrc_box(view.width, view.height, p, &rng, &x, &y, &cw, &ch);
+			struct ts_image box = view;
+			box.data += (size_t)y * view.stride + (size_t)x * px;
+			box.width = cw;
+			box.height = ch;
+			rc = ts_aug_resize(&box, next, p->size_w, p->size_h, p->interp,
+					   p->antialias);
+			break;
+		}
+		case TS_OP_GRAYSCALE: {
+			int chn = p->channels > 0 ? p->channels : view.channels;
+			if (!(p->p >= 1.0 || chn != view.channels ||
+			      ts_rng_uniform(&rng) < p->p))
+				continue;
+			rc = ts_aug_grayscale(&view, next, chn);
+			break;
+		}
+		case TS_OP_COLOR_JITTER:
+			rc = ts_aug_crop(&view, next, 0, 0, view.width, view.height);
+			if (rc == 0)
+				rc = ts_aug_color_jitter(next, p, &rng);
+			break;
+		default:
+			return ts_error_set(err, TS_E_ARG,
+					    "output stage cannot run %s",
+					    ts_op_kind_name(p->kind));
+		}
+		if (rc < 0)
+			return ts_error_set(err, rc, "output stage: %s failed",
+					    ts_op_kind_name(p->kind));
+		view = *next;
+		owner = next;
+	}
+	for (; i < output->n_parts; i++) {
+		const struct ts_op *p = &output->parts[i];
+		switch (p->kind) {
+		case TS_OP_FLIP:
+			ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
+			if (ts_rng_uniform(&rng) < p->p) {
+				if (p->horizontal)
+					t.hflip = !t.hflip;
+				else
+					t.vflip = !t.vflip;
+			}
+			break;
+		case TS_OP_NORMALIZE:
+			t.normalize = true;
+			t.dtype = TS_DTYPE_F32;
+			for (int c = 0; c < 4; c++) {
+				int k = c < p->n_mean ? c : 0;
+				t.mean[c] = p->mean[k];
+				t.std[c] = p->std[k];
+			}
+			break;
+		case TS_OP_TO:
+			t.dtype = p->dtype;
+			t.layout = p->layout;
+			break;
+		default:
+			return ts_error_set(err, TS_E_ARG,
+					    "%s after flip/normalize/to in the output stage",
+					    ts_op_kind_name(p->kind));
+		}
+	}
+	size_t need = (size_t)view.width * view.height * view.channels *
+		      ts_dtype_size(t.dtype);
+	if (need != dst_bytes)
+		return ts_error_set(err, TS_E_ARG,
+				    "output sample is %dx%dx%d %s (%zu bytes), slot holds %zu",
+				    view.height, view.width, view.channels,
+				    ts_dtype_name(t.dtype), need, dst_bytes);
+	if (view.dtype == TS_DTYPE_U8)
+		pass_u8(&view, &t, dst);
+	else
+		pass_generic(&view, &t, dst);
+	return 0;
+}

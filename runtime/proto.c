@@ -1,0 +1,324 @@
+/* proto.c - tensorsocket wire messages: little-endian encode/decode and
+ * one-message send/receive with SCM_RIGHTS. */
+#include "proto.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static size_t put_header(uint8_t *buf, uint16_t type, uint16_t len)
+{
+	put32(buf, TS_PROTO_MAGIC);
+	put16(buf + 4, type);
+	put16(buf + 6, len);
+	return TS_PROTO_HDR_LEN;
+}
+
+size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m)
+{
+	uint8_t *b = buf + put_header(buf, TS_MSG_HELLO, TS_PROTO_HELLO_LEN);
+	put32(b, m->version);
+	put32(b + 4, m->batch);
+	b[8] = m->join;
+	b[9] = m->drop_last;
+	put16(b + 10, 0);
+	put32(b + 12, m->pid);
+	return TS_PROTO_HDR_LEN + TS_PROTO_HELLO_LEN;
+}
+
+size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
+{
+	uint8_t *b = buf + put_header(buf, TS_MSG_WELCOME, TS_PROTO_WELCOME_LEN);
+	put32(b + 0, m->version);
+	put32(b + 4, m->producer_pid);
+	put32(b + 8, m->height);
+	put32(b + 12, m->width);
+	put32(b + 16, m->channels);
+	put32(b + 20, m->dtype);
+	put32(b + 24, m->layout);
+	put32(b + 28, m->epochs);
+	put64(b + 32, m->sample_bytes);
+	put64(b + 40, m->capacity);
+	put64(b + 48, m->samples_per_epoch);
+	put64(b + 56, m->start);
+	put32(b + 64, m->min_epoch);
+	put32(b + 68, m->batch);
+	put64(b + 72, m->head);
+	return TS_PROTO_HDR_LEN + TS_PROTO_WELCOME_LEN;
+}
+
+size_t ts_proto_put_refuse(uint8_t *buf, const struct ts_proto_refuse *m)
+{
+	size_t n = strnlen(m->text, TS_PROTO_REFUSE_MAX);
+	uint8_t *b = buf + put_header(buf, TS_MSG_REFUSE, (uint16_t)(8 + n));
+	put32(b, m->reason);
+	put16(b + 4, (uint16_t)n);
+	put16(b + 6, 0);
+	memcpy(b + 8, m->text, n);
+	return TS_PROTO_HDR_LEN + 8 + n;
+}
+
+int ts_proto_get_header(const uint8_t *buf, uint16_t *type,
+			uint16_t *body_len, struct ts_error *err)
+{
+	uint32_t magic = get32(buf);
+	uint16_t t = get16(buf + 4), len = get16(buf + 6);
+	if (magic != TS_PROTO_MAGIC)
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "bad magic 0x%08x (not a tensorsocket peer)",
+				    magic);
+	if (t < TS_MSG_HELLO || t > TS_MSG_REFUSE)
+		return ts_error_set(err, TS_E_PROTOCOL, "unknown message type %u", t);
+	if (len > TS_PROTO_MAX_BODY)
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "message body of %u bytes is too long", len);
+	*type = t;
+	*body_len = len;
+	return 0;
+}
+
+int ts_proto_get_hello(const uint8_t *body, size_t len,
+		       struct ts_proto_hello *m, struct ts_error *err)
+{
+	struct ts_proto_hello h;
+	if (len < 4)
+		return ts_error_set(err, TS_E_PROTOCOL, "hello too short");
+	h.version = get32(body);
+	if (h.version != TS_PROTO_VERSION) {
+		memset(&h.batch, 0, sizeof(h) - sizeof(h.version));
+		*m = h;  /* the caller refuses on version */
+		return 0;
+	}
+	if (len != TS_PROTO_HELLO_LEN)
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "hello of %zu bytes, expected %d", len,
+				    TS_PROTO_HELLO_LEN);
+	h.batch = get32(body + 4);
+	h.join = body[8];
+	h.drop_last = body[9];
+	h.pid = get32(body + 12);
+	if (h.join > 1 || h.drop_last > 1 || get16(body + 10) != 0)
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "hello with invalid join/drop_last fields");
+	*m = h;
+	return 0;
+}
+
+int ts_proto_get_welcome(const uint8_t *body, size_t len,
+			 struct ts_proto_welcome *m, struct ts_error *err)
+{
+	struct ts_proto_welcome w;
+	if (len != TS_PROTO_WELCOME_LEN)
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "welcome of %zu bytes, expected %d", len,
+				    TS_PROTO_WELCOME_LEN);
+	w.version = get32(body + 0);
+	w.producer_pid = get32(body + 4);
+	w.height = get32(body + 8);
+	w.width = get32(body + 12);
+	w.channels = get32(body + 16);
+	w.dtype = get32(body + 20);
+	w.layout = get32(body + 24);
+	w.epochs = get32(body + 28);
+	w.sample_bytes = get64(body + 32);
+	w.capacity = get64(body + 40);
+	w.samples_per_epoch = get64(body + 48);
+	w.start = get64(body + 56);
+	w.min_epoch = get32(body + 64);
+	w.batch = get32(body + 68);
+	w.head = get64(body + 72);
+	if (w.version != TS_PROTO_VERSION || w.dtype > 3 || w.layout > 1)
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "welcome with unknown version/dtype/layout");
+	*m = w;
+	return 0;
+}
+
+int ts_proto_get_refuse(const uint8_t *body, size_t len,
+			struct ts_proto_refuse *m, struct ts_error *err)
+{
+	if (len < 8)
+		return ts_error_set(err, TS_E_PROTOCOL, "refusal too short");
+	size_t n = get16(body + 4);
+	if (n > TS_PROTO_REFUSE_MAX || 8 + n != len)
+		return ts_error_set(err, TS_E_PROTOCOL, "refusal text length wrong");
+	m->reason = get32(body);
+	memcpy(m->text, body + 8, n);
+	m->text[n] = '\0';
+	/* The text is for humans: no control characters. */
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)m->text[i] < 0x20)
+			m->text[i] = '?';
+	return 0;
+}
+
+int ts_proto_send(int sock, const uint8_t *buf, size_t len, const int *fds,
+		  int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds < 0 || nfds > 2)
+		return -EINVAL;
+	if (nfds > 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	}
+	for (;;) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if ((size_t)n != len)
+			return -EMSGSIZE;  /* unix stream: small messages go whole */
+		return 0;
+	}
+}
+
+static int elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int)((t.tv_sec - t0->tv_sec) * 1000 +
+		     (t.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+/* Read exactly len bytes (collecting descriptors from any part). */
+static int recv_exact(int sock, uint8_t *buf, size_t len, int timeout_ms,
+		      const struct timespec *t0, int *fds, int *nfds,
+		      struct ts_error *err)
+{
+	size_t got = 0;
+	while (got < len) {
+		int left = -1;
+		if (timeout_ms >= 0) {
+			left = timeout_ms - elapsed_ms(t0);
+			if (left <= 0)
+				return ts_error_set(err, -ETIMEDOUT,
+						    "no answer from the producer "
+						    "within %d ms", timeout_ms);
+		}
+		struct pollfd pfd = { sock, POLLIN, 0 };
+		int pr = poll(&pfd, 1, left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0)
+			return ts_error_set(err, -errno, "poll: %s", strerror(errno));
+		if (pr == 0)
+			continue;
+		union {
+			char b[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = { buf + got, len - got };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = u.b,
+				     .msg_controllen = sizeof(u.b) };
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return ts_error_set(err, -errno, "recv: %s", strerror(errno));
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+		     cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int tmp[4];
+			memcpy(tmp, CMSG_DATA(cm), k * sizeof(int));
+			for (size_t i = 0; i < k; i++) {
+				if (*nfds < 2)
+					fds[(*nfds)++] = tmp[i];
+				else
+					close(tmp[i]);
+			}
+		}
+		if (n == 0)
+			return ts_error_set(err, TS_E_PRODUCER,
+					    "the producer closed the connection");
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+int ts_proto_recv(int sock, int timeout_ms, uint16_t *type, uint8_t *body,
+		  uint16_t *len, int *fds, int *nfds, struct ts_error *err)
+{
+	struct timespec t0;
+	uint8_t hdr[TS_PROTO_HDR_LEN];
+	uint16_t t, n;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*nfds = 0;
+	rc = recv_exact(sock, hdr, sizeof(hdr), timeout_ms, &t0, fds, nfds, err);
+	if (rc == 0)
+		rc = ts_proto_get_header(hdr, &t, &n, err);
+	if (rc == 0)
+		rc = recv_exact(sock, body, n, timeout_ms, &t0, fds, nfds, err);
+	if (rc < 0) {
+		for (int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return rc;
+	}
+	*type = t;
+	*len = n;
+	return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * proto.h - the tensorsocket wire messages (tensorsocket(7)): encoding
+ * and decoding of hello / welcome / refuse, all fixed-width little-endian,
+ * and sending/receiving one message with its descriptors (SCM_RIGHTS).
+ * Shared by the server (runtime) and the client library. Decoders trust
+ * nothing: every length and enum is checked.
+ *
+ * Every message: an 8-byte header {u32 magic, u16 type, u16 body length}
+ * followed by the body.
+ */
+#ifndef TS_PROTO_H
+#define TS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "error.h"
+
+#define TS_PROTO_MAGIC 0x4b535354u   /* "TSSK" little-endian */
+#define TS_PROTO_VERSION 1u
+#define TS_PROTO_HDR_LEN 8
+#define TS_PROTO_HELLO_LEN 16
+#define TS_PROTO_WELCOME_LEN 80
+#define TS_PROTO_REFUSE_MAX 240      /* bytes of reason text */
+#define TS_PROTO_MAX_BODY 256
+
+enum ts_proto_type {
+	TS_MSG_HELLO = 1,
+	TS_MSG_WELCOME = 2,
+	TS_MSG_REFUSE = 3,
+};
+
+/* Refusal reasons (wire values). */
+enum ts_proto_reason {
+	TS_REFUSE_VERSION = 1,
+	TS_REFUSE_BATCH = 2,
+	TS_REFUSE_PERMISSION = 3,
+	TS_REFUSE_PROTOCOL = 4,
+	TS_REFUSE_FULL = 5,
+	TS_REFUSE_FINISHED = 6,
+};
+
+struct ts_proto_hello {
+	uint32_t version;
+	uint32_t batch;
+	uint8_t join;        /* enum ts_ring_join */
+	uint8_t drop_last;   /* 0 or 1 */
+	uint32_t pid;
+};
+
+struct ts_proto_welcome {
+	uint32_t version;
+	uint32_t producer_pid;
+	uint32_t height, width, channels;
+	uint32_t dtype, layout;
+	uint32_t epochs;
+	uint64_t sample_bytes;
+	uint64_t capacity;
+	uint64_t samples_per_epoch;
+	uint64_t start;
+	uint32_t min_epoch;
+	uint32_t batch;
+	uint64_t head;
+};
+
+struct ts_proto_refuse {
+	uint32_t reason;                        /* enum ts_proto_reason */
+	char text[TS_PROTO_REFUSE_MAX + 1];     /* NUL-terminated */
+};
+
+/* Encode a whole message (header + body) into buf, which must hold
+ * TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY bytes; returns its length. */
+size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m);
+size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m);
+size_t ts_proto_put_refuse(uint8_t *buf, const struct ts_proto_refuse *m);
+
+/* Decode a header: 0 and *type, *body_len, or TS_E_PROTOCOL (bad magic,
+ * unknown type, body longer than TS_PROTO_MAX_BODY). */
+int ts_proto_get_header(const uint8_t *buf, uint16_t *type,
+			uint16_t *body_len, struct ts_error *err);
+
+/* Decode bodies. hello: the version is read first so a newer client gets
+ * a version refusal rather than a length error (a body of at least 4
+ * bytes decodes the version, the rest must be TS_PROTO_HELLO_LEN).
+ * Return 0 or TS_E_PROTOCOL; *m written on success. */
+int ts_proto_get_hello(const uint8_t *body, size_t len,
+		       struct ts_proto_hello *m, struct ts_error *err);
+int ts_proto_get_welcome(const uint8_t *body, size_t len,
+			 struct ts_proto_welcome *m, struct ts_error *err);
+int ts_proto_get_refuse(const uint8_t *body, size_t len,
+			struct ts_proto_refuse *m, struct ts_error *err);
+
+/* Send len bytes plus nfds (0..2) descriptors in one sendmsg
+ * (MSG_NOSIGNAL). Returns 0 or -errno. */
+int ts_proto_send(int sock, const uint8_t *buf, size_t len, const int *fds,
+		  int nfds);
+
+/*
+ * Receive one whole message (blocking, at most timeout_ms in total; < 0
+ * forever): *type, the body into body (TS_PROTO_MAX_BODY bytes), *len,
+ * and up to 2 descriptors (O_CLOEXEC) into fds / *nfds; the caller owns
+ * them. Returns 0, TS_E_PROTOCOL, TS_E_PRODUCER (peer hung up),
+ * -ETIMEDOUT or -errno.
+ */
+int ts_proto_recv(int sock, int timeout_ms, uint16_t *type, uint8_t *body,
+		  uint16_t *len, int *fds, int *nfds, struct ts_error *err);
+
+#endif

@@ -1,0 +1,1031 @@
+/* ring.c - the shared sample ring: memfd layout, double mapping, publish,
+ * space accounting over attached consumers, and the batch reader. */
+#include "ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+/*
+ * Memory ordering. Every load/store of a field another process (or thread)
+ * writes goes through one of these; each use says what it orders.
+ *   smp_load_acquire / smp_store_release: the classic publish pair.
+ *   READ_ONCE / WRITE_ONCE: a single untorn access, no ordering.
+ *   smp_mb: a full fence, for the store-then-load (Dekker) handshakes of
+ *   the sleep flags.
+ */
+#define smp_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define smp_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
+
+#define SPIN_LOOPS 2000
+#define CONSUMER_SLICE_MS 100
+#define PRODUCER_SLICE_MS 50
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("pause" ::: "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+struct ts_ring_consumer {
+	int ctl_fd;
+	struct ts_ring_ctl *ctl;
+	pid_t pid;
+	uint32_t batch;
+	uint64_t start;
+	bool local;
+	int slot;            /* index in ring->watch */
+	int refs;            /* producer waiters sleeping on ctl */
+	bool dead;
+	uint64_t last_release;
+	double last_time;
+	double rate;
+};
+
+struct ts_ring {
+	int fd;
+	struct ts_ring_hdr *hdr;
+	uint8_t *data;                 /* 2 * data_bytes, double mapped */
+	struct ts_ring_meta *meta;
+	size_t data_bytes, meta_bytes;
+	uint64_t capacity, sample_bytes;
+	unsigned min_consumers;
+
+	pthread_mutex_t lock;          /* consumers, limit recomputation */
+	struct ts_ring_consumer *consumers[TS_RING_MAX_CONSUMERS];
+	size_t n_consumers;
+	/* ctl pages publish() scans for sleeping consumers, read without
+	 * the lock; pub_active keeps a detach from unmapping one mid-scan */
+	struct ts_ring_ctl *watch[TS_RING_MAX_CONSUMERS];
+	uint32_t pub_active;
+
+	uint64_t limit;                /* seqs < limit may be written */
+	uint32_t prod_seq;             /* futex: attach/detach/publish/finish */
+	uint32_t prod_waiters;
+	uint32_t finished;
+	uint32_t producer_blocked;
+	double last_stat;
+};
+
+struct ts_ring_reader {
+	const struct ts_ring_hdr *hdr;
+	const uint8_t *data;
+	const struct ts_ring_meta *meta;
+	size_t data_bytes, meta_bytes;
+	struct ts_ring_ctl *ctl;
+	uint64_t capacity, sample_bytes;
+	uint32_t batch;
+	bool drop_last;
+	uint32_t min_epoch;
+	uint64_t pos;          /* next seq to hand out */
+	uint64_t released;     /* what we last stored in ctl->release */
+	uint64_t pending_end;  /* end of the batch handed out last */
+	int32_t *labels;
+};
+
+struct ts_ring_local {
+	struct ts_ring *ring;
+	struct ts_ring_consumer *c;
+	struct ts_ring_reader *rd;
+};
+
+static long futex_wait(uint32_t *addr, uint32_t val, int ms, bool priv)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	return syscall(SYS_futex, addr, priv ? FUTEX_WAIT_PRIVATE : FUTEX_WAIT,
+		       val, ms < 0 ? NULL : &ts, NULL, 0);
+}
+
+static void futex_wake(uint32_t *addr, bool priv)
+{
+	syscall(SYS_futex, addr, priv ? FUTEX_WAKE_PRIVATE : FUTEX_WAKE,
+		INT_MAX, NULL, NULL, 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Milliseconds left until deadline (a now_s() value); < 0 deadline means
+ * forever and returns slice. */
+static int slice_ms(double deadline, int slice)
+{
+	if (deadline < 0)
+		return slice;
+	double left = (deadline - now_s()) * 1000.0;
+	if (left <= 0)
+		return 0;
+	return left < slice ? (int)left + 1 : slice;
+}
+
+static size_t dtype_bytes(enum ts_dtype t)
+{
+	switch (t) {
+	case TS_DTYPE_U8: return 1;
+	case TS_DTYPE_U16: return 2;
+	case TS_DTYPE_F16: return 2;
+	case TS_DTYPE_F32: return 4;
+	}
+	return 0;
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t unit)
+{
+	return (v + unit - 1) / unit * unit;
+}
+
+/*
+ * Map the data region twice back to back: reserve 2x address space, then
+ * put the same file range at both halves, so slot capacity-1 runs on into
+ * slot 0 and any span of <= capacity samples is contiguous.
+ */
+static int map_double(int fd, uint64_t off, size_t len, int prot,
+		      uint8_t **out)
+{
+	uint8_t *base = mmap(NULL, 2 * len, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	if (mmap(base, len, prot, MAP_SHARED | MAP_FIXED, fd, (off_t)off) ==
+		    MAP_FAILED ||
+	    mmap(base + len, len, prot, MAP_SHARED | MAP_FIXED, fd,
+		 (off_t)off) == MAP_FAILED) {
+		int e = -errno;
+		munmap(base, 2 * len);
+		return e;
+	}
+	*out = base;
+	return 0;
+}
+
+int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
+		   struct ts_error *err)
+{
+	struct ts_ring *r = NULL;
+	int rc;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	if (!p || !out || p->height <= 0 || p->width <= 0 ||
+	    p->channels <= 0 || dtype_bytes(p->dtype) == 0)
+		return ts_error_set(err, TS_E_ARG, "ring: invalid sample shape");
+	uint64_t sb = p->sample_bytes;
+	if (sb == 0)
+		sb = (uint64_t)p->height * (uint64_t)p->width *
+		     (uint64_t)p->channels * dtype_bytes(p->dtype);
+	uint64_t unit = page / gcd_u64(sb, page);
+	uint64_t cap = round_up(p->capacity < 2 ? 2 : p->capacity, unit);
+	if (sb > (1ull << 40) || cap > (1ull << 32) || cap * sb > (1ull << 44))
+		return ts_error_set(err, TS_E_ARG,
+				    "ring: %llu samples of %llu bytes is too large",
+				    (unsigned long long)cap,
+				    (unsigned long long)sb);
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return ts_error_set(err, TS_E_NOMEM, "ring: out of memory");
+	r->fd = -1;
+	r->hdr = MAP_FAILED;
+	r->meta = MAP_FAILED;
+	pthread_mutex_init(&r->lock, NULL);
+	r->capacity = cap;
+	r->sample_bytes = sb;
+	r->data_bytes = cap * sb;
+	r->meta_bytes = round_up(cap * sizeof(struct ts_ring_meta), page);
+	r->min_consumers = p->min_consumers;
+	uint64_t data_off = page;
+	uint64_t meta_off = data_off + r->data_bytes;
+	uint64_t file_bytes = meta_off + r->meta_bytes;
+
+	r->fd = memfd_create("tsrun-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->fd < 0) {
+		rc = ts_error_set(err, -errno, "ring: memfd_create: %s",
+				  strerror(errno));
+		goto fail;
+	}
+	if (ftruncate(r->fd, (off_t)file_bytes) < 0) {
+		rc = ts_error_set(err, -errno, "ring: cannot size %llu bytes: %s",
+				  (unsigned long long)file_bytes, strerror(errno));
+		goto fail;
+	}
+	r->hdr = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	r->meta = mmap(NULL, r->meta_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->fd, (off_t)meta_off);
+	if (r->hdr == MAP_FAILED || r->meta == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	rc = map_double(r->fd, data_off, r->data_bytes, PROT_READ | PROT_WRITE,
+			&r->data);
+	if (rc < 0) {
+		ts_error_set(err, rc, "ring: double map of %zu bytes: %s",
+			     r->data_bytes, strerror(-rc));
+		goto fail;
+	}
+
+	struct ts_ring_hdr *h = r->hdr;
+	h->magic = TS_RING_MAGIC;
+	h->version = TS_RING_VERSION;
+	h->height = (uint32_t)p->height;
+	h->width = (uint32_t)p->width;
+	h->channels = (uint32_t)p->channels;
+	h->dtype = (uint32_t)p->dtype;
+	h->layout = (uint32_t)p->layout;
+	h->epochs = p->epochs;
+	h->sample_bytes = sb;
+	h->capacity = cap;
+	h->samples_per_epoch = p->samples_per_epoch;
+	h->data_offset = data_off;
+	h->data_bytes = r->data_bytes;
+	h->meta_offset = meta_off;
+	h->meta_bytes = r->meta_bytes;
+	h->file_bytes = file_bytes;
+	h->producer_pid = (uint32_t)getpid();
+	h->default_batch = p->default_batch;
+	/* Orders the layout fields above before any later reader of state
+	 * (the fd reaches consumers only after this anyway). */
+	smp_store_release(&h->state, (uint32_t)TS_RING_RUNNING);
+
+	/* No new writable mapping from now on, by anyone: a consumer that
+	 * reopens /proc/PID/fd/N read-write still cannot map it writable. */
+	if (fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+				      F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		rc = ts_error_set(err, -errno, "ring: cannot seal memfd: %s",
+				  strerror(errno));
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	ts_ring_destroy(r);
+	return rc;
+}
+
+void ts_ring_destroy(struct ts_ring *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_consumers; i++) {
+		struct ts_ring_consumer *c = r->consumers[i];
+		munmap(c->ctl, (size_t)sysconf(_SC_PAGESIZE));
+		close(c->ctl_fd);
+		free(c);
+	}
+	if (r->data)
+		munmap(r->data, 2 * r->data_bytes);
+	if (r->meta != MAP_FAILED)
+		munmap(r->meta, r->meta_bytes);
+	if (r->hdr != MAP_FAILED)
+		munmap(r->hdr, (size_t)sysconf(_SC_PAGESIZE));
+	if (r->fd >= 0)
+		close(r->fd);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+void ts_ring_get_info(const struct ts_ring *r, struct ts_ring_info *out)
+{
+	const struct ts_ring_hdr *h = r->hdr;
+	out->height = (int)h->height;
+	out->width = (int)h->width;
+	out->channels = (int)h->channels;
+	out->dtype = (enum ts_dtype)h->dtype;
+	out->layout = (enum ts_layout)h->layout;
+	out->sample_bytes = h->sample_bytes;
+	out->capacity = h->capacity;
+	out->epochs = h->epochs;
+	out->samples_per_epoch = h->samples_per_epoch;
+	out->default_batch = h->default_batch;
+}
+
+int ts_ring_fd(const struct ts_ring *r)
+{
+	return r->fd;
+}
+
+void *ts_ring_slot(struct ts_ring *r, uint64_t seq)
+{
+	return r->data + (seq % r->capacity) * r->sample_bytes;
+}
+
+void ts_ring_set_meta(struct ts_ring *r, uint64_t seq, int32_t label,
+		      uint32_t epoch, uint64_t index)
+{
+	struct ts_ring_meta *m = &r->meta[seq % r->capacity];
+	/* Plain stores: ordered before consumers' reads by the release in
+	 * ts_ring_publish that covers seq. */
+	m->index = index;
+	m->epoch = epoch;
+	m->label = label;
+}
+
+uint64_t ts_ring_head(const struct ts_ring *r)
+{
+	/* Pairs with the release in publish: the caller may read samples
+	 * below the value. */
+	return smp_load_acquire(&r->hdr->head);
+}
+
+/* Wake writers blocked in wait_writable (process-local futex). */
+static void wake_producers(struct ts_ring *r)
+{
+	ATOMIC_ADD(&r->prod_seq, 1);
+	if (__atomic_load_n(&r->prod_waiters, __ATOMIC_SEQ_CST))
+		futex_wake(&r->prod_seq, true);
+}
+
+void ts_ring_publish(struct ts_ring *r, uint64_t head)
+{
+	struct ts_ring_hdr *h = r->hdr;
+	bool sleeper = false;
+
+	/* Release: the slot data and metadata of every seq < head are
+	 * visible before the new head. */
+	smp_store_release(&h->head, head);
+	/* Dekker with the consumer's "consumer_waiting = 1; load head": the
+	 * head store is ordered before the flag loads below. pub_active
+	 * (seq_cst) keeps detach from unmapping a ctl page we scan. */
+	ATOMIC_ADD(&r->pub_active, 1);
+	smp_mb();
+	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++) {
+		struct ts_ring_ctl *c = smp_load_acquire(&r->watch[i]);
+		if (c && READ_ONCE(c->consumer_waiting)) {
+			sleeper = true;
+			break;
+		}
+	}
+	__atomic_sub_fetch(&r->pub_active, 1, __ATOMIC_SEQ_CST);
+	if (sleeper) {
+		ATOMIC_ADD(&h->head_seq, 1);
+		futex_wake(&h->head_seq, false);
+	}
+	if (READ_ONCE(r->prod_waiters))
+		wake_producers(r);
+}
+
+void ts_ring_finish(struct ts_ring *r, int status)
+{
+	struct ts_ring_hdr *h = r->hdr;
+	if (__atomic_exchange_n(&r->finished, 1, __ATOMIC_SEQ_CST))
+		return;
+	WRITE_ONCE(h->status, (int32_t)status);
+	/* Release: the final head and status are visible to whoever sees the
+	 * new state. */
+	smp_store_release(&h->state, (uint32_t)(status == 0 ? TS_RING_EOS
+							    : TS_RING_ERROR));
+	ATOMIC_ADD(&h->head_seq, 1);
+	futex_wake(&h->head_seq, false);
+	wake_producers(r);
+}
+
+/* Wait until no publish() is scanning the watch array, so a ctl page
+ * removed from it can be unmapped. */
+static void quiesce_publish(struct ts_ring *r)
+{
+	while (__atomic_load_n(&r->pub_active, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+static void free_consumer(struct ts_ring *r, struct ts_ring_consumer *c)
+{
+	quiesce_publish(r);
+	munmap(c->ctl, (size_t)sysconf(_SC_PAGESIZE));
+	close(c->ctl_fd);
+	free(c);
+}
+
+/*
+ * Recompute the write limit from every consumer's release position (the
+ * producer's own head counts as one, so writers stay within capacity of
+ * it). Called with the lock held. Returns the slowest consumer or NULL
+ * when the head itself (or a missing consumer) is the bound.
+ */
+static struct ts_ring_consumer *recompute_limit(struct ts_ring *r)
+{
+	/* Acquire: the samples below head are in place (we compare). */
+	uint64_t low = smp_load_acquire(&r->hdr->head);
+	struct ts_ring_consumer *slow = NULL;
+
+	for (size_t i = 0; i < r->n_consumers; i++) {
+		struct ts_ring_consumer *c = r->consumers[i];
+		/* Acquire pairs with the consumer's release store: its reads
+		 * of the released slots are done before we overwrite them. */
+		uint64_t rel = smp_load_acquire(&c->ctl->release);
+		if (rel < low) {
+			low = rel;
+			slow = c;
+		}
+	}
+	if (r->n_consumers < r->min_consumers)
+		return NULL;
+	uint64_t lim = low + r->capacity;
+	if (lim > r->limit)
+		/* Release: pairs with the acquire on the fast path. */
+		smp_store_release(&r->limit, lim);
+	return slow;
+}
+
+int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
+{
+	/* Acquire: consumers' releases folded into limit happen before our
+	 * writes into the slot. */
+	if (seq < smp_load_acquire(&r->limit))
+		return 0;
+	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+
+	for (;;) {
+		if (__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
+		pthread_mutex_lock(&r->lock);
+		struct ts_ring_consumer *slow = recompute_limit(r);
+		if (seq < r->limit) {
+			pthread_mutex_unlock(&r->lock);
+			return 0;
+		}
+		int ms = slice_ms(deadline, PRODUCER_SLICE_MS);
+		if (ms == 0) {
+			pthread_mutex_unlock(&r->lock);
+			return -ETIMEDOUT;
+		}
+		ATOMIC_ADD(&r->producer_blocked, 1);
+		if (slow && seq >= smp_load_acquire(&slow->ctl->release) +
+					   r->capacity) {
+			/* Sleep on the slowest consumer's control page: it
+			 * wakes us when it releases and sees our flag. */
+			struct ts_ring_ctl *ctl = slow->ctl;
+			slow->refs++;
+			uint32_t v = smp_load_acquire(&ctl->wake_seq);
+			ATOMIC_ADD(&ctl->producer_waiting, 1);
+			uint32_t pv = __atomic_load_n(&r->prod_seq, __ATOMIC_SEQ_CST);
+			pthread_mutex_unlock(&r->lock);
+			/* Dekker with the consumer's "store release; load
+			 * producer_waiting": re-check after raising the flag. */
+			smp_mb();
+			if (seq >= smp_load_acquire(&ctl->release) + r->capacity &&
+			    pv == __atomic_load_n(&r->prod_seq, __ATOMIC_SEQ_CST))
+				futex_wait(&ctl->wake_seq, v, ms, false);
+			pthread_mutex_lock(&r->lock);
+			__atomic_sub_fetch(&ctl->producer_waiting, 1,
+					   __ATOMIC_SEQ_CST);
+			bool gone = --slow->refs == 0 && slow->dead;
+			pthread_mutex_unlock(&r->lock);
+			if (gone)
+				free_consumer(r, slow);
+		} else {
+			/* Bound by our own head or by too few consumers:
+			 * sleep until publish, attach or detach. */
+			uint32_t v = __atomic_load_n(&r->prod_seq, __ATOMIC_SEQ_CST);
+			ATOMIC_ADD(&r->prod_waiters, 1);
+			pthread_mutex_unlock(&r->lock);
+			futex_wait(&r->prod_seq, v, ms, true);
+			__atomic_sub_fetch(&r->prod_waiters, 1, __ATOMIC_SEQ_CST);
+		}
+		__atomic_sub_fetch(&r->producer_blocked, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&r->lock);
+	double t = now_s();
+	out->head = smp_load_acquire(&r->hdr->head);
+	out->state = (enum ts_ring_state)smp_load_acquire(&r->hdr->state);
+	out->capacity = r->capacity;
+	out->producer_waiting =
+		__atomic_load_n(&r->producer_blocked, __ATOMIC_RELAXED) != 0;
+	out->n_consumers = r->n_consumers;
+	for (size_t i = 0; i < r->n_consumers; i++) {
+		struct ts_ring_consumer *c = r->consumers[i];
+		struct ts_ring_consumer_stat *s = &out->consumers[i];
+		/* Acquire: a position the consumer really reached. */
+		uint64_t rel = smp_load_acquire(&c->ctl->release);
+		double dt = t - c->last_time;
+		if (dt >= 0.05) {
+			c->rate = rel >= c->last_release
+					  ? (double)(rel - c->last_release) / dt
+					  : 0.0;
+			c->last_release = rel;
+			c->last_time = t;
+		}
+		s->pid = c->pid;
+		s->batch = c->batch;
+		s->start = c->start;
+		s->release = rel;
+		s->lag = out->head > rel ? out->head - rel : 0;
+		s->rate = c->rate;
+		s->local = c->local;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * Where a joiner starts. Samples at or above limit - capacity are intact
+ * and stay so once the joiner is registered (grants happen under the
+ * lock), so a joiner may start that far back. next_epoch looks back from
+ * the head for the first sample of the current epoch; if it is still in
+ * that window the joiner gets the whole epoch, else it skips to the next.
+ */
+static void join_position(struct ts_ring *r, enum ts_ring_join join,
+			  struct ts_ring_join_pos *pos)
+{
+	uint64_t h = smp_load_acquire(&r->hdr->head);
+	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+	pos->start = h;
+	pos->min_epoch = 0;
+	if (join != TS_JOIN_NEXT_EPOCH || h == 0)
+		return;
+	if (lo > h)
+		lo = h;
+	uint32_t e = r->meta[(h - 1) % r->capacity].epoch;
+	uint64_t s = h - 1;
+	while (s > lo && r->meta[(s - 1) % r->capacity].epoch == e)
+		s--;
+	if (s > lo || s == 0) {
+		pos->start = s;
+		pos->min_epoch = e;
+	} else {
+		pos->min_epoch = e + 1;
+	}
+}
+
+int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
+		   struct ts_ring_consumer **out, struct ts_ring_join_pos *pos,
+		   struct ts_error *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct ts_ring_consumer *c = NULL;
+	int rc;
+
+	if (!req || req->batch == 0 || req->batch > r->capacity / 2)
+		return ts_error_set(err, TS_E_REFUSED,
+				    "batch size %u is larger than half the ring "
+				    "(%llu samples); ask for at most %llu",
+				    req ? req->batch : 0,
+				    (unsigned long long)r->capacity,
+				    (unsigned long long)(r->capacity / 2));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	c->ctl = MAP_FAILED;
+	c->ctl_fd = memfd_create("tsrun-ctl", MFD_CLOEXEC);
+	if (c->ctl_fd < 0 || ftruncate(c->ctl_fd, (off_t)page) < 0) {
+		rc = ts_error_set(err, -errno, "control page: %s", strerror(errno));
+		goto fail;
+	}
+	c->ctl = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      c->ctl_fd, 0);
+	if (c->ctl == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "control page: %s", strerror(errno));
+		goto fail;
+	}
+	c->pid = req->pid;
+	c->batch = req->batch;
+	c->local = req->pid == 0;
+	c->ctl->magic = TS_RING_CTL_MAGIC;
+	c->ctl->version = TS_RING_VERSION;
+
+	pthread_mutex_lock(&r->lock);
+	if (__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&r->lock);
+		rc = ts_error_set(err, TS_E_REFUSED,
+				  "the stream has ended; nothing left to serve");
+		goto fail;
+	}
+	if (r->n_consumers >= TS_RING_MAX_CONSUMERS) {
+		pthread_mutex_unlock(&r->lock);
+		rc = ts_error_set(err, TS_E_REFUSED,
+				  "too many consumers (at most %d)",
+				  TS_RING_MAX_CONSUMERS);
+		goto fail;
+	}
+	struct ts_ring_join_pos p;
+	join_position(r, req->join, &p);
+	c->start = p.start;
+	c->ctl->start = p.start;
+	/* Release: start is in place before the producer reads release. */
+	smp_store_release(&c->ctl->release, p.start);
+	c->last_release = p.start;
+	c->last_time = now_s();
+	int slot = 0;
+	while (r->watch[slot])
+		slot++;
+	c->slot = slot;
+	/* Release: the ctl page contents are initialised before publish()
+	 * can see the pointer. */
+	smp_store_release(&r->watch[slot], c->ctl);
+	r->consumers[r->n_consumers++] = c;
+	pthread_mutex_unlock(&r->lock);
+	wake_producers(r);
+	*out = c;
+	if (pos)
+		*pos = p;
+	return 0;
+fail:
+	if (c->ctl != MAP_FAILED)
+		munmap(c->ctl, page);
+	if (c->ctl_fd >= 0)
+		close(c->ctl_fd);
+	free(c);
+	return rc;
+}
+
+int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c)
+{
+	return c->ctl_fd;
+}
+
+void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_consumers; i++) {
+		if (r->consumers[i] == c) {
+			r->consumers[i] = r->consumers[--r->n_consumers];
+			break;
+		}
+	}
+	/* seq_cst store, then publish()'s pub_active protocol: no scan
+	 * reads this page once quiesce_publish() returns. */
+	__atomic_store_n(&r->watch[c->slot], NULL, __ATOMIC_SEQ_CST);
+	c->dead = true;
+	bool now = c->refs == 0;
+	if (!now) {
+		/* A writer sleeps on this page: wake it to recompute. */
+		ATOMIC_ADD(&c->ctl->wake_seq, 1);
+		futex_wake(&c->ctl->wake_seq, false);
+	}
+	pthread_mutex_unlock(&r->lock);
+	wake_producers(r);
+	if (now)
+		free_consumer(r, c);
+}
+
+/* ---- reader --------------------------------------------------------- */
+
+int ts_ring_reader_open(int ring_fd, int ctl_fd,
+			const struct ts_ring_reader_opts *o,
+			struct ts_ring_reader **out, struct ts_error *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct ts_ring_reader *rd;
+	struct stat st;
+	int rc;
+
+	if (!o || o->batch == 0)
+		return ts_error_set(err, TS_E_ARG, "reader: batch must be > 0");
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	rd->hdr = MAP_FAILED;
+	rd->meta = MAP_FAILED;
+	rd->ctl = MAP_FAILED;
+	if (fstat(ring_fd, &st) < 0) {
+		rc = ts_error_set(err, -errno, "ring fd: %s", strerror(errno));
+		goto fail;
+	}
+	rd->hdr = mmap(NULL, page, PROT_READ, MAP_SHARED, ring_fd, 0);
+	rd->ctl = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_fd, 0);
+	if (rd->hdr == MAP_FAILED || rd->ctl == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	const struct ts_ring_hdr *h = rd->hdr;
+	uint64_t cap = h->capacity, sb = h->sample_bytes;
+	/* Trust nothing: the layout must fit the file we were given. */
+	if (h->magic != TS_RING_MAGIC || h->version != TS_RING_VERSION ||
+	    rd->ctl->magic != TS_RING_CTL_MAGIC || cap < 2 || sb == 0 ||
+	    cap > (1ull << 32) || sb > (1ull << 40) ||
+	    h->data_bytes != cap * sb || h->data_offset % page ||
+	    h->meta_offset % page || h->data_bytes % page ||
+	    h->meta_bytes < cap * sizeof(struct ts_ring_meta) ||
+	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||
+	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size) {
+		rc = ts_error_set(err, TS_E_PROTOCOL,
+				  "not a tsrun ring (or another version)");
+		goto fail;
+	}
+	rd->capacity = cap;
+	rd->sample_bytes = sb;
+	rd->data_bytes = h->data_bytes;
+	rd->meta_bytes = h->meta_bytes;
+	rd->meta = mmap(NULL, rd->meta_bytes, PROT_READ, MAP_SHARED, ring_fd,
+			(off_t)h->meta_offset);
+	if (rd->meta == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	uint8_t *d;
+	rc = map_double(ring_fd, h->data_offset, rd->data_bytes, PROT_READ, &d);
+	if (rc < 0) {
+		ts_error_set(err, rc, "ring: double map: %s", strerror(-rc));
+		goto fail;
+	}
+	rd->data = d;
+	if (o->batch > cap) {
+		rc = ts_error_set(err, TS_E_ARG, "batch %u exceeds the ring (%llu)",
+				  o->batch, (unsigned long long)cap);
+		goto fail;
+	}
+	rd->labels = calloc(o->batch, sizeof(int32_t));
+	if (!rd->labels) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		goto fail;
+	}
+	rd->batch = o->batch;
+	rd->drop_last = o->drop_last;
+	rd->min_epoch = o->min_epoch;
+	rd->pos = o->start;
+	rd->released = o->start;
+	rd->pending_end = o->start;
+	*out = rd;
+	return 0;
+fail:
+	ts_ring_reader_destroy(rd);
+	return rc;
+}
+
+void ts_ring_reader_destroy(struct ts_ring_reader *rd)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (!rd)
+		return;
+	if (rd->data)
+		munmap((void *)rd->data, 2 * rd->data_bytes);
+	if (rd->meta != MAP_FAILED)
+		munmap((void *)rd->meta, rd->meta_bytes);
+	if (rd->hdr != MAP_FAILED)
+		munmap((void *)rd->hdr, page);
+	if (rd->ctl != MAP_FAILED)
+		munmap(rd->ctl, page);
+	free(rd->labels);
+	free(rd);
+}
+
+void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
+			     struct ts_ring_info *out)
+{
+	const struct ts_ring_hdr *h = rd->hdr;
+	out->height = (int)h->height;
+	out->width = (int)h->width;
+	out->channels = (int)h->channels;
+	out->dtype = (enum ts_dtype)h->dtype;
+	out->layout = (enum ts_layout)h->layout;
+	out->sample_bytes = h->sample_bytes;
+	out->capacity = h->capacity;
+	out->epochs = h->epochs;
+	out->samples_per_epoch = h->samples_per_epoch;
+	out->default_batch = h->default_batch;
+}
+
+uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd)
+{
+	return rd->released;
+}
+
+/* Store our release position and wake a producer sleeping on us. */
+static void reader_release_to(struct ts_ring_reader *rd, uint64_t end)
+{
+	if (end <= rd->released)
+		return;
+	rd->released = end;
+	/* Release: our reads of every slot below end are done before the
+	 * producer (acquire in recompute_limit) may overwrite them. */
+	smp_store_release(&rd->ctl->release, end);
+	/* Dekker with the producer's "producer_waiting++; load release". */
+	smp_mb();
+	if (READ_ONCE(rd->ctl->producer_waiting)) {
+		ATOMIC_ADD(&rd->ctl->wake_seq, 1);
+		futex_wake(&rd->ctl->wake_seq, false);
+	}
+}
+
+void ts_ring_reader_release(struct ts_ring_reader *rd,
+			    const struct ts_ring_batch *b)
+{
+	reader_release_to(rd, b->seq + b->n);
+}
+
+static const struct ts_ring_meta *meta_at(const struct ts_ring_reader *rd,
+					  uint64_t seq)
+{
+	return &rd->meta[seq % rd->capacity];
+}
+
+static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+		       size_t n)
+{
+	uint64_t seq = rd->pos;
+	b->data = rd->data + (seq % rd->capacity) * rd->sample_bytes;
+	b->n = n;
+	b->seq = seq;
+	b->epoch = meta_at(rd, seq)->epoch;
+	b->index = meta_at(rd, seq)->index;
+	for (size_t i = 0; i < n; i++)
+		rd->labels[i] = meta_at(rd, seq + i)->label;
+	b->labels = rd->labels;
+	rd->pos = seq + n;
+	rd->pending_end = rd->pos;
+}
+
+/*
+ * Sleep until the head moves past h: spin a little (a producer keeping up
+ * is usually there within microseconds), then futex on head_seq with our
+ * waiting flag raised, in slices, asking alive() between slices.
+ */
+static int reader_wait(struct ts_ring_reader *rd, uint64_t h, double deadline,
+		       int (*alive)(void *), void *arg)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	for (int i = 0; i < SPIN_LOOPS; i++) {
+		if (smp_load_acquire(&hd->head) != h ||
+		    smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+			return 0;
+		cpu_relax();
+	}
+	for (;;) {
+		uint32_t v = smp_load_acquire(&hd->head_seq);
+		__atomic_store_n(&rd->ctl->consumer_waiting, 1, __ATOMIC_SEQ_CST);
+		/* Dekker with publish: flag store before head load. */
+		smp_mb();
+		bool moved = __atomic_load_n(&hd->head, __ATOMIC_SEQ_CST) != h ||
+			     smp_load_acquire(&hd->state) != TS_RING_RUNNING;
+		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
+		if (!moved && ms > 0)
+			futex_wait((uint32_t *)&hd->head_seq, v, ms, false);
+		__atomic_store_n(&rd->ctl->consumer_waiting, 0, __ATOMIC_RELAXED);
+		if (moved || smp_load_acquire(&hd->head) != h ||
+		    smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+			return 0;
+		if (alive) {
+			int rc = alive(arg);
+			if (rc < 0)
+				return rc;
+		}
+		if (deadline >= 0 && now_s() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+			int timeout_ms, int (*alive)(void *arg), void *arg,
+			struct ts_error *err)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+
+	reader_release_to(rd, rd->pending_end);
+	for (;;) {
+		/* Acquire: slots and metadata below h are complete. */
+		uint64_t h = smp_load_acquire(&hd->head);
+		if (h > rd->pos + rd->capacity) {
+			/* Cannot happen with an honest producer. */
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "producer overran this consumer");
+		}
+		/* Joiners with next_epoch skip what precedes their epoch. */
+		uint64_t skip = rd->pos;
+		while (skip < h && meta_at(rd, skip)->epoch < rd->min_epoch)
+			skip++;
+		if (skip != rd->pos) {
+			rd->pos = skip;
+			rd->pending_end = skip;
+			reader_release_to(rd, skip);
+		}
+		uint64_t avail = h - rd->pos;
+		if (avail > 0) {
+			uint32_t e = meta_at(rd, rd->pos)->epoch;
+			size_t lim = avail < rd->batch ? (size_t)avail : rd->batch;
+			size_t k = 1;
+			while (k < lim && meta_at(rd, rd->pos + k)->epoch == e)
+				k++;
+			if (k == rd->batch) {
+				fill_batch(rd, b, k);
+				return 0;
+			}
+			if (k < lim) {
+				/* The epoch ends inside what is published. */
+				if (!rd->drop_last) {
+					fill_batch(rd, b, k);
+					return 0;
+				}
+				rd->pos += k;
+				rd->pending_end = rd->pos;
+				reader_release_to(rd, rd->pos);
+				continue;
+			}
+		}
+		/* Acquire: a final head published before the state change is
+		 * visible when we reload it below. */
+		uint32_t state = smp_load_acquire(&hd->state);
+		if (state != TS_RING_RUNNING) {
+			if (smp_load_acquire(&hd->head) != h)
+				continue;
+			if (avail > 0 && !rd->drop_last) {
+				fill_batch(rd, b, (size_t)avail);
+				return 0;
+			}
+			rd->pos = h;
+			rd->pending_end = h;
+			reader_release_to(rd, h);
+			if (state == TS_RING_EOS)
+				return ts_error_set(err, TS_E_EOS, "end of stream");
+			return ts_error_set(err, TS_E_PRODUCER,
+					    "the producer failed: %s",
+					    ts_error_name(READ_ONCE(hd->status)));
+		}
+		int rc = reader_wait(rd, h, deadline, alive, arg);
+		if (rc == -ETIMEDOUT)
+			return ts_error_set(err, rc, "no batch within %d ms",
+					    timeout_ms);
+		if (rc < 0)
+			return ts_error_set(err, rc, "%s", ts_error_name(rc));
+	}
+}
+
+/* ---- in-process consumer ------------------------------------------------ */
+
+int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
+			 enum ts_ring_join join, bool drop_last,
+			 struct ts_ring_local **out, struct ts_error *err)
+{
+	struct ts_ring_local *l = calloc(1, sizeof(*l));
+	struct ts_ring_join_req req = { batch, join, 0 };
+	struct ts_ring_join_pos pos;
+	int rc;
+
+	if (!l)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	l->ring = r;
+	rc = ts_ring_attach(r, &req, &l->c, &pos, err);
+	if (rc < 0)
+		goto fail;
+	struct ts_ring_reader_opts o = { batch, drop_last, pos.start,
+					 pos.min_epoch };
+	rc = ts_ring_reader_open(r->fd, l->c->ctl_fd, &o, &l->rd, err);
+	if (rc < 0)
+		goto fail;
+	*out = l;
+	return 0;
+fail:
+	ts_ring_detach(r, l->c);
+	free(l);
+	return rc;
+}
+
+int ts_ring_local_next(struct ts_ring_local *l, struct ts_ring_batch *b,
+		       int timeout_ms, struct ts_error *err)
+{
+	return ts_ring_reader_next(l->rd, b, timeout_ms, NULL, NULL, err);
+}
+
+void ts_ring_local_release(struct ts_ring_local *l,
+			   const struct ts_ring_batch *b)
+{
+	ts_ring_reader_release(l->rd, b);
+}
+
+void ts_ring_local_destroy(struct ts_ring_local *l)
+{
+	if (!l)
+		return;
+	ts_ring_reader_destroy(l->rd);
+	ts_ring_detach(l->ring, l->c);
+	free(l);
+}

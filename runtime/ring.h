@@ -1,0 +1,333 @@
+/*
+ * ring.h - the shared sample ring: one memfd holding a header page, a data
+ * region of `capacity` fixed-size sample slots and a parallel metadata
+ * array (label, epoch, index per slot). Sample seq lives in slot
+ * seq % capacity. Consumers map the data region twice back to back, so any
+ * run of up to `capacity` samples is one contiguous span even across the
+ * wrap.
+ *
+ * Producer side: the engine writes sample seq into ts_ring_slot(seq) after
+ * ts_ring_wait_writable(seq) said the slot is free, fills its metadata with
+ * ts_ring_set_meta(), and makes samples [0, head) visible with
+ * ts_ring_publish(head). ts_ring_finish() ends the stream.
+ *
+ * Consumer side: a consumer is attached (ts_ring_attach, done by the server
+ * for remote consumers, or ts_ring_local_create for in-process ones) and
+ * gets its own control memfd in which it alone writes its release position.
+ * A reader (ts_ring_reader_*) maps the ring read-only and cuts batches.
+ *
+ * Functions return 0 or a negative code (-errno or TS_E_*) and fill err
+ * when non-NULL. Nothing here prints.
+ */
+#ifndef TS_RING_H
+#define TS_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "error.h"
+#include "plan.h"
+
+#define TS_RING_MAGIC 0x47525354u      /* "TSRG" little-endian */
+#define TS_RING_VERSION 1u
+#define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
+#define TS_RING_MAX_CONSUMERS 64
+
+/* Stream states (struct ts_ring_hdr.state). */
+enum ts_ring_state {
+	TS_RING_RUNNING = 0,
+	TS_RING_EOS = 1,     /* every sample published; status 0 */
+	TS_RING_ERROR = 2,   /* the producer failed; status holds the code */
+};
+
+/* Join policy of a consumer (also the wire value in the hello). */
+enum ts_ring_join {
+	TS_JOIN_NOW = 0,        /* start at the producer's current head */
+	TS_JOIN_NEXT_EPOCH = 1, /* start at an epoch start: the current one
+				   when it is still whole in the ring, else
+				   the next one */
+};
+
+/*
+ * The shared header, at offset 0 of the ring memfd (one page). Every field
+ * that crosses processes is here, fixed-width; the producer writes the
+ * layout fields once before any consumer sees the fd, and afterwards only
+ * head, state, status and head_seq change, through the ordering macros in
+ * ring.c. Consumers map this page read-only.
+ */
+struct ts_ring_hdr {
+	uint32_t magic;             /* TS_RING_MAGIC */
+	uint32_t version;           /* TS_RING_VERSION */
+	uint32_t height, width, channels;
+	uint32_t dtype;             /* enum ts_dtype */
+	uint32_t layout;            /* enum ts_layout */
+	uint32_t epochs;            /* 0 = forever */
+	uint64_t sample_bytes;
+	uint64_t capacity;          /* samples */
+	uint64_t samples_per_epoch; /* 0 = unknown */
+	uint64_t data_offset;       /* page aligned */
+	uint64_t data_bytes;        /* capacity * sample_bytes, page multiple */
+	uint64_t meta_offset;       /* page aligned */
+	uint64_t meta_bytes;        /* capacity * sizeof(struct ts_ring_meta),
+				       rounded up to a page */
+	uint64_t file_bytes;
+	uint32_t producer_pid;
+	uint32_t default_batch;     /* for consumers that ask for none */
+
+	/* Samples [0, head) are published. Own cache line: written by the
+	 * producer per batch, read by every consumer. Consumers map the
+	 * header read-only, so every word a consumer writes lives in its own
+	 * control page (struct ts_ring_ctl). */
+	_Alignas(64) uint64_t head;
+
+	_Alignas(64) uint32_t state;   /* enum ts_ring_state */
+	int32_t status;                /* with TS_RING_ERROR: the code */
+	/* Futex word consumers sleep on; the producer bumps it and wakes
+	 * only when some consumer's ctl.consumer_waiting is set. */
+	uint32_t head_seq;
+	uint32_t reserved1;
+};
+
+/* Per-slot metadata, 16 bytes, in the meta array. */
+struct ts_ring_meta {
+	uint64_t index;   /* position in the epoch */
+	uint32_t epoch;
+	int32_t label;
+};
+
+/*
+ * The control page of one consumer (its own memfd, one page, read-write
+ * for both sides). The consumer alone writes release; the producer
+ * writes start before handing the fd over and producer_waiting while it
+ * waits for space.
+ */
+struct ts_ring_ctl {
+	uint32_t magic;             /* TS_RING_CTL_MAGIC */
+	uint32_t version;
+	uint64_t start;             /* first seq this consumer may read */
+	/* Every seq < release is released by this consumer. */
+	_Alignas(64) uint64_t release;
+	/* Futex word the producer sleeps on while this consumer holds the
+	 * ring; the consumer bumps it and wakes when producer_waiting != 0. */
+	_Alignas(64) uint32_t wake_seq;
+	uint32_t producer_waiting;
+	/* Set by the consumer while it sleeps on hdr.head_seq, so the
+	 * producer's publish knows a futex wake is needed. */
+	_Alignas(64) uint32_t consumer_waiting;
+};
+
+struct ts_ring_params {
+	int height, width, channels;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+	size_t sample_bytes;         /* 0: height*width*channels*dtype size */
+	uint64_t capacity;           /* samples; rounded up so the data region
+					is a page multiple */
+	uint32_t epochs;             /* 0 = forever */
+	uint64_t samples_per_epoch;  /* 0 = unknown (tile/filter pipelines) */
+	unsigned min_consumers;      /* wait_writable blocks until this many
+					consumers are attached (0: none) */
+	uint32_t default_batch;      /* the pipeline's batch(n): what a
+					consumer asking for 0 gets */
+};
+
+/* Read-only facts about a ring (copied from its header). */
+struct ts_ring_info {
+	int height, width, channels;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+	size_t sample_bytes;
+	uint64_t capacity;
+	uint32_t epochs;
+	uint64_t samples_per_epoch;
+	uint32_t default_batch;
+};
+
+struct ts_ring_consumer_stat {
+	pid_t pid;            /* 0 for an in-process consumer */
+	uint32_t batch;
+	uint64_t start;
+	uint64_t release;     /* samples released */
+	uint64_t lag;         /* head - release */
+	double rate;          /* samples/s since the previous ts_ring_stat */
+	bool local;
+};
+
+struct ts_ring_stat {
+	uint64_t head;
+	enum ts_ring_state state;
+	uint64_t capacity;
+	bool producer_waiting;        /* a writer is blocked on a consumer */
+	size_t n_consumers;
+	struct ts_ring_consumer_stat consumers[TS_RING_MAX_CONSUMERS];
+};
+
+struct ts_ring;
+struct ts_ring_consumer;
+
+/* ---- producer side ---------------------------------------------------- */
+
+/*
+ * Create a ring: a sealed-against-new-writers memfd, mapped read-write
+ * (data twice) into this process. *out is written on success only; free
+ * with ts_ring_destroy(). Returns 0, TS_E_ARG or -errno.
+ */
+int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
+		   struct ts_error *err);
+
+/* Unmap and close. Consumers still attached keep their own mappings; no
+ * consumer or server may use the ring after this. NULL is a no-op. */
+void ts_ring_destroy(struct ts_ring *r);
+
+void ts_ring_get_info(const struct ts_ring *r, struct ts_ring_info *out);
+
+/* The ring memfd (owned by the ring; do not close). The server reopens it
+ * read-only for consumers. */
+int ts_ring_fd(const struct ts_ring *r);
+
+/* Where sample seq is written: slot seq % capacity, sample_bytes long.
+ * Call only after ts_ring_wait_writable(seq) returned 0. Thread-safe. */
+void *ts_ring_slot(struct ts_ring *r, uint64_t seq);
+
+/* The label and stream position of sample seq. Thread-safe for distinct
+ * seqs; visible to consumers with the publish that covers seq. */
+void ts_ring_set_meta(struct ts_ring *r, uint64_t seq, int32_t label,
+		      uint32_t epoch, uint64_t index);
+
+/*
+ * Block until slot seq may be written: every attached consumer has
+ * released seq - capacity, seq < head + capacity, and min_consumers are
+ * attached. Fast path: one atomic load, no syscall. Thread-safe (any
+ * number of writer threads). timeout_ms < 0 waits forever.
+ * Returns 0, -ETIMEDOUT, or -ECANCELED once ts_ring_finish() was called.
+ */
+int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms);
+
+/* Publish samples [0, head): release-store of head, then a futex wake only
+ * when a consumer sleeps. head never decreases; calls must be serialised
+ * by the caller (one thread advances the head). */
+void ts_ring_publish(struct ts_ring *r, uint64_t head);
+
+/* The current published head. */
+uint64_t ts_ring_head(const struct ts_ring *r);
+
+/* End the stream: status 0 is a normal end (consumers drain what is
+ * published, then get TS_E_EOS), a negative code an error (consumers get
+ * TS_E_PRODUCER). Wakes every waiter, producers included. Idempotent. */
+void ts_ring_finish(struct ts_ring *r, int status);
+
+/* A snapshot for status lines and `tsrun stat`. Thread-safe. */
+void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out);
+
+/* ---- consumer accounting (the server and local consumers use this) ---- */
+
+struct ts_ring_join_req {
+	uint32_t batch;            /* 1 .. capacity / 2 */
+	enum ts_ring_join join;
+	pid_t pid;                 /* 0: in-process */
+};
+
+/* Where an attached consumer begins. */
+struct ts_ring_join_pos {
+	uint64_t start;            /* first seq the consumer reads */
+	uint32_t min_epoch;        /* skip (release unread) samples of
+				      earlier epochs */
+};
+
+/*
+ * Attach a consumer: creates its control memfd, picks its start per the
+ * join policy and registers it, so the producer from now on waits for its
+ * releases. Returns TS_E_REFUSED with a reason in err (batch too large,
+ * too many consumers, stream finished) or -errno. Thread-safe.
+ */
+int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
+		   struct ts_ring_consumer **out, struct ts_ring_join_pos *pos,
+		   struct ts_error *err);
+
+/* The consumer's control memfd (read-write; owned by the consumer entry). */
+int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c);
+
+/* Detach (consumer hung up): it stops holding the ring back at once and a
+ * producer waiting on it is woken. Frees c. NULL is a no-op. Thread-safe. */
+void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c);
+
+/* ---- reader: cutting batches out of a mapped ring ---------------------- */
+
+struct ts_ring_batch {
+	const void *data;         /* n * sample_bytes contiguous bytes */
+	size_t n;                 /* samples, 1 .. batch */
+	const int32_t *labels;    /* n labels (a copy owned by the reader) */
+	uint32_t epoch;
+	uint64_t index;           /* index of the first sample in its epoch */
+	uint64_t seq;             /* ring sequence number of the first */
+};
+
+struct ts_ring_reader_opts {
+	uint32_t batch;
+	bool drop_last;           /* drop an epoch's short last batch */
+	uint64_t start;
+	uint32_t min_epoch;
+};
+
+struct ts_ring_reader;
+
+/*
+ * Map a ring given its memfd (read-only suffices) and a control memfd.
+ * The fds are not taken over: the caller may close them after. *out is
+ * written on success only. Returns 0, TS_E_PROTOCOL (not a tsrun ring,
+ * wrong version) or -errno.
+ */
+int ts_ring_reader_open(int ring_fd, int ctl_fd,
+			const struct ts_ring_reader_opts *o,
+			struct ts_ring_reader **out, struct ts_error *err);
+
+void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
+			 struct ts_ring_info *out);
+
+/*
+ * The next batch: first releases the previous one, then waits (spin, then
+ * futex in 100 ms slices) until a whole batch is published, the epoch ends
+ * (a short batch; skipped with drop_last) or the stream ends. Between
+ * slices it calls alive(arg) when non-NULL; a negative return aborts the
+ * wait with that code (the client checks its socket for hang-up there).
+ * Returns 0, TS_E_EOS, TS_E_PRODUCER, -ETIMEDOUT (timeout_ms >= 0) or the
+ * code from alive. b is valid until the next call or release.
+ * One thread at a time per reader.
+ */
+int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+			int timeout_ms, int (*alive)(void *arg), void *arg,
+			struct ts_error *err);
+
+/* Release everything up to the end of b (release-store; wakes a producer
+ * waiting on this consumer). Releasing twice is harmless. */
+void ts_ring_reader_release(struct ts_ring_reader *rd,
+			    const struct ts_ring_batch *b);
+
+/* Samples released by this reader so far (its release position). */
+uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd);
+
+/* Unmap. NULL is a no-op. Does not detach (the producer sees that). */
+void ts_ring_reader_destroy(struct ts_ring_reader *rd);
+
+/* ---- in-process consumer (embedding API) -------------------------------- */
+
+struct ts_ring_local;
+
+/* Attach an in-process consumer with its own batch size and join policy.
+ * Returns as ts_ring_attach. Free with ts_ring_local_destroy(). */
+int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
+			 enum ts_ring_join join, bool drop_last,
+			 struct ts_ring_local **out, struct ts_error *err);
+
+/* The next batch, zero-copy into the producer's own mapping; as
+ * ts_ring_reader_next (no liveness callback: the ring's finish is the
+ * signal). */
+int ts_ring_local_next(struct ts_ring_local *l, struct ts_ring_batch *b,
+		       int timeout_ms, struct ts_error *err);
+void ts_ring_local_release(struct ts_ring_local *l,
+			   const struct ts_ring_batch *b);
+/* Detach and free. Call before ts_ring_destroy(). NULL is a no-op. */
+void ts_ring_local_destroy(struct ts_ring_local *l);
+
+#endif

@@ -1,0 +1,432 @@
+/* server.c - the handoff server: Unix socket, hello/welcome, SCM_RIGHTS,
+ * SO_PEERCRED, and hang-up detection, in one poll-loop thread. */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "util.h"
+
+#define HELLO_TIMEOUT_S 5.0
+#define MAX_CONNS 256
+
+struct conn {
+	int fd;
+	bool welcomed;
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	size_t got;
+	double deadline;       /* for the hello */
+	struct ts_ring_consumer *c;
+};
+
+struct ts_server {
+	struct ts_ring *ring;
+	char *path;
+	ino_t ino;             /* of our socket file, to unlink only ours */
+	int lfd;
+	int evfd;
+	int ro_fd;             /* the ring reopened read-only */
+	bool use_group;
+	gid_t gid;
+	pthread_t thread;
+	bool started;
+	struct conn conns[MAX_CONNS];
+	size_t n_conns;
+	unsigned n_welcomed;   /* atomic */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void conn_close(struct ts_server *s, size_t i)
+{
+	struct conn *c = &s->conns[i];
+	if (c->c) {
+		/* Detach first: from here on the consumer no longer holds
+		 * the ring back, and a producer waiting on it is woken. */
+		ts_ring_detach(s->ring, c->c);
+		__atomic_sub_fetch(&s->n_welcomed, 1, __ATOMIC_RELAXED);
+	}
+	close(c->fd);
+	s->conns[i] = s->conns[--s->n_conns];
+}
+
+static void refuse(int fd, uint32_t reason, const char *text)
+{
+	struct ts_proto_refuse m = { .reason = reason };
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	snprintf(m.text, sizeof(m.text), "%s", text);
+	(void)ts_proto_send(fd, buf, ts_proto_put_refuse(buf, &m), NULL, 0);
+}
+
+/* Is the peer allowed in? Same uid always; with a group, any member
+ * (primary gid from SO_PEERCRED or a supplementary one). */
+static bool peer_allowed(struct ts_server *s, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	if (cr.uid == geteuid())
+		return true;
+	if (!s->use_group)
+		return false;
+	if (cr.gid == s->gid)
+		return true;
+#ifdef SO_PEERGROUPS
+	gid_t groups[256];
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+		for (size_t i = 0; i < len / sizeof(gid_t); i++)
+			if (groups[i] == s->gid)
+				return true;
+#endif
+	return false;
+}
+
+static void on_accept(struct ts_server *s)
+{
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		if (!peer_allowed(s, fd)) {
+			refuse(fd, TS_REFUSE_PERMISSION,
+			       "permission denied: the producer serves its own "
+			       "user (or group) only");
+			close(fd);
+			continue;
+		}
+		if (s->n_conns >= MAX_CONNS) {
+			refuse(fd, TS_REFUSE_FULL, "too many connections");
+			close(fd);
+			continue;
+		}
+		struct conn *c = &s->conns[s->n_conns++];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->deadline = now_s() + HELLO_TIMEOUT_S;
+	}
+}
+
+/* A whole hello arrived: answer it. Returns false to drop the conn. */
+static bool answer_hello(struct ts_server *s, struct conn *c,
+			 const uint8_t *body, uint16_t len)
+{
+	struct ts_proto_hello h;
+	struct ts_error e = { 0 };
+	char text[TS_PROTO_REFUSE_MAX + 1];
+
+	if (ts_proto_get_hello(body, len, &h, &e) < 0) {
+		refuse(c->fd, TS_REFUSE_PROTOCOL, e.msg);
+		return false;
+	}
+	if (h.version != TS_PROTO_VERSION) {
+		snprintf(text, sizeof(text),
+			 "version mismatch: the producer speaks tensorsocket "
+			 "%u, the client %u", TS_PROTO_VERSION, h.version);
+		refuse(c->fd, TS_REFUSE_VERSION, text);
+		return false;
+	}
+	struct ts_ring_info info;
+	ts_ring_get_info(s->ring, &info);
+	if (h.batch == 0)
+		h.batch = info.default_batch;
+	if (h.batch == 0 || h.batch > info.capacity / 2) {
+		snprintf(text, sizeof(text),
+			 "batch size %u is larger than half the ring (%llu "
+			 "samples); ask for 1..%llu or give the ring more room",
+			 h.batch, (unsigned long long)info.capacity,
+			 (unsigned long long)(info.capacity / 2));
+		refuse(c->fd, TS_REFUSE_BATCH, text);
+		return false;
+	}
+	struct ts_ring_join_req req = { h.batch, (enum ts_ring_join)h.join,
+					(pid_t)h.pid };
+	struct ts_ring_join_pos pos;
+	struct ts_ring_consumer *rc = NULL;
+	if (req.pid == 0)
+		req.pid = -1;  /* remote: never mistaken for local */
+	if (ts_ring_attach(s->ring, &req, &rc, &pos, &e) < 0) {
+		refuse(c->fd, strstr(e.msg, "ended") ? TS_REFUSE_FINISHED
+						     : TS_REFUSE_FULL, e.msg);
+		return false;
+	}
+	struct ts_proto_welcome w = {
+		.version = TS_PROTO_VERSION,
+		.producer_pid = (uint32_t)getpid(),
+		.height = (uint32_t)info.height,
+		.width = (uint32_t)info.width,
+		.channels = (uint32_t)info.channels,
+		.dtype = (uint32_t)info.dtype,
+		.layout = (uint32_t)info.layout,
+		.epochs = info.epochs,
+		.sample_bytes = info.sample_bytes,
+		.capacity = info.capacity,
+		.samples_per_epoch = info.samples_per_epoch,
+		.start = pos.start,
+		.min_epoch = pos.min_epoch,
+		.batch = h.batch,
+		.head = ts_ring_head(s->ring),
+	};
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	int fds[2] = { s->ro_fd, ts_ring_consumer_ctl_fd(rc) };
+	if (ts_proto_send(c->fd, buf, ts_proto_put_welcome(buf, &w), fds, 2) < 0) {
+		ts_ring_detach(s->ring, rc);
+		return false;
+	}
+	c->c = rc;
+	c->welcomed = true;
+	__atomic_add_fetch(&s->n_welcomed, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Readable connection. Returns false to drop it. */
+static bool on_conn(struct ts_server *s, struct conn *c, short revents)
+{
+	if (c->welcomed)
+		/* After the welcome a consumer sends nothing: any event is a
+		 * hang-up (or garbage), and either way it leaves. */
+		return false;
+	if (revents & (POLLERR | POLLNVAL))
+		return false;
+	size_t want = TS_PROTO_HDR_LEN;
+	uint16_t type = 0, len = 0;
+	struct ts_error e = { 0 };
+	if (c->got >= TS_PROTO_HDR_LEN) {
+		ts_proto_get_header(c->buf, &type, &len, NULL);
+		want = TS_PROTO_HDR_LEN + len;
+	}
+	ssize_t n = recv(c->fd, c->buf + c->got, want - c->got, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n <= 0)
+		return false;
+	c->got += (size_t)n;
+	if (c->got == TS_PROTO_HDR_LEN) {
+		if (ts_proto_get_header(c->buf, &type, &len, &e) < 0) {
+			refuse(c->fd, TS_REFUSE_PROTOCOL, e.msg);
+			return false;
+		}
+		if (type != TS_MSG_HELLO) {
+			refuse(c->fd, TS_REFUSE_PROTOCOL, "expected a hello");
+			return false;
+		}
+	}
+	if (c->got >= TS_PROTO_HDR_LEN) {
+		ts_proto_get_header(c->buf, &type, &len, NULL);
+		if (c->got == (size_t)TS_PROTO_HDR_LEN + len)
+			return answer_hello(s, c, c->buf + TS_PROTO_HDR_LEN, len);
+	}
+	return true;
+}
+
+static void *server_main(void *arg)
+{
+	struct ts_server *s = arg;
+	struct pollfd pfd[MAX_CONNS + 2];
+
+	for (;;) {
+		size_t n = s->n_conns;
+		pfd[0] = (struct pollfd){ s->evfd, POLLIN, 0 };
+		pfd[1] = (struct pollfd){ s->lfd, POLLIN, 0 };
+		for (size_t i = 0; i < n; i++)
+			pfd[i + 2] = (struct pollfd){ s->conns[i].fd,
+						      POLLIN | POLLRDHUP, 0 };
+		int pr = poll(pfd, n + 2, 250);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr > 0 && pfd[0].revents)
+			break;
+		double t = now_s();
+		/* Walk backwards: conn_close moves the last entry into i. */
+		for (size_t i = n; i-- > 0;) {
+			struct conn *c = &s->conns[i];
+			bool keep = true;
+			if (pr > 0 && pfd[i + 2].revents)
+				keep = on_conn(s, c, pfd[i + 2].revents);
+			if (keep && !c->welcomed && t > c->deadline)
+				keep = false;
+			if (!keep)
+				conn_close(s, i);
+		}
+		if (pr > 0 && pfd[1].revents)
+			on_accept(s);
+	}
+	return NULL;
+}
+
+/* Is someone listening on path? Decides stale (replace) or live (refuse). */
+static bool socket_live(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+	if (fd < 0)
+		return false;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	live = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ||
+	       errno == EAGAIN;
+	close(fd);
+	return live;
+}
+
+int ts_server_create(struct ts_ring *ring, const char *socket_path,
+		     const char *group, struct ts_server **out,
+		     struct ts_error *err)
+{
+	struct ts_server *s = NULL;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	char proc[64];
+	int rc;
+
+	if (!ring || !socket_path || !out || !*socket_path)
+		return ts_error_set(err, TS_E_ARG, "server: no socket path");
+	if (strlen(socket_path) >= sizeof(a.sun_path))
+		return ts_error_set(err, TS_E_ARG,
+				    "socket path %s is longer than %zu bytes",
+				    socket_path, sizeof(a.sun_path) - 1);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	s->lfd = s->evfd = s->ro_fd = -1;
+	s->ring = ring;
+	s->path = strdup(socket_path);
+	if (!s->path) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		goto fail;
+	}
+	if (group) {
+		struct group gr, *res = NULL;
+		char buf[4096];
+		if (getgrnam_r(group, &gr, buf, sizeof(buf), &res) != 0 || !res) {
+			rc = ts_error_set(err, TS_E_ARG, "unknown group '%s'", group);
+			goto fail;
+		}
+		s->use_group = true;
+		s->gid = gr.gr_gid;
+	}
+	if (lstat(socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			rc = ts_error_set(err, TS_E_STATE,
+					  "%s exists and is not a socket; "
+					  "not replacing it", socket_path);
+			goto fail;
+		}
+		if (socket_live(socket_path)) {
+			rc = ts_error_set(err, TS_E_STATE,
+					  "socket %s is in use by a running "
+					  "producer", socket_path);
+			goto fail;
+		}
+		unlink(socket_path);  /* stale: nobody listens */
+	}
+	/* Consumers get this read-only descriptor of the ring, never the
+	 * producer's read-write one. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ts_ring_fd(ring));
+	s->ro_fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (s->ro_fd < 0) {
+		rc = ts_error_set(err, -errno, "cannot reopen the ring read-only: %s",
+				  strerror(errno));
+		goto fail;
+	}
+	s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->evfd < 0 || s->lfd < 0) {
+		rc = ts_error_set(err, -errno, "socket: %s", strerror(errno));
+		goto fail;
+	}
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", socket_path);
+	if (bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		rc = ts_error_set(err, -errno, "cannot bind %s: %s", socket_path,
+				  strerror(errno));
+		goto fail;
+	}
+	/* The uid check (SO_PEERCRED) guards the short window before the
+	 * mode is narrowed. */
+	if ((s->use_group && (chown(socket_path, (uid_t)-1, s->gid) < 0 ||
+			      chmod(socket_path, 0660) < 0)) ||
+	    (!s->use_group && chmod(socket_path, 0600) < 0) ||
+	    lstat(socket_path, &st) < 0) {
+		rc = ts_error_set(err, -errno, "cannot set the mode of %s: %s",
+				  socket_path, strerror(errno));
+		unlink(socket_path);
+		goto fail;
+	}
+	s->ino = st.st_ino;
+	if (listen(s->lfd, 64) < 0) {
+		rc = ts_error_set(err, -errno, "listen: %s", strerror(errno));
+		unlink(socket_path);
+		goto fail;
+	}
+	rc = -pthread_create(&s->thread, NULL, server_main, s);
+	if (rc < 0) {
+		ts_error_set(err, rc, "cannot start the server thread");
+		unlink(socket_path);
+		goto fail;
+	}
+	s->started = true;
+	*out = s;
+	return 0;
+fail:
+	ts_server_destroy(s);
+	return rc;
+}
+
+void ts_server_destroy(struct ts_server *s)
+{
+	struct stat st;
+	if (!s)
+		return;
+	if (s->started) {
+		uint64_t one = 1;
+		ssize_t n = write(s->evfd, &one, sizeof(one));
+		(void)n;
+		pthread_join(s->thread, NULL);
+		while (s->n_conns)
+			conn_close(s, s->n_conns - 1);
+		if (lstat(s->path, &st) == 0 && st.st_ino == s->ino)
+			unlink(s->path);
+	}
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->evfd >= 0)
+		close(s->evfd);
+	if (s->ro_fd >= 0)
+		close(s->ro_fd);
+	free(s->path);
+	free(s);
+}
+
+const char *ts_server_path(const struct ts_server *s)
+{
+	return s->path;
+}
+
+unsigned ts_server_consumers(struct ts_server *s)
+{
+	return __atomic_load_n(&s->n_welcomed, __ATOMIC_RELAXED);
+}
+
+void ts_server_stat(struct ts_server *s, struct ts_ring_stat *out)
+{
+	ts_ring_stat(s->ring, out);
+}

@@ -1,0 +1,50 @@
+/*
+ * server.h - the handoff server: a Unix socket on which consumers say
+ * hello and get, by SCM_RIGHTS, a read-only descriptor of the ring and a
+ * control page of their own (see tensorsocket(7) for the wire format).
+ *
+ * The server runs its own thread: a poll loop over the listening socket and
+ * every connection. It checks the peer's uid (SO_PEERCRED), validates every
+ * byte it reads (a client speaking garbage is disconnected, the others are
+ * served on), and detaches a consumer the moment its socket hangs up, so a
+ * dead consumer stops holding the ring back.
+ *
+ * Functions return 0 or a negative code and fill err when non-NULL.
+ */
+#ifndef TS_SERVER_H
+#define TS_SERVER_H
+
+#include "error.h"
+#include "ring.h"
+
+struct ts_server;
+
+/*
+ * Serve ring on a Unix socket at socket_path. group NULL: the socket is
+ * mode 0600 and only this uid may connect; otherwise mode 0660, owned by
+ * that group, and its members may connect. A stale socket file (nobody
+ * listening) is replaced; a live one is refused with an error naming it;
+ * any other file at the path is left alone and refused.
+ * Starts the server thread. The ring must outlive the server.
+ * *out is written on success only. Returns 0, TS_E_ARG, TS_E_STATE (live
+ * socket) or -errno.
+ */
+int ts_server_create(struct ts_ring *ring, const char *socket_path,
+		     const char *group, struct ts_server **out,
+		     struct ts_error *err);
+
+/* Stop the thread, hang up on every consumer (detaching them), close and
+ * unlink the socket. NULL is a no-op. */
+void ts_server_destroy(struct ts_server *s);
+
+/* The socket path being served (owned by the server). */
+const char *ts_server_path(const struct ts_server *s);
+
+/* Consumers currently connected (welcomed and not hung up). Thread-safe. */
+unsigned ts_server_consumers(struct ts_server *s);
+
+/* A status snapshot (head, each consumer's pid, batch, release position,
+ * lag and rate); the same as ts_ring_stat on the served ring. Thread-safe. */
+void ts_server_stat(struct ts_server *s, struct ts_ring_stat *out);
+
+#endif

@@ -1,0 +1,181 @@
+/* cli.c - helpers shared by the subcommands: files, diagnostics, colour. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
+static enum color_mode color_mode = COLOR_AUTO;
+
+bool ts_cli_set_color(const char *mode)
+{
+	if (strcmp(mode, "auto") == 0)
+		color_mode = COLOR_AUTO;
+	else if (strcmp(mode, "always") == 0)
+		color_mode = COLOR_ALWAYS;
+	else if (strcmp(mode, "never") == 0)
+		color_mode = COLOR_NEVER;
+	else
+		return false;
+	return true;
+}
+
+bool ts_cli_color(FILE *f)
+{
+	const char *no = getenv("NO_COLOR");
+	if (color_mode != COLOR_AUTO)
+		return color_mode == COLOR_ALWAYS;
+	return !(no && *no) && isatty(fileno(f));
+}
+
+int ts_cli_read_file(const char *path, char **out, size_t *len)
+{
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO
+					 : open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r;
+		if (cap - n < 4096) {
+			size_t ncap = cap ? cap * 2 : 16384;
+			char *p = realloc(buf, ncap + 1);
+			if (!p) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = p;
+			cap = ncap;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (!buf && !(buf = malloc(1))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return rc;
+}
+
+#define RED "\033[1;31m"
+#define YELLOW "\033[1;33m"
+#define CYAN "\033[36m"
+#define GREEN "\033[1;32m"
+#define BOLD "\033[1m"
+#define RESET "\033[0m"
+
+/* Colour one rendered line: the severity word, the caret line, the hint.
+ * The rendered text stays the single source of the wording. */
+static void print_line(FILE *f, const char *s, size_t len, bool color)
+{
+	static const char *const sev[][2] = {
+		{": error: ", RED}, {": warning: ", YELLOW}, {": note: ", CYAN}};
+	if (!color) {
+		fwrite(s, 1, len, f);
+		return;
+	}
+	for (size_t i = 0; i < TS_ARRAY_LEN(sev); i++) {
+		const char *m = memmem(s, len, sev[i][0], strlen(sev[i][0]));
+		if (m) {
+			size_t head = (size_t)(m - s) + 2;
+			size_t word = strlen(sev[i][0]) - 3;
+			fprintf(f, BOLD "%.*s" RESET "%s%.*s" RESET BOLD "%.*s" RESET,
+				(int)head, s, sev[i][1], (int)word, m + 2,
+				(int)(len - head - word), m + 2 + word);
+			return;
+		}
+	}
+	if (len >= 5 && strncmp(s, "hint:", 5) == 0) {
+		fprintf(f, CYAN "hint:" RESET "%.*s", (int)(len - 5), s + 5);
+		return;
+	}
+	const char *bar = memchr(s, '|', len);
+	if (bar && memchr(bar, '^', len - (size_t)(bar - s))) {
+		size_t at = (size_t)(bar - s) + 1;
+		fprintf(f, "%.*s" GREEN "%.*s" RESET, (int)at, s, (int)(len - at),
+			s + at);
+		return;
+	}
+	fwrite(s, 1, len, f);
+}
+
+void ts_cli_print_diags(const struct ts_diags *d)
+{
+	char *text = ts_diags_render(d);
+	bool color = ts_cli_color(stderr);
+
+	if (!text) {
+		fprintf(stderr, "tsrun: out of memory rendering diagnostics\n");
+		return;
+	}
+	for (const char *s = text; *s;) {
+		const char *nl = strchr(s, '\n');
+		size_t len = nl ? (size_t)(nl - s) + 1 : strlen(s);
+		print_line(stderr, s, nl ? len - 1 : len, color);
+		if (nl)
+			fputc('\n', stderr);
+		s += len;
+	}
+	free(text);
+}
+
+void ts_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tsrun%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
+		   struct ts_plan **out)
+{
+	struct ts_diags d;
+	char *src = NULL;
+	size_t len = 0;
+	int rc = ts_cli_read_file(path, &src, &len);
+
+	if (rc < 0) {
+		ts_cli_error(cmd, "cannot read %s: %s", path, strerror(-rc));
+		return TS_EXIT_USAGE;
+	}
+	ts_diags_init(&d, strcmp(path, "-") == 0 ? "<stdin>" : path, src, len);
+	rc = ts_dsl_compile(src, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
+			    pipeline, &d, out);
+	ts_cli_print_diags(&d);
+	ts_diags_fini(&d);
+	free(src);
+	if (rc == TS_E_NOMEM) {
+		ts_cli_error(cmd, "out of memory");
+		return TS_EXIT_INVALID;
+	}
+	return rc == 0 ? TS_EXIT_OK : TS_EXIT_INVALID;
+}

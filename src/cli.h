@@ -1,0 +1,62 @@
+/*
+ * cli.h - the tsrun command line: one function per subcommand and the
+ * helpers they share (reading a pipeline file, compiling it, printing
+ * diagnostics with optional colour).
+ *
+ * A subcommand is `int ts_cmd_NAME(int argc, char **argv)`: argv[0] is
+ * the subcommand's name, the return value is the process exit status
+ * (TS_EXIT_*). Adding one is a row in main.c's table plus its cmd_*.c
+ * file. The declarations are weak, so the table may name a subcommand
+ * whose file is not built yet: its row is then skipped.
+ *
+ * The CLI alone prints and decides exit statuses; none of this is
+ * thread safe (it is only called from main's thread).
+ */
+#ifndef TS_CLI_H
+#define TS_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "dsl.h"
+
+/* Exit statuses, documented in tsrun(1). */
+#define TS_EXIT_OK 0       /* success; for check: every file is valid */
+#define TS_EXIT_INVALID 1  /* a pipeline is not valid, or the run failed */
+#define TS_EXIT_USAGE 2    /* bad command line, or a file cannot be read */
+
+#define TS_CMD(name) int ts_cmd_##name(int argc, char **argv) __attribute__((weak))
+TS_CMD(check);
+TS_CMD(graph);
+TS_CMD(run);
+TS_CMD(bench);
+TS_CMD(consume);
+TS_CMD(stat);
+TS_CMD(make_dataset);
+TS_CMD(reload);
+#undef TS_CMD
+
+/* Colour for diagnostics: "auto" (a terminal and no NO_COLOR), "always"
+ * or "never". Returns false for any other word. */
+bool ts_cli_set_color(const char *mode);
+/* Whether output to f is coloured under the current mode. */
+bool ts_cli_color(FILE *f);
+
+/* Read a whole file ("-" is standard input) into a malloc'd,
+ * NUL-terminated buffer. Returns 0 with *out and *len set, or -errno. */
+int ts_cli_read_file(const char *path, char **out, size_t *len);
+
+/* Print rendered diagnostics to stderr, coloured when ts_cli_color(). */
+void ts_cli_print_diags(const struct ts_diags *d);
+
+/* Print "tsrun CMD: message" to stderr. */
+void ts_cli_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Read, parse and check path, lowering `pipeline` (NULL: the served or
+ * only one). Diagnostics go to stderr. Returns TS_EXIT_OK with *out set
+ * (the caller frees it with ts_plan_destroy), TS_EXIT_INVALID, or
+ * TS_EXIT_USAGE when the file cannot be read. */
+int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
+		   struct ts_plan **out);
+
+#endif

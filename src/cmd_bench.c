@@ -1,0 +1,207 @@
+/*
+ * cmd_bench.c - `tsrun bench FILE`: run a pipeline in-process through the
+ * same engine and ring the server uses, consume it at full speed, and
+ * print throughput, CPU time, peak memory and the stream digest.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli.h"
+#include "digest.h"
+#include "tsrun.h"
+#include "tsrun_internal.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* Parse "EPOCH:INDEX". */
+static bool parse_start(const char *s, uint64_t *epoch, uint64_t *index)
+{
+	char *end;
+	errno = 0;
+	unsigned long long e = strtoull(s, &end, 10);
+	if (errno || end == s || *end != ':')
+		return false;
+	const char *p = end + 1;
+	unsigned long long i = strtoull(p, &end, 10);
+	if (errno || end == p || *end)
+		return false;
+	*epoch = e;
+	*index = i;
+	return true;
+}
+
+static bool parse_count(const char *s, long min, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min)
+		return false;
+	*out = v;
+	return true;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tsrun bench FILE [--pipeline NAME] [--epochs N] [--threads N]\n"
+		   "                  [--batches N] [--batch N] [--start EPOCH:INDEX]\n");
+}
+
+int ts_cmd_bench(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"pipeline", required_argument, NULL, 'p'},
+		{"epochs", required_argument, NULL, 'e'},
+		{"threads", required_argument, NULL, 't'},
+		{"batches", required_argument, NULL, 'n'},
+		{"batch", required_argument, NULL, 'b'},
+		{"start", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *pipeline = NULL;
+	long epochs = 1, threads = 0, batches = -1, batch = 0;
+	uint64_t start_epoch = 0, start_index = 0;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:e:t:n:b:s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': pipeline = optarg; break;
+		case 'e':
+			if (!parse_count(optarg, 1, &epochs)) {
+				ts_cli_error("bench", "--epochs wants a whole number >= 1, got '%s'", optarg);
+				return TS_EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (!parse_count(optarg, 1, &threads)) {
+				ts_cli_error("bench", "--threads wants a whole number >= 1, got '%s'", optarg);
+				return TS_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			if (!parse_count(optarg, 1, &batches)) {
+				ts_cli_error("bench", "--batches wants a whole number >= 1, got '%s'", optarg);
+				return TS_EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			if (!parse_count(optarg, 1, &batch)) {
+				ts_cli_error("bench", "--batch wants a whole number >= 1, got '%s'", optarg);
+				return TS_EXIT_USAGE;
+			}
+			break;
+		case 's':
+			if (!parse_start(optarg, &start_epoch, &start_index)) {
+				ts_cli_error("bench", "--start wants EPOCH:INDEX such as 2:1000, got '%s'", optarg);
+				return TS_EXIT_USAGE;
+			}
+			break;
+		case 'h': usage(stdout); return TS_EXIT_OK;
+		default: usage(stderr); return TS_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return TS_EXIT_USAGE;
+	}
+	const char *file = argv[optind];
+	struct ts_plan *plan = NULL;
+	int st = ts_cli_compile("bench", file, pipeline, &plan);
+	if (st != TS_EXIT_OK)
+		return st;
+	struct ts_pipeline *p = ts_pipeline_wrap(plan);
+	if (!p) {
+		ts_cli_error("bench", "out of memory");
+		return TS_EXIT_INVALID;
+	}
+	plan = NULL;
+	const struct ts_plan *pl = ts_pipeline_plan(p);
+	struct ts_stream_opts so = {
+		.threads = (int)threads,
+		.epochs = (int)(start_epoch + (uint64_t)epochs),
+		.start_epoch = start_epoch,
+		.start_index = start_index,
+		.batch = (size_t)batch,
+	};
+	struct ts_error err = {0};
+	struct ts_stream *s = NULL;
+	double cpu0 = cpu_s(), t0 = now_s();
+	int rc = ts_pipeline_open(p, &so, &s, &err);
+	if (rc) {
+		ts_cli_error("bench", "%s", err.msg);
+		ts_pipeline_destroy(p);
+		return TS_EXIT_INVALID;
+	}
+	if (ts_stream_note(s))
+		fprintf(stderr, "tsrun bench: note: %s; using plain reads in the workers\n",
+			ts_stream_note(s));
+	struct ts_digest dg;
+	ts_digest_init(&dg);
+	uint64_t images = 0, nb = 0;
+	struct ts_stream_batch b;
+	while (batches < 0 || nb < (uint64_t)batches) {
+		rc = ts_stream_next(s, &b, &err);
+		if (rc)
+			break;
+		const unsigned char *d = b.data;
+		for (size_t i = 0; i < b.n; i++)
+			ts_digest_sample(&dg, d + i * b.sample_bytes, b.sample_bytes, b.labels[i]);
+		images += b.n;
+		nb++;
+	}
+	double wall = now_s() - t0;
+	struct ts_stream_stats ss;
+	ts_stream_stats(s, &ss);
+	const char *const *skipped = NULL;
+	size_t n_skipped = ts_stream_skipped_paths(s, &skipped);
+	int status = TS_EXIT_OK;
+	if (rc && rc != TS_E_EOS) {
+		ts_cli_error("bench", "%s", err.msg);
+		status = TS_EXIT_INVALID;
+	}
+	for (size_t i = 0; i < n_skipped; i++)
+		fprintf(stderr, "tsrun bench: skipped %s\n", skipped[i]);
+	ts_stream_close(s);
+	double cpu = cpu_s() - cpu0;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	char hex[17];
+	ts_digest_hex(&dg, hex);
+	double mb = (double)images * (double)pl->sample_bytes / 1e6;
+	printf("pipeline: %s (%s)\n", pl->name, file);
+	printf("images: %" PRIu64 "\n", images);
+	printf("batches: %" PRIu64 "\n", nb);
+	printf("seconds: %.3f\n", wall);
+	printf("images/s: %.1f\n", wall > 0 ? (double)images / wall : 0.0);
+	printf("MB/s: %.1f\n", wall > 0 ? mb / wall : 0.0);
+	printf("input MB/s: %.1f\n", wall > 0 ? (double)ss.bytes_read / 1e6 / wall : 0.0);
+	printf("cpu: %.2f s\n", cpu);
+	printf("cpu/image: %.3f ms\n", images ? cpu * 1e3 / (double)images : 0.0);
+	printf("peak_rss: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
+	printf("threads: %d\n", ss.threads);
+	printf("reader: %s\n", ss.uring ? "io_uring" : pl->source.kind == TS_SRC_SYNTHETIC ? "none (synthetic)" : "plain reads");
+	printf("skipped: %zu\n", n_skipped);
+	printf("digest: %s\n", hex);
+	ts_pipeline_destroy(p);
+	return status;
+}

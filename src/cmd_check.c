@@ -1,0 +1,77 @@
+/* cmd_check.c - tsrun check FILE...: every error of every file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "registry.h"
+
+static const char usage[] =
+	"usage: tsrun check [--pipeline NAME] FILE...\n"
+	"Check pipeline files; print every error on stderr.\n"
+	"Exit status: 0 when every file is valid, 1 when one is not,\n"
+	"2 for a usage error or a file that cannot be read.\n"
+	"  --pipeline NAME   lower this pipeline (default: the served or first one)\n"
+	"  --list-operators  print the registry's operator names and exit\n";
+
+static void list_operators(void)
+{
+	size_t n;
+	const struct ts_opdef *ops = ts_registry_ops(&n);
+	for (size_t i = 0; i < n; i++)
+		printf("%s\n", ops[i].name);
+}
+
+int ts_cmd_check(int argc, char **argv)
+{
+	const char *pipeline = NULL;
+	int files = 0, status = TS_EXIT_OK;
+	bool opts = true;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (opts && a[0] == '-' && a[1]) {
+			if (strcmp(a, "--") == 0) {
+				opts = false;
+			} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+				fputs(usage, stdout);
+				return TS_EXIT_OK;
+			} else if (strcmp(a, "--list-operators") == 0) {
+				list_operators();
+				return TS_EXIT_OK;
+			} else if (strcmp(a, "--pipeline") == 0 && i + 1 < argc) {
+				pipeline = argv[++i];
+			} else if (strncmp(a, "--pipeline=", 11) == 0) {
+				pipeline = a + 11;
+			} else {
+				ts_cli_error("check", "unknown option '%s'", a);
+				fputs(usage, stderr);
+				return TS_EXIT_USAGE;
+			}
+			continue;
+		}
+		files++;
+	}
+	if (!files) {
+		ts_cli_error("check", "no FILE given");
+		fputs(usage, stderr);
+		return TS_EXIT_USAGE;
+	}
+	opts = true;
+	for (int i = 1; i < argc; i++) {
+		struct ts_plan *plan = NULL;
+		int rc;
+		if (opts && argv[i][0] == '-' && argv[i][1]) {
+			if (strcmp(argv[i], "--") == 0)
+				opts = false;
+			else if (strcmp(argv[i], "--pipeline") == 0)
+				i++;
+			continue;
+		}
+		rc = ts_cli_compile("check", argv[i], pipeline, &plan);
+		ts_plan_destroy(plan);
+		/* the worst status wins: unreadable (2) over invalid (1) */
+		if (rc > status)
+			status = rc;
+	}
+	return status;
+}

@@ -1,0 +1,80 @@
+/* cmd_graph.c - tsrun graph FILE: the plan as text or Graphviz. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lower.h"
+
+static const char usage[] =
+	"usage: tsrun graph [--pipeline NAME] [--dot] [--cores N] FILE\n"
+	"Print the plan of a pipeline: each stage with its parameters, what was\n"
+	"fused, the shape after every stage, the sample size and the memory\n"
+	"estimate.\n"
+	"  --pipeline NAME  the pipeline to show (default: the served or first one)\n"
+	"  --dot            print Graphviz dot instead of text\n"
+	"  --cores N        estimate memory for a machine with N cores (when\n"
+	"                   threads is auto; default: this machine's)\n";
+
+int ts_cmd_graph(int argc, char **argv)
+{
+	const char *pipeline = NULL, *file = NULL;
+	bool dot = false;
+	int cores = 0, rc;
+	struct ts_plan *plan = NULL;
+	char *text;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(usage, stdout);
+			return TS_EXIT_OK;
+		} else if (strcmp(a, "--dot") == 0) {
+			dot = true;
+		} else if (strcmp(a, "--pipeline") == 0 && i + 1 < argc) {
+			pipeline = argv[++i];
+		} else if (strncmp(a, "--pipeline=", 11) == 0) {
+			pipeline = a + 11;
+		} else if (strcmp(a, "--cores") == 0 && i + 1 < argc) {
+			char *end;
+			long v;
+			errno = 0;
+			v = strtol(argv[++i], &end, 10);
+			if (errno || *end || v < 1 || v > 4096) {
+				ts_cli_error("graph", "--cores expects a number from 1 to 4096, got '%s'",
+					     argv[i]);
+				return TS_EXIT_USAGE;
+			}
+			cores = (int)v;
+		} else if (a[0] == '-' && a[1]) {
+			ts_cli_error("graph", "unknown option '%s'", a);
+			fputs(usage, stderr);
+			return TS_EXIT_USAGE;
+		} else if (file) {
+			ts_cli_error("graph", "one FILE only (got '%s' and '%s')", file, a);
+			return TS_EXIT_USAGE;
+		} else {
+			file = a;
+		}
+	}
+	if (!file) {
+		ts_cli_error("graph", "no FILE given");
+		fputs(usage, stderr);
+		return TS_EXIT_USAGE;
+	}
+	rc = ts_cli_compile("graph", file, pipeline, &plan);
+	if (rc != TS_EXIT_OK)
+		return rc;
+	if (cores)
+		ts_plan_estimate(plan, cores);
+	text = ts_plan_format(plan, dot);
+	ts_plan_destroy(plan);
+	if (!text) {
+		ts_cli_error("graph", "out of memory");
+		return TS_EXIT_INVALID;
+	}
+	fputs(text, stdout);
+	free(text);
+	return TS_EXIT_OK;
+}

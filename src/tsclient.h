@@ -1,0 +1,133 @@
+/*
+ * tsclient.h - consume batches from a tsrun producer (libtsclient).
+ *
+ * A trainer connects to the producer's Unix socket, says hello (its batch
+ * size and join policy) and receives a read-only view of the shared sample
+ * ring. Each ts_client_next() returns a zero-copy view of the next batch:
+ * all consumers of one producer see the same samples in the same order,
+ * each with its own batch size; a batch never spans two epochs.
+ *
+ * Conventions: functions return 0 on success or a negative code: -errno
+ * or a TS_E_* code from error.h (TS_E_EOS at the end of the stream,
+ * TS_E_PRODUCER when the producer died or failed, TS_E_REFUSED when it
+ * refused the hello). When err is non-NULL it is filled on failure.
+ * Out-parameters are written only on success. Nothing here prints.
+ *
+ * Thread safety: a struct ts_client is used by one thread at a time;
+ * distinct clients are independent. The wire protocol is tensorsocket(7).
+ */
+#ifndef TSCLIENT_H
+#define TSCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ts_client;
+
+enum ts_client_join {
+	TS_CLIENT_JOIN_NOW = 0,        /* start at the producer's head */
+	TS_CLIENT_JOIN_NEXT_EPOCH = 1, /* start at a whole epoch: the current
+					  one when its start is still in the
+					  ring, else the next */
+};
+
+/* Element type and layout of samples (same values as the ring header and
+ * the embedding API's enum ts_stream_dtype / ts_stream_layout). */
+enum ts_client_dtype {
+	TS_CLIENT_UINT8 = 0,
+	TS_CLIENT_UINT16 = 1,
+	TS_CLIENT_FLOAT16 = 2,
+	TS_CLIENT_FLOAT32 = 3,
+};
+enum ts_client_layout { TS_CLIENT_NHWC = 0, TS_CLIENT_NCHW = 1 };
+
+struct ts_client_opts {
+	uint32_t batch_size;     /* 0: the pipeline's batch(n) */
+	int join;                /* enum ts_client_join */
+	int drop_last;           /* nonzero: drop each epoch's short last
+				    batch */
+	int timeout_ms;          /* longest wait in ts_client_next; < 0
+				    (default through ts_client_opts_init):
+				    no limit */
+	int connect_timeout_ms;  /* for the hello; default 5000 */
+};
+
+/* Fill o with defaults: batch 0, join now, keep the last batch, no
+ * timeout, 5 s to connect. */
+void ts_client_opts_init(struct ts_client_opts *o);
+
+/* One batch: a view into the shared ring, valid until the next
+ * ts_client_next, ts_client_release or ts_client_close on the client. */
+struct ts_batch {
+	const void *data;        /* n * sample_bytes bytes, contiguous */
+	size_t n;                /* samples in this batch (1..batch_size) */
+	const int32_t *labels;   /* n labels */
+	int height, width, channels;
+	int dtype;               /* enum ts_client_dtype */
+	int layout;              /* enum ts_client_layout */
+	size_t sample_bytes;
+	uint32_t epoch;          /* epoch of every sample in the batch */
+	uint64_t index;          /* index within the epoch of the first */
+	uint64_t seq;            /* stream sequence number of the first */
+};
+
+/* What the producer told us at connect time. */
+struct ts_client_info {
+	int height, width, channels;
+	int dtype;               /* enum ts_client_dtype */
+	int layout;              /* enum ts_client_layout */
+	size_t sample_bytes;
+	uint32_t batch_size;     /* granted (the pipeline's when 0 asked) */
+	uint64_t capacity;       /* ring size in samples */
+	uint64_t samples_per_epoch; /* 0: unknown */
+	uint32_t epochs;         /* 0: forever */
+	uint64_t start;          /* seq this consumer starts at */
+	uint32_t start_epoch;    /* first epoch it will see (next_epoch) */
+	int producer_pid;
+};
+
+/*
+ * Connect to the producer at socket_path. opts may be NULL (defaults).
+ * Returns 0 and *out (free with ts_client_close), or: -ENOENT /
+ * -ECONNREFUSED (no producer there), TS_E_REFUSED (err->msg says why:
+ * version mismatch, batch larger than half the ring, permission),
+ * TS_E_PROTOCOL, -ETIMEDOUT.
+ */
+int ts_client_connect(const char *socket_path,
+		      const struct ts_client_opts *opts,
+		      struct ts_client **out, struct ts_error *err);
+
+/* Shape and stream facts from the welcome. */
+void ts_client_info(const struct ts_client *c, struct ts_client_info *out);
+
+/*
+ * The next batch (releasing the previous one first). Blocks until a full
+ * batch, the end of an epoch or the end of the stream. Returns 0 and *b,
+ * TS_E_EOS after the last sample, TS_E_PRODUCER when the producer died
+ * (noticed within about 100 ms) or failed, -ETIMEDOUT after
+ * opts.timeout_ms.
+ */
+int ts_client_next(struct ts_client *c, struct ts_batch *b,
+		   struct ts_error *err);
+
+/* Give b's samples back early so the producer can reuse their slots; b
+ * must not be read afterwards. Optional: ts_client_next implies it. */
+void ts_client_release(struct ts_client *c, const struct ts_batch *b);
+
+/* Disconnect (the producer stops waiting for us at once) and free.
+ * NULL is a no-op. */
+void ts_client_close(struct ts_client *c);
+
+/* A short English text for a return code ("end of stream", "producer
+ * gone", or strerror for -errno). Static storage. */
+const char *ts_client_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

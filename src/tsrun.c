@@ -1,0 +1,288 @@
+/*
+ * tsrun.c - the embedding API (tsrun.h): the compiler, the engine and an
+ * in-process consumer of the same ring the server shares, with no socket.
+ */
+#include "tsrun.h"
+#include "tsrun_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl.h"
+#include "engine.h"
+#include "ring.h"
+#include "util.h"
+
+struct ts_pipeline {
+	struct ts_plan *plan;
+};
+
+struct ts_stream {
+	const struct ts_pipeline *p;
+	struct ts_ring *ring;
+	struct ts_ring_local *local;
+	struct ts_engine *engine;
+	struct ts_ring_batch cur;
+	bool have_cur;
+	int status;            /* sticky: TS_E_EOS or the engine's error */
+	struct ts_error status_err;
+};
+
+TS_EXPORT int ts_pipeline_compile(const char *text, size_t len,
+				  const char *name, const char *pipeline,
+				  const char *base_dir,
+				  struct ts_pipeline **out, char **diagnostics,
+				  struct ts_error *err)
+{
+	if (!text || !out)
+		return ts_error_set(err, TS_E_ARG, "ts_pipeline_compile: text and out are required");
+	if (!name)
+		name = "<string>";
+	struct ts_diags d;
+	ts_diags_init(&d, name, text, len);
+	struct ts_ast_program prog = {0};
+	struct ts_plan *plan = NULL;
+	int rc = ts_dsl_parse(text, len, &d, &prog);
+	if (rc == 0)
+		rc = ts_dsl_check(&prog, pipeline, name, base_dir ? base_dir : ".", &d, &plan);
+	ts_ast_program_destroy(&prog);
+	if (rc) {
+		const struct ts_diag *first = NULL;
+		for (size_t i = 0; i < d.n && !first; i++)
+			if (d.items[i].sev == TS_SEV_ERROR)
+				first = &d.items[i];
+		if (first)
+			ts_error_set_at(err, rc, first->loc, "%s:%d:%d: %s", name,
+					first->loc.first_line, first->loc.first_column, first->msg);
+		else
+			ts_error_set(err, rc, "%s: %s", name, ts_error_name(rc));
+		if (diagnostics)
+			*diagnostics = ts_diags_render(&d);
+		ts_diags_fini(&d);
+		return rc;
+	}
+	ts_diags_fini(&d);
+	struct ts_pipeline *p = calloc(1, sizeof(*p));
+	if (!p) {
+		ts_plan_destroy(plan);
+		return ts_error_set(err, -ENOMEM, "out of memory");
+	}
+	p->plan = plan;
+	*out = p;
+	return 0;
+}
+
+struct ts_pipeline *ts_pipeline_wrap(struct ts_plan *plan)
+{
+	struct ts_pipeline *p = calloc(1, sizeof(*p));
+	if (!p) {
+		ts_plan_destroy(plan);
+		return NULL;
+	}
+	p->plan = plan;
+	return p;
+}
+
+const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p)
+{
+	return p->plan;
+}
+
+TS_EXPORT uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads)
+{
+	const struct ts_plan *pl = p->plan;
+	if (threads <= 0 || pl->threads <= 0)
+		return pl->mem_total;
+	/* The plan's scratch figure is for its own thread count. */
+	uint64_t per = pl->mem_scratch / (uint64_t)pl->threads;
+	return pl->mem_ring + pl->mem_io + per * (uint64_t)threads;
+}
+
+TS_EXPORT void ts_pipeline_shape(const struct ts_pipeline *p, int *height,
+				 int *width, int *channels,
+				 enum ts_stream_dtype *dtype,
+				 enum ts_stream_layout *layout, int *batch)
+{
+	const struct ts_plan *pl = p->plan;
+	if (height)
+		*height = pl->height;
+	if (width)
+		*width = pl->width;
+	if (channels)
+		*channels = pl->channels;
+	if (dtype)
+		*dtype = (enum ts_stream_dtype)pl->dtype;
+	if (layout)
+		*layout = (enum ts_stream_layout)pl->layout;
+	if (batch)
+		*batch = pl->batch;
+}
+
+TS_EXPORT void ts_pipeline_destroy(struct ts_pipeline *p)
+{
+	if (!p)
+		return;
+	ts_plan_destroy(p->plan);
+	free(p);
+}
+
+TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
+			       const struct ts_stream_opts *opts,
+			       struct ts_stream **out, struct ts_error *err)
+{
+	struct ts_stream_opts def = {.epochs = -1};
+	if (!p || !out)
+		return ts_error_set(err, TS_E_ARG, "ts_pipeline_open: pipeline and out are required");
+	if (!opts)
+		opts = &def;
+	const struct ts_plan *pl = p->plan;
+	uint64_t budget = opts->memory_budget ? opts->memory_budget : pl->memory_budget;
+	uint64_t need = ts_pipeline_memory(p, opts->threads);
+	if (budget && need > budget)
+		return ts_error_set(err, TS_E_BUDGET,
+				    "the plan needs %llu bytes (ring %llu, scratch %llu, io %llu) "
+				    "but the budget is %llu; use a smaller ring or fewer threads",
+				    (unsigned long long)need, (unsigned long long)pl->mem_ring,
+				    (unsigned long long)(need - pl->mem_ring - pl->mem_io),
+				    (unsigned long long)pl->mem_io, (unsigned long long)budget);
+	size_t batch = opts->batch ? opts->batch : (size_t)pl->batch;
+	struct ts_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ts_error_set(err, -ENOMEM, "out of memory");
+	s->p = p;
+	uint64_t cap = (uint64_t)pl->ring_samples;
+	if (cap < 2 * batch)
+		cap = 2 * batch;
+	struct ts_ring_params rp = {
+		.height = pl->height, .width = pl->width, .channels = pl->channels,
+		.dtype = pl->dtype, .layout = pl->layout,
+		.sample_bytes = pl->sample_bytes, .capacity = cap,
+		.epochs = (uint32_t)(opts->epochs >= 0 ? opts->epochs : pl->epochs),
+	};
+	int rc = ts_ring_create(&rp, &s->ring, err);
+	if (rc)
+		goto fail;
+	rc = ts_ring_local_create(s->ring, (uint32_t)batch, TS_JOIN_NOW,
+				  opts->drop_last != 0, &s->local, err);
+	if (rc)
+		goto fail;
+	struct ts_engine_opts eo = {
+		.threads = opts->threads, .epochs = opts->epochs,
+		.start_epoch = opts->start_epoch, .start_index = opts->start_index,
+	};
+	rc = ts_engine_create(pl, &eo, s->ring, &s->engine, err);
+	if (rc)
+		goto fail;
+	rc = ts_engine_start(s->engine, err);
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	ts_stream_close(s);
+	return rc;
+}
+
+TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
+			     struct ts_error *err)
+{
+	if (!s || !b)
+		return ts_error_set(err, TS_E_ARG, "ts_stream_next: stream and batch are required");
+	if (s->status) {
+		if (err)
+			*err = s->status_err;
+		return s->status;
+	}
+	if (s->have_cur) {
+		ts_ring_local_release(s->local, &s->cur);
+		s->have_cur = false;
+	}
+	int rc;
+	do
+		rc = ts_ring_local_next(s->local, &s->cur, 1000, err);
+	while (rc == -ETIMEDOUT);
+	if (rc) {
+		/* The engine's own error says more than the ring's. */
+		struct ts_error eerr = {0};
+		if (rc != TS_E_EOS) {
+			int erc = ts_engine_join(s->engine, &eerr);
+			if (erc) {
+				rc = erc;
+				if (err)
+					*err = eerr;
+			}
+		} else {
+			ts_error_set(err, rc, "end of stream");
+		}
+		s->status = rc;
+		if (err)
+			s->status_err = *err;
+		else
+			ts_error_set(&s->status_err, rc, "%s", ts_error_name(rc));
+		return rc;
+	}
+	s->have_cur = true;
+	const struct ts_plan *pl = s->p->plan;
+	b->data = s->cur.data;
+	b->labels = s->cur.labels;
+	b->n = s->cur.n;
+	b->height = pl->height;
+	b->width = pl->width;
+	b->channels = pl->channels;
+	b->dtype = (enum ts_stream_dtype)pl->dtype;
+	b->layout = (enum ts_stream_layout)pl->layout;
+	b->sample_bytes = pl->sample_bytes;
+	b->epoch = s->cur.epoch;
+	b->index = s->cur.index;
+	return 0;
+}
+
+TS_EXPORT uint64_t ts_stream_skipped(const struct ts_stream *s)
+{
+	struct ts_engine_stats st;
+	ts_engine_stats(s->engine, &st);
+	return st.skipped;
+}
+
+TS_EXPORT void ts_stream_stats(const struct ts_stream *s,
+				struct ts_stream_stats *st)
+{
+	struct ts_engine_stats es;
+	ts_engine_stats(s->engine, &es);
+	memset(st, 0, sizeof(*st));
+	st->samples = es.samples;
+	st->bytes_read = es.bytes;
+	st->skipped = es.skipped;
+	st->epoch_size = es.epoch_size;
+	st->threads = es.threads;
+	st->uring = es.uring;
+}
+
+TS_EXPORT size_t ts_stream_skipped_paths(const struct ts_stream *s,
+					 const char *const **list)
+{
+	return ts_engine_skipped(s->engine, list);
+}
+
+TS_EXPORT const char *ts_stream_note(const struct ts_stream *s)
+{
+	return ts_engine_reader_note(s->engine);
+}
+
+TS_EXPORT void ts_stream_close(struct ts_stream *s)
+{
+	if (!s)
+		return;
+	if (s->engine) {
+		ts_engine_stop(s->engine);
+		/* Let workers blocked on a full ring go: the consumer leaves. */
+		ts_ring_local_destroy(s->local);
+		s->local = NULL;
+		ts_engine_join(s->engine, NULL);
+		ts_engine_destroy(s->engine);
+	}
+	ts_ring_local_destroy(s->local);
+	ts_ring_destroy(s->ring);
+	free(s);
+}

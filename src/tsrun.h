@@ -1,0 +1,130 @@
+/*
+ * tsrun.h - embed the tsrun runtime in a program: compile a pipeline from
+ * text, open it, pull batches, close. No sockets and no global state.
+ *
+ * Conventions: every function returns 0 on success or a negative code:
+ * -errno for operating-system failures or a TS_E_* code (error.h). When
+ * err is non-NULL it is filled on failure with the code, a message and,
+ * for pipeline errors, the location. Out-parameters are written only on
+ * success. Nothing here prints or exits.
+ *
+ * Thread safety: a struct ts_pipeline is immutable after compile and may be
+ * opened from several threads at once. A struct ts_stream is used by one
+ * thread at a time (internally it runs its own worker threads).
+ */
+#ifndef TSRUN_H
+#define TSRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSRUN_VERSION_MAJOR 0
+#define TSRUN_VERSION_MINOR 1
+
+struct ts_pipeline;
+struct ts_stream;
+
+/* Element types and layouts of a batch (same values as the ring header). */
+enum ts_stream_dtype {
+	TS_STREAM_UINT8 = 0,
+	TS_STREAM_UINT16 = 1,
+	TS_STREAM_FLOAT16 = 2,
+	TS_STREAM_FLOAT32 = 3,
+};
+enum ts_stream_layout { TS_STREAM_NHWC = 0, TS_STREAM_NCHW = 1 };
+
+/* Compile pipeline text. name is shown in diagnostics ("pipe.ts");
+ * pipeline selects one pipeline by name (NULL: the served one, or the only
+ * one); base_dir resolves relative data paths (NULL: the current
+ * directory). On TS_E_SYNTAX or TS_E_CHECK, err holds the first error and,
+ * when diagnostics is non-NULL, *diagnostics receives every diagnostic
+ * rendered as text (file:line:col, source line, caret), malloc'd, which
+ * the caller frees. Returns 0 and *out, owned by the caller. */
+int ts_pipeline_compile(const char *text, size_t len, const char *name,
+			const char *pipeline, const char *base_dir,
+			struct ts_pipeline **out, char **diagnostics,
+			struct ts_error *err);
+
+/* Bytes the plan needs (ring + worker scratch + I/O buffers) with the
+ * given thread count (0: the pipeline's setting). */
+uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads);
+
+/* Shape of one sample: height, width, channels, dtype, layout; and the
+ * pipeline's default batch size. Any pointer may be NULL. */
+void ts_pipeline_shape(const struct ts_pipeline *p, int *height, int *width,
+		       int *channels, enum ts_stream_dtype *dtype,
+		       enum ts_stream_layout *layout, int *batch);
+
+void ts_pipeline_destroy(struct ts_pipeline *p);
+
+struct ts_stream_opts {
+	int threads;            /* 0: the pipeline's setting */
+	int epochs;             /* -1: the pipeline's setting; 0: forever */
+	uint64_t start_epoch;   /* resume position */
+	uint64_t start_index;
+	uint64_t memory_budget; /* 0: the pipeline's; refuse to open above */
+	size_t batch;           /* samples per batch; 0: the pipeline's */
+	int drop_last;          /* drop each epoch's short last batch */
+};
+
+/* Start producing. opts may be NULL for defaults. Fails with TS_E_BUDGET
+ * (with a breakdown in err->msg) when the plan needs more memory than the
+ * budget, TS_E_SOURCE when the data source is missing or empty. */
+int ts_pipeline_open(const struct ts_pipeline *p,
+		     const struct ts_stream_opts *opts, struct ts_stream **out,
+		     struct ts_error *err);
+
+struct ts_stream_batch {
+	const void *data;       /* n samples, contiguous; valid until the next
+				   ts_stream_next or ts_stream_close */
+	const int32_t *labels;  /* n labels */
+	size_t n;
+	int height, width, channels;
+	enum ts_stream_dtype dtype;
+	enum ts_stream_layout layout;
+	size_t sample_bytes;
+	uint64_t epoch;         /* epoch of every sample of the batch */
+	uint64_t index;         /* index in the epoch of the first sample */
+};
+
+/* The next batch of up to opts.batch samples. A batch never spans two
+ * epochs: the last one of an epoch may be short (unless drop_last).
+ * Returns 0, TS_E_EOS after the last epoch, or the error that stopped the
+ * pipeline (e.g. TS_E_DECODE with the file's path under on_error = fail).
+ * Releases the previous batch. */
+int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
+		   struct ts_error *err);
+
+/* Samples skipped so far under on_error = skip. */
+uint64_t ts_stream_skipped(const struct ts_stream *s);
+
+struct ts_stream_stats {
+	uint64_t samples;     /* published into the ring so far */
+	uint64_t bytes_read;  /* encoded bytes read from the source */
+	uint64_t skipped;     /* items replaced under on_error = skip */
+	uint64_t epoch_size;  /* source items per epoch */
+	int threads;          /* worker threads */
+	int uring;            /* 1: reads go through io_uring */
+};
+void ts_stream_stats(const struct ts_stream *s, struct ts_stream_stats *st);
+
+/* The skipped items so far, as "path: reason" strings owned by the
+ * stream (valid until ts_stream_close). Returns their count. */
+size_t ts_stream_skipped_paths(const struct ts_stream *s,
+			       const char *const **list);
+
+/* A note worth showing the user (why reads do not use io_uring), or NULL. */
+const char *ts_stream_note(const struct ts_stream *s);
+
+/* Stop the workers and free everything; NULL is a no-op. */
+void ts_stream_close(struct ts_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,19 @@
+/*
+ * tsrun_internal.h - what the CLI needs of the embedding API beyond
+ * tsrun.h: wrapping a plan it compiled itself (with its own diagnostics
+ * printing) and reaching the engine's figures. Not installed.
+ */
+#ifndef TSRUN_INTERNAL_H
+#define TSRUN_INTERNAL_H
+
+#include "plan.h"
+#include "tsrun.h"
+
+/* A pipeline around an already checked plan; takes ownership of plan
+ * (also on failure). Returns NULL when out of memory. */
+struct ts_pipeline *ts_pipeline_wrap(struct ts_plan *plan);
+
+/* The plan inside a pipeline (owned by it). */
+const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p);
+
+#endif

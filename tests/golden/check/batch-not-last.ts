@@ -1,0 +1,6 @@
+pipeline train =
+    folder("data/train")
+    | decode(rgb)
+    | center_crop(224)
+    | batch(32)
+    | flip(horizontal)

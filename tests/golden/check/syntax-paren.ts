@@ -1,0 +1,5 @@
+pipeline train =
+    folder("data/train")
+    | decode(rgb
+    | center_crop(224)
+    | batch(32)

@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""python-client.py - tsrun.Loader (torch, zero-copy) beside a C trainer
+on one producer: same bytes, labels, epochs; len(); per-epoch iteration;
+pin_memory without CUDA; refusal and producer death as exceptions."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import warnings
+
+TOOL = os.environ.get("TS_TOOL_PRODUCER_TOOL")
+LIB = os.environ.get("TS_LIBTSCLIENT")
+if not TOOL or not LIB:
+    print("TS_TOOL_PRODUCER_TOOL / TS_LIBTSCLIENT not set: skip")
+    sys.exit(77)
+try:
+    import torch
+except ImportError:
+    print("no torch: skip")
+    sys.exit(77)
+os.environ["TSRUN_LIBTSCLIENT"] = LIB
+sys.path.insert(0, os.path.join(os.environ.get("TS_SRCDIR", ".."), "src", "python"))
+import tsrun  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def fnv(data, h=0xcbf29ce484222325):
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def expected(e, i, h, w, c):
+    j = torch.arange(h * w * c, dtype=torch.int64)
+    return ((e * 131 + i * 31 + j * 7 + (j >> 8) * 3) & 255).to(torch.uint8).view(h, w, c)
+
+
+def start_producer(sock, *args):
+    p = subprocess.Popen([TOOL, sock, *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    assert p.stdout.readline().startswith("ready")
+    return p
+
+
+def side_by_side(tmp):
+    sock = os.path.join(tmp, "py.sock")
+    spe, epochs = 500, 2
+    prod = start_producer(sock, "--samples-per-epoch", str(spe), "--epochs",
+                          str(epochs), "--shape", "8x8x3", "--min-consumers", "2",
+                          "--capacity", "512")
+    out = os.path.join(tmp, "c.txt")
+    c = subprocess.Popen([TOOL, "consume", sock, "--batch", "100", "--out", out])
+    with warnings.catch_warnings(record=True) as wrn:
+        warnings.simplefilter("always")
+        loader = tsrun.Loader(sock, batch_size=64, pin_memory=True, timeout=30)
+    if not torch.cuda.is_available():
+        check(any("pin_memory" in str(x.message) for x in wrn),
+              "no warning for pin_memory without CUDA")
+    check(len(loader) == 8, f"len(loader) = {len(loader)}")
+    h = 0xcbf29ce484222325
+    n_total, epochs_seen = 0, set()
+    for images, labels in loader:
+        check(images.dtype == torch.uint8 and tuple(images.shape[1:]) == (8, 8, 3),
+              f"batch shape {tuple(images.shape)}")
+        e, i0 = loader.epoch, loader.index
+        epochs_seen.add(e)
+        for k in (0, images.shape[0] - 1):
+            check(torch.equal(images[k], expected(e, i0 + k, 8, 8, 3)),
+                  f"sample {e}/{i0 + k} differs")
+            check(int(labels[k]) == ((i0 + k) * 7 + e) % 1000, "label")
+        check(labels.dtype == torch.int64, "labels dtype")
+        h = fnv(images.numpy().tobytes(), h)
+        n_total += images.shape[0]
+    loader.close()
+    check(c.wait(timeout=60) == 0, "C consumer failed")
+    prod.wait(timeout=30)
+    c_digest = [line.split()[1] for line in open(out) if line.startswith("stream-digest")]
+    check(c_digest == [f"{h:016x}"], f"digests: python {h:016x}, C {c_digest}")
+    check(n_total == spe * epochs and epochs_seen == {0, 1}, f"saw {n_total} {epochs_seen}")
+    print(f"python and C consumers agree: digest {h:016x}")
+
+
+def per_epoch_and_zero_copy(tmp):
+    sock = os.path.join(tmp, "ep.sock")
+    prod = start_producer(sock, "--samples-per-epoch", "300", "--epochs", "3",
+                          "--shape", "4x4x1", "--min-consumers", "1",
+                          "--capacity", "512")
+    loader = tsrun.Loader(sock, batch_size=64, drop_last=True, per_epoch=True)
+    counts = []
+    for _ in range(3):
+        batches = list(loader)
+        counts.append(len(batches))
+    check(counts == [4, 4, 4], f"per-epoch batches {counts}")
+    loader.close()
+    prod.wait(timeout=30)
+    sock = os.path.join(tmp, "zc.sock")
+    prod = start_producer(sock, "--samples-per-epoch", "300", "--epochs", "1",
+                          "--shape", "4x4x1", "--min-consumers", "1")
+    loader = tsrun.Loader(sock, batch_size=32)
+    it = iter(loader)
+    a, _ = next(it)
+    ptr_a = a.data_ptr()
+    b, _ = next(it)
+    # Views into the ring: consecutive batches are consecutive memory.
+    check(b.data_ptr() - ptr_a == 32 * 16, "batches are not views of the ring")
+    loader.close()
+    prod.wait(timeout=30)
+    print("per-epoch iteration and zero-copy views ok")
+
+
+def errors(tmp):
+    sock = os.path.join(tmp, "err.sock")
+    prod = start_producer(sock, "--epochs", "0", "--rate", "2000",
+                          "--capacity", "256")
+    try:
+        tsrun.Loader(sock, batch_size=1000)
+        check(False, "oversized batch accepted")
+    except tsrun.TsrunError as e:
+        check(e.code == -5007 and "half the ring" in str(e), str(e))
+    loader = tsrun.Loader(sock, batch_size=16)
+    it = iter(loader)
+    next(it)
+    prod.send_signal(signal.SIGKILL)
+    prod.wait()
+    try:
+        for _ in it:
+            pass
+        check(False, "no error after the producer died")
+    except tsrun.ProducerGone:
+        pass
+    loader.close()
+    try:
+        tsrun.Loader(os.path.join(tmp, "none.sock"))
+        check(False, "connected to nothing")
+    except tsrun.TsrunError as e:
+        check(e.code == -2, f"missing socket code {e.code}")
+    print("errors surface as exceptions")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="ts-py-") as tmp:
+        side_by_side(tmp)
+        per_epoch_and_zero_copy(tmp)
+        errors(tmp)
+    if failures:
+        print(f"{len(failures)} failures")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,524 @@
+/*
+ * test-check.c - the checker, the registry and the lowering: shape
+ * inference per stage, fusion, serve settings, the memory estimate and
+ * the errors (message and column). Diagnostic wording as a whole is
+ * covered by the golden files (golden-diag.sh); here the values.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl.h"
+#include "lower.h"
+#include "registry.h"
+
+/* Compile src; on success return the plan, else NULL with *d kept for
+ * inspection (caller finis it). */
+static struct ts_plan *compile(const char *src, const char *pipeline,
+			       struct ts_diags *d, int *rc)
+{
+	struct ts_plan *plan = NULL;
+	ts_diags_init(d, "t.ts", src, strlen(src));
+	*rc = ts_dsl_compile(src, strlen(src), "dir/t.ts", pipeline, d, &plan);
+	return plan;
+}
+
+static struct ts_plan *compile_ok(const char *src)
+{
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *plan = compile(src, NULL, &d, &rc);
+	if (rc != 0) {
+		char *text = ts_diags_render(&d);
+		ck_abort_msg("compile failed (%d):\n%s", rc, text ? text : "");
+	}
+	ts_diags_fini(&d);
+	ck_assert_ptr_nonnull(plan);
+	return plan;
+}
+
+/* ---- shape inference ------------------------------------------------ */
+
+static const struct {
+	const char *src;
+	int h, w, c;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+	size_t bytes;
+} shapes[] = {
+	{ "pipeline p = folder(\"x\") | decode(rgb) | random_resized_crop(224)"
+	  " | normalize([0.5,0.5,0.5],[0.5,0.5,0.5]) | to(float32, nchw) | batch(8)",
+	  224, 224, 3, TS_DTYPE_F32, TS_LAYOUT_NCHW, 224 * 224 * 3 * 4 },
+	{ "pipeline p = folder(\"x\") | decode(gray, depth = 16) | center_crop(100, 50) | batch(2)",
+	  100, 50, 1, TS_DTYPE_U16, TS_LAYOUT_NHWC, 100 * 50 * 2 },
+	{ "pipeline p = synthetic([48, 64], channels = 1) | to(float16) | batch(1)",
+	  48, 64, 1, TS_DTYPE_F16, TS_LAYOUT_NHWC, 48 * 64 * 2 },
+	/* resize(N) of a fixed image keeps the aspect ratio (shorter side) */
+	{ "pipeline p = synthetic([100, 200]) | resize(50) | batch(1)",
+	  50, 100, 3, TS_DTYPE_U8, TS_LAYOUT_NHWC, 50 * 100 * 3 },
+	{ "pipeline p = synthetic([300, 100]) | resize(50) | batch(1)",
+	  150, 50, 3, TS_DTYPE_U8, TS_LAYOUT_NHWC, 150 * 50 * 3 },
+	{ "pipeline p = synthetic(64) | grayscale | to(uint8, nchw) | batch(4)",
+	  64, 64, 1, TS_DTYPE_U8, TS_LAYOUT_NCHW, 64 * 64 },
+	{ "pipeline p = synthetic(64, depth = 16) | to(uint8) | batch(4)",
+	  64, 64, 3, TS_DTYPE_U8, TS_LAYOUT_NHWC, 64 * 64 * 3 },
+	{ "pipeline p = folder(\"x\") | decode(gray, depth = 16) | tile(512) | filter | to(uint8) | batch(8)",
+	  512, 512, 1, TS_DTYPE_U8, TS_LAYOUT_NHWC, 512 * 512 },
+	/* let names resolve inside lists and as sizes */
+	{ "let s = 32\nlet m = 0.5\npipeline p = synthetic(s) | normalize([m, m, m], [m, m, m]) | batch(s)",
+	  32, 32, 3, TS_DTYPE_F32, TS_LAYOUT_NHWC, 32 * 32 * 3 * 4 },
+};
+
+START_TEST(test_shape)
+{
+	struct ts_plan *p = compile_ok(shapes[_i].src);
+	ck_assert_int_eq(p->height, shapes[_i].h);
+	ck_assert_int_eq(p->width, shapes[_i].w);
+	ck_assert_int_eq(p->channels, shapes[_i].c);
+	ck_assert_int_eq(p->dtype, shapes[_i].dtype);
+	ck_assert_int_eq(p->layout, shapes[_i].layout);
+	ck_assert_uint_eq(p->sample_bytes, shapes[_i].bytes);
+	/* the last op is always OUTPUT, ending in a TO naming the result */
+	ck_assert_uint_ge(p->n_ops, 1);
+	const struct ts_op *out = &p->ops[p->n_ops - 1];
+	ck_assert_int_eq(out->kind, TS_OP_OUTPUT);
+	ck_assert_uint_ge(out->n_parts, 1);
+	ck_assert_int_eq(out->parts[out->n_parts - 1].kind, TS_OP_TO);
+	ck_assert_int_eq(out->parts[out->n_parts - 1].dtype, shapes[_i].dtype);
+	ck_assert_int_eq(out->parts[out->n_parts - 1].layout, shapes[_i].layout);
+	ck_assert_int_eq(out->out_h, shapes[_i].h);
+	ck_assert_int_eq(out->out_c, shapes[_i].c);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_shape_variable)
+{
+	/* A pipeline that is neither batched nor served may end variable. */
+	struct ts_plan *p = compile_ok("pipeline p = folder(\"x\") | decode(rgb) | resize(256)");
+	ck_assert_int_eq(p->height, 0);
+	ck_assert_int_eq(p->width, 0);
+	ck_assert_int_eq(p->channels, 3);
+	ck_assert_uint_eq(p->sample_bytes, 0);
+	ck_assert_int_eq(p->batch, 1);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* ---- fusion ---------------------------------------------------------- */
+
+START_TEST(test_fuse_decode_crop)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"x\") | decode(rgb) | random_resized_crop(224, scale = 0.25..0.5)"
+		" | color_jitter(0.4) | flip(vertical, p = 0.25)"
+		" | normalize([0.5,0.5,0.5],[0.5,0.5,0.5]) | to(float32, nchw) | batch(8)");
+	ck_assert_uint_eq(p->n_ops, 3);
+	ck_assert_int_eq(p->ops[0].kind, TS_OP_DECODE);
+	ck_assert_ptr_nonnull(p->ops[0].fused);
+	ck_assert_int_eq(p->ops[0].fused->kind, TS_OP_RANDOM_RESIZED_CROP);
+	ck_assert_int_eq(p->ops[0].fused->size_h, 224);
+	ck_assert_double_eq(p->ops[0].fused->scale_lo, 0.25);
+	ck_assert_double_eq_tol(p->ops[0].fused->ratio_hi, 4.0 / 3.0, 1e-12);
+	ck_assert_int_eq(p->ops[0].fused->index, 2);
+	ck_assert_int_eq(p->ops[0].out_h, 224);
+	/* color_jitter is not fusable: OUTPUT holds only what follows it */
+	ck_assert_int_eq(p->ops[1].kind, TS_OP_COLOR_JITTER);
+	ck_assert_double_eq(p->ops[1].brightness, 0.4);
+	ck_assert_int_eq(p->ops[1].index, 3);
+	ck_assert_int_eq(p->ops[2].kind, TS_OP_OUTPUT);
+	ck_assert_uint_eq(p->ops[2].n_parts, 3);
+	ck_assert_int_eq(p->ops[2].parts[0].kind, TS_OP_FLIP);
+	ck_assert(!p->ops[2].parts[0].horizontal);
+	ck_assert_double_eq(p->ops[2].parts[0].p, 0.25);
+	ck_assert_int_eq(p->ops[2].parts[0].index, 4);
+	ck_assert_int_eq(p->ops[2].parts[1].kind, TS_OP_NORMALIZE);
+	ck_assert_int_eq(p->ops[2].parts[1].n_mean, 3);
+	ck_assert_int_eq(p->ops[2].parts[2].kind, TS_OP_TO);
+	ck_assert_int_eq(p->ops[2].parts[2].layout, TS_LAYOUT_NCHW);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_fuse_val)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"x\") | decode(rgb) | resize(256) | center_crop(224) | batch(8)");
+	ck_assert_uint_eq(p->n_ops, 2);
+	ck_assert_int_eq(p->ops[0].fused->kind, TS_OP_RESIZE);
+	ck_assert_int_eq(p->ops[0].fused->size_h, 256);
+	ck_assert_int_eq(p->ops[0].fused->size_w, 0); /* shorter side */
+	ck_assert_int_eq(p->ops[0].out_h, 0);          /* still variable */
+	ck_assert_int_eq(p->ops[1].kind, TS_OP_OUTPUT);
+	ck_assert_uint_eq(p->ops[1].n_parts, 2);
+	ck_assert_int_eq(p->ops[1].parts[0].kind, TS_OP_CENTER_CROP);
+	/* an implicit TO names the final uint8 nhwc */
+	ck_assert_int_eq(p->ops[1].parts[1].kind, TS_OP_TO);
+	ck_assert_int_eq(p->ops[1].parts[1].index, -1);
+	ck_assert_int_eq(p->ops[1].parts[1].dtype, TS_DTYPE_U8);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_no_fusion)
+{
+	struct ts_plan *p = compile_ok("pipeline p = synthetic(8) | batch(2)");
+	ck_assert_uint_eq(p->n_ops, 1);
+	ck_assert_int_eq(p->ops[0].kind, TS_OP_OUTPUT);
+	ck_assert_uint_eq(p->ops[0].n_parts, 1);
+	ck_assert_int_eq(p->ops[0].parts[0].kind, TS_OP_TO);
+	ck_assert_int_eq(p->ops[0].out_h, 8);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* ---- source, modifiers, serve ----------------------------------------- */
+
+START_TEST(test_source)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"data\", ext = [\".JPG\", \".png\"]) | shard(1, 4)"
+		" | shuffle(seed = 7) | decode | center_crop(8) | batch(2)");
+	ck_assert_int_eq(p->source.kind, TS_SRC_FOLDER);
+	ck_assert_str_eq(p->source.path, "data");
+	ck_assert_str_eq(p->source.base_dir, "dir");
+	ck_assert_uint_eq(p->source.n_exts, 2);
+	ck_assert_str_eq(p->source.exts[0], ".jpg");
+	ck_assert_int_eq(p->source.shard_index, 1);
+	ck_assert_int_eq(p->source.shard_count, 4);
+	ck_assert(p->source.shuffle);
+	ck_assert_uint_eq(p->source.seed, 7);
+	ck_assert_str_eq(p->name, "p");
+	ck_assert_str_eq(p->file, "dir/t.ts");
+	ts_plan_destroy(p);
+
+	p = compile_ok("pipeline q = synthetic(height = 10, width = 20, count = 5, classes = 3) | shard | batch(1)");
+	ck_assert_int_eq(p->source.kind, TS_SRC_SYNTHETIC);
+	ck_assert_int_eq(p->source.height, 10);
+	ck_assert_int_eq(p->source.width, 20);
+	ck_assert_int_eq(p->source.count, 5);
+	ck_assert_int_eq(p->source.classes, 3);
+	ck_assert_int_eq(p->source.channels, 3);
+	ck_assert_int_eq(p->source.shard_index, -1);
+	ck_assert_int_eq(p->source.shard_count, -1);
+	ck_assert(!p->source.shuffle);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_serve)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline a = synthetic(8) | batch(4)\n"
+		"pipeline b = synthetic(16) | batch(10)\n"
+		"serve b { ring = 3 batches threads = 2 epochs = 0 on_error = skip"
+		" group = \"ml\" queue_depth = 8 memory = 2 GiB }\n");
+	/* the served pipeline is chosen when none is named */
+	ck_assert_str_eq(p->name, "b");
+	ck_assert(p->served);
+	ck_assert_int_eq(p->ring_samples, 30);
+	ck_assert_int_eq(p->threads, 2);
+	ck_assert_int_eq(p->epochs, 0);
+	ck_assert_int_eq(p->on_error, TS_ON_ERROR_SKIP);
+	ck_assert_str_eq(p->group, "ml");
+	ck_assert_int_eq(p->queue_depth, 8);
+	ck_assert_uint_eq(p->memory_budget, 2ull << 30);
+	ck_assert_str_eq(p->socket, "/tmp/tsrun-b.sock");
+	ts_plan_destroy(p);
+
+	struct ts_diags d;
+	int rc;
+	p = compile("pipeline a = synthetic(8) | batch(4)\npipeline b = synthetic(16) | batch(10)\n",
+		    "a", &d, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(p->name, "a");
+	ck_assert(!p->served);
+	ck_assert_int_eq(p->ring_samples, 32); /* default: 8 batches */
+	ck_assert_int_eq(p->epochs, 1);
+	ck_assert_int_eq(p->threads, 0);
+	ck_assert_ptr_null(p->group);
+	ts_plan_destroy(p);
+	ts_diags_fini(&d);
+
+	p = compile_ok("pipeline s = synthetic(8) | batch(4)\nserve s { ring = 100 samples socket = \"/x\" }");
+	ck_assert_int_eq(p->ring_samples, 100);
+	ck_assert_str_eq(p->socket, "/x");
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* ---- memory estimate ------------------------------------------------- */
+
+START_TEST(test_estimate)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"x\") | decode | random_resized_crop(224)"
+		" | to(float32, nchw) | batch(256)\nserve p { threads = 4 }");
+	uint64_t slot = 224 * 224 * 3 * 4 + 16;
+	uint64_t ring = (2048 * slot + 4095) / 4096 * 4096;
+	ck_assert_uint_eq(p->mem_ring, ring);
+	ck_assert_int_eq(p->mem_threads, 4);
+	ck_assert_uint_eq(p->mem_scratch, 4ull * 16 * 1024 * 1024);
+	ck_assert_uint_eq(p->mem_io, 64ull * 1024 * 1024);
+	ck_assert_uint_eq(p->mem_total, p->mem_ring + p->mem_scratch + p->mem_io);
+	ts_plan_destroy(p);
+
+	/* auto threads: the estimate follows the core count it is given;
+	 * a synthetic source reads nothing and decodes nothing */
+	p = compile_ok("pipeline p = synthetic(2048) | batch(1)");
+	ts_plan_estimate(p, 3);
+	ck_assert_int_eq(p->mem_threads, 3);
+	ck_assert_uint_eq(p->mem_scratch, 3ull * 2 * 2048 * 2048 * 3);
+	ck_assert_uint_eq(p->mem_io, 0);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+START_TEST(test_budget)
+{
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *p = compile(
+		"pipeline p = synthetic(224) | to(float32) | batch(256)\n"
+		"serve p { ring = 8 batches threads = 1 memory = 100 MiB }", NULL, &d, &rc);
+	ck_assert_ptr_null(p);
+	ck_assert_int_eq(rc, TS_E_CHECK);
+	ck_assert_uint_eq(d.n_errors, 1);
+	ck_assert_int_eq(d.items[0].loc.first_line, 2);
+	ck_assert_int_eq(d.items[0].loc.first_column, 49);
+	ck_assert_ptr_nonnull(strstr(d.items[0].msg, "plan needs"));
+	ck_assert_ptr_nonnull(strstr(d.items[0].msg, "2048 samples"));
+	ck_assert_ptr_nonnull(strstr(d.items[0].msg, "budget is 100 MiB"));
+	ck_assert_ptr_nonnull(strstr(d.items[0].hint, "ring"));
+	ts_diags_fini(&d);
+}
+END_TEST
+
+/* ---- errors: count, position, message ------------------------------- */
+
+static const struct {
+	const char *src;
+	size_t n_errors;
+	int line, col;      /* of the first error */
+	const char *msg;    /* a substring of the first message */
+} errors[] = {
+	{ "pipeline p = synthetic(8) | flipp | batch(1)", 1, 1, 29, "unknown operator 'flipp'" },
+	{ "pipeline p = synthetic(8) | flip(q = 1) | batch(1)", 1, 1, 34, "unknown parameter 'q'" },
+	{ "pipeline p = synthetic(8) | flip(p = \"x\") | batch(1)", 1, 1, 38, "expects a number" },
+	{ "pipeline p = synthetic(8) | flip(p = 2) | batch(1)", 1, 1, 38, "between 0 and 1" },
+	{ "pipeline p = synthetic(8) | batch", 1, 1, 29, "needs parameter 'n'" },
+	{ "pipeline p = synthetic(8) | batch(1, 2)", 1, 1, 38, "too many arguments" },
+	{ "pipeline p = synthetic(8, channels = 1) | normalize([1,2,3],[1,2,3]) | batch(1)", 1, 1, 53,
+	  "3 mean and std values, but the image has 1 channel" },
+	{ "pipeline p = synthetic(8) | normalize([1,2,3],[1,2]) | batch(1)", 1, 1, 47, "3 mean values but 2 std" },
+	{ "pipeline p = folder(\"x\") | decode | batch(1)", 1, 1, 37, "fixed image size" },
+	{ "pipeline p = decode | center_crop(2) | batch(1)", 1, 1, 14, "has no source" },
+	{ "pipeline p = synthetic(8) | folder(\"x\")", 1, 1, 29, "must be the first stage" },
+	{ "pipeline p = synthetic(8) | decode", 1, 1, 29, "already decoded" },
+	{ "pipeline p = folder(\"x\") | flip | decode", 1, 1, 28, "needs decoded pixels" },
+	{ "pipeline p = synthetic(8) | batch(1) | flip", 1, 1, 29, "must be the last stage" },
+	{ "pipeline p = synthetic(s) | batch(1)", 1, 1, 24, "unknown name 's'" },
+	{ "pipeline p = synthetic(8)\npipeline p = synthetic(8)", 1, 2, 10, "duplicate pipeline name" },
+	{ "let a = 1\nlet a = 2\npipeline p = synthetic(8)", 1, 2, 5, "duplicate let name" },
+	{ "pipeline p = synthetic(8)\nserve q { }", 1, 2, 7, "undefined pipeline 'q'" },
+	{ "pipeline p = synthetic(8)\nserve p { sockets = \"x\" }", 1, 2, 11, "unknown serve setting" },
+	{ "pipeline p = folder(\"x\") | decode\nserve p { }", 1, 2, 7, "no fixed size" },
+	{ "pipeline p = synthetic(8) | shuffle | batch(1)", 0, 0, 0, NULL },
+	{ "pipeline p = synthetic(8) | to(float32) | flip | batch(1)", 1, 1, 43, "works on uint8" },
+	{ "pipeline p = synthetic(8, channels = 1) | to(float32) | normalize(0.5, 0.5) | batch(1)", 1, 1, 57,
+	  "must come before a conversion" },
+	{ "pipeline p = synthetic(8) | random_resized_crop(4, scale = 0.9..0.1) | batch(1)", 1, 1, 60,
+	  "empty range" },
+	{ "pipeline p = synthetic(8) | center_crop(16) | batch(1)", 1, 1, 41, "larger than the 8x8" },
+	{ "pipeline p = synthetic(8)\nserve p { ring = 4 GiB }", 1, 2, 18, "expects a count" },
+	{ "pipeline p = synthetic(8)\nserve p { threads = many }", 1, 2, 21, "expects auto or an integer" },
+	{ "let a = b\nlet b = a\npipeline p = synthetic(a)", 1, 3, 24, "refers to itself" },
+	/* every error, not only the first */
+	{ "pipeline p = synthetic(8) | flipp | resize(x) | batch(0)", 3, 1, 29, "unknown operator" },
+};
+
+START_TEST(test_errors)
+{
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *p = compile(errors[_i].src, NULL, &d, &rc);
+	char *text = ts_diags_render(&d);
+
+	ck_assert_msg(d.n_errors == errors[_i].n_errors, "case %d: %zu errors, expected %zu:\n%s",
+		      _i, d.n_errors, errors[_i].n_errors, text ? text : "");
+	if (errors[_i].n_errors) {
+		ck_assert_int_eq(rc, TS_E_CHECK);
+		ck_assert_ptr_null(p);
+		ck_assert_msg(d.items[0].loc.first_line == errors[_i].line &&
+			      d.items[0].loc.first_column == errors[_i].col,
+			      "case %d: at %d:%d, expected %d:%d:\n%s", _i,
+			      d.items[0].loc.first_line, d.items[0].loc.first_column,
+			      errors[_i].line, errors[_i].col, text);
+		ck_assert_msg(strstr(d.items[0].msg, errors[_i].msg), "case %d: '%s' lacks '%s'",
+			      _i, d.items[0].msg, errors[_i].msg);
+	} else {
+		ck_assert_int_eq(rc, 0);
+		ts_plan_destroy(p);
+	}
+	free(text);
+	ts_diags_fini(&d);
+}
+END_TEST
+
+/* ---- the checker on a hand-built AST --------------------------------- */
+
+static struct ts_loc L(int line, int col, int len)
+{
+	return (struct ts_loc){ line, col, line, col + len - 1 };
+}
+
+START_TEST(test_ast_direct)
+{
+	struct ts_ast_program prog = {0};
+	struct ts_diags d;
+	struct ts_plan *plan = NULL;
+	struct ts_ast_call *calls;
+	int rc;
+
+	calls = ts_ast_call(L(1, 14, 13), "synthetic", L(1, 14, 9),
+			    ts_ast_arg(L(1, 24, 2), NULL, L(0, 0, 0),
+				       ts_ast_num(L(1, 24, 2), 16, true, "16")));
+	calls = ts_ast_call_append(calls,
+		ts_ast_call(L(1, 30, 4), "flip", L(1, 30, 4), NULL));
+	calls = ts_ast_call_append(calls,
+		ts_ast_call(L(1, 37, 8), "batch", L(1, 37, 5),
+			    ts_ast_arg(L(1, 43, 1), NULL, L(0, 0, 0),
+				       ts_ast_num(L(1, 43, 1), 4, true, "4"))));
+	ts_ast_program_add(&prog, ts_ast_pipeline(L(1, 1, 44), "p", L(1, 10, 1), calls));
+	ts_diags_init(&d, "ast", "", 0);
+	rc = ts_dsl_check(&prog, NULL, "ast", "/base", &d, &plan);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(plan->batch, 4);
+	ck_assert_int_eq(plan->height, 16);
+	ck_assert_str_eq(plan->source.base_dir, "/base");
+	ck_assert_int_eq(plan->ops[0].kind, TS_OP_OUTPUT);
+	ck_assert_int_eq(plan->ops[0].parts[0].kind, TS_OP_FLIP);
+	ck_assert(plan->ops[0].parts[0].horizontal);
+	ck_assert_double_eq(plan->ops[0].parts[0].p, 0.5);
+	ts_plan_destroy(plan);
+	ts_diags_fini(&d);
+	ts_ast_program_destroy(&prog);
+}
+END_TEST
+
+/* ---- registry and formatting ---------------------------------------- */
+
+START_TEST(test_registry)
+{
+	size_t n, ns;
+	const struct ts_opdef *ops = ts_registry_ops(&n);
+	const struct ts_param *serve = ts_registry_serve(&ns);
+
+	ck_assert_str_eq(serve[0].name, "socket");
+	static const char *const want[] = {
+		"folder", "list", "tar", "synthetic", "shard", "shuffle", "decode",
+		"resize", "center_crop", "random_crop", "random_resized_crop", "flip",
+		"color_jitter", "grayscale", "normalize", "to", "tile", "filter", "batch"};
+
+	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_ptr_eq(ts_registry_find(want[i]), &ops[i]);
+		ck_assert_int_eq(ops[i].kind == TS_REG_TRANSFORM, ops[i].shape != NULL);
+		if (ops[i].kind == TS_REG_TRANSFORM)
+			ck_assert_str_eq(ts_op_kind_name(ops[i].op_kind), ops[i].name);
+		for (size_t j = 0; j < ops[i].n_params; j++)
+			if (ops[i].params[j].type == TS_PT_WORD)
+				ck_assert_ptr_nonnull(ops[i].params[j].words);
+	}
+	ck_assert_ptr_null(ts_registry_find("flipp"));
+	ck_assert_uint_eq(ns, 8);
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));
+	ck_assert_ptr_nonnull(ts_registry_param(ts_registry_find("resize"), "antialias"));
+	ck_assert_uint_eq(ts_dtype_size(TS_DTYPE_F16), 2);
+	ck_assert_str_eq(ts_dtype_name(TS_DTYPE_U16), "uint16");
+	ck_assert_str_eq(ts_layout_name(TS_LAYOUT_NCHW), "nchw");
+}
+END_TEST
+
+static const struct {
+	uint64_t bytes;
+	const char *text;
+} sizes[] = {
+	{ 512, "512 B" }, { 1024, "1 KiB" }, { 602112, "588 KiB" },
+	{ 64ull << 20, "64 MiB" }, { 1395864371ull, "1.3 GiB" }, { 1536, "1.5 KiB" },
+};
+
+START_TEST(test_format_size)
+{
+	char buf[32];
+	ts_plan_format_size(sizes[_i].bytes, buf, sizeof(buf));
+	ck_assert_str_eq(buf, sizes[_i].text);
+}
+END_TEST
+
+START_TEST(test_format)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"x\") | decode | random_resized_crop(224)"
+		" | to(float32, nchw) | batch(256)\nserve p { threads = 4 }");
+	char *text = ts_plan_format(p, false);
+	char *dot = ts_plan_format(p, true);
+
+	ck_assert_ptr_nonnull(strstr(text, "3x224x224 float32 nchw"));
+	ck_assert_ptr_nonnull(strstr(text, "+ random_resized_crop(224"));
+	ck_assert_ptr_nonnull(strstr(text, "602112 bytes"));
+	ck_assert_ptr_nonnull(strstr(text, "4 threads x 16 MiB"));
+	ck_assert(strncmp(dot, "digraph \"p\" {", 13) == 0);
+	ck_assert_ptr_nonnull(strstr(dot, "source -> op0 -> op1 -> batch -> ring;"));
+	free(text);
+	free(dot);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+static Suite *check_suite(void)
+{
+	Suite *s = suite_create("check");
+	TCase *tc;
+
+	tc = tcase_create("shape");
+	tcase_add_loop_test(tc, test_shape, 0, sizeof(shapes) / sizeof(shapes[0]));
+	tcase_add_test(tc, test_shape_variable);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fusion");
+	tcase_add_test(tc, test_fuse_decode_crop);
+	tcase_add_test(tc, test_fuse_val);
+	tcase_add_test(tc, test_no_fusion);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("plan");
+	tcase_add_test(tc, test_source);
+	tcase_add_test(tc, test_serve);
+	tcase_add_test(tc, test_estimate);
+	tcase_add_test(tc, test_budget);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_loop_test(tc, test_errors, 0, sizeof(errors) / sizeof(errors[0]));
+	tcase_add_test(tc, test_ast_direct);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("registry");
+	tcase_add_test(tc, test_registry);
+	tcase_add_loop_test(tc, test_format_size, 0, sizeof(sizes) / sizeof(sizes[0]));
+	tcase_add_test(tc, test_format);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(check_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,250 @@
+/* test-client.c - libtsclient against an in-process ring and server:
+ * batches, refusals, stale and live sockets, garbage, hang-up. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "ring.h"
+#include "server.h"
+#include "tsclient.h"
+
+static char dir[64], sock_path[128];
+static struct ts_ring *ring;
+static struct ts_server *server;
+static pthread_t prod;
+static uint64_t total;
+
+static void *produce(void *arg)
+{
+	(void)arg;
+	for (uint64_t s = 0; s < total; s++) {
+		if (ts_ring_wait_writable(ring, s, 10000) < 0)
+			return NULL;
+		memset(ts_ring_slot(ring, s), (int)(s * 7 & 0xff), 192);
+		ts_ring_set_meta(ring, s, (int32_t)(s % 10), (uint32_t)(s / 500),
+				 s % 500);
+		ts_ring_publish(ring, s + 1);
+	}
+	ts_ring_finish(ring, 0);
+	return NULL;
+}
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/ts-client-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock_path, sizeof(sock_path), "%s/s.sock", dir);
+	struct ts_ring_params p = { .height = 8, .width = 8, .channels = 3,
+				    .dtype = TS_DTYPE_U8, .capacity = 256,
+				    .epochs = 2, .samples_per_epoch = 500,
+				    .min_consumers = 1, .default_batch = 50 };
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_create(&p, &ring, &err), 0);
+	ck_assert_int_eq(ts_server_create(ring, sock_path, NULL, &server, &err), 0);
+	total = 1000;
+	pthread_create(&prod, NULL, produce, NULL);
+}
+
+static void teardown(void)
+{
+	ts_ring_finish(ring, TS_E_STATE);
+	pthread_join(prod, NULL);
+	ts_server_destroy(server);
+	ts_ring_destroy(ring);
+	struct stat st;
+	ck_assert_int_ne(stat(sock_path, &st), 0);  /* unlinked */
+	rmdir(dir);
+}
+
+START_TEST(test_stream)
+{
+	static const uint32_t batches[] = { 0 /* default 50 */, 32, 100 };
+	for (size_t k = 0; k < 3; k++) {
+		struct ts_client_opts o;
+		struct ts_client *c;
+		struct ts_error err;
+		ts_client_opts_init(&o);
+		o.batch_size = batches[k];
+		o.timeout_ms = 10000;
+		o.join = TS_CLIENT_JOIN_NEXT_EPOCH;
+		ck_assert_int_eq(ts_client_connect(sock_path, &o, &c, &err), 0);
+		struct ts_client_info in;
+		ts_client_info(c, &in);
+		ck_assert_uint_eq(in.batch_size, batches[k] ? batches[k] : 50);
+		ck_assert_int_eq(in.height, 8);
+		ck_assert_uint_eq(in.sample_bytes, 192);
+		struct ts_batch b;
+		uint64_t next = in.start;
+		int rc;
+		while ((rc = ts_client_next(c, &b, &err)) == 0) {
+			ck_assert_uint_eq(b.seq, next);
+			ck_assert_uint_le(b.n, in.batch_size);
+			ck_assert_uint_eq(b.index, b.seq % 500);
+			ck_assert_uint_eq(b.epoch, b.seq / 500);
+			const uint8_t *d = b.data;
+			for (size_t i = 0; i < b.n; i++) {
+				ck_assert_uint_eq(d[i * 192 + 191],
+						  (b.seq + i) * 7 & 0xff);
+				ck_assert_int_eq(b.labels[i], (b.seq + i) % 10);
+			}
+			next += b.n;
+			if (k == 0 && next >= 400)
+				break;  /* leave early: the others go on */
+		}
+		if (k > 0) {
+			ck_assert_int_eq(rc, TS_E_EOS);
+			ck_assert_uint_eq(next, 1000);
+		}
+		ts_client_close(c);
+		/* The server notices the hang-up promptly. */
+		for (int i = 0; i < 200 && ts_server_consumers(server); i++)
+			usleep(5000);
+		ck_assert_uint_eq(ts_server_consumers(server), 0);
+		if (k == 1) {
+			/* Stream ended: a later consumer is refused. */
+			ck_assert_int_eq(ts_client_connect(sock_path, &o, &c, &err),
+					 TS_E_REFUSED);
+			ck_assert_ptr_nonnull(strstr(err.msg, "ended"));
+			break;
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+	struct ts_client_opts o;
+	struct ts_client *c = NULL;
+	struct ts_error err;
+	ts_client_opts_init(&o);
+	o.batch_size = 129;
+	ck_assert_int_eq(ts_client_connect(sock_path, &o, &c, &err), TS_E_REFUSED);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(err.msg, "half the ring"));
+	char missing[160];
+	snprintf(missing, sizeof(missing), "%s/none.sock", dir);
+	ck_assert_int_eq(ts_client_connect(missing, NULL, &c, &err), -ENOENT);
+	ck_assert_str_eq(ts_client_strerror(TS_E_EOS), "end of stream");
+}
+END_TEST
+
+static int raw_connect(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memcpy(a.sun_path, sock_path, strlen(sock_path) + 1);
+	ck_assert_int_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+/* Version mismatch and garbage get a refusal and a hang-up; the server
+ * keeps serving. */
+START_TEST(test_bad_peers)
+{
+	static const char *garbage[] = { "GET / HTTP/1.1\r\n\r\n",
+					 "TSSK\x02\x00\x10\x00" "0123456789abcdef" };
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	uint16_t type, len;
+	int fds[2], nfds;
+	for (size_t i = 0; i < 2; i++) {
+		int s = raw_connect();
+		ck_assert_int_gt(write(s, garbage[i], strlen(garbage[i]) + (i ? 8 : 0)), 0);
+		ck_assert_int_eq(ts_proto_recv(s, 2000, &type, buf, &len, fds,
+					       &nfds, NULL), 0);
+		ck_assert_uint_eq(type, TS_MSG_REFUSE);
+		ck_assert_int_eq(nfds, 0);
+		struct ts_proto_refuse r;
+		ck_assert_int_eq(ts_proto_get_refuse(buf, len, &r, NULL), 0);
+		ck_assert_uint_eq(r.reason, TS_REFUSE_PROTOCOL);
+		char x;
+		ck_assert_int_le(read(s, &x, 1), 0);  /* hung up (EOF or reset) */
+		close(s);
+	}
+	struct ts_proto_hello h = { 7, 32, 0, 0, 1 };
+	int s = raw_connect();
+	ts_proto_send(s, buf, ts_proto_put_hello(buf, &h), NULL, 0);
+	ck_assert_int_eq(ts_proto_recv(s, 2000, &type, buf, &len, fds, &nfds,
+				       NULL), 0);
+	struct ts_proto_refuse r;
+	ck_assert_int_eq(ts_proto_get_refuse(buf, len, &r, NULL), 0);
+	ck_assert_uint_eq(r.reason, TS_REFUSE_VERSION);
+	ck_assert_ptr_nonnull(strstr(r.text, "version"));
+	close(s);
+	/* Still serving. */
+	struct ts_client *c;
+	ck_assert_int_eq(ts_client_connect(sock_path, NULL, &c, NULL), 0);
+	struct ts_batch b;
+	ck_assert_int_eq(ts_client_next(c, &b, NULL), 0);
+	ts_client_close(c);
+}
+END_TEST
+
+START_TEST(test_socket_files)
+{
+	struct ts_server *s2 = NULL;
+	struct ts_error err;
+	/* live: refused, naming it */
+	ck_assert_int_eq(ts_server_create(ring, sock_path, NULL, &s2, &err),
+			 TS_E_STATE);
+	ck_assert_ptr_nonnull(strstr(err.msg, sock_path));
+	/* not a socket: left alone */
+	char file[160];
+	snprintf(file, sizeof(file), "%s/file", dir);
+	FILE *f = fopen(file, "w");
+	fclose(f);
+	ck_assert_int_eq(ts_server_create(ring, file, NULL, &s2, &err), TS_E_STATE);
+	ck_assert_int_eq(access(file, F_OK), 0);
+	unlink(file);
+	/* stale: a bound socket nobody listens on is replaced */
+	char stale[160];
+	snprintf(stale, sizeof(stale), "%s/stale.sock", dir);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	memcpy(a.sun_path, stale, strlen(stale) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	close(fd);
+	ck_assert_int_eq(ts_server_create(ring, stale, NULL, &s2, &err), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(stale, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	ts_server_destroy(s2);
+	ck_assert_int_ne(stat(stale, &st), 0);
+	ck_assert_int_eq(ts_server_create(ring, "", NULL, &s2, &err), TS_E_ARG);
+	ck_assert_int_eq(ts_server_create(ring, stale, "no-such-group-xyz", &s2,
+					  &err), TS_E_ARG);
+}
+END_TEST
+
+static Suite *client_suite(void)
+{
+	Suite *s = suite_create("client");
+	TCase *tc = tcase_create("stream");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_stream);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("handshake");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_bad_peers);
+	tcase_add_test(tc, test_socket_files);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(client_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

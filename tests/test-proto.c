@@ -1,0 +1,167 @@
+/* test-proto.c - tensorsocket wire messages: round trips, byte layout,
+ * garbage rejection, descriptor passing. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+START_TEST(test_hello_roundtrip)
+{
+	static const struct ts_proto_hello t[] = {
+		{ TS_PROTO_VERSION, 64, 0, 0, 1234 },
+		{ TS_PROTO_VERSION, 1, 1, 1, 0 },
+		{ TS_PROTO_VERSION, 0xffffffffu, 1, 0, 0x7fffffff },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+		size_t n = ts_proto_put_hello(buf, &t[i]);
+		ck_assert_uint_eq(n, TS_PROTO_HDR_LEN + TS_PROTO_HELLO_LEN);
+		uint16_t type, len;
+		ck_assert_int_eq(ts_proto_get_header(buf, &type, &len, NULL), 0);
+		ck_assert_uint_eq(type, TS_MSG_HELLO);
+		ck_assert_uint_eq(len, TS_PROTO_HELLO_LEN);
+		struct ts_proto_hello h;
+		ck_assert_int_eq(ts_proto_get_hello(buf + 8, len, &h, NULL), 0);
+		ck_assert_uint_eq(h.batch, t[i].batch);
+		ck_assert_uint_eq(h.join, t[i].join);
+		ck_assert_uint_eq(h.drop_last, t[i].drop_last);
+		ck_assert_uint_eq(h.pid, t[i].pid);
+	}
+}
+END_TEST
+
+/* The byte layout documented in tensorsocket(7). */
+START_TEST(test_hello_bytes)
+{
+	struct ts_proto_hello h = { 1, 0x102, 1, 0, 0x0a0b0c0d };
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	static const uint8_t want[24] = {
+		'T', 'S', 'S', 'K', 1, 0, 16, 0,
+		1, 0, 0, 0, 2, 1, 0, 0, 1, 0, 0, 0, 0x0d, 0x0c, 0x0b, 0x0a,
+	};
+	ck_assert_uint_eq(ts_proto_put_hello(buf, &h), 24);
+	ck_assert_mem_eq(buf, want, 24);
+}
+END_TEST
+
+START_TEST(test_welcome_roundtrip)
+{
+	struct ts_proto_welcome w = {
+		.version = 1, .producer_pid = 77, .height = 224, .width = 224,
+		.channels = 3, .dtype = 3, .layout = 1, .epochs = 90,
+		.sample_bytes = 602112, .capacity = 2048,
+		.samples_per_epoch = 1281167, .start = 1ull << 40,
+		.min_epoch = 5, .batch = 256, .head = (1ull << 40) + 3,
+	};
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	size_t n = ts_proto_put_welcome(buf, &w);
+	ck_assert_uint_eq(n, TS_PROTO_HDR_LEN + TS_PROTO_WELCOME_LEN);
+	struct ts_proto_welcome g;
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, NULL), 0);
+	ck_assert_mem_eq(&g, &w, sizeof(w));
+	buf[8 + 20] = 9;  /* dtype out of range */
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, NULL),
+			 TS_E_PROTOCOL);
+}
+END_TEST
+
+START_TEST(test_refuse_roundtrip)
+{
+	struct ts_proto_refuse r = { TS_REFUSE_BATCH, "batch too\x01 large" };
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	size_t n = ts_proto_put_refuse(buf, &r);
+	struct ts_proto_refuse g;
+	ck_assert_int_eq(ts_proto_get_refuse(buf + 8, n - 8, &g, NULL), 0);
+	ck_assert_uint_eq(g.reason, TS_REFUSE_BATCH);
+	ck_assert_str_eq(g.text, "batch too? large");
+	ck_assert_int_eq(ts_proto_get_refuse(buf + 8, n - 9, &g, NULL),
+			 TS_E_PROTOCOL);
+}
+END_TEST
+
+START_TEST(test_garbage)
+{
+	static const struct { uint8_t b[8]; } hdrs[] = {
+		{ { 'G', 'E', 'T', ' ', '/', ' ', 'H', 'T' } },  /* magic */
+		{ { 'T', 'S', 'S', 'K', 9, 0, 16, 0 } },          /* type */
+		{ { 'T', 'S', 'S', 'K', 1, 0, 0xff, 0xff } },     /* length */
+	};
+	struct ts_error err;
+	for (size_t i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
+		uint16_t type = 0, len = 0;
+		ck_assert_int_eq(ts_proto_get_header(hdrs[i].b, &type, &len, &err),
+				 TS_E_PROTOCOL);
+	}
+	struct ts_proto_hello h;
+	uint8_t body[16] = { 1, 0, 0, 0, 8, 0, 0, 0, 2 /* join */ };
+	ck_assert_int_eq(ts_proto_get_hello(body, 16, &h, &err), TS_E_PROTOCOL);
+	ck_assert_int_eq(ts_proto_get_hello(body, 15, &h, &err), TS_E_PROTOCOL);
+	ck_assert_int_eq(ts_proto_get_hello(body, 3, &h, &err), TS_E_PROTOCOL);
+	/* A newer version decodes its version only (the server refuses). */
+	uint8_t v2[40] = { 2 };
+	ck_assert_int_eq(ts_proto_get_hello(v2, 40, &h, &err), 0);
+	ck_assert_uint_eq(h.version, 2);
+}
+END_TEST
+
+START_TEST(test_send_recv_fds)
+{
+	int sp[2];
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	int pipefd[2];
+	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	struct ts_proto_welcome w = { .version = 1, .batch = 32, .capacity = 64 };
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	ck_assert_int_eq(ts_proto_send(sp[0], buf, ts_proto_put_welcome(buf, &w),
+				       pipefd, 2), 0);
+	uint16_t type, len;
+	int fds[2], nfds;
+	ck_assert_int_eq(ts_proto_recv(sp[1], 1000, &type, buf, &len, fds, &nfds,
+				       NULL), 0);
+	ck_assert_uint_eq(type, TS_MSG_WELCOME);
+	ck_assert_int_eq(nfds, 2);
+	ck_assert_int_ne(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, 0);
+	ck_assert_int_eq(write(fds[1], "k", 1), 1);
+	char c = 0;
+	ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'k');
+	/* Nothing more: a timeout; then the peer hangs up. */
+	ck_assert_int_eq(ts_proto_recv(sp[1], 50, &type, buf, &len, fds + 0,
+				       &nfds, NULL), -ETIMEDOUT);
+	close(sp[0]);
+	ck_assert_int_eq(ts_proto_recv(sp[1], 1000, &type, buf, &len, fds, &nfds,
+				       NULL), TS_E_PRODUCER);
+	close(sp[1]);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+END_TEST
+
+static Suite *proto_suite(void)
+{
+	Suite *s = suite_create("proto");
+	TCase *tc = tcase_create("messages");
+	tcase_add_test(tc, test_hello_roundtrip);
+	tcase_add_test(tc, test_hello_bytes);
+	tcase_add_test(tc, test_welcome_roundtrip);
+	tcase_add_test(tc, test_refuse_roundtrip);
+	tcase_add_test(tc, test_garbage);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("transport");
+	tcase_add_test(tc, test_send_recv_fds);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proto_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,379 @@
+/* test-ring.c - the shared sample ring: layout, double map, batches,
+ * epoch boundaries, end of stream, space accounting, joins, threads. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+static struct ts_ring *make_ring(uint64_t cap, uint64_t spe, int h)
+{
+	struct ts_ring_params p = { .height = h, .width = 4, .channels = 1,
+				    .dtype = TS_DTYPE_U8, .capacity = cap,
+				    .samples_per_epoch = spe };
+	struct ts_ring *r = NULL;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_create(&p, &r, &err), 0);
+	return r;
+}
+
+/* Write samples [from, to): byte = seq, label = seq, epoch = seq / spe. */
+static void produce(struct ts_ring *r, uint64_t from, uint64_t to,
+		    uint64_t spe)
+{
+	struct ts_ring_info in;
+	ts_ring_get_info(r, &in);
+	for (uint64_t s = from; s < to; s++) {
+		ck_assert_int_eq(ts_ring_wait_writable(r, s, 1000), 0);
+		memset(ts_ring_slot(r, s), (int)(s & 0xff), in.sample_bytes);
+		ts_ring_set_meta(r, s, (int32_t)s, (uint32_t)(s / spe), s % spe);
+	}
+	ts_ring_publish(r, to);
+}
+
+START_TEST(test_capacity_rounding)
+{
+	static const struct { int h; uint64_t cap; uint64_t want; } t[] = {
+		{ 1024, 3, 3 },       /* 4096-byte samples: any count */
+		{ 16, 10, 64 },       /* 64-byte samples: 64 per page */
+		{ 3, 10, 1024 },      /* 12-byte samples: gcd 4 -> 1024 */
+		{ 1024, 1, 2 },       /* at least 2 */
+	};
+	long page = sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ts_ring *r = make_ring(t[i].cap, 0, t[i].h);
+		struct ts_ring_info in;
+		ts_ring_get_info(r, &in);
+		ck_assert_uint_eq(in.capacity, t[i].want);
+		ck_assert_uint_eq(in.capacity * in.sample_bytes % (uint64_t)page, 0);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
+START_TEST(test_bad_params)
+{
+	struct ts_ring_params p = { .height = 0, .width = 4, .channels = 1,
+				    .capacity = 8 };
+	struct ts_ring *r = (struct ts_ring *)0x1;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_create(&p, &r, &err), TS_E_ARG);
+	ck_assert_ptr_eq(r, (struct ts_ring *)0x1);  /* untouched */
+	ts_ring_destroy(NULL);
+	ts_ring_local_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_wrap_contiguous)
+{
+	/* 64 samples of 64 bytes; a batch of 24 starting at 50 wraps. */
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_local_create(r, 24, TS_JOIN_NOW, false, &l, NULL), 0);
+	uint64_t seq = 0;
+	for (int round = 0; round < 8; round++) {
+		produce(r, seq, seq + 24, 1000);
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+		ck_assert_uint_eq(b.seq, seq);
+		ck_assert_uint_eq(b.n, 24);
+		const uint8_t *d = b.data;
+		for (size_t i = 0; i < 24; i++) {
+			ck_assert_uint_eq(d[i * 64], (seq + i) & 0xff);
+			ck_assert_uint_eq(d[i * 64 + 63], (seq + i) & 0xff);
+			ck_assert_int_eq(b.labels[i], (int32_t)(seq + i));
+		}
+		seq += 24;
+	}
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+/* Batches of 64 over epochs of 100: 64, 36, 64, 36 (or 64, 64 dropped). */
+START_TEST(test_epoch_boundaries)
+{
+	static const struct {
+		bool drop;
+		size_t n[5];
+		uint32_t e[5];
+		uint64_t index[5];
+	} t[] = {
+		{ false, { 64, 36, 64, 36, 0 }, { 0, 0, 1, 1 }, { 0, 64, 0, 64 } },
+		{ true, { 64, 64, 0 }, { 0, 1 }, { 0, 0 } },
+	};
+	for (size_t k = 0; k < 2; k++) {
+		struct ts_ring *r = make_ring(256, 100, 16);
+		struct ts_ring_local *l;
+		struct ts_ring_batch b;
+		ck_assert_int_eq(ts_ring_local_create(r, 64, TS_JOIN_NOW, t[k].drop,
+						      &l, NULL), 0);
+		produce(r, 0, 200, 100);
+		ts_ring_finish(r, 0);
+		for (size_t i = 0; t[k].n[i]; i++) {
+			ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+			ck_assert_uint_eq(b.n, t[k].n[i]);
+			ck_assert_uint_eq(b.epoch, t[k].e[i]);
+			ck_assert_uint_eq(b.index, t[k].index[i]);
+		}
+		struct ts_error err;
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, &err), TS_E_EOS);
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, &err), TS_E_EOS);
+		ts_ring_local_destroy(l);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
+START_TEST(test_producer_error)
+{
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &l, NULL), 0);
+	produce(r, 0, 8, 1000);
+	ts_ring_finish(r, TS_E_DECODE);
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, &err), 0);
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, &err), TS_E_PRODUCER);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 1000, 10), -ECANCELED);
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+START_TEST(test_timeout)
+{
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &l, NULL), 0);
+	produce(r, 0, 4, 1000);
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 50, &err), -ETIMEDOUT);
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+/* A consumer that does not release holds the producer; release, detach
+ * and finish each let it go. */
+START_TEST(test_space_accounting)
+{
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_local_create(r, 32, TS_JOIN_NOW, false, &l, NULL), 0);
+	produce(r, 0, 64, 1000);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64, 30), -ETIMEDOUT);
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64, 30), -ETIMEDOUT);
+	ts_ring_local_release(l, &b);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64 + 31, 30), 0);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64 + 32, 30), -ETIMEDOUT);
+
+	struct ts_ring_stat st;
+	ts_ring_stat(r, &st);
+	ck_assert_uint_eq(st.n_consumers, 1);
+	ck_assert_uint_eq(st.consumers[0].release, 32);
+	ck_assert_uint_eq(st.consumers[0].lag, 32);
+	ck_assert_uint_eq(st.consumers[0].batch, 32);
+
+	ts_ring_local_destroy(l);
+	/* Now only the head bounds the writer: head 64 + capacity 64. */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 127, 30), 0);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 128, 30), -ETIMEDOUT);
+	ts_ring_finish(r, 0);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 128, 30), -ECANCELED);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+START_TEST(test_refuse_batch)
+{
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *l = NULL;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_local_create(r, 33, TS_JOIN_NOW, false, &l, &err),
+			 TS_E_REFUSED);
+	ck_assert_ptr_null(l);
+	ck_assert_ptr_nonnull(strstr(err.msg, "half the ring"));
+	ck_assert_int_eq(ts_ring_local_create(r, 0, TS_JOIN_NOW, false, &l, &err),
+			 TS_E_REFUSED);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+/* Joins: "now" starts at the head; "next_epoch" at the current epoch's
+ * start when it is still in the ring, else skips to the next epoch. */
+START_TEST(test_join_policies)
+{
+	static const struct {
+		uint64_t produced;  /* head before the join */
+		enum ts_ring_join join;
+		uint64_t start;
+		uint32_t first_epoch;
+		uint64_t first_index;
+	} t[] = {
+		{ 0, TS_JOIN_NOW, 0, 0, 0 },
+		{ 30, TS_JOIN_NOW, 30, 0, 30 },
+		{ 30, TS_JOIN_NEXT_EPOCH, 0, 0, 0 },      /* epoch 0 whole */
+		{ 130, TS_JOIN_NEXT_EPOCH, 100, 1, 0 },   /* epoch 1 whole */
+		{ 220, TS_JOIN_NEXT_EPOCH, 200, 2, 0 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ts_ring *r = make_ring(256, 100, 16);
+		struct ts_ring_local *keep, *l;
+		struct ts_ring_batch b;
+		/* keep drains everything, so the head can run ahead */
+		ck_assert_int_eq(ts_ring_local_create(r, 10, TS_JOIN_NOW, false,
+						      &keep, NULL), 0);
+		for (uint64_t s = 0; s < t[i].produced; s += 10) {
+			produce(r, s, s + 10, 100);
+			ck_assert_int_eq(ts_ring_local_next(keep, &b, 1000, NULL), 0);
+			ts_ring_local_release(keep, &b);
+		}
+		ck_assert_int_eq(ts_ring_local_create(r, 10, t[i].join, false,
+						      &l, NULL), 0);
+		produce(r, t[i].produced, t[i].produced + 40, 100);
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+		ck_assert_uint_eq(b.seq, t[i].start);
+		ck_assert_uint_eq(b.epoch, t[i].first_epoch);
+		ck_assert_uint_eq(b.index, t[i].first_index);
+		ts_ring_local_destroy(l);
+		ts_ring_local_destroy(keep);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
+/* A joiner whose epoch start was overwritten skips to the next epoch. */
+START_TEST(test_join_next_epoch_skip)
+{
+	struct ts_ring *r = make_ring(64, 100, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	produce(r, 0, 40, 100);
+	produce(r, 40, 90, 100);   /* slots of 0..25 overwritten */
+	ck_assert_int_eq(ts_ring_local_create(r, 16, TS_JOIN_NEXT_EPOCH, false,
+					      &l, NULL), 0);
+	for (uint64_t s = 90; s < 140; s += 5) {
+		/* the joiner skips as the producer goes */
+		produce(r, s, s + 5, 100);
+	}
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+	ck_assert_uint_eq(b.epoch, 1);
+	ck_assert_uint_eq(b.index, 0);
+	ck_assert_uint_eq(b.seq, 100);
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+struct thr {
+	struct ts_ring *r;
+	struct ts_ring_local *l;
+	uint64_t total, seen;
+	int bad;
+};
+
+static void *producer_thread(void *arg)
+{
+	struct thr *t = arg;
+	for (uint64_t s = 0; s < t->total; s++) {
+		if (ts_ring_wait_writable(t->r, s, 5000) < 0) {
+			t->bad++;
+			break;
+		}
+		memset(ts_ring_slot(t->r, s), (int)(s & 0xff), 64);
+		ts_ring_set_meta(t->r, s, (int32_t)s, (uint32_t)(s / 1000), s % 1000);
+		ts_ring_publish(t->r, s + 1);
+	}
+	ts_ring_finish(t->r, 0);
+	return NULL;
+}
+
+static void *consumer_thread(void *arg)
+{
+	struct thr *t = arg;
+	struct ts_ring_batch b;
+	uint64_t want = 0;
+	while (ts_ring_local_next(t->l, &b, 5000, NULL) == 0) {
+		const uint8_t *d = b.data;
+		if (b.seq != want)
+			t->bad++;
+		for (size_t i = 0; i < b.n; i++)
+			if (d[i * 64 + 17] != ((b.seq + i) & 0xff) ||
+			    b.labels[i] != (int32_t)(b.seq + i))
+				t->bad++;
+		want = b.seq + b.n;
+	}
+	t->seen = want;
+	return NULL;
+}
+
+START_TEST(test_threads)
+{
+	static const uint32_t batches[] = { 7, 32, 100 };
+	struct ts_ring *r = make_ring(256, 1000, 16);
+	struct thr p = { .r = r, .total = 20000 };
+	struct thr c[3];
+	pthread_t tp, tc[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = (struct thr){ .r = r };
+		ck_assert_int_eq(ts_ring_local_create(r, batches[i], TS_JOIN_NOW,
+						      false, &c[i].l, NULL), 0);
+		pthread_create(&tc[i], NULL, consumer_thread, &c[i]);
+	}
+	pthread_create(&tp, NULL, producer_thread, &p);
+	pthread_join(tp, NULL);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(tc[i], NULL);
+		ck_assert_int_eq(c[i].bad, 0);
+		ck_assert_uint_eq(c[i].seen, 20000);
+		ts_ring_local_destroy(c[i].l);
+	}
+	ck_assert_int_eq(p.bad, 0);
+	ts_ring_destroy(r);
+}
+END_TEST
+
+static Suite *ring_suite(void)
+{
+	Suite *s = suite_create("ring");
+	TCase *tc = tcase_create("layout");
+	tcase_add_test(tc, test_capacity_rounding);
+	tcase_add_test(tc, test_bad_params);
+	tcase_add_test(tc, test_wrap_contiguous);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("batches");
+	tcase_add_test(tc, test_epoch_boundaries);
+	tcase_add_test(tc, test_producer_error);
+	tcase_add_test(tc, test_timeout);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("accounting");
+	tcase_add_test(tc, test_space_accounting);
+	tcase_add_test(tc, test_refuse_batch);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("join");
+	tcase_add_test(tc, test_join_policies);
+	tcase_add_test(tc, test_join_next_epoch_skip);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("threads");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_threads);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ring_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
