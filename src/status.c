@@ -1,0 +1,274 @@
+/*
+ * status.c - live status, JSON stats, the status file and the summary of
+ * `tsrun run`.
+ */
+#include "status.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SEEN 256
+
+struct seen {
+	int pid;
+	uint32_t batch;
+	uint64_t first_release;
+	uint64_t last_release;
+	double first_t, last_t;
+};
+
+struct ts_status {
+	const struct ts_plan *plan;
+	const char *file;
+	char *socket;
+	char *status_path;
+	uint64_t epochs;
+	uint64_t start_epoch;
+	bool quiet;
+	bool tty;
+	bool line_drawn;
+	double t0, last_t, last_plain, last_emit;
+	uint64_t last_samples;
+	double rate;
+	struct seen seen[MAX_SEEN];
+	size_t n_seen;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+char *ts_status_path(const char *socket_path)
+{
+	char *p = NULL;
+	if (asprintf(&p, "%s.status.json", socket_path) < 0)
+		return NULL;
+	return p;
+}
+
+int ts_status_create(const struct ts_plan *plan, const char *file,
+		     const char *socket_path, uint64_t epochs,
+		     uint64_t start_epoch, bool quiet, struct ts_status **out)
+{
+	struct ts_status *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->plan = plan;
+	s->file = file;
+	s->socket = strdup(socket_path);
+	s->status_path = ts_status_path(socket_path);
+	if (!s->socket || !s->status_path) {
+		ts_status_destroy(s);
+		return -ENOMEM;
+	}
+	s->epochs = epochs;
+	s->start_epoch = start_epoch;
+	s->quiet = quiet;
+	s->tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
+	s->t0 = s->last_t = s->last_plain = now_s();
+	*out = s;
+	return 0;
+}
+
+static void track(struct ts_status *s, const struct ts_ring_stat *rs, double t)
+{
+	for (size_t i = 0; i < rs->n_consumers; i++) {
+		const struct ts_ring_consumer_stat *c = &rs->consumers[i];
+		if (c->local)
+			continue;
+		struct seen *e = NULL;
+		for (size_t j = 0; j < s->n_seen; j++)
+			if (s->seen[j].pid == c->pid && s->seen[j].first_release <= c->release) {
+				e = &s->seen[j];
+				break;
+			}
+		if (!e && s->n_seen < MAX_SEEN) {
+			e = &s->seen[s->n_seen++];
+			e->pid = c->pid;
+			e->batch = c->batch;
+			e->first_release = c->start < c->release ? c->start : c->release;
+			e->first_t = t;
+		}
+		if (e) {
+			e->last_release = c->release;
+			e->last_t = t;
+		}
+	}
+}
+
+/* The consumer with the largest lag: the one holding the ring back. */
+static const struct ts_ring_consumer_stat *slowest(const struct ts_ring_stat *rs)
+{
+	const struct ts_ring_consumer_stat *w = NULL;
+	for (size_t i = 0; i < rs->n_consumers; i++)
+		if (!w || rs->consumers[i].lag > w->lag)
+			w = &rs->consumers[i];
+	return w;
+}
+
+static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
+		       const struct ts_ring_stat *rs, FILE *f, double t)
+{
+	const struct ts_ring_consumer_stat *w = slowest(rs);
+	bool full = w && w->lag >= rs->capacity;
+	fprintf(f, "{\"time\":%.3f,\"pipeline\":\"%s\",\"file\":\"%s\",\"socket\":\"%s\","
+		"\"pid\":%d,\"state\":\"%s\",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64 ","
+		"\"index\":%" PRIu64 ",\"epoch_size\":%" PRIu64 ",\"samples\":%" PRIu64 ","
+		"\"images_per_s\":%.1f,\"ring_fill\":%" PRIu64 ",\"capacity\":%" PRIu64 ","
+		"\"skipped\":%" PRIu64 ",\"threads\":%d,\"batch\":%d,",
+		t - s->t0, s->plan->name, s->file, s->socket, (int)getpid(),
+		rs->state == TS_RING_RUNNING ? "running" : rs->state == TS_RING_EOS ? "done" : "error",
+		es->epoch, s->epochs, es->index, es->epoch_size, es->samples, s->rate,
+		w ? (w->lag < rs->capacity ? w->lag : rs->capacity) : 0, rs->capacity,
+		es->skipped, es->threads, s->plan->batch);
+	fprintf(f, "\"holding_back\":");
+	if (w && full && !w->local)
+		fprintf(f, "%d,", (int)w->pid);
+	else
+		fprintf(f, "null,");
+	fprintf(f, "\"consumers\":[");
+	bool first = true;
+	for (size_t i = 0; i < rs->n_consumers; i++) {
+		const struct ts_ring_consumer_stat *c = &rs->consumers[i];
+		if (c->local)
+			continue;
+		fprintf(f, "%s{\"pid\":%d,\"batch\":%u,\"position\":%" PRIu64 ",\"lag\":%" PRIu64
+			",\"images_per_s\":%.1f}", first ? "" : ",", (int)c->pid, c->batch,
+			c->release, c->lag, c->rate);
+		first = false;
+	}
+	fprintf(f, "]}\n");
+}
+
+static void write_status_file(struct ts_status *s, const struct ts_engine_stats *es,
+			      const struct ts_ring_stat *rs, double t)
+{
+	char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp", s->status_path) < 0)
+		return;
+	FILE *f = fopen(tmp, "we");
+	if (f) {
+		write_json(s, es, rs, f, t);
+		if (fclose(f) == 0)
+			rename(tmp, s->status_path);
+		else
+			unlink(tmp);
+	}
+	free(tmp);
+}
+
+void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
+		      const struct ts_ring_stat *rs, FILE *tty, FILE *json)
+{
+	double t = now_s();
+	if (t - s->last_t >= 0.5) {
+		s->rate = (double)(es->samples - s->last_samples) / (t - s->last_t);
+		s->last_samples = es->samples;
+		s->last_t = t;
+	}
+	track(s, rs, t);
+	/* Track every call; show and write at most once a second, and always
+	 * at the end of the stream. */
+	if (t - s->last_emit < 1.0 && rs->state == TS_RING_RUNNING)
+		return;
+	s->last_emit = t;
+	if (json) {
+		write_json(s, es, rs, json, t);
+		fflush(json);
+	}
+	write_status_file(s, es, rs, t);
+	if (s->quiet)
+		return;
+	char line[512];
+	int n = 0;
+	double frac = es->epoch_size ? (double)es->index / (double)es->epoch_size : 0.0;
+	char bar[21];
+	int fill = (int)(frac * 20.0);
+	for (int i = 0; i < 20; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[20] = 0;
+	const struct ts_ring_consumer_stat *w = slowest(rs);
+	uint64_t fill_n = w ? (w->lag < rs->capacity ? w->lag : rs->capacity) : 0;
+	if (s->epochs)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "epoch %" PRIu64 "/%" PRIu64,
+			      es->epoch + 1 > s->epochs ? s->epochs : es->epoch + 1, s->epochs);
+	else
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "epoch %" PRIu64, es->epoch + 1);
+	n += snprintf(line + n, sizeof(line) - (size_t)n,
+		      " [%s] %3.0f%% | %.0f img/s | ring %" PRIu64 "/%" PRIu64 " | %zu consumer%s",
+		      bar, frac * 100.0, s->rate, fill_n, rs->capacity, rs->n_consumers,
+		      rs->n_consumers == 1 ? "" : "s");
+	for (size_t i = 0; i < rs->n_consumers && i < 4 && n < (int)sizeof(line) - 40; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%d lag %" PRIu64,
+			      i ? ", " : " (", (int)rs->consumers[i].pid, rs->consumers[i].lag);
+	if (rs->n_consumers > 0 && n < (int)sizeof(line) - 4)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s)", rs->n_consumers > 4 ? ", ..." : "");
+	if (w && fill_n >= rs->capacity && n < (int)sizeof(line) - 40)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " | held by %d", (int)w->pid);
+	if (n < (int)sizeof(line) - 30)
+		snprintf(line + n, sizeof(line) - (size_t)n, " | skipped %" PRIu64, es->skipped);
+	if (s->tty) {
+		fprintf(tty, "\r\033[K%s", line);
+		fflush(tty);
+		s->line_drawn = true;
+	} else if (t - s->last_plain >= 10.0) {
+		fprintf(tty, "tsrun: %s\n", line);
+		s->last_plain = t;
+	}
+}
+
+void ts_status_clear(struct ts_status *s, FILE *tty)
+{
+	if (s && s->line_drawn) {
+		fprintf(tty, "\r\033[K");
+		s->line_drawn = false;
+	}
+}
+
+void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
+		       const struct ts_ring_stat *rs, const char *const *skipped,
+		       size_t n_skipped, FILE *out)
+{
+	double t = now_s();
+	track(s, rs, t);
+	ts_status_clear(s, out);
+	if (s->quiet && n_skipped == 0)
+		return;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	double wall = t - s->t0;
+	fprintf(out, "tsrun: summary: %" PRIu64 " images served in %.1f s (%.0f img/s), "
+		"cpu %.1f s, peak memory %.1f MiB, skipped %zu\n", es->samples, wall,
+		wall > 0 ? (double)es->samples / wall : 0.0, cpu, (double)ru.ru_maxrss / 1024.0,
+		n_skipped);
+	for (size_t i = 0; i < s->n_seen; i++) {
+		const struct seen *e = &s->seen[i];
+		double dt = e->last_t - e->first_t;
+		uint64_t n = e->last_release - e->first_release;
+		fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64 " images, %.0f img/s\n",
+			e->pid, e->batch, n, dt > 0 ? (double)n / dt : 0.0);
+	}
+	for (size_t i = 0; i < n_skipped; i++)
+		fprintf(out, "tsrun: skipped %s\n", skipped[i]);
+}
+
+void ts_status_destroy(struct ts_status *s)
+{
+	if (!s)
+		return;
+	if (s->status_path)
+		unlink(s->status_path);
+	free(s->status_path);
+	free(s->socket);
+	free(s);
+}
