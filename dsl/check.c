@@ -155,23 +155,53 @@ static bool is_size_unit(const char *u)
 	return false;
 }
 
+/* Whole numbers print in full (a ring bound reads 1073741824, not
+ * 1.07374e+09); the rest as %g. */
 static void fmt_num(double x, char *buf, size_t n)
 {
-	snprintf(buf, n, "%g", x);
+	if (fabs(x) < 1e15 && x == floor(x))
+		snprintf(buf, n, "%.0f", x);
+	else
+		snprintf(buf, n, "%g", x);
 }
 
-/* Range check of one number against p's bounds; reports and returns -1. */
+/* At and beyond 2^63 converting a double to int64_t is undefined (and to
+ * uint64_t soon after); every parameter's bounds lie far below it. */
+#define TS_CHECK_NUM_LIMIT 9223372036854775808.0 /* 2^63 */
+
+/* Range check of one number against p's bounds; reports and returns -1.
+ * Callers convert x to an integer type only after this passed, so a value
+ * too large (or not finite) for any conversion is refused first, as
+ * "value out of range", before anything converts it. */
 static int check_bounds(struct ctx *c, const char *what,
 			const struct ts_param *p, double x, struct ts_loc loc)
 {
 	char a[32], b[32], got[32];
 	fmt_num(p->min, a, sizeof(a));
 	fmt_num(p->max, b, sizeof(b));
-	fmt_num(x, got, sizeof(got));
 	if (p->type == TS_PT_SIZE) {
 		ts_plan_format_size((uint64_t)p->min, a, sizeof(a));
-		ts_plan_format_size((uint64_t)x, got, sizeof(got));
+		ts_plan_format_size((uint64_t)p->max, b, sizeof(b));
 	}
+	if (!isfinite(x) || fabs(x) >= TS_CHECK_NUM_LIMIT) {
+		char hint[96];
+		if (p->has_min && p->has_max)
+			snprintf(hint, sizeof(hint), "%s '%s' must be between %s and %s",
+				 what, p->name, a, b);
+		else if (p->has_min)
+			snprintf(hint, sizeof(hint), "%s '%s' must be at least %s",
+				 what, p->name, a);
+		else if (p->has_max)
+			snprintf(hint, sizeof(hint), "%s '%s' must be at most %s",
+				 what, p->name, b);
+		else
+			hint[0] = '\0';
+		err(c, loc, hint, "%s '%s': value out of range", what, p->name);
+		return -1;
+	}
+	fmt_num(x, got, sizeof(got));
+	if (p->type == TS_PT_SIZE && x >= 0)
+		ts_plan_format_size((uint64_t)x, got, sizeof(got));
 	if ((p->has_min && x < p->min) || (p->has_max && x > p->max)) {
 		if (p->has_min && p->has_max)
 			err(c, loc, NULL, "%s '%s' must be between %s and %s, got %s",
@@ -1127,6 +1157,9 @@ static int apply_serve(struct ctx *c, const struct ts_ast_stmt *st,
 		}
 	}
 	defaults(params, n, vals);
+	/* convert() bounded every given value (check_bounds) and the ones it
+	 * refused went back to their defaults, so the conversions below are
+	 * in range. */
 	for (size_t i = 0; i < n; i++) {
 		const char *name = params[i].name;
 		struct val *v = &vals[i];

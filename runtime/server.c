@@ -72,7 +72,7 @@ static void refuse(int fd, uint32_t reason, const char *text)
 {
 	struct ts_proto_refuse m = { .reason = reason };
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
-	snprintf(m.text, sizeof(m.text), "%s", text);
+	snprintf(m.text, sizeof(m.text), "%.*s", (int)sizeof(m.text) - 1, text);
 	(void)ts_proto_send(fd, buf, ts_proto_put_refuse(buf, &m), NULL, 0);
 }
 

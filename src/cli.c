@@ -2,6 +2,9 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -178,4 +181,51 @@ int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 		return TS_EXIT_INVALID;
 	}
 	return rc == 0 ? TS_EXIT_OK : TS_EXIT_INVALID;
+}
+
+double ts_cli_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double ts_cli_cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+bool ts_cli_parse_long(const char *s, long min, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool ts_cli_parse_start(const char *s, unsigned long long *epoch,
+			unsigned long long *index)
+{
+	char *end;
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		return false;
+	unsigned long long e = strtoull(s, &end, 10);
+	if (errno || end == s || *end != ':')
+		return false;
+	const char *p = end + 1;
+	if (*p < '0' || *p > '9')
+		return false;
+	unsigned long long i = strtoull(p, &end, 10);
+	if (errno || end == p || *end)
+		return false;
+	*epoch = e;
+	*index = i;
+	return true;
 }

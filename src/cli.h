@@ -59,4 +59,16 @@ void ts_cli_error(const char *cmd, const char *fmt, ...)
 int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 		   struct ts_plan **out);
 
+/* Monotonic wall-clock seconds, and this process's CPU seconds (user +
+ * system), for throughput figures. */
+double ts_cli_now(void);
+double ts_cli_cpu_seconds(void);
+
+/* Parse a whole decimal number >= min into *out; false when s is not one. */
+bool ts_cli_parse_long(const char *s, long min, long *out);
+
+/* Parse a resume position "EPOCH:INDEX". */
+bool ts_cli_parse_start(const char *s, unsigned long long *epoch,
+			unsigned long long *index);
+
 #endif

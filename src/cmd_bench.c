@@ -17,48 +17,10 @@
 #include "tsrun.h"
 #include "tsrun_internal.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
-static double cpu_s(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
 
 /* Parse "EPOCH:INDEX". */
-static bool parse_start(const char *s, uint64_t *epoch, uint64_t *index)
-{
-	char *end;
-	errno = 0;
-	unsigned long long e = strtoull(s, &end, 10);
-	if (errno || end == s || *end != ':')
-		return false;
-	const char *p = end + 1;
-	unsigned long long i = strtoull(p, &end, 10);
-	if (errno || end == p || *end)
-		return false;
-	*epoch = e;
-	*index = i;
-	return true;
-}
 
-static bool parse_count(const char *s, long min, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min)
-		return false;
-	*out = v;
-	return true;
-}
 
 static void usage(FILE *f)
 {
@@ -80,38 +42,38 @@ int ts_cmd_bench(int argc, char **argv)
 	};
 	const char *pipeline = NULL;
 	long epochs = 1, threads = 0, batches = -1, batch = 0;
-	uint64_t start_epoch = 0, start_index = 0;
+	unsigned long long start_epoch = 0, start_index = 0;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:e:t:n:b:s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'e':
-			if (!parse_count(optarg, 1, &epochs)) {
+			if (!ts_cli_parse_long(optarg, 1, &epochs)) {
 				ts_cli_error("bench", "--epochs wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 't':
-			if (!parse_count(optarg, 1, &threads)) {
+			if (!ts_cli_parse_long(optarg, 1, &threads)) {
 				ts_cli_error("bench", "--threads wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 'n':
-			if (!parse_count(optarg, 1, &batches)) {
+			if (!ts_cli_parse_long(optarg, 1, &batches)) {
 				ts_cli_error("bench", "--batches wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 'b':
-			if (!parse_count(optarg, 1, &batch)) {
+			if (!ts_cli_parse_long(optarg, 1, &batch)) {
 				ts_cli_error("bench", "--batch wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 's':
-			if (!parse_start(optarg, &start_epoch, &start_index)) {
+			if (!ts_cli_parse_start(optarg, &start_epoch, &start_index)) {
 				ts_cli_error("bench", "--start wants EPOCH:INDEX such as 2:1000, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
@@ -145,7 +107,7 @@ int ts_cmd_bench(int argc, char **argv)
 	};
 	struct ts_error err = {0};
 	struct ts_stream *s = NULL;
-	double cpu0 = cpu_s(), t0 = now_s();
+	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_cli_now();
 	int rc = ts_pipeline_open(p, &so, &s, &err);
 	if (rc) {
 		ts_cli_error("bench", "%s", err.msg);
@@ -169,7 +131,7 @@ int ts_cmd_bench(int argc, char **argv)
 		images += b.n;
 		nb++;
 	}
-	double wall = now_s() - t0;
+	double wall = ts_cli_now() - t0;
 	struct ts_stream_stats ss;
 	ts_stream_stats(s, &ss);
 	const char *const *skipped = NULL;
@@ -182,7 +144,7 @@ int ts_cmd_bench(int argc, char **argv)
 	for (size_t i = 0; i < n_skipped; i++)
 		fprintf(stderr, "tsrun bench: skipped %s\n", skipped[i]);
 	ts_stream_close(s);
-	double cpu = cpu_s() - cpu0;
+	double cpu = ts_cli_cpu_seconds() - cpu0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	char hex[17];

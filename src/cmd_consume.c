@@ -18,23 +18,7 @@
 #include "digest.h"
 #include "tsclient.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
-static bool parse_long(const char *s, long min, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min)
-		return false;
-	*out = v;
-	return true;
-}
 
 static void usage(FILE *f)
 {
@@ -61,13 +45,13 @@ int ts_cmd_consume(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:n:J:dD:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			if (!parse_long(optarg, 1, &batch)) {
+			if (!ts_cli_parse_long(optarg, 1, &batch)) {
 				ts_cli_error("consume", "--batch wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 'n':
-			if (!parse_long(optarg, 1, &max_batches)) {
+			if (!ts_cli_parse_long(optarg, 1, &max_batches)) {
 				ts_cli_error("consume", "--max-batches wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
@@ -84,7 +68,7 @@ int ts_cmd_consume(int argc, char **argv)
 			break;
 		case 'd': co.drop_last = 1; break;
 		case 'D':
-			if (!parse_long(optarg, 0, &delay_ms)) {
+			if (!ts_cli_parse_long(optarg, 0, &delay_ms)) {
 				ts_cli_error("consume", "--delay-ms wants a whole number >= 0, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
@@ -112,7 +96,7 @@ int ts_cmd_consume(int argc, char **argv)
 	ts_digest_init(&dg);
 	uint64_t images = 0, batches = 0, first_seq = UINT64_MAX;
 	uint32_t first_epoch = 0, last_epoch = 0;
-	double t0 = now_s();
+	double t0 = ts_cli_now();
 	struct ts_batch b;
 	while (max_batches < 0 || batches < (uint64_t)max_batches) {
 		rc = ts_client_next(cl, &b, &err);
@@ -131,7 +115,7 @@ int ts_cmd_consume(int argc, char **argv)
 		if (delay_ms)
 			usleep((useconds_t)delay_ms * 1000);
 	}
-	double wall = now_s() - t0;
+	double wall = ts_cli_now() - t0;
 	int status = TS_EXIT_OK;
 	if (rc && rc != TS_E_EOS) {
 		ts_cli_error("consume", "%s", err.msg[0] ? err.msg : ts_client_strerror(rc));

@@ -29,23 +29,7 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
-static bool parse_long(const char *s, long min, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min)
-		return false;
-	*out = v;
-	return true;
-}
 
 static void usage(FILE *f)
 {
@@ -80,25 +64,25 @@ int ts_cmd_run(int argc, char **argv)
 		case 'p': pipeline = optarg; break;
 		case 'S': socket_path = optarg; break;
 		case 'e':
-			if (!parse_long(optarg, 0, &epochs)) {
+			if (!ts_cli_parse_long(optarg, 0, &epochs)) {
 				ts_cli_error("run", "--epochs wants a whole number >= 0 (0: forever), got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 't':
-			if (!parse_long(optarg, 1, &threads)) {
+			if (!ts_cli_parse_long(optarg, 1, &threads)) {
 				ts_cli_error("run", "--threads wants a whole number >= 1, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 's':
-			if (sscanf(optarg, "%llu:%llu", &start_epoch, &start_index) != 2) {
+			if (!ts_cli_parse_start(optarg, &start_epoch, &start_index)) {
 				ts_cli_error("run", "--start wants EPOCH:INDEX such as 2:1000, got '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 'w':
-			if (!parse_long(optarg, 0, &wait_n) || wait_n > TS_RING_MAX_CONSUMERS) {
+			if (!ts_cli_parse_long(optarg, 0, &wait_n) || wait_n > TS_RING_MAX_CONSUMERS) {
 				ts_cli_error("run", "--wait wants 0..%d trainers, got '%s'",
 					     TS_RING_MAX_CONSUMERS, optarg);
 				return TS_EXIT_USAGE;
@@ -235,8 +219,8 @@ int ts_cmd_run(int argc, char **argv)
 	/* Let trainers drain what is published before the socket goes: they
 	 * already map the ring, so this only keeps `tsrun stat` answering. */
 	if (!got_signal) {
-		double t_end = now_s() + 30.0;
-		while (!got_signal && ts_server_consumers(srv) > 0 && now_s() < t_end) {
+		double t_end = ts_cli_now() + 30.0;
+		while (!got_signal && ts_server_consumers(srv) > 0 && ts_cli_now() < t_end) {
 			struct ts_engine_stats es;
 			ts_engine_stats(eng, &es);
 			struct ts_ring_stat rs;

@@ -3,6 +3,7 @@
  * `tsrun run`.
  */
 #include "status.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,12 +40,6 @@ struct ts_status {
 	size_t n_seen;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 char *ts_status_path(const char *socket_path)
 {
@@ -73,7 +68,7 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	s->start_epoch = start_epoch;
 	s->quiet = quiet;
 	s->tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
-	s->t0 = s->last_t = s->last_plain = now_s();
+	s->t0 = s->last_t = s->last_plain = ts_cli_now();
 	*out = s;
 	return 0;
 }
@@ -168,7 +163,7 @@ static void write_status_file(struct ts_status *s, const struct ts_engine_stats 
 void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		      const struct ts_ring_stat *rs, FILE *tty, FILE *json)
 {
-	double t = now_s();
+	double t = ts_cli_now();
 	if (t - s->last_t >= 0.5) {
 		s->rate = (double)(es->samples - s->last_samples) / (t - s->last_t);
 		s->last_samples = es->samples;
@@ -237,7 +232,7 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, const char *const *skipped,
 		       size_t n_skipped, FILE *out)
 {
-	double t = now_s();
+	double t = ts_cli_now();
 	track(s, rs, t);
 	ts_status_clear(s, out);
 	if (s->quiet && n_skipped == 0)

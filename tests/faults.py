@@ -53,6 +53,39 @@ def tail(path):
         return ""
 
 
+def wait_welcome(path, proc, timeout=30):
+    """Block until the consumer writing path has attached; return its start
+    seq (None if it exited or timed out first). Spawning is asynchronous:
+    without this, which consumer attaches first is up to the scheduler."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for line in tail(path).splitlines():
+            if line.startswith("welcome"):
+                return int(line.split("start=")[1].split()[0])
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.005)
+    return None
+
+
+def fnv64(data, h=0xcbf29ce484222325):
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def expected_digest(spe, epochs, sample_bytes):
+    """The stream digest producer-tool's consumer prints for the whole
+    stream, computed from the generator formula independently of it."""
+    h = 0xcbf29ce484222325
+    js = range(sample_bytes)
+    for e in range(epochs):
+        for i in range(spe):
+            h = fnv64(bytes((e * 131 + i * 31 + j * 7 + (j >> 8) * 3) & 255
+                            for j in js), h)
+    return f"{h:016x}"
+
+
 def kill_consumers(tmp):
     sock = os.path.join(tmp, "kill.sock")
     prod = start_producer(sock, "--samples-per-epoch", "3000", "--epochs", "2",
@@ -60,6 +93,13 @@ def kill_consumers(tmp):
     outs = [os.path.join(tmp, f"survivor{k}.txt") for k in range(2)]
     survivors = [consumer(sock, outs[0], 64, "--sleep-us", "30000"),
                  consumer(sock, outs[1], 100, "--sleep-us", "30000")]
+    # Both survivors must be the two consumers that satisfy
+    # --min-consumers 2. Spawning a victim before they attach lets it take
+    # a survivor's place: the producer then starts, and the late survivor
+    # joins "now" at the head (e.g. seq 256), so its stream digest differs
+    # from the other's although every byte it got was right.
+    starts = [wait_welcome(o, p) for o, p in zip(outs, survivors)]
+    check(starts == [0, 0], f"survivors attached at {starts}, want [0, 0]")
     rng = random.Random(4)
     for k in range(20):
         victim = consumer(sock, os.path.join(tmp, f"victim{k}.txt"),
@@ -84,6 +124,8 @@ def kill_consumers(tmp):
     digests = {line.split()[1] for o in outs for line in open(o)
                if line.startswith("stream-digest")}
     check(len(digests) == 1, f"survivors' digests differ {digests}")
+    want = expected_digest(3000, 2, 4 * 4 * 3)
+    check(digests == {want}, f"survivors' digests {digests}, whole stream {want}")
     prod.wait(timeout=30)
     print(f"20 killed consumers ({attached} attached before the kill): "
           f"survivors finished {time.monotonic() - t0:.2f}s after the last kill")
@@ -94,7 +136,9 @@ def kill_producer(tmp):
     prod = start_producer(sock, "--epochs", "0", "--rate", "3000")
     outs = [os.path.join(tmp, f"orphan{k}.txt") for k in range(3)]
     cons = [consumer(sock, outs[k], b) for k, b in enumerate([32, 64, 256])]
-    time.sleep(0.4)
+    for o, p in zip(outs, cons):
+        check(wait_welcome(o, p) is not None, f"{o}: never attached")
+    time.sleep(0.2)
     prod.send_signal(signal.SIGKILL)
     t0 = time.monotonic()
     for k, p in enumerate(cons):
@@ -154,8 +198,10 @@ def stopped_consumer(tmp):
                           "--capacity", "256", "--status", "100", "--linger", "2",
                           "--rate", "5000",
                           stderr=subprocess.PIPE)
-    c = consumer(sock, os.path.join(tmp, "stopped.txt"), 32)
-    time.sleep(0.3)
+    out = os.path.join(tmp, "stopped.txt")
+    c = consumer(sock, out, 32)
+    check(wait_welcome(out, c) is not None, "stopped consumer never attached")
+    time.sleep(0.1)
     c.send_signal(signal.SIGSTOP)
     time.sleep(0.5)
     c.send_signal(signal.SIGKILL)

@@ -92,6 +92,28 @@ def run_group(tmp, batches, spe=1000, epochs=2):
     print(f"{len(batches)} consumers {batches}: identical, digest {digests[0]}")
 
 
+def wait_seq(path, proc, seq, timeout=60):
+    """Block until the consumer writing path has read a batch at or past
+    seq; False if it exited or timed out first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            lines = []
+        for line in reversed(lines[:-1]):  # the last may be half written
+            w = line.split()
+            if w and w[0].isdigit():
+                if int(w[0]) >= seq:
+                    return True
+                break
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.005)
+    return False
+
+
 def late_joiners(tmp):
     sock = os.path.join(tmp, "late.sock")
     spe = 400
@@ -100,7 +122,10 @@ def late_joiners(tmp):
                           "--min-consumers", "1")
     first = os.path.join(tmp, "late-first.txt")
     a = consumer(sock, first, 32)
-    time.sleep(0.35)  # about 700 samples in: mid epoch 1
+    # Mid epoch 1 (seq 600..800 at 2000/s), judged by what the first
+    # consumer has read rather than by a sleep, which a loaded machine
+    # stretches: the joiners must find the head past 0 and epoch 0 gone.
+    check(wait_seq(first, a, 600), "first consumer never reached seq 600")
     now_out = os.path.join(tmp, "late-now.txt")
     next_out = os.path.join(tmp, "late-next.txt")
     b = consumer(sock, now_out, 64, "--join", "now")

@@ -273,6 +273,47 @@ START_TEST(test_join_next_epoch_skip)
 }
 END_TEST
 
+/*
+ * min_consumers counts consumers, not particular ones: the first two to
+ * attach let the producer start, and a "now" joiner after that starts at
+ * the head. faults.py once spawned its two survivors and then its victims
+ * without waiting for the survivors' welcome; a victim attached first, a
+ * survivor joined at seq 256 and the survivors' stream digests differed.
+ * The ring is right to do this; the test has to order the attaches.
+ */
+START_TEST(test_min_consumers)
+{
+	struct ts_ring_params p = { .height = 16, .width = 4, .channels = 1,
+				    .dtype = TS_DTYPE_U8, .capacity = 64,
+				    .samples_per_epoch = 1000,
+				    .min_consumers = 2 };
+	struct ts_ring *r = NULL;
+	struct ts_ring_local *a, *v, *late;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_create(&p, &r, NULL), 0);
+	ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &a, NULL), 0);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 0, 30), -ETIMEDOUT);
+	/* Any second consumer (here one about to be killed) starts it. */
+	ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &v, NULL), 0);
+	produce(r, 0, 64, 1000);
+	ts_ring_local_destroy(v);
+	ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &late,
+					      NULL), 0);
+	ck_assert_int_eq(ts_ring_local_next(late, &b, 30, NULL), -ETIMEDOUT);
+	/* a still holds seq 0: the writer stays behind it. */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64, 30), -ETIMEDOUT);
+	ck_assert_int_eq(ts_ring_local_next(a, &b, 1000, NULL), 0);
+	ck_assert_uint_eq(b.seq, 0);
+	ts_ring_local_release(a, &b);
+	produce(r, 64, 72, 1000);
+	ck_assert_int_eq(ts_ring_local_next(late, &b, 1000, NULL), 0);
+	ck_assert_uint_eq(b.seq, 64);
+	ts_ring_local_destroy(late);
+	ts_ring_local_destroy(a);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 struct thr {
 	struct ts_ring *r;
 	struct ts_ring_local *l;
@@ -361,6 +402,7 @@ static Suite *ring_suite(void)
 	tc = tcase_create("join");
 	tcase_add_test(tc, test_join_policies);
 	tcase_add_test(tc, test_join_next_epoch_skip);
+	tcase_add_test(tc, test_min_consumers);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 60);
