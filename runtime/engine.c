@@ -389,6 +389,22 @@ static void finish_seq(struct ts_engine *e, uint64_t seq)
 	pthread_mutex_unlock(&e->head_mu);
 }
 
+/* Load, decode and run the middle ops of position p into w->img; *op_at
+ * is the op the caller continues with (OUTPUT, TILE or FILTER). */
+static int prepare(struct worker *w, uint64_t p, const uint8_t *data,
+		   size_t len, int read_status, uint64_t *epoch, uint64_t *index,
+		   int32_t *label, size_t *op_at, struct ts_error *err)
+{
+	size_t first = 0;
+	pos_split(w->e, p, epoch, index);
+	*label = 0;
+	int rc = load_sample(w, *epoch, *index, data, len, read_status, label, &first, err);
+	if (rc)
+		return rc;
+	*op_at = apply_middle(w, first, *epoch, *index, &w->img, &rc, err);
+	return rc;
+}
+
 /* Produce position p of a one-to-one pipeline straight into its slot. */
 static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 		      size_t len, int read_status, struct ts_error *err)
@@ -396,13 +412,9 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	struct ts_engine *e = w->e;
 	const struct ts_plan *plan = e->plan;
 	uint64_t epoch, index;
-	pos_split(e, p, &epoch, &index);
-	int32_t label = 0;
-	size_t first = 0;
-	int rc = load_sample(w, epoch, index, data, len, read_status, &label, &first, err);
-	if (rc)
-		return rc;
-	size_t i = apply_middle(w, first, epoch, index, &w->img, &rc, err);
+	int32_t label;
+	size_t i;
+	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
 	if (rc)
 		return rc;
 	rc = wait_slot(e, p);
@@ -426,13 +438,9 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	struct ts_engine *e = w->e;
 	const struct ts_plan *plan = e->plan;
 	uint64_t epoch, index;
-	pos_split(e, p, &epoch, &index);
-	int32_t label = 0;
-	size_t first = 0;
-	int rc = load_sample(w, epoch, index, data, len, read_status, &label, &first, err);
-	if (rc)
-		return rc;
-	size_t i = apply_middle(w, first, epoch, index, &w->img, &rc, err);
+	int32_t label;
+	size_t i;
+	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
 	if (rc)
 		return rc;
 	w->stage_n = 0;
