@@ -35,7 +35,18 @@
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* A store followed by a full fence: the store side of a Dekker pair. */
+#define smp_store_mb(x, v) \
+	do { WRITE_ONCE(x, v); smp_mb(); } while (0)
+/* Read-modify-writes: full barriers (seq_cst) on every architecture. */
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
+#define ATOMIC_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_SEQ_CST)
+#define ATOMIC_XCHG(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+
+/* The 64-bit words other processes read (head, release) must be single
+ * untorn accesses, not a libatomic lock that lives in one process. */
+_Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
+	       "the ring needs lock-free 64-bit atomics");
 
 #define SPIN_LOOPS 2000
 #define CONSUMER_SLICE_MS 100
@@ -364,8 +375,11 @@ uint64_t ts_ring_head(const struct ts_ring *r)
 /* Wake writers blocked in wait_writable (process-local futex). */
 static void wake_producers(struct ts_ring *r)
 {
+	/* Full barrier (RMW): the change that calls us (head, consumer
+	 * table, finished) is ordered before the waiter count we load; pairs
+	 * with the writer's "prod_waiters++; smp_mb; recheck". */
 	ATOMIC_ADD(&r->prod_seq, 1);
-	if (__atomic_load_n(&r->prod_waiters, __ATOMIC_SEQ_CST))
+	if (READ_ONCE(r->prod_waiters))
 		futex_wake(&r->prod_seq, true);
 }
 
@@ -389,11 +403,15 @@ void ts_ring_publish(struct ts_ring *r, uint64_t head)
 			break;
 		}
 	}
-	__atomic_sub_fetch(&r->pub_active, 1, __ATOMIC_SEQ_CST);
+	/* Full barrier: our reads of the scanned ctl pages are done before
+	 * quiesce_publish() can see the count drop and unmap one. */
+	ATOMIC_SUB(&r->pub_active, 1);
 	if (sleeper) {
 		ATOMIC_ADD(&h->head_seq, 1);
 		futex_wake(&h->head_seq, false);
 	}
+	/* Ordered after the head store by the smp_mb above (Dekker with a
+	 * writer bound by the head: "prod_waiters++; smp_mb; load head"). */
 	if (READ_ONCE(r->prod_waiters))
 		wake_producers(r);
 }
@@ -401,13 +419,15 @@ void ts_ring_publish(struct ts_ring *r, uint64_t head)
 void ts_ring_finish(struct ts_ring *r, int status)
 {
 	struct ts_ring_hdr *h = r->hdr;
-	if (__atomic_exchange_n(&r->finished, 1, __ATOMIC_SEQ_CST))
+	/* Full barrier; finished is process-local (writers and attach). */
+	if (ATOMIC_XCHG(&r->finished, 1))
 		return;
 	WRITE_ONCE(h->status, (int32_t)status);
 	/* Release: the final head and status are visible to whoever sees the
 	 * new state. */
 	smp_store_release(&h->state, (uint32_t)(status == 0 ? TS_RING_EOS
 							    : TS_RING_ERROR));
+	/* After the state store: a consumer woken by this bump sees it. */
 	ATOMIC_ADD(&h->head_seq, 1);
 	futex_wake(&h->head_seq, false);
 	wake_producers(r);
@@ -417,7 +437,14 @@ void ts_ring_finish(struct ts_ring *r, int status)
  * removed from it can be unmapped. */
 static void quiesce_publish(struct ts_ring *r)
 {
-	while (__atomic_load_n(&r->pub_active, __ATOMIC_SEQ_CST))
+	/* Dekker with publish's "pub_active++; smp_mb; load watch[i]": the
+	 * detach's NULL store into watch[] (before this, in this thread or
+	 * before the lock that handed us the entry) is ordered before the
+	 * count we load. Either the scan sees NULL or we see it counted. */
+	smp_mb();
+	/* Acquire: pairs with the RMW decrement; the scan's reads of the
+	 * page are done before we unmap it. */
+	while (smp_load_acquire(&r->pub_active))
 		sched_yield();
 }
 
@@ -435,10 +462,12 @@ static void free_consumer(struct ts_ring *r, struct ts_ring_consumer *c)
  * it). Called with the lock held. Returns the slowest consumer or NULL
  * when the head itself (or a missing consumer) is the bound.
  */
-static struct ts_ring_consumer *recompute_limit(struct ts_ring *r)
+static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
+					       uint64_t *head)
 {
 	/* Acquire: the samples below head are in place (we compare). */
 	uint64_t low = smp_load_acquire(&r->hdr->head);
+	*head = low;
 	struct ts_ring_consumer *slow = NULL;
 
 	for (size_t i = 0; i < r->n_consumers; i++) {
@@ -454,8 +483,10 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r)
 	if (r->n_consumers < r->min_consumers)
 		return NULL;
 	uint64_t lim = low + r->capacity;
+	/* Under the lock; limit only grows. Release: pairs with the acquire
+	 * on the fast path, so the consumers' releases we acquired above
+	 * happen before a writer's stores into the slots this frees. */
 	if (lim > r->limit)
-		/* Release: pairs with the acquire on the fast path. */
 		smp_store_release(&r->limit, lim);
 	return slow;
 }
@@ -469,10 +500,13 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
 
 	for (;;) {
-		if (__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE))
+		/* Acquire: pairs with the xchg in finish (nothing rides on
+		 * it but the flag). */
+		if (smp_load_acquire(&r->finished))
 			return -ECANCELED;
 		pthread_mutex_lock(&r->lock);
-		struct ts_ring_consumer *slow = recompute_limit(r);
+		uint64_t h0;
+		struct ts_ring_consumer *slow = recompute_limit(r, &h0);
 		if (seq < r->limit) {
 			pthread_mutex_unlock(&r->lock);
 			return 0;
@@ -482,6 +516,7 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 			pthread_mutex_unlock(&r->lock);
 			return -ETIMEDOUT;
 		}
+		/* Statistics only (ts_ring_stat); the RMW is not relied on. */
 		ATOMIC_ADD(&r->producer_blocked, 1);
 		if (slow && seq >= smp_load_acquire(&slow->ctl->release) +
 					   r->capacity) {
@@ -489,19 +524,23 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 			 * wakes us when it releases and sees our flag. */
 			struct ts_ring_ctl *ctl = slow->ctl;
 			slow->refs++;
+			/* Acquire: the futex value is read before the flag
+			 * goes up, so a bump after it fails the wait. */
 			uint32_t v = smp_load_acquire(&ctl->wake_seq);
 			ATOMIC_ADD(&ctl->producer_waiting, 1);
-			uint32_t pv = __atomic_load_n(&r->prod_seq, __ATOMIC_SEQ_CST);
+			/* Attach/detach bump prod_seq (under the lock, so
+			 * this read is ordered by it). */
+			uint32_t pv = READ_ONCE(r->prod_seq);
 			pthread_mutex_unlock(&r->lock);
-			/* Dekker with the consumer's "store release; load
-			 * producer_waiting": re-check after raising the flag. */
+			/* Dekker with the consumer's "store release; smp_mb;
+			 * load producer_waiting": re-check after raising the
+			 * flag. */
 			smp_mb();
 			if (seq >= smp_load_acquire(&ctl->release) + r->capacity &&
-			    pv == __atomic_load_n(&r->prod_seq, __ATOMIC_SEQ_CST))
+			    pv == READ_ONCE(r->prod_seq))
 				futex_wait(&ctl->wake_seq, v, ms, false);
 			pthread_mutex_lock(&r->lock);
-			__atomic_sub_fetch(&ctl->producer_waiting, 1,
-					   __ATOMIC_SEQ_CST);
+			ATOMIC_SUB(&ctl->producer_waiting, 1);
 			bool gone = --slow->refs == 0 && slow->dead;
 			pthread_mutex_unlock(&r->lock);
 			if (gone)
@@ -509,13 +548,20 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 		} else {
 			/* Bound by our own head or by too few consumers:
 			 * sleep until publish, attach or detach. */
-			uint32_t v = __atomic_load_n(&r->prod_seq, __ATOMIC_SEQ_CST);
+			uint32_t v = READ_ONCE(r->prod_seq);
+			/* Full barrier (RMW) then a head re-check: Dekker
+			 * with publish's "store head; smp_mb; load
+			 * prod_waiters". Without the re-check a publish
+			 * between our head load in recompute_limit and
+			 * this increment finds no waiter and we sleep a
+			 * whole slice behind a head that already moved. */
 			ATOMIC_ADD(&r->prod_waiters, 1);
 			pthread_mutex_unlock(&r->lock);
-			futex_wait(&r->prod_seq, v, ms, true);
-			__atomic_sub_fetch(&r->prod_waiters, 1, __ATOMIC_SEQ_CST);
+			if (smp_load_acquire(&r->hdr->head) == h0)
+				futex_wait(&r->prod_seq, v, ms, true);
+			ATOMIC_SUB(&r->prod_waiters, 1);
 		}
-		__atomic_sub_fetch(&r->producer_blocked, 1, __ATOMIC_SEQ_CST);
+		ATOMIC_SUB(&r->producer_blocked, 1);
 	}
 }
 
@@ -527,8 +573,8 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 	out->head = smp_load_acquire(&r->hdr->head);
 	out->state = (enum ts_ring_state)smp_load_acquire(&r->hdr->state);
 	out->capacity = r->capacity;
-	out->producer_waiting =
-		__atomic_load_n(&r->producer_blocked, __ATOMIC_RELAXED) != 0;
+	/* Untorn, unordered: a statistic. */
+	out->producer_waiting = READ_ONCE(r->producer_blocked) != 0;
 	out->n_consumers = r->n_consumers;
 	for (size_t i = 0; i < r->n_consumers; i++) {
 		struct ts_ring_consumer *c = r->consumers[i];
@@ -621,7 +667,8 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 	c->ctl->version = TS_RING_VERSION;
 
 	pthread_mutex_lock(&r->lock);
-	if (__atomic_load_n(&r->finished, __ATOMIC_ACQUIRE)) {
+	/* Acquire: pairs with the xchg in finish. */
+	if (smp_load_acquire(&r->finished)) {
 		pthread_mutex_unlock(&r->lock);
 		rc = ts_error_set(err, TS_E_REFUSED,
 				  "the stream has ended; nothing left to serve");
@@ -681,13 +728,14 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
 			break;
 		}
 	}
-	/* seq_cst store, then publish()'s pub_active protocol: no scan
-	 * reads this page once quiesce_publish() returns. */
-	__atomic_store_n(&r->watch[c->slot], NULL, __ATOMIC_SEQ_CST);
+	/* Ordered before the pub_active load by the smp_mb in
+	 * quiesce_publish(): no scan reads this page once it returns. */
+	WRITE_ONCE(r->watch[c->slot], NULL);
 	c->dead = true;
 	bool now = c->refs == 0;
 	if (!now) {
-		/* A writer sleeps on this page: wake it to recompute. */
+		/* A writer sleeps on this page: wake it to recompute. Full
+		 * barrier: the table change is visible before the bump. */
 		ATOMIC_ADD(&c->ctl->wake_seq, 1);
 		futex_wake(&c->ctl->wake_seq, false);
 	}
@@ -831,6 +879,8 @@ static void reader_release_to(struct ts_ring_reader *rd, uint64_t end)
 	/* Dekker with the producer's "producer_waiting++; load release". */
 	smp_mb();
 	if (READ_ONCE(rd->ctl->producer_waiting)) {
+		/* Full barrier: the release store is visible before the
+		 * futex value changes. */
 		ATOMIC_ADD(&rd->ctl->wake_seq, 1);
 		futex_wake(&rd->ctl->wake_seq, false);
 	}
@@ -880,16 +930,20 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, double deadline,
 		cpu_relax();
 	}
 	for (;;) {
+		/* Acquire: the futex value is read before the flag goes
+		 * up, so a bump after it fails the wait. */
 		uint32_t v = smp_load_acquire(&hd->head_seq);
-		__atomic_store_n(&rd->ctl->consumer_waiting, 1, __ATOMIC_SEQ_CST);
-		/* Dekker with publish: flag store before head load. */
-		smp_mb();
-		bool moved = __atomic_load_n(&hd->head, __ATOMIC_SEQ_CST) != h ||
+		/* Dekker with publish's "store head; smp_mb; load
+		 * consumer_waiting": flag store, full fence, head load.
+		 * Either we see the new head or publish sees the flag. */
+		smp_store_mb(rd->ctl->consumer_waiting, 1);
+		bool moved = smp_load_acquire(&hd->head) != h ||
 			     smp_load_acquire(&hd->state) != TS_RING_RUNNING;
 		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
 		if (!moved && ms > 0)
 			futex_wait((uint32_t *)&hd->head_seq, v, ms, false);
-		__atomic_store_n(&rd->ctl->consumer_waiting, 0, __ATOMIC_RELAXED);
+		/* Unordered: a stale 1 costs the producer one futex wake. */
+		WRITE_ONCE(rd->ctl->consumer_waiting, 0);
 		if (moved || smp_load_acquire(&hd->head) != h ||
 		    smp_load_acquire(&hd->state) != TS_RING_RUNNING)
 			return 0;

@@ -109,17 +109,38 @@ static const struct ts_ring_consumer_stat *slowest(const struct ts_ring_stat *rs
 	return w;
 }
 
+/* A JSON string literal of s (quotes, backslashes, control bytes). */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
 static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, FILE *f, double t)
 {
 	const struct ts_ring_consumer_stat *w = slowest(rs);
 	bool full = w && w->lag >= rs->capacity;
-	fprintf(f, "{\"time\":%.3f,\"pipeline\":\"%s\",\"file\":\"%s\",\"socket\":\"%s\","
-		"\"pid\":%d,\"state\":\"%s\",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64 ","
+	fprintf(f, "{\"time\":%.3f,\"pipeline\":", t - s->t0);
+	json_str(f, s->plan->name);
+	fprintf(f, ",\"file\":");
+	json_str(f, s->file);
+	fprintf(f, ",\"socket\":");
+	json_str(f, s->socket);
+	fprintf(f, ",\"pid\":%d,\"state\":\"%s\",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64 ","
 		"\"index\":%" PRIu64 ",\"epoch_size\":%" PRIu64 ",\"samples\":%" PRIu64 ","
 		"\"images_per_s\":%.1f,\"ring_fill\":%" PRIu64 ",\"capacity\":%" PRIu64 ","
 		"\"skipped\":%" PRIu64 ",\"threads\":%d,\"batch\":%d,",
-		t - s->t0, s->plan->name, s->file, s->socket, (int)getpid(),
+		(int)getpid(),
 		rs->state == TS_RING_RUNNING ? "running" : rs->state == TS_RING_EOS ? "done" : "error",
 		es->epoch, s->epochs, es->index, es->epoch_size, es->samples, s->rate,
 		w ? (w->lag < rs->capacity ? w->lag : rs->capacity) : 0, rs->capacity,
