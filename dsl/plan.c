@@ -105,3 +105,10 @@ TS_EXPORT void ts_plan_destroy(struct ts_plan *plan)
 	free(plan->group);
 	free(plan);
 }
+
+bool ts_plan_same_sample(const struct ts_plan *a, const struct ts_plan *b)
+{
+	return a->height == b->height && a->width == b->width &&
+	       a->channels == b->channels && a->dtype == b->dtype &&
+	       a->layout == b->layout && a->sample_bytes == b->sample_bytes;
+}

@@ -164,4 +164,8 @@ struct ts_plan {
 
 void ts_plan_destroy(struct ts_plan *plan);
 
+/* Whether two plans write samples of the same shape, dtype and layout:
+ * the condition for one to take over the other's ring. */
+bool ts_plan_same_sample(const struct ts_plan *a, const struct ts_plan *b);
+
 #endif

@@ -72,6 +72,8 @@ struct ts_engine {
 	uint64_t n;             /* items per epoch */
 	uint64_t total;         /* positions to run; UINT64_MAX: forever */
 	uint64_t start_epoch, start_index;
+	uint64_t seq_base;      /* ring sequence of position 0 */
+	bool handover;          /* ending early for a new plan: keep the ring */
 	int threads;
 	uint64_t capacity;
 
@@ -384,7 +386,7 @@ static void finish_seq(struct ts_engine *e, uint64_t seq)
 	}
 	if (h != e->head) {
 		e->head = h;
-		ts_ring_publish(e->ring, h);
+		ts_ring_publish(e->ring, e->seq_base + h);
 	}
 	pthread_mutex_unlock(&e->head_mu);
 }
@@ -417,15 +419,16 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
 	if (rc)
 		return rc;
-	rc = wait_slot(e, p);
+	uint64_t seq = e->seq_base + p;
+	rc = wait_slot(e, seq);
 	if (rc)
 		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
-	void *slot = ts_ring_slot(e->ring, p);
+	void *slot = ts_ring_slot(e->ring, seq);
 	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
 			  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
 	if (rc)
 		return rc;
-	ts_ring_set_meta(e->ring, p, label, (uint32_t)epoch, index);
+	ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, index);
 	finish_seq(e, p);
 	return 0;
 }
@@ -587,11 +590,13 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&e->mu);
 		int code = e->fatal ? e->fatal
 			 : e->next_claim >= e->total ? 0 : TS_E_PRODUCER;
-		e->finished = true;
+		bool keep = e->handover && code == 0;
+		e->finished = !keep;
 		atomic_store(&e->stop, true);
 		pthread_cond_broadcast(&e->cv_space);
 		pthread_mutex_unlock(&e->mu);
-		ts_ring_finish(e->ring, code);
+		if (!keep)
+			ts_ring_finish(e->ring, code);
 	}
 	return NULL;
 }
@@ -703,6 +708,8 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		rc = ts_error_set(err, TS_E_SOURCE, "the data source has more than 2^32 items");
 		goto fail;
 	}
+	e->seq_base = o->seq_base;
+	e->out_seq = o->seq_base;
 	e->start_epoch = o->start_epoch;
 	e->start_index = o->start_index;
 	if (e->start_index >= e->n) {
@@ -835,7 +842,7 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err)
 	if (e->io_started)
 		pthread_join(e->io_thread, NULL);
 	e->joined = true;
-	if (!e->finished)
+	if (!e->finished && !(e->handover && !e->fatal))
 		ts_ring_finish(e->ring, e->fatal ? e->fatal : TS_E_PRODUCER);
 	e->finished = true;
 out:
@@ -851,19 +858,41 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	uint64_t head = ts_ring_head(e->ring);
+	uint64_t mine = head > e->seq_base ? head - e->seq_base : 0;
 	st->samples = head;
 	st->bytes = atomic_load(&((struct ts_engine *)e)->bytes);
 	st->skipped = atomic_load(&((struct ts_engine *)e)->skipped_n);
 	st->epoch_size = e->n;
 	if (!e->plan->expands)
-		pos_split(e, head, &st->epoch, &st->index);
+		pos_split(e, mine, &st->epoch, &st->index);
 	else {
 		st->epoch = e->out_epoch;
 		st->index = e->out_index;
 	}
 	st->threads = e->threads;
 	st->uring = e->reader != NULL;
+	st->idle = atomic_load(&((struct ts_engine *)e)->live_workers) == 0 &&
+		   (e->threads == 0 || e->workers[0].started);
 	st->done = e->joined;
+}
+
+int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch)
+{
+	pthread_mutex_lock(&e->mu);
+	uint64_t p = e->next_claim, epoch, index;
+	pos_split(e, p, &epoch, &index);
+	uint64_t boundary = index == 0 ? p : p + (e->n - index);
+	int rc = 0;
+	if (boundary >= e->total || e->fatal) {
+		rc = TS_E_STATE;
+	} else {
+		e->total = boundary;
+		e->handover = true;
+		*next_epoch = index == 0 ? epoch : epoch + 1;
+	}
+	pthread_cond_broadcast(&e->cv_ready);
+	pthread_mutex_unlock(&e->mu);
+	return rc;
 }
 
 size_t ts_engine_skipped(const struct ts_engine *e, const char *const **list)

@@ -23,6 +23,9 @@ struct ts_engine_opts {
 	int epochs;             /* -1: plan->epochs; 0: forever */
 	uint64_t start_epoch;   /* resume position (epoch, index) */
 	uint64_t start_index;
+	uint64_t seq_base;      /* ring sequence of the first sample (a plan
+				   taking over a running ring starts at its
+				   head) */
 };
 
 struct ts_engine_stats {
@@ -34,6 +37,7 @@ struct ts_engine_stats {
 	uint64_t epoch_size;    /* samples per epoch (source items) */
 	int threads;
 	bool uring;             /* the reader uses io_uring */
+	bool idle;              /* every worker has exited */
 	bool done;
 };
 
@@ -58,6 +62,12 @@ void ts_engine_stop(struct ts_engine *e);
  * fatal error). Returns 0 or the fatal error, filling err. The ring is
  * finished (end of stream, or error) before this returns. */
 int ts_engine_join(struct ts_engine *e, struct ts_error *err);
+
+/* Hand over at the next epoch boundary: stop claiming samples there and
+ * leave the ring running (no end of stream) so another engine can go on
+ * from it at ring head ts_ring_head() and epoch *next_epoch. Returns 0, or
+ * TS_E_STATE when the stream ends with the current epoch anyway. */
+int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch);
 
 void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st);
 

@@ -59,6 +59,10 @@ void ts_cli_error(const char *cmd, const char *fmt, ...)
 int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 		   struct ts_plan **out);
 
+/* Where `tsrun reload` leaves the new pipeline's path for the `tsrun run`
+ * serving socket_path: "<socket>.reload". Malloc'd; NULL on no memory. */
+char *ts_cmd_run_reload_path(const char *socket_path);
+
 /* Monotonic wall-clock seconds, and this process's CPU seconds (user +
  * system), for throughput figures. */
 double ts_cli_now(void);

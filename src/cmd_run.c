@@ -23,10 +23,66 @@
 #include "util.h"
 
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_hup;
 
 static void on_signal(int sig)
 {
-	got_signal = sig;
+	if (sig == SIGHUP)
+		got_hup = 1;
+	else
+		got_signal = sig;
+}
+
+/* Where `tsrun reload SOCKET FILE` leaves the path of the new pipeline
+ * before it sends SIGHUP: "<socket>.reload". Malloc'd. */
+char *ts_cmd_run_reload_path(const char *socket_path)
+{
+	char *p = NULL;
+	if (asprintf(&p, "%s.reload", socket_path) < 0)
+		return NULL;
+	return p;
+}
+
+/* SIGHUP: compile the pipeline named in the reload file (or the running
+ * file again) completely; a valid one takes over at the next epoch
+ * boundary, an invalid one is reported and the running one carries on.
+ * Returns the new plan to switch to, or NULL. */
+static struct ts_plan *reload_request(const char *socket_path, const char *file,
+				      const char *pipeline, const struct ts_plan *cur,
+				      char **new_file)
+{
+	char *rpath = ts_cmd_run_reload_path(socket_path);
+	char buf[4096] = "";
+	if (rpath) {
+		FILE *f = fopen(rpath, "re");
+		if (f) {
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = 0;
+			fclose(f);
+			unlink(rpath);
+		}
+		free(rpath);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	const char *path = buf[0] ? buf : file;
+	fprintf(stderr, "tsrun: reload: checking %s\n", path);
+	struct ts_plan *next = NULL;
+	if (ts_cli_compile("reload", path, pipeline, &next) != TS_EXIT_OK) {
+		fprintf(stderr, "tsrun: reload: %s rejected; the running pipeline carries on\n", path);
+		return NULL;
+	}
+	if (!ts_plan_same_sample(cur, next)) {
+		fprintf(stderr, "tsrun: reload: %s rejected: its samples are %dx%dx%d %s %s, the "
+			"running ones %dx%dx%d %s %s, and connected trainers map the ring with that "
+			"shape; restart tsrun to change it\n", path, next->channels, next->height,
+			next->width, ts_dtype_name(next->dtype), ts_layout_name(next->layout),
+			cur->channels, cur->height, cur->width, ts_dtype_name(cur->dtype),
+			ts_layout_name(cur->layout));
+		ts_plan_destroy(next);
+		return NULL;
+	}
+	*new_file = strdup(path);
+	return next;
 }
 
 
@@ -181,6 +237,7 @@ int ts_cmd_run(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!quiet)
@@ -193,17 +250,72 @@ int ts_cmd_run(int argc, char **argv)
 
 	/* The main thread only watches: status every 250 ms, a signal, or the
 	 * end of the stream. */
+	struct ts_plan *pending = NULL;
+	char *pending_file = NULL, *cur_file = NULL;
+	uint64_t pending_epoch = 0;
 	for (;;) {
 		struct ts_engine_stats es;
 		ts_engine_stats(eng, &es);
 		struct ts_ring_stat rs;
 		ts_server_stat(srv, &rs);
+		if (got_hup) {
+			got_hup = 0;
+			ts_status_clear(status, stderr);
+			char *nf = NULL;
+			struct ts_plan *next = reload_request(socket_path, cur_file ? cur_file : file,
+							      pipeline, plan, &nf);
+			if (next && ts_engine_handover(eng, &pending_epoch) != 0) {
+				fprintf(stderr, "tsrun: reload: the stream ends with this epoch; "
+					"nothing to take over\n");
+				ts_plan_destroy(next);
+				free(nf);
+			} else if (next) {
+				ts_plan_destroy(pending);
+				free(pending_file);
+				pending = next;
+				pending_file = nf;
+				fprintf(stderr, "tsrun: reload: %s takes over at epoch %llu\n",
+					nf, (unsigned long long)pending_epoch + 1);
+			}
+		}
+		if (pending && es.idle) {
+			/* The old plan reached its epoch boundary: the new one goes
+			 * on in the same ring, from its head. */
+			struct ts_error jerr = {0};
+			if (ts_engine_join(eng, &jerr) == 0) {
+				ts_engine_destroy(eng);
+				eng = NULL;
+				ts_plan_destroy(plan);
+				plan = pending;
+				pending = NULL;
+				free(cur_file);
+				cur_file = pending_file;
+				pending_file = NULL;
+				ts_status_set_plan(status, plan, cur_file);
+				struct ts_engine_opts no = eo;
+				no.start_epoch = pending_epoch;
+				no.start_index = 0;
+				no.seq_base = ts_ring_head(ring);
+				rc = ts_engine_create(plan, &no, ring, &eng, &err);
+				if (rc == 0)
+					rc = ts_engine_start(eng, &err);
+				if (rc) {
+					ts_ring_finish(ring, rc);
+					free(cur_file);
+					goto fail;
+				}
+				continue;
+			}
+		}
 		bool ended = rs.state != TS_RING_RUNNING;
 		ts_status_update(status, &es, &rs, stderr, json);
 		if (got_signal || ended)
 			break;
 		usleep(100 * 1000);
 	}
+	ts_plan_destroy(pending);
+	free(pending_file);
+	free(cur_file);
 	if (got_signal) {
 		ts_status_clear(status, stderr);
 		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));

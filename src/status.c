@@ -25,7 +25,7 @@ struct seen {
 
 struct ts_status {
 	const struct ts_plan *plan;
-	const char *file;
+	char *file;
 	char *socket;
 	char *status_path;
 	uint64_t epochs;
@@ -57,10 +57,10 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	if (!s)
 		return -ENOMEM;
 	s->plan = plan;
-	s->file = file;
+	s->file = strdup(file);
 	s->socket = strdup(socket_path);
 	s->status_path = ts_status_path(socket_path);
-	if (!s->socket || !s->status_path) {
+	if (!s->file || !s->socket || !s->status_path) {
 		ts_status_destroy(s);
 		return -ENOMEM;
 	}
@@ -241,6 +241,17 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	}
 }
 
+void ts_status_set_plan(struct ts_status *s, const struct ts_plan *plan,
+			const char *file)
+{
+	char *f = strdup(file);
+	if (f) {
+		free(s->file);
+		s->file = f;
+	}
+	s->plan = plan;
+}
+
 void ts_status_clear(struct ts_status *s, FILE *tty)
 {
 	if (s && s->line_drawn) {
@@ -286,5 +297,6 @@ void ts_status_destroy(struct ts_status *s)
 		unlink(s->status_path);
 	free(s->status_path);
 	free(s->socket);
+	free(s->file);
 	free(s);
 }

@@ -30,6 +30,10 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		      const struct ts_ring_stat *rs, FILE *tty, FILE *json);
 
+/* The plan that took over after a reload (borrowed, as at create). */
+void ts_status_set_plan(struct ts_status *s, const struct ts_plan *plan,
+			const char *file);
+
 /* Erase the in-place line before other output. */
 void ts_status_clear(struct ts_status *s, FILE *tty);
 
