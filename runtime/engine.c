@@ -63,6 +63,7 @@ struct worker {
 	/* staging for expanding pipelines */
 	uint8_t *stage;
 	int32_t stage_n;
+	int32_t stage_cap;      /* samples stage holds */
 };
 
 struct ts_engine {
@@ -469,8 +470,9 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			}
 			size_t j = i;
 			bool keep = true;
-			uint64_t sub = index * (uint64_t)plan->max_out_per_in +
-				       (uint64_t)(ty * nx + tx);
+			/* Each tile's random stream: (epoch, index, tile) folded
+			 * into one index that no other sample uses. */
+			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
 			for (; j < plan->n_ops && plan->ops[j].kind != TS_OP_OUTPUT; j++) {
 				const struct ts_op *o = &plan->ops[j];
 				if (o->kind == TS_OP_FILTER) {
@@ -488,10 +490,22 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			}
 			if (!keep)
 				continue;
-			if (w->stage_n >= plan->max_out_per_in)
-				return ts_error_set(err, TS_E_STATE,
-						    "more than %d outputs from one sample",
-						    plan->max_out_per_in);
+			if (w->stage_n == w->stage_cap) {
+				/* Tiles of a frame larger than any before: grow. The
+				 * plan's bound, when it has one, caps it. */
+				if (plan->max_out_per_in > 0 && w->stage_cap >= plan->max_out_per_in)
+					return ts_error_set(err, TS_E_STATE,
+							    "more than %d outputs from one sample",
+							    plan->max_out_per_in);
+				int32_t cap = w->stage_cap ? w->stage_cap * 2 : 16;
+				if (plan->max_out_per_in > 0 && cap > plan->max_out_per_in)
+					cap = plan->max_out_per_in;
+				uint8_t *ns = realloc(w->stage, plan->sample_bytes * (size_t)cap);
+				if (!ns)
+					return ts_error_set(err, -ENOMEM, "out of memory for %d tiles", cap);
+				w->stage = ns;
+				w->stage_cap = cap;
+			}
 			uint8_t *dst = w->stage + (size_t)w->stage_n * plan->sample_bytes;
 			rc = ts_out_write(&plan->ops[j], cur, plan->source.seed, epoch, sub,
 					  &w->tmp2, &w->tmp1, dst, plan->sample_bytes, err);
@@ -749,13 +763,6 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		rc = ts_decoder_create(&w->dec, err);
 		if (rc)
 			goto fail;
-		if (plan->expands) {
-			w->stage = malloc(plan->sample_bytes * (size_t)plan->max_out_per_in);
-			if (!w->stage) {
-				rc = ts_error_set(err, -ENOMEM, "out of memory for staging");
-				goto fail;
-			}
-		}
 	}
 	if (plan->source.kind != TS_SRC_SYNTHETIC) {
 		unsigned depth = plan->queue_depth > 0 ? (unsigned)plan->queue_depth : 64;
