@@ -855,6 +855,61 @@ static int fill_source(struct ctx *c, const struct ts_opdef *def,
  * sample shape; serve settings and estimate come later). Errors go to
  * c->d. Returns 0 or TS_E_NOMEM; *size_reported tells whether a "no fixed
  * size" error was already given (so serve does not repeat it). */
+/* device(cuda [, dtype, mean, std, layout]): the GPU finishing stage. It
+ * takes the uint8 nhwc samples the CPU stages write (the ring keeps those:
+ * the plan's own shape is not changed) and describes what the GPU makes
+ * of them in *dev. Errors are reported; dev is filled regardless. */
+static void check_device(struct ctx *c, const struct ts_opdef *def,
+			 struct val *vals, const struct ts_ast_call *call,
+			 const struct ts_shape *shape,
+			 const struct ts_ast_call *prev,
+			 struct ts_plan_device *dev)
+{
+	const struct val *mean = V(def, vals, "mean");
+	const struct val *std = V(def, vals, "std");
+	char buf[64];
+
+	if (prev)
+		err(c, call->name_loc, NULL, "'device' given twice");
+	*dev = (struct ts_plan_device){
+		.cuda = true, .loc = call->loc,
+		.dtype = V(def, vals, "dtype")->word == 1 ? TS_DTYPE_F16 : TS_DTYPE_F32,
+		.layout = TS_LAYOUT_NCHW,
+	};
+	if (shape->encoded) {
+		err(c, call->name_loc, "add decode(rgb) before device(cuda)",
+		    "'device' needs decoded pixels, but the images are still encoded here");
+	} else if (shape->dtype != TS_DTYPE_U8 || shape->layout != TS_LAYOUT_NHWC) {
+		shape_str(shape, buf, sizeof(buf));
+		err(c, call->name_loc,
+		    "end the CPU stages in to(uint8, nhwc) and give normalize's mean and std to device(...)",
+		    "'device' takes uint8 nhwc pixels, but the data is %s here", buf);
+	}
+	if (mean->given != std->given) {
+		err(c, call->loc, "give both mean and std, or neither",
+		    "device normalizes only with both mean and std");
+	} else if (mean->given && mean->n_nums >= 0 && std->n_nums >= 0) {
+		if (mean->n_nums != std->n_nums)
+			err(c, std->loc, "give one mean and one std per channel",
+			    "device has %d mean value%s but %d std value%s",
+			    mean->n_nums, mean->n_nums == 1 ? "" : "s",
+			    std->n_nums, std->n_nums == 1 ? "" : "s");
+		else if (!shape->encoded && mean->n_nums != shape->c)
+			err(c, mean->loc, NULL,
+			    "device has %d mean and std value%s, but the image has %d channel%s",
+			    mean->n_nums, mean->n_nums == 1 ? "" : "s",
+			    shape->c, shape->c == 1 ? "" : "s");
+		dev->normalize = true;
+		dev->n_mean = mean->n_nums;
+		for (int i = 0; i < 4; i++) {
+			dev->mean[i] = i < mean->n_nums ? mean->nums[i] : 0.0f;
+			dev->std[i] = i < std->n_nums ? std->nums[i] : 1.0f;
+		}
+	}
+	dev->sample_bytes = (size_t)shape->h * (size_t)shape->w *
+			    (size_t)shape->c * ts_dtype_size(dev->dtype);
+}
+
 static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 			  struct ts_plan *plan, bool *size_reported)
 {
@@ -863,7 +918,7 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 	size_t n_ops = 0;
 	bool have_source = false, past_modifiers = false, shuffled = false,
 	     sharded = false, assumed_decode = false;
-	const struct ts_ast_call *batch_call = NULL;
+	const struct ts_ast_call *batch_call = NULL, *device_call = NULL;
 	int index = 0, rc = 0, late_h = 0, late_w = 0;
 	const char *names[32];
 	size_t n_names = op_names(names, 32);
@@ -968,10 +1023,25 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 				*size_reported = true;
 			}
 			continue;
+		case TS_REG_DEVICE:
+			past_modifiers = true;
+			check_device(c, def, vals, call, &shape, device_call,
+				     &plan->device);
+			device_call = call;
+			continue;
 		case TS_REG_TRANSFORM:
 			break;
 		}
 		past_modifiers = true;
+		if (device_call) {
+			/* the GPU stage finishes the sample: nothing after it
+			 * runs on the CPU */
+			err(c, call->name_loc,
+			    "move it before device(...), or drop device(...)",
+			    "'%s' cannot follow device(cuda): the device stage must be the last before batch",
+			    def->name);
+			device_call = NULL;
+		}
 		if (index == 0 && !have_source) {
 			err(c, call->name_loc,
 			    "start with folder(...), list(...), tar(...) or synthetic(...)",

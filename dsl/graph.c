@@ -125,6 +125,24 @@ static void dim(int v, char *buf, size_t n)
 
 /* "3x224x224 float32 nchw" or "224x224x3 uint8 nhwc"; '?' for a
  * dimension known only at run time. */
+/* "device(cuda, float16, mean=[...], std=[...])" */
+static void device_desc(const struct ts_plan_device *d, char *buf, size_t n)
+{
+	size_t at = (size_t)snprintf(buf, n, "device(cuda, %s, %s",
+				     ts_dtype_name(d->dtype), ts_layout_name(d->layout));
+	for (int k = 0; d->normalize && k < 2 && at < n; k++) {
+		const float *v = k ? d->std : d->mean;
+		at += (size_t)snprintf(buf + at, n - at, ", %s=[", k ? "std" : "mean");
+		for (int i = 0; i < d->n_mean && at < n; i++)
+			at += (size_t)snprintf(buf + at, n - at, "%s%g", i ? ", " : "",
+					       (double)v[i]);
+		if (at < n)
+			at += (size_t)snprintf(buf + at, n - at, "]");
+	}
+	if (at < n)
+		snprintf(buf + at, n - at, ")");
+}
+
 static void shape_desc(int h, int w, int c, enum ts_dtype t, enum ts_layout l,
 		       char *buf, size_t n)
 {
@@ -233,6 +251,12 @@ static void format_text(FILE *f, const struct ts_plan *p)
 			line(f, 2, a, b);
 		}
 	}
+	if (p->device.cuda) {
+		device_desc(&p->device, a, sizeof(a));
+		shape_desc(p->height, p->width, p->channels, p->device.dtype,
+			   p->device.layout, b, sizeof(b));
+		line(f, 2, a, b);
+	}
 	snprintf(a, sizeof(a), "batch(%d)", p->batch);
 	line(f, 2, a, "");
 	shape_desc(p->height, p->width, p->channels, p->dtype, p->layout, a,
@@ -246,6 +270,13 @@ static void format_text(FILE *f, const struct ts_plan *p)
 			fprintf(f, ", a variable number per source image");
 	}
 	fprintf(f, "\n");
+	if (p->device.cuda) {
+		uint64_t dev_ring = (uint64_t)(p->ring_samples > 0 ? p->ring_samples : 0) *
+				    p->device.sample_bytes;
+		ts_plan_format_size(dev_ring, c, sizeof(c));
+		fprintf(f, "device: cuda, %zu bytes per sample, device ring %s (GPU memory, not in the total below)\n",
+			p->device.sample_bytes, c);
+	}
 	fprintf(f, "serve: %s, socket %s%s%s, epochs %d%s\n",
 		p->served ? "yes" : "no (defaults)", p->socket,
 		p->group ? ", group " : "", p->group ? p->group : "", p->epochs,

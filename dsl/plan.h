@@ -124,6 +124,25 @@ struct ts_op {
 	enum ts_layout out_layout;
 };
 
+/*
+ * device(cuda): an optional GPU finishing stage after the last CPU stage.
+ * The CPU part of the plan (ops, dtype, layout, sample_bytes above) still
+ * writes uint8 NHWC samples into the host ring; the GPU stage converts a
+ * batch of them to dtype/layout and, when normalize is set, maps
+ * x -> (x / 255 - mean[c]) / std[c], in one kernel into a device ring.
+ * cuda is false (and the rest zero) when the pipeline has no device().
+ */
+struct ts_plan_device {
+	bool cuda;                /* the pipeline ends in device(cuda) */
+	struct ts_loc loc;        /* the device(...) call */
+	enum ts_dtype dtype;      /* TS_DTYPE_F32 or TS_DTYPE_F16 */
+	enum ts_layout layout;    /* TS_LAYOUT_NCHW */
+	bool normalize;           /* mean/std given */
+	int n_mean;               /* = channels when normalize */
+	float mean[4], std[4];
+	size_t sample_bytes;      /* one finished sample on the device */
+};
+
 struct ts_plan {
 	char *name;               /* the pipeline's name */
 	char *file;               /* the pipeline file, or "<string>" */
@@ -160,6 +179,8 @@ struct ts_plan {
 	uint64_t mem_io;          /* reader buffers */
 	uint64_t mem_total;
 	int mem_threads;          /* workers the estimate assumed */
+
+	struct ts_plan_device device; /* device(cuda); additive, see above */
 };
 
 void ts_plan_destroy(struct ts_plan *plan);

@@ -179,6 +179,23 @@ static const struct ts_param p_batch[] = {
 	  P_MIN(1), P_MAX(1 << 20), .doc = "default batch size; the unit of ring" },
 };
 
+static const char *const w_device[] = {"cuda", NULL};
+static const char *const w_device_dtype[] = {"float32", "float16", NULL};
+static const char *const w_device_layout[] = {"nchw", NULL};
+
+static const struct ts_param p_device[] = {
+	{ .name = "target", .type = TS_PT_WORD, .positional = true,
+	  .required = true, .words = w_device, .doc = "the device: cuda" },
+	{ .name = "dtype", .type = TS_PT_WORD, .def = "float32", .def_word = 0,
+	  .words = w_device_dtype, .doc = "element type on the device" },
+	{ .name = "mean", .type = TS_PT_NUMLIST, P_MIN(-1000), P_MAX(1000),
+	  .doc = "per-channel mean, on the 0..1 scale: normalize on the device" },
+	{ .name = "std", .type = TS_PT_NUMLIST, P_MIN(1e-6), P_MAX(1000),
+	  .doc = "per-channel standard deviation, > 0 (with mean)" },
+	{ .name = "layout", .type = TS_PT_WORD, .def = "nchw", .def_word = 0,
+	  .words = w_device_layout, .doc = "memory layout on the device" },
+};
+
 static const struct ts_param serve_params[] = {
 	{ .name = "socket", .type = TS_PT_STRING, .def = "\"/tmp/tsrun-NAME.sock\"",
 	  .doc = "Unix socket path trainers connect to" },
@@ -395,6 +412,8 @@ static const struct ts_opdef ops[] = {
 	   "cut each image into tiles (one sample in, several out)"),
 	OP("filter", TS_REG_TRANSFORM, TS_OP_FILTER, p_filter, shape_same,
 	   "drop samples that are mostly bright (clouds)"),
+	OP("device", TS_REG_DEVICE, -1, p_device, NULL,
+	   "finish on the GPU: uint8 nhwc to float nchw, normalized, in one kernel"),
 	OP("batch", TS_REG_SINK, -1, p_batch, NULL,
 	   "the default batch size; must be last"),
 };
@@ -456,6 +475,7 @@ const char *ts_registry_kind_name(enum ts_registry_kind k)
 	case TS_REG_MODIFIER: return "modifier";
 	case TS_REG_TRANSFORM: return "transform";
 	case TS_REG_SINK: return "sink";
+	case TS_REG_DEVICE: return "device";
 	}
 	return "?";
 }

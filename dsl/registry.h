@@ -21,6 +21,7 @@ enum ts_registry_kind {
 	TS_REG_MODIFIER,  /* right after the source: shard, shuffle */
 	TS_REG_TRANSFORM, /* per-sample operators */
 	TS_REG_SINK,      /* batch: must be last */
+	TS_REG_DEVICE,    /* device(cuda): GPU finishing, last before batch */
 };
 
 enum ts_param_type {

@@ -273,17 +273,17 @@ static bool parse_status(const char *text, size_t len, struct stat_info *st)
 					st->has_pid = ok;
 				done = true;
 			}
-			if (done) {
-				/* ok says */
-			} else if (!strcmp(key, "pipeline")) {
+			if (done)
+				;
+			else if (!strcmp(key, "pipeline"))
 				ok = parse_string(&p, st->pipeline, sizeof(st->pipeline));
-			} else if (!strcmp(key, "file")) {
+			else if (!strcmp(key, "file"))
 				ok = parse_string(&p, st->file, sizeof(st->file));
-			} else if (!strcmp(key, "socket")) {
+			else if (!strcmp(key, "socket"))
 				ok = parse_string(&p, st->socket, sizeof(st->socket));
-			} else if (!strcmp(key, "state")) {
+			else if (!strcmp(key, "state"))
 				ok = parse_string(&p, st->state, sizeof(st->state));
-			} else if (!strcmp(key, "holding_back")) {
+			else if (!strcmp(key, "holding_back")) {
 				double v = -1;
 				bool null;
 				ok = parse_number(&p, &v, &null);

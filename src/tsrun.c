@@ -92,10 +92,10 @@ const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p)
 TS_EXPORT uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads)
 {
 	const struct ts_plan *pl = p->plan;
-	if (threads <= 0 || pl->threads <= 0)
+	if (threads <= 0 || pl->mem_threads <= 0)
 		return pl->mem_total;
 	/* The plan's scratch figure is for its own thread count. */
-	uint64_t per = pl->mem_scratch / (uint64_t)pl->threads;
+	uint64_t per = pl->mem_scratch / (uint64_t)pl->mem_threads;
 	return pl->mem_ring + pl->mem_io + per * (uint64_t)threads;
 }
 

@@ -39,6 +39,7 @@ grep -q "budget is 64 MiB" "$dir/over.err" || { cat "$dir/over.err"; fail "refus
 # ring twice; the served case is the one the budget is about.)
 "$TSRUN" run "$dir/ok.ts" 2> "$dir/run.err" &
 run_pid=$!
+i=0; while [ ! -S "$dir/f.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 "$TSRUN" consume "$dir/f.sock" > "$dir/consume.out" || { kill "$run_pid"; fail "consumer failed"; }
 wait "$run_pid" || { cat "$dir/run.err"; fail "tsrun run failed"; }
 images=$(sed -n 's/^images: //p' "$dir/consume.out")
