@@ -20,6 +20,10 @@ struct ts_pipeline {
 
 struct ts_stream {
 	const struct ts_pipeline *p;
+	struct ts_plan *plan;          /* the running plan: p's, or a reload's */
+	struct ts_plan *pending;       /* takes over at the next epoch */
+	uint64_t pending_epoch;
+	struct ts_stream_opts opts;
 	struct ts_ring *ring;
 	struct ts_ring_local *local;
 	struct ts_engine *engine;
@@ -151,6 +155,8 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 	if (!s)
 		return ts_error_set(err, -ENOMEM, "out of memory");
 	s->p = p;
+	s->plan = p->plan;
+	s->opts = *opts;
 	uint64_t cap = (uint64_t)pl->ring_samples;
 	if (cap < 2 * batch)
 		cap = 2 * batch;
@@ -184,6 +190,79 @@ fail:
 	return rc;
 }
 
+/* A reloaded plan takes over once the running engine reached its epoch
+ * boundary: the new engine goes on in the same ring from its head. */
+static int takeover(struct ts_stream *s, struct ts_error *err)
+{
+	if (!s->pending)
+		return 0;
+	struct ts_engine_stats es;
+	ts_engine_stats(s->engine, &es);
+	if (!es.idle)
+		return 0;
+	int rc = ts_engine_join(s->engine, err);
+	if (rc)
+		return rc;
+	ts_engine_destroy(s->engine);
+	s->engine = NULL;
+	if (s->plan != s->p->plan)
+		ts_plan_destroy(s->plan);
+	s->plan = s->pending;
+	s->pending = NULL;
+	/* The stream keeps its length: the epochs it was opened with. */
+	struct ts_engine_opts eo = {
+		.threads = s->opts.threads,
+		.epochs = s->opts.epochs >= 0 ? s->opts.epochs : s->p->plan->epochs,
+		.start_epoch = s->pending_epoch, .start_index = 0,
+		.seq_base = ts_ring_head(s->ring),
+	};
+	rc = ts_engine_create(s->plan, &eo, s->ring, &s->engine, err);
+	if (rc == 0)
+		rc = ts_engine_start(s->engine, err);
+	if (rc)
+		ts_ring_finish(s->ring, rc);
+	return rc;
+}
+
+TS_EXPORT int ts_stream_reload(struct ts_stream *s, const char *text,
+			       size_t len, const char *name,
+			       const char *pipeline, const char *base_dir,
+			       char **diagnostics, struct ts_error *err)
+{
+	if (!s || !text)
+		return ts_error_set(err, TS_E_ARG, "ts_stream_reload: stream and text are required");
+	struct ts_pipeline *np = NULL;
+	int rc = ts_pipeline_compile(text, len, name, pipeline, base_dir, &np, diagnostics, err);
+	if (rc)
+		return rc;
+	struct ts_plan *next = np->plan;
+	np->plan = NULL;
+	ts_pipeline_destroy(np);
+	if (!ts_plan_same_sample(s->plan, next)) {
+		rc = ts_error_set(err, TS_E_CHECK,
+				  "the new pipeline's samples are %dx%dx%d %s %s, the running ones "
+				  "%dx%dx%d %s %s; a reload cannot change the sample shape",
+				  next->channels, next->height, next->width, ts_dtype_name(next->dtype),
+				  ts_layout_name(next->layout), s->plan->channels, s->plan->height,
+				  s->plan->width, ts_dtype_name(s->plan->dtype),
+				  ts_layout_name(s->plan->layout));
+		ts_plan_destroy(next);
+		return rc;
+	}
+	if (!s->pending) {
+		rc = ts_engine_handover(s->engine, &s->pending_epoch);
+		if (rc) {
+			ts_plan_destroy(next);
+			return ts_error_set(err, TS_E_STATE,
+					    "the stream ends with the current epoch; nothing to take over");
+		}
+	} else {
+		ts_plan_destroy(s->pending);
+	}
+	s->pending = next;
+	return 0;
+}
+
 TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 			     struct ts_error *err)
 {
@@ -199,9 +278,14 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 		s->have_cur = false;
 	}
 	int rc;
-	do
-		rc = ts_ring_local_next(s->local, &s->cur, 1000, err);
-	while (rc == -ETIMEDOUT);
+	for (;;) {
+		rc = ts_ring_local_next(s->local, &s->cur, s->pending ? 20 : 1000, err);
+		if (rc != -ETIMEDOUT)
+			break;
+		rc = takeover(s, err);
+		if (rc)
+			break;
+	}
 	if (rc) {
 		/* The engine's own error says more than the ring's. */
 		struct ts_error eerr = {0};
@@ -223,7 +307,7 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 		return rc;
 	}
 	s->have_cur = true;
-	const struct ts_plan *pl = s->p->plan;
+	const struct ts_plan *pl = s->plan;
 	b->data = s->cur.data;
 	b->labels = s->cur.labels;
 	b->n = s->cur.n;
@@ -284,5 +368,8 @@ TS_EXPORT void ts_stream_close(struct ts_stream *s)
 	}
 	ts_ring_local_destroy(s->local);
 	ts_ring_destroy(s->ring);
+	if (s->plan != s->p->plan)
+		ts_plan_destroy(s->plan);
+	ts_plan_destroy(s->pending);
 	free(s);
 }

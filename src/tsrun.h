@@ -100,6 +100,19 @@ struct ts_stream_batch {
 int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 		   struct ts_error *err);
 
+/* Replace the running pipeline with new text, checked completely first:
+ * on TS_E_SYNTAX or TS_E_CHECK nothing changes and the running pipeline
+ * carries on (diagnostics as in ts_pipeline_compile). A valid pipeline
+ * takes over at the next epoch boundary in the same ring, so no batch is
+ * torn; it must write samples of the same shape, dtype and layout
+ * (TS_E_CHECK otherwise). TS_E_STATE when the stream ends with the current
+ * epoch. A second reload before the takeover replaces the first. Call from
+ * the thread that calls ts_stream_next, which performs the takeover. */
+int ts_stream_reload(struct ts_stream *s, const char *text, size_t len,
+		     const char *name, const char *pipeline,
+		     const char *base_dir, char **diagnostics,
+		     struct ts_error *err);
+
 /* Samples skipped so far under on_error = skip. */
 uint64_t ts_stream_skipped(const struct ts_stream *s);
 

@@ -1,0 +1,123 @@
+/*
+ * test-reload.c - hot reload through the embedding API (ts_stream_reload):
+ * an invalid pipeline is rejected and the running one carries on, a shape
+ * change is refused, a valid one takes over at the next epoch boundary in
+ * the same ring, and no batch is torn.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsrun.h"
+
+static const char *A =
+	"pipeline s = synthetic(size = 8, count = 50)\n"
+	"    | normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) | to(float32, nchw) | batch(10)\n"
+	"serve s { epochs = 6  ring = 4 batches }\n";
+static const char *B =
+	"pipeline s = synthetic(size = 8, count = 30)\n"
+	"    | normalize([0.1, 0.1, 0.1], [0.5, 0.5, 0.5]) | to(float32, nchw) | batch(10)\n";
+static const char *SHAPE =
+	"pipeline s = synthetic(size = 4, count = 30) | to(float32, nchw) | batch(10)\n";
+static const char *BAD = "pipeline s = synthetic(size = 8) | flipp\n";
+
+static struct ts_pipeline *compile(const char *text)
+{
+	struct ts_pipeline *p = NULL;
+	struct ts_error err;
+	int rc = ts_pipeline_compile(text, strlen(text), "a.ts", NULL, NULL, &p, NULL, &err);
+	ck_assert_msg(rc == 0, "compile: %s", err.msg);
+	return p;
+}
+
+START_TEST(test_reload_takes_over_at_epoch)
+{
+	struct ts_pipeline *p = compile(A);
+	struct ts_stream *s = NULL;
+	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_error err;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	struct ts_stream_batch b;
+	size_t total = 0, per_epoch[6] = {0};
+	int k = 0, rc;
+	float first_of_epoch[6] = {0};
+	while ((rc = ts_stream_next(s, &b, &err)) == 0) {
+		ck_assert_uint_lt(b.epoch, 6);
+		ck_assert_uint_eq(b.n, 10); /* no torn batch */
+		if (b.index == 0)
+			first_of_epoch[b.epoch] = ((const float *)b.data)[0];
+		per_epoch[b.epoch] += b.n;
+		total += b.n;
+		if (k == 1) {
+			char *diag = NULL;
+			int r = ts_stream_reload(s, BAD, strlen(BAD), "bad.ts", NULL, NULL, &diag, &err);
+			ck_assert_int_eq(r, TS_E_CHECK);
+			ck_assert_ptr_nonnull(strstr(diag, "bad.ts:1:36: error: unknown operator 'flipp'"));
+			free(diag);
+			r = ts_stream_reload(s, SHAPE, strlen(SHAPE), "shape.ts", NULL, NULL, NULL, &err);
+			ck_assert_int_eq(r, TS_E_CHECK);
+			ck_assert_ptr_nonnull(strstr(err.msg, "cannot change the sample shape"));
+		}
+		if (k == 2)
+			ck_assert_int_eq(ts_stream_reload(s, B, strlen(B), "b.ts", NULL, NULL, NULL, &err), 0);
+		k++;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	/* The producer runs ahead of this consumer by up to the ring, so B
+	 * takes over at the producer's next epoch boundary: epoch t >= 1.
+	 * Every epoch before it is A's whole (50), every one from it B's (30). */
+	int t = 1;
+	while (t < 6 && per_epoch[t] == 50)
+		t++;
+	ck_assert_int_lt(t, 4);
+	for (int e = 0; e < 6; e++)
+		ck_assert_uint_eq(per_epoch[e], e < t ? 50 : 30);
+	ck_assert_uint_eq(total, 50 * (size_t)t + 30 * (size_t)(6 - t));
+	/* B normalizes with mean 0.1: its samples differ from A's. */
+	ck_assert(first_of_epoch[t] != first_of_epoch[0]);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+START_TEST(test_reload_in_last_epoch_refused)
+{
+	const char *one = "pipeline s = synthetic(size = 8, count = 40)"
+			  " | to(float32, nchw) | batch(10)\nserve s { epochs = 1 }\n";
+	struct ts_pipeline *p = compile(one);
+	struct ts_stream *s = NULL;
+	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_error err;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	struct ts_stream_batch b;
+	ck_assert_int_eq(ts_stream_next(s, &b, &err), 0);
+	ck_assert_int_eq(ts_stream_reload(s, one, strlen(one), "one.ts", NULL, NULL, NULL, &err),
+			 TS_E_STATE);
+	size_t n = b.n;
+	while (ts_stream_next(s, &b, &err) == 0)
+		n += b.n;
+	ck_assert_uint_eq(n, 40);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+static Suite *reload_suite(void)
+{
+	Suite *s = suite_create("reload");
+	TCase *tc = tcase_create("embedding");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_reload_takes_over_at_epoch);
+	tcase_add_test(tc, test_reload_in_last_epoch_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(reload_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
