@@ -92,9 +92,20 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 	n = 0;
 
 	/* Pass 2: the trailing fusable run becomes OUTPUT. */
-	for (tail = n_res; tail > 0 && fuses_into_output(&res[tail - 1]) &&
-			   !res[tail - 1].fused; tail--)
-		;
+	/* The output stage resizes and crops first, then flips, normalizes
+	 * and converts in one pass: so the tail it takes is geometry followed
+	 * by point operations. A flip before a resize stays a stage of its
+	 * own. */
+	bool geometric = false;
+	for (tail = n_res; tail > 0; tail--) {
+		const struct ts_op *t = &res[tail - 1];
+		if (!fuses_into_output(t) || t->fused)
+			break;
+		bool g = t->kind == TS_OP_RESIZE || t->kind == TS_OP_CENTER_CROP;
+		if (!g && geometric)
+			break;
+		geometric = geometric || g;
+	}
 	output = &res[tail];
 	{
 		struct ts_op o = {0};

@@ -172,6 +172,26 @@ START_TEST(test_no_fusion)
 }
 END_TEST
 
+/* The output stage runs geometry before point ops: a flip ahead of a
+ * resize must stay a stage of its own. */
+START_TEST(test_fuse_flip_before_resize)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"x\") | decode(rgb) | flip(horizontal) | resize(256)"
+		" | center_crop(224) | to(uint8) | batch(4)");
+	ck_assert_uint_eq(p->n_ops, 3);
+	ck_assert_int_eq(p->ops[0].kind, TS_OP_DECODE);
+	ck_assert_ptr_null(p->ops[0].fused);
+	ck_assert_int_eq(p->ops[1].kind, TS_OP_FLIP);
+	ck_assert_int_eq(p->ops[2].kind, TS_OP_OUTPUT);
+	ck_assert_uint_eq(p->ops[2].n_parts, 3);
+	ck_assert_int_eq(p->ops[2].parts[0].kind, TS_OP_RESIZE);
+	ck_assert_int_eq(p->ops[2].parts[1].kind, TS_OP_CENTER_CROP);
+	ck_assert_int_eq(p->ops[2].parts[2].kind, TS_OP_TO);
+	ts_plan_destroy(p);
+}
+END_TEST
+
 /* ---- source, modifiers, serve ----------------------------------------- */
 
 START_TEST(test_source)
@@ -418,7 +438,8 @@ START_TEST(test_registry)
 	static const char *const want[] = {
 		"folder", "list", "tar", "synthetic", "shard", "shuffle", "decode",
 		"resize", "center_crop", "random_crop", "random_resized_crop", "flip",
-		"color_jitter", "grayscale", "normalize", "to", "tile", "filter", "batch"};
+		"color_jitter", "grayscale", "normalize", "to", "tile", "filter", "device",
+		"batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
@@ -490,6 +511,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_fuse_decode_crop);
 	tcase_add_test(tc, test_fuse_val);
 	tcase_add_test(tc, test_no_fusion);
+	tcase_add_test(tc, test_fuse_flip_before_resize);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("plan");

@@ -1,0 +1,134 @@
+#!/bin/sh
+# bench.sh - `tsrun bench`: every field of its report, the image and batch
+# counts (epochs x data set size; batches never span epochs), --batches,
+# and bad files: under on_error = skip each one is counted and reported
+# with its path and the run succeeds; under on_error = fail it exits 1
+# naming the path and the reason. A missing folder and bad options are
+# refused with their own exit statuses.
+set -u
+tsrun=${TSRUN:?TSRUN not set}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ts-bench.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+trap 'exit 1' INT TERM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+out=$(timeout 60 "$tsrun" make-dataset "$dir/ds" --images 30 2>&1)
+case $? in
+0) ;;
+*) case $out in
+   *mate-backgrounds*|*TSRUN_PHOTOS*) echo "skip: no photos: $out"; exit 77 ;;
+   *) echo "make-dataset failed: $out"; exit 1 ;;
+   esac ;;
+esac
+
+# pipeline FILE FOLDER ON_ERROR
+pipeline() {
+	cat > "$1" <<EOF
+pipeline val =
+    folder("$2")
+    | decode(rgb)
+    | resize(80)
+    | center_crop(64)
+    | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    | to(float32, nchw)
+    | batch(8)
+
+serve val { ring = 4 batches  on_error = $3 }
+EOF
+}
+# field NAME: the value of "NAME: value" in bench.out
+field() { sed -n "s|^$1: ||p" "$dir/bench.out"; }
+# run_bench ARGS...: status in $st, stdout in bench.out, stderr in bench.err
+run_bench() {
+	timeout 60 "$tsrun" bench "$@" > "$dir/bench.out" 2> "$dir/bench.err"
+	st=$?
+}
+
+pipeline "$dir/val.ts" ds/train fail
+run_bench "$dir/val.ts" --epochs 3 --threads 2
+[ $st = 0 ] || bad "bench exited $st: $(cat "$dir/bench.err")"
+cat "$dir/bench.out"
+num='[0-9][0-9]*\(\.[0-9]*\)\{0,1\}'
+for f in 'pipeline:val ('"$dir"'/val.ts)' "images:$num" "batches:$num" "seconds:$num" \
+	"images/s:$num" "MB/s:$num" "input MB/s:$num" "cpu:$num s" "cpu/image:$num ms" \
+	"peak_rss:$num MiB" "threads:2" 'reader:\(io_uring\|plain reads\)' "skipped:0" \
+	'digest:[0-9a-f]\{16\}'; do
+	name=${f%%:*}
+	re=${f#*:}
+	v=$(field "$name")
+	[ -n "$v" ] || { bad "no '$name:' line"; continue; }
+	printf '%s\n' "$v" | grep -qx "$re" || bad "$name: '$v' does not match '$re'"
+done
+[ "$(field images)" = 90 ] || bad "images: $(field images), want 3 x 30 = 90"
+[ "$(field batches)" = 12 ] || bad "batches: $(field batches), want 3 x ceil(30 / 8) = 12"
+awk -v r="$(field images/s)" -v m="$(field MB/s)" -v c="$(field cpu | cut -d' ' -f1)" \
+	'BEGIN { exit !(r > 0 && c > 0 && m > r * 3 * 64 * 64 * 4 / 1e6 * 0.99 && m < r * 3 * 64 * 64 * 4 / 1e6 * 1.01) }' ||
+	bad "images/s, MB/s and cpu disagree: $(field images/s) $(field MB/s) $(field cpu)"
+full=$(field digest)
+
+run_bench "$dir/val.ts" --epochs 2 --batch 30 --threads 1
+[ "$(field images) $(field batches)" = "60 2" ] ||
+	bad "--batch 30 over 2 epochs: images $(field images) batches $(field batches), want 60 2"
+run_bench "$dir/val.ts" --epochs 3 --batches 5 --batch 4
+[ "$(field images) $(field batches)" = "20 5" ] ||
+	bad "--batches 5 --batch 4: images $(field images) batches $(field batches), want 20 5"
+[ "$(field digest)" != "$full" ] || bad "--batches 5: the digest of the whole stream"
+
+# Bad files in a copy: a garbled JPEG, a JPEG cut short, and a PNG that is
+# not one.
+cp -r "$dir/ds" "$dir/bad"
+set -- $(find "$dir/bad/train" -name '*.jpg' | sort)
+garbled=$3
+short=${11}
+notpng=$(dirname "$7")/zz-garbage.png
+printf 'GARBAGE GARBAGE GARBAGE' | dd of="$garbled" bs=1 seek=2 conv=notrunc 2>/dev/null
+head -c 700 "$short" > "$dir/short" && mv "$dir/short" "$short"
+printf 'this is not a png file\n' > "$notpng"
+
+pipeline "$dir/skip.ts" bad/train skip
+run_bench "$dir/skip.ts" --epochs 2 --threads 2
+[ $st = 0 ] || bad "on_error = skip: exit $st: $(cat "$dir/bench.err")"
+cat "$dir/bench.err"
+[ "$(field images)" = 62 ] || bad "skip: images $(field images), want 2 x 31 = 62 (replaced, not dropped)"
+[ "$(field skipped)" = 6 ] || bad "skip: skipped $(field skipped), want 2 epochs x 3"
+for p in "$garbled" "$short" "$notpng"; do
+	n=$(grep -c "^tsrun bench: skipped $p: ..." "$dir/bench.err")
+	[ "$n" = 2 ] || bad "skip: '$p' reported $n times, want 2 (once an epoch)"
+done
+d1=$(field digest)
+run_bench "$dir/skip.ts" --epochs 2 --threads 1
+[ "$(field digest)" = "$d1" ] || bad "skip: digest with 1 thread $(field digest) != 2 threads $d1"
+[ "$d1" != "$full" ] || bad "skip: the digest of the undamaged set"
+
+for t in 1 2; do
+	for which in garbled short notpng; do
+		cp -r "$dir/ds" "$dir/one"
+		rel=$(eval echo "\$$which" | sed "s|^$dir/bad/||")
+		cp "$dir/bad/$rel" "$dir/one/$rel"
+		pipeline "$dir/one.ts" one/train fail
+		run_bench "$dir/one.ts" --threads $t
+		[ $st = 1 ] || bad "fail, $which, $t threads: exit $st, want 1"
+		grep -q "^tsrun bench: $dir/one/$rel: ..." "$dir/bench.err" ||
+			bad "fail, $which, $t threads: no 'tsrun bench: PATH: reason' in: $(cat "$dir/bench.err")"
+		[ $t = 1 ] && echo "$which: $(head -n 1 "$dir/bench.err")"
+		rm -rf "$dir/one"
+	done
+done
+
+pipeline "$dir/missing.ts" no-such-folder fail
+run_bench "$dir/missing.ts"
+[ $st = 1 ] || bad "missing folder: exit $st, want 1"
+grep -q "no-such-folder" "$dir/bench.err" || bad "missing folder not named: $(cat "$dir/bench.err")"
+
+for args in "--threads 0" "--epochs x" "--start 1" "--batches -1"; do
+	run_bench "$dir/val.ts" $args
+	[ $st = 2 ] || bad "bench $args: exit $st, want 2"
+	grep -q "^tsrun bench: " "$dir/bench.err" || bad "bench $args: $(cat "$dir/bench.err")"
+done
+run_bench "$dir/val.ts" --start 0:30
+[ $st = 1 ] || bad "--start 0:30 (past the epoch's end): exit $st, want 1"
+grep -q "start index 30" "$dir/bench.err" || bad "--start 0:30: $(cat "$dir/bench.err")"
+
+[ $fail = 0 ] && echo "ok: bench"
+exit $fail

@@ -1,0 +1,125 @@
+#!/bin/sh
+# determinism.sh - the stream digest of `tsrun bench` does not depend on
+# the thread count, the batch size or the run, and a resumed stream
+# (--start EPOCH:INDEX) is the same whether it is benched in-process or
+# served by `tsrun run` to `tsrun consume`.
+#
+# The digest is chained over the samples in stream order, so the digest of
+# a resumed tail cannot be cut out of the full run's; tests/test-engine.c
+# compares the tail sample by sample. Here the tail is compared across
+# thread counts, batch sizes and the two ways of running it, and must
+# differ from other tails and from the whole stream.
+set -u
+tsrun=${TSRUN:?TSRUN not set}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ts-determinism.XXXXXX") || exit 1
+server=
+cleanup() {
+	[ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+out=$(timeout 60 "$tsrun" make-dataset "$dir/ds" --images 60 2>&1)
+case $? in
+0) ;;
+*) case $out in
+   *mate-backgrounds*|*TSRUN_PHOTOS*) echo "skip: no photos: $out"; exit 77 ;;
+   *) echo "make-dataset failed: $out"; exit 1 ;;
+   esac ;;
+esac
+
+cat > "$dir/train.ts" <<EOF
+pipeline train =
+    folder("ds/train")
+    | shuffle(seed = 42)
+    | decode(rgb)
+    | random_resized_crop(64)
+    | flip(horizontal)
+    | color_jitter(brightness = 0.4, contrast = 0.4, saturation = 0.4)
+    | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    | to(float32, nchw)
+    | batch(16)
+
+serve train {
+    socket = "$dir/train.sock"
+    epochs = 2
+    ring   = 4 batches
+}
+EOF
+sed 's/seed = 42/seed = 43/' "$dir/train.ts" > "$dir/seed43.ts"
+
+# bench FILE ARGS... -> "images digest" (exit status checked).
+bench() {
+	f=$1
+	shift
+	timeout 60 "$tsrun" bench "$f" "$@" > "$dir/bench.out" 2> "$dir/bench.err" ||
+		{ bad "bench $* failed: $(cat "$dir/bench.err")"; echo "- -"; return; }
+	printf '%s %s\n' "$(sed -n 's/^images: //p' "$dir/bench.out")" \
+		"$(sed -n 's/^digest: //p' "$dir/bench.out")"
+}
+same() { [ "$2" = "$3" ] || bad "$1: '$2' != '$3'"; }
+differ() { [ "$2" != "$3" ] || bad "$1: both '$2'"; }
+
+empty=243f6a8885a308d3   # the digest of no samples
+t1=$(bench "$dir/train.ts" --epochs 2 --threads 1)
+t2=$(bench "$dir/train.ts" --epochs 2 --threads 2)
+t2b=$(bench "$dir/train.ts" --epochs 2 --threads 2)
+t3=$(bench "$dir/train.ts" --epochs 2 --threads 3 --batch 7)
+echo "full stream: threads 1: $t1; threads 2: $t2, $t2b; threads 3 batch 7: $t3"
+same "2 epochs: images and digest" "$t1" "120 ${t1#* }"
+same "threads 1 vs 2" "$t1" "$t2"
+same "two runs, threads 2" "$t2" "$t2b"
+same "threads 3, batch 7" "$t1" "$t3"
+differ "digest of a real stream" "${t1#* }" "$empty"
+s43=$(bench "$dir/seed43.ts" --epochs 2 --threads 2)
+differ "another seed" "$t1" "$s43"
+e1=$(bench "$dir/train.ts" --epochs 1 --threads 2)
+differ "epoch 0 alone vs epochs 0-1" "${e1#* }" "${t1#* }"
+z=$(bench "$dir/train.ts" --epochs 2 --threads 2 --start 0:0)
+same "--start 0:0" "$z" "$t1"
+
+# The tail of epoch 1 from index 23: 60 - 23 = 37 samples.
+r1=$(bench "$dir/train.ts" --epochs 1 --start 1:23 --threads 1 --batch 1)
+r2=$(bench "$dir/train.ts" --epochs 1 --start 1:23 --threads 2)
+r3=$(bench "$dir/train.ts" --epochs 1 --start 1:23 --threads 3 --batch 5)
+echo "resume 1:23: $r1; $r2; $r3"
+same "resume: images" "${r1% *}" 37
+same "resume, threads 1 batch 1 vs threads 2" "$r1" "$r2"
+same "resume, threads 3 batch 5" "$r1" "$r3"
+o=$(bench "$dir/train.ts" --epochs 1 --start 1:24 --threads 2)
+differ "resume 1:23 vs 1:24" "${r1#* }" "${o#* }"
+o=$(bench "$dir/train.ts" --epochs 1 --start 0:23 --threads 2)
+differ "resume 1:23 vs 0:23 (epochs are shuffled apart)" "${r1#* }" "${o#* }"
+# The first 37 samples of a resume at 0:23 over two epochs are epoch 0's
+# tail: the same as the one-epoch resume.
+a=$(bench "$dir/train.ts" --epochs 1 --start 0:23 --threads 2)
+b=$(bench "$dir/train.ts" --epochs 2 --start 0:23 --threads 1 --batch 1 --batches 37)
+same "resume 0:23: one epoch vs the first 37 of two" "$a" "$b"
+
+# The same tail served by `tsrun run` to `tsrun consume` (run's --epochs
+# is the end epoch; bench's counts from the start).
+timeout 60 "$tsrun" run "$dir/train.ts" --start 1:23 --epochs 2 --threads 2 \
+	--quiet > "$dir/run.out" 2> "$dir/run.err" &
+server=$!
+i=0
+while [ ! -S "$dir/train.sock" ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -S "$dir/train.sock" ]; then
+	timeout 60 "$tsrun" consume "$dir/train.sock" --batch 9 > "$dir/consume.out" 2>&1 ||
+		bad "consume failed: $(cat "$dir/consume.out")"
+	c="$(sed -n 's/^images: //p' "$dir/consume.out") $(sed -n 's/^digest: //p' "$dir/consume.out")"
+	echo "run --start 1:23 + consume: $c"
+	same "resume served to a consumer vs bench" "$c" "$r1"
+	wait "$server" || bad "tsrun run exited $?: $(cat "$dir/run.err")"
+else
+	bad "tsrun run did not create its socket: $(cat "$dir/run.err")"
+fi
+server=
+
+[ $fail = 0 ] && echo "ok: determinism"
+exit $fail
