@@ -184,17 +184,19 @@ static uint64_t round_up(uint64_t v, uint64_t unit)
 /*
  * Map the data region twice back to back: reserve 2x address space, then
  * put the same file range at both halves, so slot capacity-1 runs on into
- * slot 0 and any span of <= capacity samples is contiguous.
+ * slot 0 and any span of <= capacity samples is contiguous. extra_flags
+ * (MAP_POPULATE for the producer) apply to the first half only: the
+ * second maps the same pages, faulted in only where a span wraps.
  */
 static int map_double(int fd, uint64_t off, size_t len, int prot,
-		      uint8_t **out)
+		      int extra_flags, uint8_t **out)
 {
 	uint8_t *base = mmap(NULL, 2 * len, PROT_NONE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED)
 		return -errno;
-	if (mmap(base, len, prot, MAP_SHARED | MAP_FIXED, fd, (off_t)off) ==
-		    MAP_FAILED ||
+	if (mmap(base, len, prot, MAP_SHARED | MAP_FIXED | extra_flags, fd,
+		 (off_t)off) == MAP_FAILED ||
 	    mmap(base + len, len, prot, MAP_SHARED | MAP_FIXED, fd,
 		 (off_t)off) == MAP_FAILED) {
 		int e = -errno;
@@ -254,6 +256,17 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 				  (unsigned long long)file_bytes, strerror(errno));
 		goto fail;
 	}
+	/* Allocate every page now: the memory figure is honoured from the
+	 * start, a machine without that much shared memory says so here
+	 * rather than with SIGBUS mid-run, and workers never fault a fresh
+	 * page into the ring on the hot path. */
+	rc = posix_fallocate(r->fd, 0, (off_t)file_bytes);
+	if (rc != 0) {
+		rc = ts_error_set(err, -rc, "ring: cannot allocate %llu bytes of shared "
+				  "memory: %s; use a smaller ring or free memory",
+				  (unsigned long long)file_bytes, strerror(rc));
+		goto fail;
+	}
 	r->hdr = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
 	r->meta = mmap(NULL, r->meta_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       r->fd, (off_t)meta_off);
@@ -262,7 +275,7 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 		goto fail;
 	}
 	rc = map_double(r->fd, data_off, r->data_bytes, PROT_READ | PROT_WRITE,
-			&r->data);
+			MAP_POPULATE, &r->data);
 	if (rc < 0) {
 		ts_error_set(err, rc, "ring: double map of %zu bytes: %s",
 			     r->data_bytes, strerror(-rc));
@@ -800,7 +813,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 		goto fail;
 	}
 	uint8_t *d;
-	rc = map_double(ring_fd, h->data_offset, rd->data_bytes, PROT_READ, &d);
+	rc = map_double(ring_fd, h->data_offset, rd->data_bytes, PROT_READ, 0, &d);
 	if (rc < 0) {
 		ts_error_set(err, rc, "ring: double map: %s", strerror(-rc));
 		goto fail;
