@@ -12,7 +12,8 @@
  *
  *   loss: first 2.30 last 1.41
  *
- * (means over the first and last 20 steps). Exit status: 0 after the end
+ * (means over the first and last 20 steps, or half the run when it is
+ * shorter). Exit status: 0 after the end
  * of the stream or --max-batches; 1 when the producer failed or vanished
  * or the labels do not fit --classes; 2 for a usage error.
  */
@@ -282,22 +283,28 @@ int main(int argc, char **argv)
 			run = 0;
 		}
 	}
-done:
-	ts_client_close(cl);
+done:;
 	double wall = now_s() - t0;
 	printf("consumer: images %" PRIu64 " batches %" PRIu64 " epochs %u..%u label_sum %" PRIu64
 	       " %.0f images/s\n",
 	       images, steps, epoch_lo == UINT32_MAX ? 0 : epoch_lo, epoch_hi, label_sum,
 	       wall > 0 ? (double)images / wall : 0.0);
 	if (steps) {
-		uint64_t w = steps < WINDOW ? steps : WINDOW;
+		/* Windows of up to WINDOW steps, at most half the run each. */
+		uint64_t w = steps / 2 < WINDOW ? steps / 2 : WINDOW;
+		if (w == 0)
+			w = 1;
 		double f = 0, l = 0;
 		for (uint64_t i = 0; i < w; i++) {
 			f += first[i];
-			l += last[i];
+			l += last[(steps - 1 - i) % WINDOW];
 		}
 		printf("loss: first %.2f last %.2f\n", f / (double)w, l / (double)w);
 	}
+	fflush(stdout);
+	/* Close after reporting: tsrun's summary, printed once every trainer
+	 * has gone, then comes last. */
+	ts_client_close(cl);
 	free(m.w);
 	free(m.grad);
 	return status;

@@ -1,9 +1,14 @@
-# Quickstart: make a small data set, then serve it to any number of trainers.
+# Quickstart: make a small data set, then serve it to any number of trainers
+# (scripts/quickstart does all of this with two trainers).
 #
-#   tsrun make-dataset data --images 2000 --val 200
+#   tsrun make-dataset data --images 2000
 #   tsrun check examples/quickstart.ts
-#   tsrun run examples/quickstart.ts &
-#   python3 examples/train.py --socket /tmp/tsrun-quickstart.sock
+#   tsrun run examples/quickstart.ts --wait 2 &
+#   /usr/bin/python3 examples/train.py --socket /tmp/tsrun-quickstart.sock &
+#   build/examples/consumer /tmp/tsrun-quickstart.sock
+#
+# Each trainer reads every epoch (4 x 2000 images: 250 steps of 32 for
+# train.py), then tsrun ends by itself.
 #
 # Relative paths resolve against this file's folder.
 
@@ -18,6 +23,6 @@ pipeline quickstart =
     | batch(64)
 
 serve quickstart {
-    epochs = 2
+    epochs = 4
     ring   = 16 batches
 }

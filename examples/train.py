@@ -5,7 +5,7 @@
     /usr/bin/python3 examples/train.py --socket /tmp/tsrun-quickstart.sock
 
 Batches come from tsrun.Loader: float32 NCHW images that view the shared
-ring (no copy) and int64 labels. The model is four conv blocks, global
+ring (no copy) and int64 labels. The model is three conv blocks, global
 average pooling and a linear classifier, so it takes any input size.
 
 It prints the loss every --log-every steps and, at the end,
@@ -67,12 +67,15 @@ def parse_args(argv):
 
 
 def make_model(nn, channels, classes):
-    def block(cin, cout):
+    """A 4x4 stride-4 "patchify" stem, two 3x3 stride-2 conv blocks,
+    global average pooling and a linear classifier: cheap enough on one
+    CPU thread for 128x128 inputs, and any input size works."""
+    def block(cin, cout, k=3, stride=2, pad=1):
         return nn.Sequential(
-            nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False),
+            nn.Conv2d(cin, cout, k, stride=stride, padding=pad, bias=False),
             nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
     return nn.Sequential(
-        block(channels, 16), block(16, 32), block(32, 64), block(64, 128),
+        block(channels, 32, 4, 4, 0), block(32, 64), block(64, 128),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, classes))
 
 
@@ -152,16 +155,21 @@ def main(argv):
                 break
     except tsrun.TsrunError as e:
         failed = f"{a.socket}: {e}"
-    finally:
-        loader.close()
+    # Report before closing: tsrun prints its summary once every trainer
+    # has gone, so the summary comes last.
+    rc = report(a, failed, losses, images_seen, time.monotonic() - t0)
+    loader.close()
+    return rc
 
-    dt = time.monotonic() - t0
+
+def report(a, failed, losses, images_seen, dt):
     if failed:
         print(f"train.py: training failed: {failed}", file=sys.stderr)
         return 1
     if not losses:
         print("train.py: training failed: no batches", file=sys.stderr)
         return 1
+    dt = max(dt, 1e-6)
     w = min(a.window, max(1, len(losses) // 2))
     first = sum(losses[:w]) / w
     last = sum(losses[-w:]) / w

@@ -99,6 +99,9 @@ struct ts_ring {
 	uint32_t finished;
 	uint32_t producer_blocked;
 	double last_stat;
+	/* Detached consumers' final figures (a ring of the last ones). */
+	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
+	size_t n_departed;
 };
 
 struct ts_ring_reader {
@@ -610,6 +613,18 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->rate = c->rate;
 		s->local = c->local;
 	}
+	size_t nd = r->n_departed < TS_RING_MAX_CONSUMERS ? r->n_departed : TS_RING_MAX_CONSUMERS;
+	for (size_t i = 0; i < nd; i++)
+		out->departed[i] = r->departed[(r->n_departed - nd + i) % TS_RING_MAX_CONSUMERS];
+	out->n_departed = nd;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void ts_ring_set_samples_per_epoch(struct ts_ring *r, uint64_t n)
+{
+	/* Read by the server thread under the lock when it welcomes. */
+	pthread_mutex_lock(&r->lock);
+	WRITE_ONCE(r->hdr->samples_per_epoch, n);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -741,6 +756,14 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
 			break;
 		}
 	}
+	/* Keep what it got: its final release, for summaries. */
+	struct ts_ring_consumer_stat *d = &r->departed[r->n_departed++ % TS_RING_MAX_CONSUMERS];
+	memset(d, 0, sizeof(*d));
+	d->pid = c->pid;
+	d->batch = c->batch;
+	d->start = c->start;
+	d->release = smp_load_acquire(&c->ctl->release);
+	d->local = c->local;
 	/* Ordered before the pub_active load by the smp_mb in
 	 * quiesce_publish(): no scan reads this page once it returns. */
 	WRITE_ONCE(r->watch[c->slot], NULL);

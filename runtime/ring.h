@@ -161,6 +161,11 @@ struct ts_ring_stat {
 	bool producer_waiting;        /* a writer is blocked on a consumer */
 	size_t n_consumers;
 	struct ts_ring_consumer_stat consumers[TS_RING_MAX_CONSUMERS];
+	/* Consumers that detached, oldest first (the last
+	 * TS_RING_MAX_CONSUMERS of them), with their final release: for
+	 * summaries of what each trainer got. */
+	size_t n_departed;
+	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
 };
 
 struct ts_ring;
@@ -219,6 +224,10 @@ void ts_ring_finish(struct ts_ring *r, int status);
 
 /* A snapshot for status lines and `tsrun stat`. Thread-safe. */
 void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out);
+
+/* Samples per epoch as consumers learn it at welcome; set it before the
+ * server accepts anyone (the engine knows it once it listed the source). */
+void ts_ring_set_samples_per_epoch(struct ts_ring *r, uint64_t n);
 
 /* ---- consumer accounting (the server and local consumers use this) ---- */
 

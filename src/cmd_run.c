@@ -20,6 +20,7 @@
 #include "ring.h"
 #include "server.h"
 #include "status.h"
+#include "tscuda.h"
 #include "util.h"
 
 static volatile sig_atomic_t got_signal;
@@ -169,6 +170,22 @@ int ts_cmd_run(int argc, char **argv)
 		socket_path = plan->socket;
 	int n_epochs = epochs >= 0 ? (int)epochs : plan->epochs;
 
+	/* device(cuda) (issue 6, runtime/cuda/tscuda.h): the server does not
+	 * fill a device ring yet, so the CPU ring serves the uint8 NHWC
+	 * samples the CPU stages write, and trainers finish them on their
+	 * GPU. Say so once, with the reason when there is no GPU. */
+	if (plan->device.cuda) {
+		struct ts_error derr = {0};
+		int ndev = 0;
+		if (ts_cuda_probe(&ndev, &derr) < 0)
+			fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC "
+				"batches from the CPU ring instead\n", derr.msg);
+		else
+			fprintf(stderr, "tsrun run: device(cuda): %d CUDA device%s, but the "
+				"device ring is not served yet; serving uint8 NHWC batches "
+				"from the CPU ring instead\n", ndev, ndev == 1 ? "" : "s");
+	}
+
 	struct ts_error err = {0};
 	struct ts_ring *ring = NULL;
 	struct ts_server *srv = NULL;
@@ -211,6 +228,10 @@ int ts_cmd_run(int argc, char **argv)
 	rc = ts_engine_create(plan, &eo, ring, &eng, &err);
 	if (rc)
 		goto fail;
+	/* Trainers learn the epoch size at welcome (len() of a Loader); a
+	 * tile or filter pipeline's is not known in advance. */
+	if (!plan->expands)
+		ts_ring_set_samples_per_epoch(ring, ts_engine_epoch_size(eng));
 	rc = ts_server_create(ring, socket_path, plan->group, &srv, &err);
 	if (rc)
 		goto fail;

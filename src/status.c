@@ -18,6 +18,8 @@
 struct seen {
 	int pid;
 	uint32_t batch;
+	uint64_t start;
+	bool gone;          /* detached: last_release is final */
 	uint64_t first_release;
 	uint64_t last_release;
 	double first_t, last_t;
@@ -73,30 +75,43 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	return 0;
 }
 
+static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *c,
+		      double t, bool departed)
+{
+	if (c->local)
+		return;
+	struct seen *e = NULL;
+	for (size_t j = 0; j < s->n_seen; j++)
+		if (s->seen[j].pid == c->pid && s->seen[j].start == c->start) {
+			e = &s->seen[j];
+			break;
+		}
+	if (!e) {
+		if (s->n_seen == MAX_SEEN)
+			return;
+		e = &s->seen[s->n_seen++];
+		e->pid = c->pid;
+		e->batch = c->batch;
+		e->start = c->start;
+		e->first_release = c->start < c->release ? c->start : c->release;
+		e->first_t = t;
+		e->last_t = t;
+	}
+	if (e->gone)
+		return;
+	e->last_release = c->release;
+	e->last_t = t;
+	e->gone = departed;
+}
+
+/* Follow every consumer, live and departed, so the summary can say what
+ * each one got even when it left between two snapshots. */
 static void track(struct ts_status *s, const struct ts_ring_stat *rs, double t)
 {
-	for (size_t i = 0; i < rs->n_consumers; i++) {
-		const struct ts_ring_consumer_stat *c = &rs->consumers[i];
-		if (c->local)
-			continue;
-		struct seen *e = NULL;
-		for (size_t j = 0; j < s->n_seen; j++)
-			if (s->seen[j].pid == c->pid && s->seen[j].first_release <= c->release) {
-				e = &s->seen[j];
-				break;
-			}
-		if (!e && s->n_seen < MAX_SEEN) {
-			e = &s->seen[s->n_seen++];
-			e->pid = c->pid;
-			e->batch = c->batch;
-			e->first_release = c->start < c->release ? c->start : c->release;
-			e->first_t = t;
-		}
-		if (e) {
-			e->last_release = c->release;
-			e->last_t = t;
-		}
-	}
+	for (size_t i = 0; i < rs->n_consumers; i++)
+		track_one(s, &rs->consumers[i], t, false);
+	for (size_t i = 0; i < rs->n_departed; i++)
+		track_one(s, &rs->departed[i], t, true);
 }
 
 /* The consumer with the largest lag: the one holding the ring back. */

@@ -1,0 +1,656 @@
+/* test-embed.c - the embedding API (tsrun.h, libtsrun): compile from text,
+ * shape, batches that never span epochs, positions and labels, end of
+ * stream, diagnostics, memory budget, missing sources, determinism across
+ * thread counts, resume, concurrent opens of one pipeline, and
+ * examples/embed run as a program. */
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tsrun.h"
+
+/* A data set made once by `tsrun make-dataset` (main), for folder tests. */
+static char ds_dir[64];
+#define DS_IMAGES 40
+#define DS_CLASSES 4
+
+/* 100 generated images, shuffled, randomly cropped and flipped: every
+ * sample depends on the (seed, epoch, index) RNG. */
+static const char synth_text[] =
+	"pipeline s =\n"
+	"    synthetic(20, count = 100, classes = 10)\n"
+	"    | shuffle(seed = 5)\n"
+	"    | random_crop(16, padding = 2)\n"
+	"    | flip(horizontal)\n"
+	"    | to(float32, nchw)\n"
+	"    | batch(16)\n"
+	"serve s { epochs = 2 }\n";
+
+struct rec {
+	uint64_t epoch, index, hash;
+	int32_t label;
+};
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static struct ts_pipeline *compile_ok(const char *text, const char *base)
+{
+	struct ts_pipeline *p = NULL;
+	struct ts_error err = {0};
+	char *diags = NULL;
+	int rc = ts_pipeline_compile(text, strlen(text), "t.ts", NULL, base, &p,
+				     &diags, &err);
+	ck_assert_msg(rc == 0, "compile: %d %s\n%s", rc, err.msg, diags ? diags : "");
+	ck_assert_ptr_nonnull(p);
+	free(diags);
+	return p;
+}
+
+/*
+ * Read the whole stream into out[] (at most cap samples) and check each
+ * batch on the way: 1..batch samples, never past the end of its epoch,
+ * positions consecutive across batches and epochs (from start_epoch /
+ * start_index), the shape that ts_pipeline_shape reported. Returns the
+ * sample count; *nbatches gets the batch count.
+ */
+static size_t collect(const struct ts_pipeline *p, const struct ts_stream_opts *o,
+		      uint64_t epoch_size, struct rec *out, size_t cap,
+		      size_t *nbatches)
+{
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	int rc = ts_pipeline_open(p, o, &s, &err);
+	ck_assert_msg(rc == 0, "open: %d %s", rc, err.msg);
+	int h, w, c, batch;
+	enum ts_stream_dtype dt;
+	enum ts_stream_layout lay;
+	ts_pipeline_shape(p, &h, &w, &c, &dt, &lay, &batch);
+	size_t want = o && o->batch ? o->batch : (size_t)batch;
+	uint64_t e = o ? o->start_epoch : 0, i = o ? o->start_index : 0;
+	size_t n = 0, nb = 0;
+	struct ts_stream_batch b;
+	while ((rc = ts_stream_next(s, &b, &err)) == 0) {
+		ck_assert_uint_ge(b.n, 1);
+		ck_assert_uint_le(b.n, want);
+		ck_assert_int_eq(b.height, h);
+		ck_assert_int_eq(b.width, w);
+		ck_assert_int_eq(b.channels, c);
+		ck_assert_int_eq(b.dtype, dt);
+		ck_assert_int_eq(b.layout, lay);
+		/* drop_last skips an epoch's short tail. */
+		if (i == epoch_size || (o && o->drop_last && i + want > epoch_size)) {
+			e++;
+			i = 0;
+		}
+		ck_assert_uint_eq(b.epoch, e);
+		ck_assert_uint_eq(b.index, i);
+		/* Never spans two epochs; short only at an epoch's end. */
+		ck_assert_uint_le(b.index + b.n, epoch_size);
+		if (b.n < want) {
+			ck_assert(!(o && o->drop_last));
+			ck_assert_uint_eq(b.index + b.n, epoch_size);
+		}
+		for (size_t k = 0; k < b.n; k++) {
+			ck_assert_uint_lt(n, cap);
+			out[n].epoch = b.epoch;
+			out[n].index = b.index + k;
+			out[n].label = b.labels[k];
+			out[n].hash = fnv1a(0xcbf29ce484222325ULL,
+					    (const char *)b.data + k * b.sample_bytes,
+					    b.sample_bytes);
+			n++;
+		}
+		i += b.n;
+		nb++;
+	}
+	ck_assert_msg(rc == TS_E_EOS, "next: %d %s", rc, err.msg);
+	/* The end is sticky. */
+	ck_assert_int_eq(ts_stream_next(s, &b, NULL), TS_E_EOS);
+	ts_stream_close(s);
+	if (nbatches)
+		*nbatches = nb;
+	return n;
+}
+
+static uint64_t digest(const struct rec *r, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t k = 0; k < n; k++) {
+		h = fnv1a(h, &r[k].hash, sizeof(r[k].hash));
+		h = fnv1a(h, &r[k].label, sizeof(r[k].label));
+	}
+	return h;
+}
+
+/* ---- compile and shape ---- */
+
+START_TEST(synthetic_shape)
+{
+	struct ts_pipeline *p = compile_ok(synth_text, NULL);
+	int h = 0, w = 0, c = 0, batch = 0;
+	enum ts_stream_dtype dt = TS_STREAM_UINT8;
+	enum ts_stream_layout lay = TS_STREAM_NHWC;
+	ts_pipeline_shape(p, &h, &w, &c, &dt, &lay, &batch);
+	ck_assert_int_eq(h, 16);
+	ck_assert_int_eq(w, 16);
+	ck_assert_int_eq(c, 3);
+	ck_assert_int_eq(dt, TS_STREAM_FLOAT32);
+	ck_assert_int_eq(lay, TS_STREAM_NCHW);
+	ck_assert_int_eq(batch, 16);
+	ts_pipeline_shape(p, NULL, NULL, NULL, NULL, NULL, NULL);
+	/* The ring alone holds at least 8 batches of 3x16x16 floats. */
+	ck_assert_uint_ge(ts_pipeline_memory(p, 1), 8u * 16 * 3 * 16 * 16 * 4);
+	ck_assert_uint_gt(ts_pipeline_memory(p, 4), ts_pipeline_memory(p, 1));
+	ts_pipeline_destroy(p);
+	ts_pipeline_destroy(NULL);
+	ts_stream_close(NULL);
+}
+END_TEST
+
+/* With several pipelines, the name argument picks one. */
+START_TEST(pick_pipeline)
+{
+	static const char two[] =
+		"pipeline a = synthetic(8, count = 10) | to(uint8) | batch(2)\n"
+		"pipeline b = synthetic(12, count = 10, channels = 1) | to(uint8) | batch(5)\n";
+	struct ts_pipeline *p = NULL;
+	struct ts_error err = {0};
+	ck_assert_int_eq(ts_pipeline_compile(two, strlen(two), "two.ts", "b", NULL, &p,
+					     NULL, &err), 0);
+	int h, c, batch;
+	ts_pipeline_shape(p, &h, NULL, &c, NULL, NULL, &batch);
+	ck_assert_int_eq(h, 12);
+	ck_assert_int_eq(c, 1);
+	ck_assert_int_eq(batch, 5);
+	ts_pipeline_destroy(p);
+	p = NULL;
+	int rc = ts_pipeline_compile(two, strlen(two), "two.ts", "nope", NULL, &p, NULL, &err);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_ptr_null(p);
+	ck_assert_ptr_nonnull(strstr(err.msg, "nope"));
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+	struct ts_pipeline *p = NULL;
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	ck_assert_int_eq(ts_pipeline_compile(NULL, 0, "x", NULL, NULL, &p, NULL, &err),
+			 TS_E_ARG);
+	ck_assert_int_eq(err.code, TS_E_ARG);
+	ck_assert_int_eq(ts_pipeline_open(NULL, NULL, &s, &err), TS_E_ARG);
+	ck_assert_ptr_null(s);
+	ck_assert_int_eq(ts_stream_next(NULL, NULL, NULL), TS_E_ARG);
+}
+END_TEST
+
+/* ---- diagnostics ---- */
+
+/* [text, code, line, column, a fragment of the rendered diagnostics] */
+static const struct {
+	const char *text;
+	int code, line, col;
+	const char *frag;
+} bad_cases[] = {
+	{"pipeline x = synthetic(8) | | batch(2)\n", TS_E_SYNTAX, 1, 29, "bad.ts:1:29"},
+	{"let a = 1\n\npipeline x =\n    synthetic(8) ) batch(2)\n", TS_E_SYNTAX, 4, 18,
+	 "bad.ts:4:18"},
+	{"pipeline x = synthetic(8) | flop | to(uint8) | batch(2)\n", TS_E_CHECK, 1, 29,
+	 "did you mean 'flip'"},
+	{"pipeline x =\n  synthetic(8, cuont = 3) | to(uint8) | batch(2)\n", TS_E_CHECK, 2, 16,
+	 "bad.ts:2:16"},
+};
+
+START_TEST(diagnostics)
+{
+	const char *text = bad_cases[_i].text;
+	struct ts_pipeline *p = NULL;
+	struct ts_error err = {0};
+	char *diags = NULL;
+	int rc = ts_pipeline_compile(text, strlen(text), "bad.ts", NULL, NULL, &p, &diags, &err);
+	ck_assert_int_eq(rc, bad_cases[_i].code);
+	ck_assert_int_eq(err.code, bad_cases[_i].code);
+	ck_assert_ptr_null(p);
+	ck_assert_int_eq(err.loc.first_line, bad_cases[_i].line);
+	ck_assert_int_eq(err.loc.first_column, bad_cases[_i].col);
+	ck_assert_ptr_nonnull(diags);
+	char where[32];
+	snprintf(where, sizeof(where), "bad.ts:%d:%d", bad_cases[_i].line, bad_cases[_i].col);
+	ck_assert_msg(strstr(diags, where), "no '%s' in:\n%s", where, diags);
+	ck_assert_msg(strstr(err.msg, where), "no '%s' in err.msg '%s'", where, err.msg);
+	ck_assert_msg(strstr(diags, bad_cases[_i].frag), "no '%s' in:\n%s",
+		      bad_cases[_i].frag, diags);
+	ck_assert_ptr_nonnull(strchr(diags, '^')); /* the caret line */
+	free(diags);
+	/* diagnostics may be NULL: err alone still says where. */
+	memset(&err, 0, sizeof(err));
+	rc = ts_pipeline_compile(text, strlen(text), "bad.ts", NULL, NULL, &p, NULL, &err);
+	ck_assert_int_eq(rc, bad_cases[_i].code);
+	ck_assert_int_eq(err.loc.first_line, bad_cases[_i].line);
+}
+END_TEST
+
+/* ---- batches, positions, end of stream ---- */
+
+START_TEST(epochs_and_batches)
+{
+	struct ts_pipeline *p = compile_ok(synth_text, NULL);
+	static struct rec r[400];
+	size_t nb = 0;
+	struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+	/* 100 per epoch in batches of 16: 6 full and one of 4, twice. */
+	ck_assert_uint_eq(collect(p, &o, 100, r, 400, &nb), 200);
+	ck_assert_uint_eq(nb, 14);
+	ck_assert_uint_eq(r[99].epoch, 0);
+	ck_assert_uint_eq(r[100].epoch, 1);
+	ck_assert_uint_eq(r[199].index, 99);
+	/* Each epoch is a permutation: every label 0..9 ten times. */
+	for (int e = 0; e < 2; e++) {
+		int count[10] = {0};
+		for (int k = 0; k < 100; k++) {
+			ck_assert_int_ge(r[e * 100 + k].label, 0);
+			ck_assert_int_lt(r[e * 100 + k].label, 10);
+			count[r[e * 100 + k].label]++;
+		}
+		for (int l = 0; l < 10; l++)
+			ck_assert_int_eq(count[l], 10);
+	}
+	/* shuffle draws a fresh order per epoch. */
+	int same = 0;
+	for (int k = 0; k < 100; k++)
+		same += r[k].hash == r[100 + k].hash;
+	ck_assert_int_lt(same, 100);
+
+	/* Options: 3 epochs, batch 32, drop_last: 3 batches of 32 a epoch. */
+	o = (struct ts_stream_opts){.epochs = 3, .batch = 32, .drop_last = 1, .threads = 1};
+	ck_assert_uint_eq(collect(p, &o, 100, r, 400, &nb), 3 * 96);
+	ck_assert_uint_eq(nb, 9);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* Without shuffle, synthetic labels are index % classes, in order. */
+START_TEST(labels_in_order)
+{
+	struct ts_pipeline *p = compile_ok(
+		"pipeline s = synthetic(8, count = 25, classes = 7) | to(uint8, nhwc) | batch(10)\n",
+		NULL);
+	static struct rec r[64];
+	size_t nb;
+	ck_assert_uint_eq(collect(p, NULL, 25, r, 64, &nb), 25);
+	ck_assert_uint_eq(nb, 3);
+	for (int k = 0; k < 25; k++)
+		ck_assert_int_eq(r[k].label, k % 7);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* A stream closed early, with workers blocked on a full ring, closes. */
+START_TEST(close_early)
+{
+	struct ts_pipeline *p = compile_ok(synth_text, NULL);
+	struct ts_stream_opts o = {.epochs = 0, .threads = 2}; /* forever */
+	struct ts_stream *s = NULL;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, NULL), 0);
+	struct ts_stream_batch b;
+	for (int k = 0; k < 20; k++) {
+		ck_assert_int_eq(ts_stream_next(s, &b, NULL), 0);
+		ck_assert_uint_eq(b.epoch, (uint64_t)(k / 7));
+	}
+	struct ts_stream_stats st;
+	ts_stream_stats(s, &st);
+	ck_assert_uint_eq(st.epoch_size, 100);
+	ck_assert_int_eq(st.threads, 2);
+	ck_assert_uint_ge(st.samples, 20 * 16 - 3 * 12);
+	ck_assert_uint_eq(ts_stream_skipped(s), 0);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* ---- budget and sources ---- */
+
+START_TEST(memory_budget)
+{
+	struct ts_pipeline *p = compile_ok(synth_text, NULL);
+	uint64_t need = ts_pipeline_memory(p, 2);
+	struct ts_stream_opts o = {.epochs = -1, .threads = 2, .memory_budget = need - 1};
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), TS_E_BUDGET);
+	ck_assert_int_eq(err.code, TS_E_BUDGET);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(err.msg, "budget"));
+	/* Exactly the need is enough. */
+	o.memory_budget = need;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+START_TEST(missing_folder)
+{
+	static const char text[] =
+		"pipeline f = folder(\"no-such-dir/train\") | decode(rgb) | center_crop(32)"
+		" | to(uint8) | batch(4)\n";
+	struct ts_pipeline *p = compile_ok(text, "/tmp");
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	ck_assert_int_eq(ts_pipeline_open(p, NULL, &s, &err), TS_E_SOURCE);
+	ck_assert_int_eq(err.code, TS_E_SOURCE);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err.msg, "no-such-dir/train"), "path not named: %s", err.msg);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+START_TEST(empty_folder)
+{
+	char dir[] = "/tmp/ts-embed-empty.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char text[256];
+	snprintf(text, sizeof(text),
+		 "pipeline f = folder(\"%s\") | decode(rgb) | center_crop(32) | to(uint8) | batch(4)\n",
+		 dir);
+	struct ts_pipeline *p = compile_ok(text, NULL);
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	int rc = ts_pipeline_open(p, NULL, &s, &err);
+	rmdir(dir);
+	ck_assert_int_eq(rc, TS_E_SOURCE);
+	ck_assert_msg(strstr(err.msg, dir), "path not named: %s", err.msg);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* ---- folder source ---- */
+
+static const char *folder_text(char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "pipeline f =\n"
+		 "    folder(\"%s/train\")\n"
+		 "    | shuffle(seed = 9)\n"
+		 "    | decode(rgb)\n"
+		 "    | random_resized_crop(24)\n"
+		 "    | flip(horizontal)\n"
+		 "    | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])\n"
+		 "    | to(float32, nchw)\n"
+		 "    | batch(6)\n"
+		 "serve f { epochs = 2 }\n",
+		 ds_dir);
+	return buf;
+}
+
+START_TEST(folder_stream)
+{
+	char text[1024];
+	struct ts_pipeline *p = compile_ok(folder_text(text, sizeof(text)), NULL);
+	static struct rec r[2 * DS_IMAGES];
+	size_t nb;
+	/* 40 a epoch in batches of 6: 6 full and one of 4, twice. */
+	struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+	ck_assert_uint_eq(collect(p, &o, DS_IMAGES, r, 2 * DS_IMAGES, &nb), 2 * DS_IMAGES);
+	ck_assert_uint_eq(nb, 14);
+	/* Labels are the sorted class folders' indices, as many of each as
+	 * that folder holds. */
+	for (int e = 0; e < 2; e++) {
+		int count[DS_CLASSES] = {0};
+		for (int k = 0; k < DS_IMAGES; k++) {
+			int32_t l = r[e * DS_IMAGES + k].label;
+			ck_assert_int_ge(l, 0);
+			ck_assert_int_lt(l, DS_CLASSES);
+			count[l]++;
+		}
+		for (int l = 0; l < DS_CLASSES; l++)
+			ck_assert_int_eq(count[l], DS_IMAGES / DS_CLASSES);
+	}
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* ---- determinism and resume ---- */
+
+START_TEST(threads_same_digest)
+{
+	char text[1024];
+	const char *texts[] = {synth_text, folder_text(text, sizeof(text))};
+	uint64_t sizes[] = {100, DS_IMAGES};
+	struct ts_pipeline *p = compile_ok(texts[_i], NULL);
+	static struct rec a[400], b[400];
+	struct ts_stream_opts o1 = {.epochs = 2, .threads = 1};
+	struct ts_stream_opts o2 = {.epochs = 2, .threads = 2, .batch = 7};
+	size_t na = collect(p, &o1, sizes[_i], a, 400, NULL);
+	size_t nb = collect(p, &o2, sizes[_i], b, 400, NULL);
+	ck_assert_uint_eq(na, 2 * sizes[_i]);
+	ck_assert_uint_eq(nb, na);
+	/* Same samples in the same order, whatever the threads or batch. */
+	ck_assert_uint_eq(digest(a, na), digest(b, nb));
+	/* And a second run again. */
+	size_t nc = collect(p, &o2, sizes[_i], b, 400, NULL);
+	ck_assert_uint_eq(digest(a, na), digest(b, nc));
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+START_TEST(resume_reproduces_tail)
+{
+	char text[1024];
+	const char *texts[] = {synth_text, folder_text(text, sizeof(text))};
+	uint64_t n = _i == 0 ? 100 : DS_IMAGES;
+	struct ts_pipeline *p = compile_ok(texts[_i], NULL);
+	static struct rec full[400], tail[400];
+	struct ts_stream_opts o = {.epochs = 3, .threads = 2};
+	ck_assert_uint_eq(collect(p, &o, n, full, 400, NULL), 3 * n);
+	/* Resume mid-epoch 1, and at the start of epoch 2. */
+	const uint64_t starts[][2] = {{1, 13}, {0, n - 1}, {2, 0}};
+	for (size_t k = 0; k < 3; k++) {
+		struct ts_stream_opts r = {.epochs = 3, .threads = 1,
+					   .start_epoch = starts[k][0],
+					   .start_index = starts[k][1]};
+		uint64_t from = starts[k][0] * n + starts[k][1];
+		size_t got = collect(p, &r, n, tail, 400, NULL);
+		ck_assert_uint_eq(got, 3 * n - from);
+		for (size_t j = 0; j < got; j++) {
+			ck_assert_uint_eq(tail[j].epoch, full[from + j].epoch);
+			ck_assert_uint_eq(tail[j].index, full[from + j].index);
+			ck_assert_int_eq(tail[j].label, full[from + j].label);
+			ck_assert_msg(tail[j].hash == full[from + j].hash,
+				      "sample %" PRIu64 ":%" PRIu64 " differs after resume",
+				      tail[j].epoch, tail[j].index);
+		}
+	}
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* One compiled pipeline opened from two threads at once. */
+struct opener {
+	const struct ts_pipeline *p;
+	struct rec r[200];
+	size_t n;
+};
+
+static void *open_and_read(void *arg)
+{
+	struct opener *op = arg;
+	struct ts_stream_opts o = {.epochs = -1, .threads = 1};
+	op->n = collect(op->p, &o, 100, op->r, 200, NULL);
+	return NULL;
+}
+
+START_TEST(concurrent_opens)
+{
+	struct ts_pipeline *p = compile_ok(synth_text, NULL);
+	static struct opener a, b;
+	a.p = b.p = p;
+	pthread_t ta, tb;
+	ck_assert_int_eq(pthread_create(&ta, NULL, open_and_read, &a), 0);
+	ck_assert_int_eq(pthread_create(&tb, NULL, open_and_read, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	ck_assert_uint_eq(a.n, 200);
+	ck_assert_uint_eq(b.n, 200);
+	ck_assert_uint_eq(digest(a.r, a.n), digest(b.r, b.n));
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* ---- examples/embed ---- */
+
+/* Run a command; its stdout (up to len bytes) into out. Returns the exit
+ * status or -1. */
+static int run_cmd(const char *cmd, char *out, size_t len)
+{
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(out, 1, len - 1, f);
+	out[n] = '\0';
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *embed_path(char *buf, size_t len)
+{
+	const char *b = getenv("TS_BUILDDIR");
+	snprintf(buf, len, "%s/examples/embed", b ? b : "..");
+	return buf;
+}
+
+START_TEST(example_embed)
+{
+	char exe[512], cmd[1024], o1[4096], o2[4096];
+	embed_path(exe, sizeof(exe));
+	ck_assert_msg(access(exe, X_OK) == 0, "%s is not built", exe);
+	/* The built-in pipeline: 100 images, batch 16. */
+	snprintf(cmd, sizeof(cmd), "%s --threads 1", exe);
+	ck_assert_int_eq(run_cmd(cmd, o1, sizeof(o1)), 0);
+	snprintf(cmd, sizeof(cmd), "%s --threads 2", exe);
+	ck_assert_int_eq(run_cmd(cmd, o2, sizeof(o2)), 0);
+	ck_assert_ptr_nonnull(strstr(o1, "shape: 32x32x3 uint8 nhwc, batch 16"));
+	ck_assert_ptr_nonnull(strstr(o1, "batch 0: epoch 0 index 0 n 16 labels 0 1 2 3"));
+	ck_assert_ptr_nonnull(strstr(o1, "batch 1: epoch 0 index 16 n 16 labels 6 7 8 9"));
+	ck_assert_ptr_nonnull(strstr(o1, "batches: 7\nsamples: 100\n"));
+	const char *d1 = strstr(o1, "digest: "), *d2 = strstr(o2, "digest: ");
+	ck_assert_ptr_nonnull(d1);
+	ck_assert_ptr_nonnull(d2);
+	ck_assert_int_eq(strlen(d1), strlen("digest: ") + 17);
+	ck_assert_str_eq(d1, d2);
+
+	/* A pipeline file with a relative data path and its own epochs. */
+	char ts[] = "/tmp/ts-embed-file.XXXXXX";
+	int fd = mkstemp(ts);
+	ck_assert_int_ge(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	char text[1024];
+	fputs(folder_text(text, sizeof(text)), f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s %s --threads 2 --epochs 1", exe, ts);
+	int rc = run_cmd(cmd, o1, sizeof(o1));
+	ck_assert_int_eq(rc, 0);
+	ck_assert_ptr_nonnull(strstr(o1, "shape: 3x24x24 float32 nchw, batch 6"));
+	ck_assert_ptr_nonnull(strstr(o1, "batches: 7\nsamples: 40\n"));
+
+	/* A syntax error: exit 1 and the diagnostic on stderr. */
+	f = fopen(ts, "w");
+	fputs("pipeline x = synthetic(8) | | batch(2)\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", exe, ts);
+	rc = run_cmd(cmd, o1, sizeof(o1));
+	unlink(ts);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_msg(strstr(o1, ":1:29: error"), "got: %s", o1);
+}
+END_TEST
+
+static Suite *embed_suite(void)
+{
+	Suite *s = suite_create("embed");
+	TCase *tc = tcase_create("compile");
+	tcase_add_test(tc, synthetic_shape);
+	tcase_add_test(tc, pick_pipeline);
+	tcase_add_test(tc, bad_arguments);
+	tcase_add_loop_test(tc, diagnostics, 0, sizeof(bad_cases) / sizeof(bad_cases[0]));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stream");
+	tcase_add_test(tc, epochs_and_batches);
+	tcase_add_test(tc, labels_in_order);
+	tcase_add_test(tc, close_early);
+	tcase_add_test(tc, folder_stream);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("refusals");
+	tcase_add_test(tc, memory_budget);
+	tcase_add_test(tc, missing_folder);
+	tcase_add_test(tc, empty_folder);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("determinism");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, threads_same_digest, 0, 2);
+	tcase_add_loop_test(tc, resume_reproduces_tail, 0, 2);
+	tcase_add_test(tc, concurrent_opens);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("example");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, example_embed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* The folder tests read a small data set that `tsrun make-dataset` makes. */
+static int make_dataset(void)
+{
+	const char *tsrun = getenv("TSRUN");
+	if (!tsrun) {
+		fprintf(stderr, "test-embed: TSRUN is not set\n");
+		return -1;
+	}
+	snprintf(ds_dir, sizeof(ds_dir), "/tmp/ts-embed-ds.XXXXXX");
+	if (!mkdtemp(ds_dir))
+		return -1;
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "'%s' make-dataset '%s' --images %d --classes %d --quiet >/dev/null",
+		 tsrun, ds_dir, DS_IMAGES, DS_CLASSES);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	int ok = make_dataset() == 0;
+	int failed = 1;
+	if (ok) {
+		SRunner *sr = srunner_create(embed_suite());
+		srunner_run_all(sr, CK_NORMAL);
+		failed = srunner_ntests_failed(sr);
+		srunner_free(sr);
+	} else {
+		fprintf(stderr, "test-embed: cannot make the data set in %s\n", ds_dir);
+	}
+	if (ds_dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ds_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "test-embed: cannot remove %s\n", ds_dir);
+	}
+	return failed ? 1 : 0;
+}
