@@ -736,6 +736,7 @@ static int build_op(struct ctx *c, const struct ts_opdef *def,
 		op->threshold = V(def, vals, "threshold")->num;
 		op->max_fraction = V(def, vals, "max_fraction")->num;
 		break;
+	case TS_OP_PLUGIN: /* bind_plugin filled op->plugin */
 	case TS_OP_OUTPUT:
 		break;
 	}
@@ -773,6 +774,7 @@ static void free_ops(struct ts_op *ops, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(ops[i].fused);
 		free(ops[i].parts);
+		free(ops[i].plugin);
 	}
 	free(ops);
 }
@@ -910,6 +912,161 @@ static void check_device(struct ctx *c, const struct ts_opdef *def,
 			    (size_t)shape->c * ts_dtype_size(dev->dtype);
 }
 
+/* A plugin's own parameter as the text it receives: strings without
+ * quotes, words as written, booleans as true/false, numbers in decimal
+ * (sizes in bytes). Writes NULL and reports for lists and ranges. */
+static const char *plugin_text(struct ctx *c, const struct ts_ast_arg *a,
+			       char *buf, size_t n)
+{
+	const struct ts_ast_value *v = resolve(c, a->value);
+
+	if (!v) {
+		err(c, a->value->loc, "a let may not refer to itself, directly or not",
+		    "let '%s' refers to itself", a->value->str);
+		return NULL;
+	}
+	switch (v->kind) {
+	case TS_AST_STR:
+	case TS_AST_WORD:
+		return v->str;
+	case TS_AST_BOOL:
+		return v->boolean ? "true" : "false";
+	case TS_AST_NUM:
+		if (v->is_int && !v->unit && v->text)
+			return v->text;
+		if (fabs(v->num) < 1e15 && v->num == floor(v->num))
+			snprintf(buf, n, "%.0f", v->num);
+		else
+			snprintf(buf, n, "%.15g", v->num);
+		return buf;
+	default:
+		err(c, a->value->loc,
+		    "plugin parameters are passed as text: give one value per name",
+		    "plugin parameter '%s' must be a number, string, word or boolean, got %s",
+		    a->name, ts_ast_kind_name(v->kind));
+		return NULL;
+	}
+}
+
+/* plugin("path.so", key = value, ...): path (positional or named) and the
+ * reserved timeout_ms bind like any operator's parameters; every other
+ * named argument is the plugin's own and goes into op->plugin as text.
+ * Reports every problem; op->plugin is built whenever memory allows (so
+ * checking goes on), and -1 is returned after any error. */
+static int bind_plugin(struct ctx *c, const struct ts_opdef *def,
+		       const struct ts_ast_call *call, struct val *vals,
+		       struct ts_op *op)
+{
+	const struct ts_param *path_p = ts_registry_param(def, "path");
+	const struct ts_param *tmo_p = ts_registry_param(def, "timeout_ms");
+	struct val *path = &vals[path_p - def->params];
+	struct val *tmo = &vals[tmo_p - def->params];
+	const struct ts_ast_arg *a;
+	size_t n_own = 0, bytes = 0;
+	bool named_seen = false;
+	int rc = 0, pos = 0;
+	char num[64];
+
+	for (a = call->args; a; a = a->next) {
+		const struct ts_param *p = NULL;
+		struct val *v = NULL;
+		if (!a->name) {
+			if (named_seen) {
+				err(c, a->loc, "give positional arguments first",
+				    "positional argument after a named one");
+				rc = -1;
+				continue;
+			}
+			if (pos++ > 0) {
+				err(c, a->loc, "give the plugin's parameters by name, e.g. threshold = 0.5",
+				    "too many arguments: 'plugin' takes 1 positional argument");
+				rc = -1;
+				continue;
+			}
+			p = path_p;
+			v = path;
+		} else {
+			named_seen = true;
+			if (strcmp(a->name, "path") == 0) {
+				p = path_p;
+				v = path;
+			} else if (strcmp(a->name, "timeout_ms") == 0) {
+				p = tmo_p;
+				v = tmo;
+			}
+		}
+		if (p) {
+			if (v->given) {
+				err(c, a->loc, NULL, "parameter '%s' given twice", p->name);
+				rc = -1;
+			} else if (convert(c, "parameter", p, a->value, v) < 0) {
+				*v = (struct val){ .given = true, .loc = a->loc,
+						   .num = p->def_num };
+				rc = -1;
+			}
+			continue;
+		}
+		/* one of the plugin's own */
+		for (const struct ts_ast_arg *b = call->args; b != a; b = b->next)
+			if (b->name && strcmp(b->name, a->name) == 0) {
+				err(c, a->loc, NULL, "parameter '%s' given twice", a->name);
+				rc = -1;
+				break;
+			}
+		const char *t = plugin_text(c, a, num, sizeof(num));
+		if (!t) {
+			rc = -1;
+			continue;
+		}
+		n_own++;
+		bytes += strlen(a->name) + strlen(t) + 2;
+	}
+	if (!path->given) {
+		err(c, call->loc, "write plugin(\"name.so\", ...)",
+		    "'plugin' needs parameter 'path'");
+		rc = -1;
+	} else if (path->str && !path->str[0]) {
+		err(c, path->loc, "name the plugin's .so file",
+		    "parameter 'path' of 'plugin' is empty");
+		rc = -1;
+	}
+	defaults(def->params, def->n_params, vals);
+
+	/* One block: the struct, the two pointer arrays, then the strings. */
+	const char *pathstr = path->str ? path->str : "";
+	size_t head = sizeof(struct ts_op_plugin) + 2 * n_own * sizeof(char *);
+	struct ts_op_plugin *pl = calloc(1, head + strlen(pathstr) + 1 + bytes);
+	if (!pl) {
+		c->oom = true;
+		return -1;
+	}
+	char *at = (char *)pl + head;
+	pl->names = (char **)(pl + 1);
+	pl->values = pl->names + n_own;
+	pl->path = strcpy(at, pathstr);
+	at += strlen(pathstr) + 1;
+	pl->timeout_ms = (int)tmo->num;
+	for (a = call->args; a; a = a->next) {
+		if (!a->name || strcmp(a->name, "path") == 0 ||
+		    strcmp(a->name, "timeout_ms") == 0)
+			continue;
+		const struct ts_ast_value *v = resolve(c, a->value);
+		if (!v || v->kind == TS_AST_LIST || v->kind == TS_AST_RANGE)
+			continue; /* reported above */
+		if ((size_t)pl->n_params == n_own)
+			break;
+		const char *t = plugin_text(c, a, num, sizeof(num));
+		if (!t)
+			continue;
+		pl->names[pl->n_params] = strcpy(at, a->name);
+		at += strlen(a->name) + 1;
+		pl->values[pl->n_params++] = strcpy(at, t);
+		at += strlen(t) + 1;
+	}
+	op->plugin = pl;
+	return rc;
+}
+
 static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 			  struct ts_plan *plan, bool *size_reported)
 {
@@ -953,7 +1110,10 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 				have_source = true; /* do not also say "no source" */
 			continue;
 		}
-		bind_args(c, def, call, vals);
+		if (def->op_kind == TS_OP_PLUGIN)
+			bind_plugin(c, def, call, vals, &op);
+		else
+			bind_args(c, def, call, vals);
 		if (batch_call) {
 			err(c, batch_call->loc, "move batch(...) to the end",
 			    "'batch' must be the last stage");
@@ -1097,7 +1257,8 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 			out.w = late_w;
 			late_h = late_w = 0;
 		}
-		if (op.kind == TS_OP_TILE || op.kind == TS_OP_FILTER)
+		if (op.kind == TS_OP_TILE || op.kind == TS_OP_FILTER ||
+		    op.kind == TS_OP_PLUGIN)
 			plan->expands = true;
 		if (op.kind == TS_OP_TILE) {
 			if (shape.h && shape.w && plan->max_out_per_in > 0) {
@@ -1116,8 +1277,10 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 		op.out_dtype = shape.dtype;
 		op.out_layout = shape.layout;
 		rc = push_op(&ops, &n_ops, &op);
-		if (rc < 0)
+		if (rc < 0) {
+			free(op.plugin);
 			goto out;
+		}
 	}
 	if (!have_source)
 		err(c, st->name_loc,

@@ -45,6 +45,24 @@ static void list_desc(const float *v, int n, char *buf, size_t len)
 		snprintf(buf + at, len - at, "]");
 }
 
+/* plugin("x.so", key=value, ..., timeout_ms=N): the plugin's own
+ * parameters as the text it receives. */
+static void plugin_desc(const struct ts_op_plugin *pl, char *buf, size_t n)
+{
+	size_t at;
+
+	if (!pl) {
+		snprintf(buf, n, "plugin()");
+		return;
+	}
+	at = (size_t)snprintf(buf, n, "plugin(\"%s\"", pl->path);
+	for (int i = 0; i < pl->n_params && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, ", %s=%s", pl->names[i],
+				       pl->values[i]);
+	if (at < n)
+		snprintf(buf + at, n - at, ", timeout_ms=%d)", pl->timeout_ms);
+}
+
 /* One op as the call that would produce it, with every parameter shown
  * (defaults included), so the reader sees what actually runs. */
 static void op_desc(const struct ts_op *op, char *buf, size_t n)
@@ -111,6 +129,9 @@ static void op_desc(const struct ts_op *op, char *buf, size_t n)
 		break;
 	case TS_OP_OUTPUT:
 		snprintf(buf, n, "output");
+		break;
+	case TS_OP_PLUGIN:
+		plugin_desc(op->plugin, buf, n);
 		break;
 	}
 }

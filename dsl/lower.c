@@ -50,6 +50,7 @@ static void op_free(struct ts_op *op)
 	for (size_t i = 0; i < op->n_parts; i++)
 		op_free(&op->parts[i]);
 	free(op->parts);
+	free(op->plugin);
 }
 
 int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
@@ -209,6 +210,16 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 	per_thread = 2 * max_fixed;
 	if (variable && per_thread < VARIABLE_DECODE_SCRATCH)
 		per_thread = VARIABLE_DECODE_SCRATCH;
+	/* Each worker's plugin host shares a pixel memfd with it: input and
+	 * output of one image, grown by doubling from 1 MiB (so up to 4x
+	 * the image). The host process's own memory is not ours to count. */
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		const struct ts_op *op = &plan->ops[i];
+		uint64_t b = op->out_h && op->out_w ? 4 * op_bytes(op)
+						    : VARIABLE_DECODE_SCRATCH;
+		if (op->kind == TS_OP_PLUGIN)
+			per_thread += b > MIB ? b : MIB;
+	}
 
 	/* saturate: an absurd ring must read as "too big", not wrap */
 	if (__builtin_mul_overflow((uint64_t)(plan->ring_samples > 0 ? plan->ring_samples : 0),

@@ -51,6 +51,7 @@ TS_EXPORT const char *ts_op_kind_name(enum ts_op_kind k)
 	case TS_OP_TILE: return "tile";
 	case TS_OP_FILTER: return "filter";
 	case TS_OP_OUTPUT: return "output";
+	case TS_OP_PLUGIN: return "plugin";
 	}
 	return "?";
 }
@@ -85,6 +86,7 @@ static void op_fini(struct ts_op *op)
 	for (size_t i = 0; i < op->n_parts; i++)
 		op_fini(&op->parts[i]);
 	free(op->parts);
+	free(op->plugin);
 }
 
 TS_EXPORT void ts_plan_destroy(struct ts_plan *plan)

@@ -72,9 +72,24 @@ enum ts_op_kind {
 	TS_OP_TILE,                 /* one sample in, several out */
 	TS_OP_FILTER,               /* drops samples */
 	TS_OP_OUTPUT,               /* fused tail: .parts, written into the slot */
+	TS_OP_PLUGIN,               /* a user C function in an isolated process
+				       (.plugin); may drop samples */
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
+
+/* plugin("path.so", key = value, ...): what the runtime needs to run it.
+ * path is as written in the pipeline (a relative one resolves against
+ * source.base_dir at engine creation); every named parameter but the
+ * reserved timeout_ms is passed to the plugin as text, in the order
+ * written. Allocated as one block together with its strings. */
+struct ts_op_plugin {
+	char *path;
+	int timeout_ms;           /* per sample: 1..600000, default 1000 */
+	int n_params;
+	char **names;             /* n_params each */
+	char **values;
+};
 
 struct ts_op {
 	enum ts_op_kind kind;
@@ -110,6 +125,10 @@ struct ts_op {
 	double threshold, max_fraction; /* filter: drop a sample when more than
 					   max_fraction of its pixels exceed
 					   threshold (fraction of full scale) */
+
+	/* plugin: the shared object and its parameters; owned (one block:
+	 * free() of the pointer frees it all). NULL for other kinds. */
+	struct ts_op_plugin *plugin;
 
 	/* TS_OP_OUTPUT: the fused tail ops in order (any of RESIZE,
 	 * CENTER_CROP, FLIP, NORMALIZE, TO); owned. The last part is always

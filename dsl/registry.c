@@ -174,6 +174,16 @@ static const struct ts_param p_filter[] = {
 		 "exceed threshold" },
 };
 
+/* plugin(): besides these, any named parameter is the plugin's own
+ * (check.c binds those; they reach the plugin as text). */
+static const struct ts_param p_plugin[] = {
+	P_REQ("path", TS_PT_STRING, true,
+	      "the plugin shared object; relative to the pipeline file's folder"),
+	{ .name = "timeout_ms", .type = TS_PT_INT, .def = "1000", .def_num = 1000,
+	  P_MIN(1), P_MAX(600000),
+	  .doc = "time limit per sample; past it the plugin process is killed" },
+};
+
 static const struct ts_param p_batch[] = {
 	{ .name = "n", .type = TS_PT_INT, .positional = true, .required = true,
 	  P_MIN(1), P_MAX(1 << 20), .doc = "default batch size; the unit of ring" },
@@ -412,6 +422,8 @@ static const struct ts_opdef ops[] = {
 	   "cut each image into tiles (one sample in, several out)"),
 	OP("filter", TS_REG_TRANSFORM, TS_OP_FILTER, p_filter, shape_same,
 	   "drop samples that are mostly bright (clouds)"),
+	OP("plugin", TS_REG_TRANSFORM, TS_OP_PLUGIN, p_plugin, shape_same,
+	   "a user C function, run in an isolated process with a time limit"),
 	OP("device", TS_REG_DEVICE, -1, p_device, NULL,
 	   "finish on the GPU: uint8 nhwc to float nchw, normalized, in one kernel"),
 	OP("batch", TS_REG_SINK, -1, p_batch, NULL,

@@ -32,6 +32,7 @@
 #include "augment.h"
 #include "decode.h"
 #include "image.h"
+#include "plugin.h"
 #include "reader.h"
 #include "ring.h"
 #include "rng.h"
@@ -64,6 +65,11 @@ struct worker {
 	uint8_t *stage;
 	int32_t stage_n;
 	int32_t stage_cap;      /* samples stage holds */
+	/* plugin ops: this worker's isolated host per plugin op, in op
+	 * order (runtime/plugin.h); the item being processed, for their
+	 * messages (NULL: synthetic) */
+	struct ts_plugin_host **plugins;
+	const char *path;
 };
 
 struct ts_engine {
@@ -113,6 +119,7 @@ struct ts_engine {
 	size_t n_skipped, cap_skipped;
 
 	struct worker *workers;
+	size_t n_plugins;       /* plugin ops in the plan */
 	atomic_int live_workers;
 	bool finished;          /* the ring got its end of stream or error */
 	bool joined;
@@ -282,7 +289,7 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 }
 
 /* Everything between the decode (or synthetic source) and the output
- * stage, for one image; ops[first..] up to OUTPUT, TILE or FILTER. Returns
+ * stage, for one image; ops[first..] up to OUTPUT, TILE, FILTER or PLUGIN. Returns
  * the index of the op it stopped at. */
 static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
 			   uint64_t index, struct ts_image *img, int *rc,
@@ -294,7 +301,7 @@ static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
 	for (; i < plan->n_ops; i++) {
 		const struct ts_op *op = &plan->ops[i];
 		if (op->kind == TS_OP_OUTPUT || op->kind == TS_OP_TILE ||
-		    op->kind == TS_OP_FILTER)
+		    op->kind == TS_OP_FILTER || op->kind == TS_OP_PLUGIN)
 			break;
 		struct ts_rng rng;
 		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)op->index);
@@ -321,6 +328,7 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 		if (rc)
 			return ts_error_set(err, rc, "out of memory");
 		*label = it.label;
+		w->path = it.path;
 		if (plan->source.kind == TS_SRC_SYNTHETIC) {
 			*first_op = 0;
 			return ts_source_synthetic(&plan->source, it.offset, &w->img, label);
@@ -434,6 +442,33 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	return 0;
 }
 
+/* Run plugin op o on img through this worker's host for it. Returns 0
+ * (keep), 1 (dropped: by the plugin, or its failure skipped under
+ * on_error = skip, which notes it) or a fatal error naming the plugin,
+ * what happened and the file. tile is the tile number, or -1. */
+static int run_plugin(struct worker *w, const struct ts_op *o,
+		      struct ts_image *img, int tile, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	size_t k = 0;
+	for (const struct ts_op *q = e->plan->ops; q < o; q++)
+		k += q->kind == TS_OP_PLUGIN;
+	struct ts_error perr = {0};
+	int rc = ts_plugin_host_run(w->plugins[k], img, &perr);
+	if (rc >= 0)
+		return rc;
+	char where[32] = "";
+	if (tile >= 0)
+		snprintf(where, sizeof(where), " (tile %d)", tile);
+	if (rc != TS_E_PLUGIN || e->plan->on_error == TS_ON_ERROR_FAIL)
+		return ts_error_set(err, rc, "%s on %s%s", perr.msg,
+				    w->path ? w->path : "a synthetic sample", where);
+	char why[sizeof(perr.msg) + sizeof(where)];
+	snprintf(why, sizeof(why), "%s%s", perr.msg, where);
+	note_skip(e, w->path, why);
+	return 1;
+}
+
 /* Expanding pipelines: render every output of position p into staging,
  * then commit them in position order. */
 static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
@@ -453,7 +488,22 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	 * rest of the ops (a filter, the output) on its own. */
 	int nx = 1, ny = 1;
 	const struct ts_op *tile = NULL;
-	if (op->kind == TS_OP_TILE) {
+	/* Plugins before any tile see the whole image; one that drops it
+	 * leaves nothing of this position to commit (ny = 0). */
+	while (ny && op->kind == TS_OP_PLUGIN) {
+		rc = run_plugin(w, op, &w->img, -1, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			ny = 0;
+			break;
+		}
+		i = apply_middle(w, i + 1, epoch, index, &w->img, &rc, err);
+		if (rc)
+			return rc;
+		op = &plan->ops[i];
+	}
+	if (ny && op->kind == TS_OP_TILE) {
 		tile = op;
 		ts_aug_tile_grid(w->img.width, w->img.height, tile, &nx, &ny);
 		i++;
@@ -477,6 +527,16 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 				const struct ts_op *o = &plan->ops[j];
 				if (o->kind == TS_OP_FILTER) {
 					if (!ts_aug_filter_keep(o, cur)) {
+						keep = false;
+						break;
+					}
+					continue;
+				}
+				if (o->kind == TS_OP_PLUGIN) {
+					rc = run_plugin(w, o, cur, tile ? ty * nx + tx : -1, err);
+					if (rc < 0)
+						return rc;
+					if (rc == 1) {
 						keep = false;
 						break;
 					}
@@ -598,6 +658,10 @@ static void *worker_main(void *arg)
 		}
 	}
 	ts_aug_scratch_free();
+	/* Plugin hosts would die with this thread anyway (PR_SET_PDEATHSIG);
+	 * reap them now rather than leave zombies until destroy. */
+	for (size_t k = 0; k < e->n_plugins; k++)
+		ts_plugin_host_stop(w->plugins[k]);
 	/* The last worker out ends the stream: consumers must learn at once
 	 * that no more samples come, and why. */
 	if (atomic_fetch_sub(&e->live_workers, 1) == 1) {
@@ -764,6 +828,29 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		if (rc)
 			goto fail;
 	}
+	/* Plugin ops: a host per worker; each plugin is loaded once now, in
+	 * a child of its own, so a missing .so or symbol fails here. */
+	for (size_t i = 0; i < plan->n_ops; i++)
+		e->n_plugins += plan->ops[i].kind == TS_OP_PLUGIN;
+	for (int i = 0; i < e->threads && e->n_plugins; i++) {
+		struct worker *w = &e->workers[i];
+		w->plugins = calloc(e->n_plugins, sizeof(*w->plugins));
+		if (!w->plugins) {
+			rc = ts_error_set(err, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		for (size_t j = 0, k = 0; j < plan->n_ops; j++) {
+			if (plan->ops[j].kind != TS_OP_PLUGIN)
+				continue;
+			rc = ts_plugin_host_create(&plan->ops[j], plan->source.base_dir,
+						   &w->plugins[k], err);
+			if (rc == 0 && i == 0)
+				rc = ts_plugin_host_probe(w->plugins[k], err);
+			if (rc)
+				goto fail;
+			k++;
+		}
+	}
 	if (plan->source.kind != TS_SRC_SYNTHETIC) {
 		unsigned depth = plan->queue_depth > 0 ? (unsigned)plan->queue_depth : 64;
 		rc = ts_reader_create(depth, TS_READER_DEFAULT_BUF, &e->reader, err);
@@ -925,6 +1012,9 @@ void ts_engine_destroy(struct ts_engine *e)
 		for (int i = 0; i < e->threads; i++) {
 			struct worker *w = &e->workers[i];
 			ts_decoder_destroy(w->dec);
+			for (size_t k = 0; w->plugins && k < e->n_plugins; k++)
+				ts_plugin_host_destroy(w->plugins[k]);
+			free(w->plugins);
 			ts_image_free(&w->img);
 			ts_image_free(&w->tmp1);
 			ts_image_free(&w->tmp2);

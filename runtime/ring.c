@@ -84,6 +84,7 @@ struct ts_ring {
 	size_t data_bytes, meta_bytes;
 	uint64_t capacity, sample_bytes;
 	unsigned min_consumers;
+	bool started;           /* min_consumers was reached once */
 
 	pthread_mutex_t lock;          /* consumers, limit recomputation */
 	struct ts_ring_consumer *consumers[TS_RING_MAX_CONSUMERS];
@@ -496,8 +497,14 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 			slow = c;
 		}
 	}
-	if (r->n_consumers < r->min_consumers)
+	/* min_consumers holds the start back until that many trainers came;
+	 * once started, one is enough: a trainer that finishes early must
+	 * not stall the others, and with none left the producer pauses for
+	 * the next one rather than running on for nobody. */
+	unsigned need = r->started ? (r->min_consumers > 0) : r->min_consumers;
+	if (r->n_consumers < need)
 		return NULL;
+	r->started = true;
 	uint64_t lim = low + r->capacity;
 	/* Under the lock; limit only grows. Release: pairs with the acquire
 	 * on the fast path, so the consumers' releases we acquired above

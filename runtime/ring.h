@@ -127,7 +127,9 @@ struct ts_ring_params {
 	uint32_t epochs;             /* 0 = forever */
 	uint64_t samples_per_epoch;  /* 0 = unknown (tile/filter pipelines) */
 	unsigned min_consumers;      /* wait_writable blocks until this many
-					consumers are attached (0: none) */
+					consumers attached once; after that
+					it pauses only while none is
+					attached (0: never waits) */
 	uint32_t default_batch;      /* the pipeline's batch(n): what a
 					consumer asking for 0 gets */
 };

@@ -166,8 +166,14 @@ int ts_cmd_run(int argc, char **argv)
 		ts_plan_destroy(plan);
 		return TS_EXIT_INVALID;
 	}
-	if (!socket_path)
-		socket_path = plan->socket;
+	/* Our own copy: a reload frees the plan, the socket stays. */
+	char *socket_own = strdup(socket_path ? socket_path : plan->socket);
+	if (!socket_own) {
+		ts_cli_error("run", "out of memory");
+		ts_plan_destroy(plan);
+		return TS_EXIT_INVALID;
+	}
+	socket_path = socket_own;
 	int n_epochs = epochs >= 0 ? (int)epochs : plan->epochs;
 
 	/* device(cuda) (issue 6, runtime/cuda/tscuda.h): the server does not
@@ -383,5 +389,6 @@ out:
 	if (json)
 		fclose(json);
 	ts_plan_destroy(plan);
+	free(socket_own);
 	return exit_status;
 }

@@ -36,6 +36,7 @@ struct ts_status {
 	bool tty;
 	bool line_drawn;
 	double t0, last_t, last_plain, last_emit;
+	bool emitted_final;     /* the end-of-stream snapshot is out */
 	uint64_t last_samples;
 	double rate;
 	struct seen seen[MAX_SEEN];
@@ -208,8 +209,10 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	track(s, rs, t);
 	/* Track every call; show and write at most once a second, and always
 	 * at the end of the stream. */
-	if (t - s->last_emit < 1.0 && rs->state == TS_RING_RUNNING)
+	bool final = rs->state != TS_RING_RUNNING;
+	if (final ? s->emitted_final : t - s->last_emit < 1.0)
 		return;
+	s->emitted_final = final;
 	s->last_emit = t;
 	if (json) {
 		write_json(s, es, rs, json, t);
@@ -250,7 +253,7 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		fprintf(tty, "\r\033[K%s", line);
 		fflush(tty);
 		s->line_drawn = true;
-	} else if (t - s->last_plain >= 10.0) {
+	} else if (t - s->last_plain >= 10.0 || final) {
 		fprintf(tty, "tsrun: %s\n", line);
 		s->last_plain = t;
 	}

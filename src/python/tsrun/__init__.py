@@ -128,6 +128,10 @@ def _raise(code, err):
     raise TsrunError(code, msg)
 
 
+class _Pinned(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
 class Loader:
     """Batches from a tsrun producer, as (images, labels) torch tensors.
 
@@ -138,8 +142,12 @@ class Loader:
     drop_last   drop each epoch's short last batch
     per_epoch   False: one iteration runs to the end of the stream;
                 True: each iteration is one epoch (like DataLoader)
-    pin_memory  copy each batch into pinned memory (CUDA only; elsewhere a
-                warning and a no-op)
+    pin_memory  page-lock the shared ring with cudaHostRegister (once), so
+                batches stay zero-copy views and ``.cuda(non_blocking=True)``
+                is an asynchronous DMA; when registration fails, a warning
+                and a copy into pinned memory per batch; without CUDA
+                (``torch.cuda.is_available()`` false) a warning and the
+                plain CPU path
     timeout     seconds to wait for one batch (None: no limit)
 
     Images are read-only views of shared memory, valid until the next
@@ -178,12 +186,14 @@ class Loader:
         self._pending = False
         self._done = False
         self._pin = False
+        self._pinned = None  # _Pinned once the ring is registered
         if pin_memory:
             if torch.cuda.is_available():
                 self._pin = True
             else:
-                warnings.warn("tsrun.Loader: pin_memory=True needs CUDA; "
-                              "ignored", RuntimeWarning, stacklevel=2)
+                warnings.warn("tsrun.Loader: pin_memory=True needs CUDA, but "
+                              "torch.cuda.is_available() is false; batches stay "
+                              "in pageable CPU memory", RuntimeWarning, stacklevel=2)
 
     def __len__(self):
         """Batches per epoch (needs a known epoch size)."""
@@ -228,7 +238,10 @@ class Loader:
                           RuntimeWarning, stacklevel=3)
         labels = torch.tensor(b.labels[:b.n], dtype=torch.int64)
         if self._pin:
-            images = images.pin_memory()
+            if self._pinned is None:
+                self._pin_ring(b.data)
+            if not self._pinned:
+                images = images.pin_memory()  # fallback: a pinned copy
         self.epoch = b.epoch
         self.index = b.index
         return images, labels
@@ -249,8 +262,36 @@ class Loader:
                     return
             yield self._tensors()
 
+    def _pin_ring(self, addr):
+        """Register the ring mapping holding addr (libtsclient,
+        tsclient_cuda.h); on failure warn once and copy per batch."""
+        lib = self._lib
+        self._pinned = False
+        if not hasattr(lib, "ts_client_pin_mapping"):
+            warnings.warn("tsrun.Loader: this libtsclient cannot pin the ring; "
+                          "copying each batch into pinned memory instead",
+                          RuntimeWarning, stacklevel=4)
+            return
+        lib.ts_client_pin_mapping.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Pinned),
+                                              ctypes.POINTER(_Error)]
+        lib.ts_client_pin_mapping.restype = ctypes.c_int
+        lib.ts_client_unpin.argtypes = [ctypes.POINTER(_Pinned), ctypes.POINTER(_Error)]
+        lib.ts_client_unpin.restype = ctypes.c_int
+        pinned, err = _Pinned(), _Error()
+        rc = lib.ts_client_pin_mapping(addr, ctypes.byref(pinned), ctypes.byref(err))
+        if rc < 0:
+            warnings.warn("tsrun.Loader: pin_memory: %s; copying each batch into "
+                          "pinned memory instead" % err.msg.decode("utf-8", "replace"),
+                          RuntimeWarning, stacklevel=4)
+            return
+        self._pinned = pinned
+
     def close(self):
         """Disconnect; tensors from this loader must not be used after."""
+        if getattr(self, "_pinned", None):
+            # unregister before the ring is unmapped
+            self._lib.ts_client_unpin(ctypes.byref(self._pinned), None)
+            self._pinned = None
         if self._client is not None:
             self._lib.ts_client_close(self._client)
             self._client = None

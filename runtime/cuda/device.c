@@ -1,0 +1,65 @@
+/*
+ * device.c - CUDA device probe and facts (built only with CUDA).
+ */
+#include "tscuda.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+bool ts_cuda_built(void)
+{
+	return true;
+}
+
+int ts_cuda_probe(int *count, struct ts_error *err)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess)
+		return ts_error_set(err, TS_E_NODEV,
+				    "no CUDA device found (cudaGetDeviceCount: %s)",
+				    cudaGetErrorString(e));
+	if (n <= 0)
+		return ts_error_set(err, TS_E_NODEV,
+				    "no CUDA device found (cudaGetDeviceCount: 0 devices)");
+	if (count)
+		*count = n;
+	return 0;
+}
+
+int ts_cuda_info(int dev, struct ts_cuda_info *out, struct ts_error *err)
+{
+	struct ts_cuda_info in = {0};
+	struct cudaDeviceProp prop;
+	int clock_khz = 0;
+	cudaError_t e = cudaGetDeviceProperties(&prop, dev);
+
+	if (e != cudaSuccess)
+		return ts_error_set(err, TS_E_NODEV, "device %d: %s", dev,
+				    cudaGetErrorString(e));
+	memcpy(in.name, prop.name, sizeof(in.name) - 1); /* both 256 */
+	in.major = prop.major;
+	in.minor = prop.minor;
+	in.total_mem = prop.totalGlobalMem;
+	in.sm_count = prop.multiProcessorCount;
+	/* CUDA 13 dropped cudaDeviceProp.memoryClockRate; the attribute
+	 * stays. DDR: two transfers per clock. */
+	if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev) ==
+		    cudaSuccess && clock_khz > 0)
+		in.mem_bandwidth = 2.0 * clock_khz * 1e3 * (prop.memoryBusWidth / 8.0);
+	*out = in;
+	return 0;
+}
+
+int ts_cuda_set_device(int dev, struct ts_error *err)
+{
+	cudaError_t e = cudaSetDevice(dev);
+	if (e != cudaSuccess)
+		return ts_error_set(err, TS_E_NODEV, "cudaSetDevice(%d): %s", dev,
+				    cudaGetErrorString(e));
+	return 0;
+}

@@ -1,0 +1,229 @@
+/*
+ * devring.c - the device ring: finished samples in GPU memory, filled
+ * from the host ring, shared with trainers through CUDA IPC handles.
+ *
+ * The producer owns one cudaMalloc'd block of capacity slots and a
+ * staging buffer for one batch of uint8 samples. A fill copies the batch
+ * in (DMA straight from the host ring when the trainer side registered
+ * it; a staged copy when pageable), runs the finishing kernel into the
+ * slots and waits. Trainers open the block by its cudaIpcMemHandle: on
+ * the producer's GPU the pointer is the producer's memory (no copy); on
+ * another GPU the driver maps it with peer access and reads cross the
+ * link. Which samples are valid, and when a slot may be overwritten, is
+ * the host ring's business (the same seq numbers index both rings).
+ */
+#include "tscuda.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+struct ts_devring {
+	bool imported;
+	int device;
+	uint64_t capacity;
+	size_t sample_bytes;          /* finished */
+	size_t in_bytes;              /* one uint8 NHWC sample */
+	size_t max_batch;
+	struct ts_finish_params p;
+	void *data;                   /* capacity * sample_bytes, device */
+	uint8_t *staging;             /* max_batch * in_bytes, device */
+	cudaStream_t stream;
+};
+
+static int cuda_fail(struct ts_error *err, const char *what, cudaError_t e)
+{
+	return ts_error_set(err, e == cudaErrorMemoryAllocation ? TS_E_NOMEM : TS_E_NODEV,
+			    "%s: %s", what, cudaGetErrorString(e));
+}
+
+int ts_devring_create(int dev, uint64_t capacity,
+		      const struct ts_finish_params *p, size_t max_batch,
+		      struct ts_devring **out, struct ts_error *err)
+{
+	struct ts_devring *r;
+	cudaError_t e;
+	int rc;
+
+	if (!p || !out || capacity == 0 || max_batch == 0 || max_batch > capacity)
+		return ts_error_set(err, TS_E_ARG,
+				    "devring: need capacity >= max_batch >= 1");
+	rc = ts_cuda_set_device(dev, err);
+	if (rc < 0)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	r->device = dev;
+	r->capacity = capacity;
+	r->p = *p;
+	r->sample_bytes = ts_finish_sample_bytes(p);
+	r->in_bytes = (size_t)p->height * (size_t)p->width * (size_t)p->channels;
+	r->max_batch = max_batch;
+	e = cudaMalloc(&r->data, capacity * r->sample_bytes);
+	if (e != cudaSuccess) {
+		rc = cuda_fail(err, "devring: cudaMalloc", e);
+		goto fail;
+	}
+	e = cudaMalloc((void **)&r->staging, max_batch * r->in_bytes);
+	if (e != cudaSuccess) {
+		rc = cuda_fail(err, "devring: cudaMalloc (staging)", e);
+		goto fail;
+	}
+	e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
+	if (e != cudaSuccess) {
+		rc = cuda_fail(err, "devring: cudaStreamCreate", e);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	ts_devring_destroy(r);
+	return rc;
+}
+
+void ts_devring_destroy(struct ts_devring *r)
+{
+	if (!r)
+		return;
+	if (r->imported) {
+		if (r->data)
+			cudaIpcCloseMemHandle(r->data);
+	} else {
+		if (r->stream)
+			cudaStreamDestroy(r->stream);
+		cudaFree(r->staging);
+		cudaFree(r->data);
+	}
+	free(r);
+}
+
+void *ts_devring_data(const struct ts_devring *r)
+{
+	return r->data;
+}
+
+uint64_t ts_devring_capacity(const struct ts_devring *r)
+{
+	return r->capacity;
+}
+
+size_t ts_devring_sample_bytes(const struct ts_devring *r)
+{
+	return r->sample_bytes;
+}
+
+int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
+		    size_t n, struct ts_error *err)
+{
+	uint64_t slot, first;
+	cudaError_t e;
+	int rc;
+
+	if (!r || r->imported || !host || n > r->max_batch)
+		return ts_error_set(err, TS_E_ARG,
+				    "devring fill: at most %zu samples, on the producer's ring",
+				    r ? r->max_batch : 0);
+	if (n == 0)
+		return 0;
+	/* pageable host memory makes this a staged, synchronous copy; a
+	 * registered host ring makes it one DMA */
+	e = cudaMemcpyAsync(r->staging, host, n * r->in_bytes,
+			    cudaMemcpyHostToDevice, r->stream);
+	if (e != cudaSuccess)
+		return cuda_fail(err, "devring fill: cudaMemcpyAsync", e);
+	slot = seq % r->capacity;
+	first = r->capacity - slot < n ? r->capacity - slot : n;
+	rc = ts_finish_launch(r->staging, (uint8_t *)r->data + slot * r->sample_bytes,
+			      first, &r->p, r->stream, err);
+	if (rc == 0 && first < n)
+		rc = ts_finish_launch(r->staging + first * r->in_bytes, r->data,
+				      n - first, &r->p, r->stream, err);
+	e = cudaStreamSynchronize(r->stream);
+	if (rc < 0)
+		return rc;
+	if (e != cudaSuccess)
+		return cuda_fail(err, "devring fill", e);
+	return 0;
+}
+
+int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
+		      struct ts_error *err)
+{
+	struct ts_devring_handle out = {0};
+	cudaIpcMemHandle_t ipc;
+	cudaError_t e;
+
+	_Static_assert(sizeof(ipc) <= sizeof(out.ipc), "IPC handle fits");
+	if (!r || r->imported || !h)
+		return ts_error_set(err, TS_E_ARG, "devring export: not a producer's ring");
+	e = cudaIpcGetMemHandle(&ipc, r->data);
+	if (e != cudaSuccess)
+		return cuda_fail(err, "devring export: cudaIpcGetMemHandle", e);
+	memcpy(out.ipc, &ipc, sizeof(ipc));
+	out.capacity = r->capacity;
+	out.sample_bytes = r->sample_bytes;
+	out.device = r->device;
+	out.pid = (int32_t)getpid();
+	*h = out;
+	return 0;
+}
+
+int ts_devring_import(const struct ts_devring_handle *h,
+		      struct ts_devring **out, struct ts_error *err)
+{
+	struct ts_devring *r;
+	cudaIpcMemHandle_t ipc;
+	cudaError_t e;
+	int dev = 0;
+
+	if (!h || !out || h->capacity == 0 || h->sample_bytes == 0)
+		return ts_error_set(err, TS_E_ARG, "devring import: bad handle");
+	e = cudaGetDevice(&dev);
+	if (e != cudaSuccess)
+		return cuda_fail(err, "devring import: cudaGetDevice", e);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	memcpy(&ipc, h->ipc, sizeof(ipc));
+	/* same device: the producer's memory itself; another device: the
+	 * driver enables peer access on first use */
+	e = cudaIpcOpenMemHandle(&r->data, ipc, cudaIpcMemLazyEnablePeerAccess);
+	if (e != cudaSuccess) {
+		free(r);
+		return ts_error_set(err, TS_E_NODEV,
+				    "devring import: cudaIpcOpenMemHandle (producer pid %d, device %d; this process on device %d): %s",
+				    (int)h->pid, (int)h->device, dev, cudaGetErrorString(e));
+	}
+	r->imported = true;
+	r->device = dev;
+	r->capacity = h->capacity;
+	r->sample_bytes = h->sample_bytes;
+	*out = r;
+	return 0;
+}
+
+int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
+			void *dst, struct ts_error *err)
+{
+	uint64_t slot, first;
+	cudaError_t e;
+
+	if (!r || !dst || n > r->capacity)
+		return ts_error_set(err, TS_E_ARG, "devring copy: bad arguments");
+	slot = seq % r->capacity;
+	first = r->capacity - slot < n ? r->capacity - slot : n;
+	/* cudaMemcpyDefault: unified addressing finds both devices; a peer
+	 * copy when dst is on another GPU */
+	e = cudaMemcpy(dst, (const uint8_t *)r->data + slot * r->sample_bytes,
+		       first * r->sample_bytes, cudaMemcpyDefault);
+	if (e == cudaSuccess && first < n)
+		e = cudaMemcpy((uint8_t *)dst + first * r->sample_bytes, r->data,
+			       (n - first) * r->sample_bytes, cudaMemcpyDefault);
+	if (e != cudaSuccess)
+		return cuda_fail(err, "devring copy", e);
+	return 0;
+}

@@ -1,0 +1,168 @@
+/*
+ * tscuda.h - the optional GPU parts of the runtime: device probe, the
+ * on-GPU finishing kernel (uint8 NHWC -> float32/float16 NCHW, optionally
+ * normalized, one kernel) and the device ring shared over CUDA IPC.
+ *
+ * Three prefixes, one per file: ts_cuda_* (device.c: probe, facts),
+ * ts_finish_* (finish.cu: the kernel) and ts_devring_* (devring.c: the
+ * device ring and its IPC handles). When tsrun is built without CUDA
+ * (meson -Dcuda=disabled, or no nvcc), stub.c provides every function and
+ * each returns TS_E_NODEV with a message saying so; callers need no #if.
+ *
+ * Conventions: functions return 0 or a negative code (-errno or TS_E_*);
+ * TS_E_NODEV means "no usable CUDA device" (none present, no driver, or a
+ * build without CUDA). err, when non-NULL, is filled on failure. Nothing
+ * here prints or exits. Out-parameters are written only on success.
+ *
+ * Thread safety: ts_cuda_* are thread safe. A struct ts_devring is used
+ * by one thread at a time. All work runs on the current CUDA device of
+ * the calling thread unless a function takes a device ordinal.
+ *
+ * Internal to tsrun (runtime and tests); not installed.
+ */
+#ifndef TS_TSCUDA_H
+#define TS_TSCUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- device.c: probe and facts ---------------------------------------- */
+
+/* Whether this build has the CUDA parts (false: the stubs). */
+bool ts_cuda_built(void);
+
+/*
+ * How many CUDA devices this process can use. Returns 0 and *count >= 1,
+ * or TS_E_NODEV with err->msg such as "no CUDA device found
+ * (cudaGetDeviceCount: no CUDA-capable device is detected)" or "tsrun was
+ * built without CUDA". Never crashes on a host without a driver.
+ */
+int ts_cuda_probe(int *count, struct ts_error *err);
+
+struct ts_cuda_info {
+	char name[256];
+	int major, minor;             /* compute capability */
+	uint64_t total_mem;           /* bytes */
+	double mem_bandwidth;         /* peak, bytes/s, from memory clock and
+					 bus width (0 when unknown) */
+	int sm_count;
+};
+
+/* Facts about device dev (0-based). */
+int ts_cuda_info(int dev, struct ts_cuda_info *out, struct ts_error *err);
+
+/* Make dev the calling thread's current device. */
+int ts_cuda_set_device(int dev, struct ts_error *err);
+
+/* ---- finish.cu: the finishing kernel ---------------------------------- */
+
+/* What one finished sample looks like. mean/std are on the 0..1 scale,
+ * as in normalize(); with normalize false, x -> x / 255. */
+struct ts_finish_params {
+	int height, width, channels;  /* channels 1..4 */
+	enum ts_dtype dtype;          /* TS_DTYPE_F32 or TS_DTYPE_F16 */
+	bool normalize;
+	float mean[4], std[4];
+};
+
+/* Fill p from a plan's device(cuda) stage and its CPU sample shape.
+ * Returns TS_E_ARG when the plan has no device stage. Available in every
+ * build (no CUDA needed). */
+int ts_finish_params_from_plan(const struct ts_plan *plan,
+			       struct ts_finish_params *p, struct ts_error *err);
+
+/* Bytes of one finished sample. */
+size_t ts_finish_sample_bytes(const struct ts_finish_params *p);
+
+/*
+ * Launch the kernel: n samples of uint8 NHWC at src (device memory,
+ * height*width*channels bytes each, contiguous) into dst (device memory,
+ * n * ts_finish_sample_bytes bytes, NCHW). stream is a cudaStream_t (NULL:
+ * the default stream). Asynchronous: returns after the launch; launch
+ * errors are reported, execution errors surface at the next sync.
+ */
+int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
+		     const struct ts_finish_params *p, void *stream,
+		     struct ts_error *err);
+
+/* The same computation on the CPU, the reference the tests compare with:
+ * the same single-precision formula, x * scale[c] + bias[c]. dst holds
+ * n finished samples (float, or IEEE half as uint16_t). */
+void ts_finish_reference(const uint8_t *src, void *dst, size_t n,
+			 const struct ts_finish_params *p);
+
+/* ---- devring.c: the device ring and CUDA IPC --------------------------- */
+
+/*
+ * A device ring: capacity finished samples in one cudaMalloc'd block on
+ * one device, filled batch by batch from the host ring (pinned or not)
+ * through a device staging buffer and the finishing kernel. The producer
+ * creates it; trainers import it from an IPC handle and read samples in
+ * place (same GPU) or copy them peer to peer (another GPU).
+ */
+struct ts_devring;
+
+/* The handle a producer sends a trainer (fixed size, plain bytes; fits a
+ * protocol message). */
+struct ts_devring_handle {
+	uint8_t ipc[64];              /* cudaIpcMemHandle_t */
+	uint64_t capacity;            /* samples */
+	uint64_t sample_bytes;        /* finished sample */
+	int32_t device;               /* the producer's device ordinal */
+	int32_t pid;                  /* the producer */
+};
+
+/* Create a ring of capacity finished samples on device dev, with a
+ * staging buffer for up to max_batch CPU samples per fill. */
+int ts_devring_create(int dev, uint64_t capacity,
+		      const struct ts_finish_params *p, size_t max_batch,
+		      struct ts_devring **out, struct ts_error *err);
+
+/* Free a created ring (its producer must outlive the trainers that
+ * imported it: the socket protocol tells them when it goes), or close an
+ * imported one (cudaIpcCloseMemHandle). NULL is a no-op. */
+void ts_devring_destroy(struct ts_devring *r);
+
+/* The device pointer of slot 0; slot i is at i * sample_bytes. */
+void *ts_devring_data(const struct ts_devring *r);
+uint64_t ts_devring_capacity(const struct ts_devring *r);
+size_t ts_devring_sample_bytes(const struct ts_devring *r);
+
+/*
+ * Finish n CPU samples (uint8 NHWC, contiguous at host, e.g. a batch
+ * view of the host ring) into device slots seq % capacity onwards,
+ * wrapping. Copies host -> staging (asynchronous DMA when host is pinned),
+ * launches the kernel and waits for it: on return the slots are written.
+ * n <= max_batch.
+ */
+int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
+		    size_t n, struct ts_error *err);
+
+/* The IPC handle of a created ring. */
+int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
+		      struct ts_error *err);
+
+/* Open a ring exported by another process, on the calling thread's
+ * current device: the same device as the producer's gives a pointer into
+ * the producer's memory (no copy); another device maps it with peer
+ * access (cudaIpcMemLazyEnablePeerAccess). */
+int ts_devring_import(const struct ts_devring_handle *h,
+		      struct ts_devring **out, struct ts_error *err);
+
+/* Copy n samples from slot seq % capacity (wrapping) to dst, device
+ * memory on any device (peer to peer when it is another one). Waits. */
+int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
+			void *dst, struct ts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/*
+ * tsclient_cuda.h - page-locking a trainer's view of the ring for CUDA
+ * (part of libtsclient).
+ *
+ * A batch from ts_client_next() lies in a read-only shared mapping of the
+ * ring. Registering that mapping with cudaHostRegister makes it pinned
+ * memory: host-to-device copies of batches become asynchronous DMA at
+ * full link speed, with no bounce through a driver staging buffer and no
+ * extra copy into a pinned buffer (what torch's pin_memory() does).
+ *
+ * libtsclient does not link CUDA: the CUDA runtime is loaded on first use
+ * with dlopen (the one already loaded in the process, e.g. by PyTorch,
+ * when there is one: libcudart.so.13, .so.12, then libcudart.so). On a
+ * host without it, or without a GPU, the calls return TS_E_NODEV with a
+ * message and the caller keeps using the (unpinned) batches.
+ *
+ * Conventions as tsclient.h: 0 or a negative code, err filled on failure,
+ * out-parameters written only on success, nothing printed. Thread safe.
+ */
+#ifndef TSCLIENT_CUDA_H
+#define TSCLIENT_CUDA_H
+
+#include <stddef.h>
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of CUDA devices (>= 1), or TS_E_NODEV: no CUDA runtime to load,
+ * no driver, or no device; err->msg says which. */
+int ts_client_cuda_devices(struct ts_error *err);
+
+/* A registered host range. */
+struct ts_client_pinned {
+	void *base;
+	size_t len;
+};
+
+/*
+ * Register the ring mapping that contains addr (e.g. a batch's data):
+ * the whole run of adjacent mappings of the same shared file, which
+ * covers both halves of the double-mapped ring. Returns 0 and *out, or
+ * TS_E_NODEV (no CUDA), -ENOENT (addr is not in a file mapping), or
+ * TS_E_NODEV with the CUDA error (cudaHostRegister refused). Unregister
+ * with ts_client_unpin before ts_client_close unmaps the ring.
+ */
+int ts_client_pin_mapping(const void *addr, struct ts_client_pinned *out,
+			  struct ts_error *err);
+
+/* Undo ts_client_pin_mapping. A zeroed p is a no-op. */
+int ts_client_unpin(struct ts_client_pinned *p, struct ts_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,202 @@
+/*
+ * bench-gpu.c - GPU figures for tests/gpu/run: host-to-device bandwidth
+ * from pageable against pinned (cudaHostRegister'd) memory, the finishing
+ * kernel's throughput against the device's peak memory bandwidth, and N
+ * trainer processes reading one device ring in place over CUDA IPC.
+ * Prints "key: value" lines; exits 77 without a device.
+ */
+#include <cuda_runtime_api.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpu-common.h"
+
+#define REPS 7
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
+/* GB/s of REPS host-to-device copies of len bytes; median. */
+static double h2d(void *dev, const void *host, size_t len)
+{
+	double r[REPS];
+	for (int i = 0; i < REPS; i++) {
+		double t = now();
+		CHECK(cudaMemcpyAsync(dev, host, len, cudaMemcpyHostToDevice, 0) == cudaSuccess, "H2D");
+		CHECK(cudaStreamSynchronize(0) == cudaSuccess, "sync");
+		r[i] = (double)len / (now() - t) / 1e9;
+	}
+	return median(r, REPS);
+}
+
+static void bench_h2d(void)
+{
+	size_t len = 256u << 20;
+	uint8_t *host = malloc(len);
+	void *dev = NULL;
+
+	CHECK(host && cudaMalloc(&dev, len) == cudaSuccess, "alloc");
+	memset(host, 1, len); /* fault the pages in */
+	h2d(dev, host, len);  /* warm up */
+	printf("h2d_pageable_GBps: %.2f\n", h2d(dev, host, len));
+	CHECK(cudaHostRegister(host, len, cudaHostRegisterPortable) == cudaSuccess, "register");
+	printf("h2d_pinned_GBps: %.2f\n", h2d(dev, host, len));
+	CHECK(cudaHostUnregister(host) == cudaSuccess, "unregister");
+	cudaFree(dev);
+	free(host);
+}
+
+static void bench_kernel(double peak)
+{
+	const size_t n = 256;
+	for (int k = 0; k < 2; k++) {
+		struct ts_finish_params p = { .height = 224, .width = 224, .channels = 3,
+					      .dtype = k ? TS_DTYPE_F16 : TS_DTYPE_F32,
+					      .normalize = true,
+					      .mean = {0.485f, 0.456f, 0.406f},
+					      .std = {0.229f, 0.224f, 0.225f} };
+		size_t in = n * 224 * 224 * 3, out = n * ts_finish_sample_bytes(&p);
+		void *src = NULL, *dst = NULL;
+		cudaEvent_t a, b;
+		float ms = 0;
+		const int iters = 50;
+		struct ts_error err = {0};
+
+		CHECK(cudaMalloc(&src, in) == cudaSuccess && cudaMalloc(&dst, out) == cudaSuccess, "alloc");
+		cudaMemset(src, 7, in);
+		cudaEventCreate(&a);
+		cudaEventCreate(&b);
+		CHECK(ts_finish_launch(src, dst, n, &p, NULL, &err) == 0, "%s", err.msg);
+		cudaEventRecord(a, 0);
+		for (int i = 0; i < iters; i++)
+			ts_finish_launch(src, dst, n, &p, NULL, NULL);
+		cudaEventRecord(b, 0);
+		CHECK(cudaEventSynchronize(b) == cudaSuccess, "kernel");
+		cudaEventElapsedTime(&ms, a, b);
+		{
+			double s = ms / 1e3 / iters, gbs = (double)(in + out) / s / 1e9;
+			printf("kernel_%s_batch256_ms: %.3f\n", ts_dtype_name(p.dtype), s * 1e3);
+			printf("kernel_%s_GBps: %.1f\n", ts_dtype_name(p.dtype), gbs);
+			printf("kernel_%s_images_per_s: %.0f\n", ts_dtype_name(p.dtype), (double)n / s);
+			if (peak > 0)
+				printf("kernel_%s_of_peak: %.0f%%\n", ts_dtype_name(p.dtype),
+				       100.0 * gbs / (peak / 1e9));
+		}
+		cudaEventDestroy(a);
+		cudaEventDestroy(b);
+		cudaFree(src);
+		cudaFree(dst);
+	}
+}
+
+/* Trainer: import the ring, copy it whole `reps` times into its own
+ * buffer (what a training step's first read costs), print its GB/s. */
+static int trainer(int reps)
+{
+	struct ts_devring_handle h;
+	struct ts_devring *r = NULL;
+	struct ts_error err = {0};
+	void *dst = NULL;
+	size_t bytes;
+	double t;
+
+	CHECK(read(0, &h, sizeof(h)) == (ssize_t)sizeof(h), "handle");
+	CHECK(ts_devring_import(&h, &r, &err) == 0, "%s", err.msg);
+	bytes = ts_devring_capacity(r) * ts_devring_sample_bytes(r);
+	CHECK(cudaMalloc(&dst, bytes) == cudaSuccess, "alloc");
+	ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, &err); /* warm */
+	t = now();
+	for (int i = 0; i < reps; i++)
+		CHECK(ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, &err) == 0, "%s", err.msg);
+	printf("%.2f\n", (double)bytes * reps / (now() - t) / 1e9);
+	cudaFree(dst);
+	ts_devring_destroy(r);
+	return 0;
+}
+
+static void bench_trainers(void)
+{
+	struct ts_finish_params p = { .height = 224, .width = 224, .channels = 3,
+				      .dtype = TS_DTYPE_F16 };
+	struct ts_devring *r = NULL;
+	struct ts_devring_handle h;
+	struct ts_error err = {0};
+	static const int ns[] = {1, 2, 4, 8};
+
+	CHECK(ts_devring_create(0, 1024, &p, 256, &r, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_export(r, &h, &err) == 0, "%s", err.msg);
+	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+		int n = ns[k], in[8], out[8];
+		pid_t pid[8];
+		double sum = 0, min = 1e30;
+		for (int i = 0; i < n; i++) {
+			int a[2], b[2];
+			CHECK(pipe(a) == 0 && pipe(b) == 0, "pipe");
+			pid[i] = fork();
+			CHECK(pid[i] >= 0, "fork");
+			if (pid[i] == 0) {
+				dup2(a[0], 0);
+				dup2(b[1], 1);
+				execl("/proc/self/exe", "bench-gpu", "trainer", (char *)NULL);
+				_exit(127);
+			}
+			close(a[0]);
+			close(b[1]);
+			in[i] = a[1];
+			out[i] = b[0];
+			CHECK(write(in[i], &h, sizeof(h)) == (ssize_t)sizeof(h), "handle");
+			close(in[i]);
+		}
+		for (int i = 0; i < n; i++) {
+			char buf[64] = "";
+			int st;
+			ssize_t got = read(out[i], buf, sizeof(buf) - 1);
+			double g = got > 0 ? atof(buf) : 0;
+			close(out[i]);
+			CHECK(waitpid(pid[i], &st, 0) == pid[i] && WIFEXITED(st) &&
+			      WEXITSTATUS(st) == 0, "trainer %d failed", i);
+			sum += g;
+			if (g < min)
+				min = g;
+		}
+		printf("trainers_%d_total_GBps: %.1f\n", n, sum);
+		printf("trainers_%d_min_per_trainer_GBps: %.1f\n", n, min);
+	}
+	ts_devring_destroy(r);
+}
+
+int main(int argc, char **argv)
+{
+	struct ts_cuda_info info;
+	struct ts_error err = {0};
+
+	if (argc == 2 && strcmp(argv[1], "trainer") == 0)
+		return trainer(20);
+	need_gpu("bench-gpu");
+	CHECK(ts_cuda_info(0, &info, &err) == 0, "%s", err.msg);
+	printf("device: %s (sm_%d%d, %d SMs, %.0f GiB)\n", info.name, info.major, info.minor,
+	       info.sm_count, (double)info.total_mem / (1u << 30));
+	printf("device_peak_mem_GBps: %.0f\n", info.mem_bandwidth / 1e9);
+	bench_h2d();
+	bench_kernel(info.mem_bandwidth);
+	bench_trainers();
+	return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * test-devring.c - the device ring across processes: the producer fills
+ * it (wrapping), exports its CUDA IPC handle through a pipe to a child
+ * process (a fresh exec: CUDA does not survive fork), which opens it on
+ * the same GPU, reads the slots in place and compares with the reference;
+ * with two or more GPUs a second child opens it on device 1 (peer).
+ */
+#include <cuda_runtime_api.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpu-common.h"
+
+#define CAP 10
+#define BATCH 4
+static const struct ts_finish_params P = { .height = 16, .width = 16, .channels = 3,
+					   .dtype = TS_DTYPE_F32, .normalize = true,
+					   .mean = {0.5f, 0.5f, 0.5f},
+					   .std = {0.25f, 0.25f, 0.25f} };
+
+/* Child: read the handle from stdin, import on device argv[2], copy out
+ * samples seq 8..11 (slots 8, 9, 0, 1: across the wrap) and compare. */
+static int child(int dev)
+{
+	struct ts_devring_handle h;
+	struct ts_devring *r = NULL;
+	struct ts_error err = {0};
+	size_t in = 16 * 16 * 3, sb = ts_finish_sample_bytes(&P);
+	uint8_t *src = malloc(BATCH * in), *want = malloc(BATCH * sb), *got = malloc(BATCH * sb);
+	void *dst = NULL;
+
+	CHECK(read(0, &h, sizeof(h)) == (ssize_t)sizeof(h), "handle");
+	CHECK(ts_cuda_set_device(dev, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_import(&h, &r, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_capacity(r) == CAP && ts_devring_sample_bytes(r) == sb, "geometry");
+	CHECK(cudaMalloc(&dst, BATCH * sb) == cudaSuccess, "cudaMalloc");
+	CHECK(ts_devring_copy_out(r, 8, BATCH, dst, &err) == 0, "%s", err.msg);
+	CHECK(cudaMemcpy(got, dst, BATCH * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+	fill_pixels(src, BATCH * in, 3); /* the producer's third batch */
+	ts_finish_reference(src, want, BATCH, &P);
+	CHECK(memcmp(got, want, BATCH * sb) == 0, "device %d: imported samples differ", dev);
+	cudaFree(dst);
+	ts_devring_destroy(r);
+	free(src);
+	free(want);
+	free(got);
+	printf("child on device %d (producer on %d): samples 8..11 identical\n", dev, h.device);
+	return 0;
+}
+
+static void run_child(const char *self, int dev, const struct ts_devring_handle *h)
+{
+	int fd[2], st;
+	char d[16];
+	pid_t pid;
+
+	CHECK(pipe(fd) == 0, "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		snprintf(d, sizeof(d), "%d", dev);
+		dup2(fd[0], 0);
+		close(fd[1]);
+		execl(self, self, "child", d, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[0]);
+	CHECK(write(fd[1], h, sizeof(*h)) == (ssize_t)sizeof(*h), "write handle");
+	close(fd[1]);
+	CHECK(waitpid(pid, &st, 0) == pid, "wait");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child on device %d failed", dev);
+}
+
+int main(int argc, char **argv)
+{
+	struct ts_devring *r = NULL;
+	struct ts_devring_handle h;
+	struct ts_error err = {0};
+	size_t in = 16 * 16 * 3;
+	uint8_t *src = malloc(BATCH * in);
+	int n = 0;
+
+	if (argc == 3 && strcmp(argv[1], "child") == 0)
+		return child(atoi(argv[2]));
+	need_gpu("test-devring");
+	CHECK(ts_cuda_probe(&n, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_create(0, CAP, &P, BATCH, &r, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_create(0, 2, &P, BATCH, &(struct ts_devring *){0}, &err) == TS_E_ARG,
+	      "batch larger than the ring is refused");
+	/* batches 1, 2, 3 at seq 0, 4, 8: the third wraps (slots 8, 9, 0, 1) */
+	for (uint32_t b = 1; b <= 3; b++) {
+		fill_pixels(src, BATCH * in, b);
+		CHECK(ts_devring_fill(r, src, (b - 1) * BATCH, BATCH, &err) == 0, "%s", err.msg);
+	}
+	CHECK(ts_devring_export(r, &h, &err) == 0, "%s", err.msg);
+	CHECK(h.capacity == CAP && h.pid == getpid(), "handle fields");
+	run_child("/proc/self/exe", 0, &h);
+	if (n >= 2)
+		run_child("/proc/self/exe", 1, &h);
+	else
+		printf("one GPU: the peer-to-peer import is not tested here\n");
+	ts_devring_destroy(r);
+	free(src);
+	printf("test-devring: ok\n");
+	return 0;
+}

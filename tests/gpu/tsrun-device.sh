@@ -1,0 +1,44 @@
+#!/bin/sh
+# tsrun-device.sh - `tsrun run` of a pipeline ending in device(cuda): it
+# says once that it serves uint8 NHWC from the CPU ring (with the reason
+# when there is no GPU), never crashes, and a trainer gets every sample
+# as uint8 nhwc. `tsrun graph` shows the device stage.
+set -u
+: "${TSRUN:?TSRUN must name the tsrun binary}"
+tmp=$(mktemp -d /tmp/tsrun-gpu-XXXXXX) || exit 1
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+fail() { echo "FAIL: $*"; [ -f "$tmp/run.err" ] && cat "$tmp/run.err"; exit 1; }
+
+cat >"$tmp/p.ts" <<EOT
+pipeline train =
+    synthetic(16, count = 40)
+    | to(uint8, nhwc)
+    | device(cuda, dtype = float16, mean = [0.5, 0.5, 0.5], std = [0.25, 0.25, 0.25])
+    | batch(8)
+serve train {
+    socket = "$tmp/s.sock"
+    epochs = 1
+}
+EOT
+"$TSRUN" graph "$tmp/p.ts" >"$tmp/graph" 2>&1 || fail "graph"
+grep -q 'device(cuda, float16, nchw, mean=\[0.5, 0.5, 0.5\], std=\[0.25, 0.25, 0.25\]) *3x16x16 float16 nchw' "$tmp/graph" ||
+	fail "graph lacks the device stage: $(cat "$tmp/graph")"
+grep -q '^device: cuda, 1536 bytes per sample' "$tmp/graph" || fail "graph device line"
+grep -q '^sample: 16x16x3 uint8 nhwc, 768 bytes' "$tmp/graph" || fail "host sample is not uint8 nhwc"
+
+timeout 30 "$TSRUN" run "$tmp/p.ts" >"$tmp/run.out" 2>"$tmp/run.err" &
+pid=$!
+i=0
+while [ ! -S "$tmp/s.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -S "$tmp/s.sock" ] || fail "no socket"
+timeout 20 "$TSRUN" consume "$tmp/s.sock" >"$tmp/consume" 2>&1 || fail "consume: $(cat "$tmp/consume")"
+wait "$pid"
+rc=$?
+pid=
+[ $rc -eq 0 ] || fail "tsrun run exited $rc"
+n=$(grep -c 'device(cuda): .*; serving uint8 NHWC batches from the CPU ring instead' "$tmp/run.err")
+[ "$n" = 1 ] || fail "expected the device(cuda) note once, got $n"
+grep -q 'summary: 40 images served' "$tmp/run.err" || fail "not 40 images served"
+cat "$tmp/run.err" | head -1
+echo "ok"

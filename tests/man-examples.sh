@@ -1,0 +1,202 @@
+#!/bin/sh
+# man-examples.sh - run the EXAMPLES of the man pages, so that a page
+# cannot drift from the program:
+#   tsrun.1           every "$ " command line, extracted from the page,
+#                     must be the list below (so adding, changing or
+#                     dropping one fails until this test knows it), and
+#                     is run in a temp folder with its output checked;
+#   libtsrun.3        every program (a literal block with main) is
+#                     compiled against the headers and libraries of this
+#                     build and run against a small pipeline;
+#   tsrun-pipeline.5  every pipeline is accepted by `tsrun check`.
+set -u
+: "${TSRUN:?TSRUN must name the tsrun binary}"
+: "${TS_SRCDIR:?TS_SRCDIR must name the source root}"
+: "${TS_LIBTSRUN:?TS_LIBTSRUN must name libtsrun.so}"
+: "${TS_LIBTSCLIENT:?TS_LIBTSCLIENT must name libtsclient.so}"
+MAN="$TS_SRCDIR/man"
+
+T=$(mktemp -d /tmp/tsrun-manex.XXXXXX) || exit 1
+pids=""
+cleanup() {
+	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+failed=0
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+wait_for() {
+	n=$(($1 * 10)); shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+# examples PAGE: the lines of the literal blocks of PAGE's EXAMPLES
+# section, unescaped, each block followed by a line "@@END".
+examples() {
+	awk '
+		/^\.Sh / { ex = ($2 == "EXAMPLES"); next }
+		ex && /^\.Bd -literal/ { lit = 1; next }
+		ex && lit && /^\.Ed/ { lit = 0; print "@@END"; next }
+		ex && lit {
+			gsub(/\\-/, "-"); gsub(/\\&/, ""); gsub(/\\e/, "\\")
+			print
+		}' "$1"
+}
+
+# --- tsrun.1 ------------------------------------------------------------------
+# THE EXPECTED COMMANDS: exactly the "$ " lines of tsrun.1's EXAMPLES, in
+# order. Keep this list and the page in step.
+cat >"$T/expected" <<'EOF'
+tsrun make-dataset data --images 200
+tsrun check examples/quickstart.ts
+tsrun graph examples/quickstart.ts
+tsrun bench examples/quickstart.ts --epochs 1
+tsrun examples/quickstart.ts --epochs 0 --wait 2 --socket /tmp/qs.sock &
+tsrun consume /tmp/qs.sock --batch 32 &
+tsrun consume /tmp/qs.sock --batch 16 --delay-ms 20 &
+tsrun stat /tmp/qs.sock
+tsrun stat --json /tmp/qs.sock
+kill -INT %1
+EOF
+examples "$MAN/tsrun.1" | sed -n 's/^\$ //p' >"$T/got"
+if ! cmp -s "$T/expected" "$T/got"; then
+	fail "tsrun.1 EXAMPLES commands differ from this test's list:"
+	diff "$T/expected" "$T/got"
+fi
+
+# Run them in a folder holding examples/quickstart.ts, with `tsrun` on
+# PATH being this build's, and the socket under our temp folder (the one
+# change made to the commands: /tmp/ -> $T/).
+mkdir -p "$T/bin" "$T/run/examples"
+ln -s "$TSRUN" "$T/bin/tsrun"
+cp "$TS_SRCDIR/examples/quickstart.ts" "$T/run/examples/"
+S="$T/qs.sock"
+jobs=""
+i=0
+while IFS= read -r line; do
+	i=$((i + 1))
+	cmd=$(printf '%s\n' "$line" | sed "s|/tmp/|$T/|g")
+	out="$T/out.$i"
+	case "$cmd" in
+	*" &")
+		case "$cmd" in *consume*) wait_for 20 test -S "$S" || fail "no socket $S before '$line'";; esac
+		(cd "$T/run" && PATH="$T/bin:$PATH" exec sh -c "exec ${cmd% &}" >"$out" 2>&1) &
+		jobs="$jobs $!"; pids="$pids $!"
+		continue ;;
+	"kill -INT %1")
+		set -- $jobs
+		kill -INT "$1"
+		wait "$1"; rc=$?
+		[ "$rc" -eq 0 ] || fail "'$line': the run exited $rc: $(tail -3 "$T/out.5")"
+		[ ! -e "$S" ] || fail "'$line': socket left behind"
+		# its trainers see the producer go and exit 1 at once
+		for p in $2 $3; do
+			wait_for 5 sh -c "! kill -0 $p 2>/dev/null" || fail "consumer $p still running 5 s after its producer stopped"
+			wait "$p"; rc=$?
+			[ "$rc" -eq 1 ] || fail "consumer $p exited $rc after its producer stopped, want 1"
+		done
+		pids=""
+		continue ;;
+	*"tsrun stat"*)
+		set -- $jobs
+		listed() { grep -q "\"pid\":$2," "$S.status.json" && grep -q "\"pid\":$3," "$S.status.json"; }
+		wait_for 30 listed "$@" || fail "the consumers never showed in $S.status.json" ;;
+	esac
+	(cd "$T/run" && PATH="$T/bin:$PATH" timeout 60 sh -c "$cmd") >"$out" 2>&1; rc=$?
+	[ "$rc" -eq 0 ] || { fail "'$line' exited $rc: $(tail -5 "$out")"; continue; }
+	set -- $jobs
+	case "$line" in
+	*make-dataset*) want="^data set made: data: 200 train" ;;
+	*check*) want="" ;;
+	*graph*) want="quickstart" ;;
+	*bench*) want="^images: 200$" ;;
+	*"stat --json"*) want="\"pid\":$2,\"batch\":32,.*\"pid\":$3,\"batch\":16,\|\"pid\":$3,\"batch\":16,.*\"pid\":$2,\"batch\":32," ;;
+	*stat*) want="^consumers: 2$" ;;
+	*) want="" ;;
+	esac
+	[ -z "$want" ] || grep -q "$want" "$out" || fail "'$line' did not print '$want': $(head -20 "$out")"
+	case "$line" in
+	*"tsrun stat /tmp"*)
+		grep -Eq "^ +$2 +32 " "$out" || fail "'$line': no row for consumer $2, batch 32"
+		grep -Eq "^ +$3 +16 " "$out" || fail "'$line': no row for consumer $3, batch 16" ;;
+	esac
+done <"$T/got"
+for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+pids=""
+
+# --- libtsrun.3 ---------------------------------------------------------------
+mkdir -p "$T/inc/tsrun" "$T/c"
+ln -s "$TS_SRCDIR/src/tsrun.h" "$TS_SRCDIR/src/tsclient.h" "$TS_SRCDIR/dsl/error.h" "$T/inc/tsrun/"
+examples "$MAN/libtsrun.3" | awk -v dir="$T/c" '
+	/^@@END$/ { if (buf ~ /int main\(/) { n++; f = dir "/prog" n ".c"; printf "%s", buf > f; close(f) } buf = ""; next }
+	{ buf = buf $0 "\n" }'
+[ -f "$T/c/prog1.c" ] && [ -f "$T/c/prog2.c" ] || fail "libtsrun.3: want 2 example programs"
+[ ! -f "$T/c/prog3.c" ] || fail "libtsrun.3: a third example program that this test does not run"
+CC=${CC:-cc}
+# an ASan build's libraries need the sanitizers in the program too
+san=""
+# (with clang and its shared runtime, as meson.build builds them)
+if nm -D "$TS_LIBTSRUN" 2>/dev/null | grep -q __asan; then
+	CC=clang
+	rt=$(clang -print-file-name=libclang_rt.asan-x86_64.so)
+	san="-fsanitize=address,undefined -shared-libsan -Wl,-rpath,$(dirname "$rt")"
+fi
+libdirs="$(dirname "$TS_LIBTSRUN"):$(dirname "$TS_LIBTSCLIENT")"
+cat >"$T/embed.ts" <<'EOF'
+pipeline tiny = synthetic(16, count = 50) | to(uint8, nhwc) | batch(8)
+serve tiny { epochs = 2  threads = 1 }
+EOF
+if [ -f "$T/c/prog1.c" ] && grep -q "ts_pipeline_compile" "$T/c/prog1.c"; then
+	if $CC -std=gnu11 -Wall -Wextra -Werror $san -I"$T/inc" -o "$T/c/embed" "$T/c/prog1.c" \
+		"$TS_LIBTSRUN" 2>"$T/cc1.err"; then
+		LD_LIBRARY_PATH="$libdirs" timeout 30 "$T/c/embed" "$T/embed.ts" >"$T/embed.out" 2>&1; rc=$?
+		[ "$rc" -eq 0 ] && grep -q "^images: 100$" "$T/embed.out" ||
+			fail "libtsrun.3 embedding example: rc $rc, $(cat "$T/embed.out")"
+		LD_LIBRARY_PATH="$libdirs" timeout 30 "$T/c/embed" "$T/bad.ts" >/dev/null 2>&1; rc=$?
+		[ "$rc" -eq 2 ] || fail "libtsrun.3 embedding example on a missing file: rc $rc"
+	else
+		fail "libtsrun.3 embedding example does not compile: $(head -20 "$T/cc1.err")"
+	fi
+else
+	fail "libtsrun.3: the first example program is not the embedding one"
+fi
+if [ -f "$T/c/prog2.c" ] && grep -q "ts_client_connect" "$T/c/prog2.c"; then
+	if $CC -std=gnu11 -Wall -Wextra -Werror $san -I"$T/inc" -o "$T/c/trainer" "$T/c/prog2.c" \
+		"$TS_LIBTSCLIENT" 2>"$T/cc2.err"; then
+		S2="$T/c.sock"
+		"$TSRUN" run "$T/embed.ts" --socket "$S2" --quiet 2>"$T/run2.err" &
+		run=$!; pids="$run"
+		wait_for 10 test -S "$S2" || fail "no socket $S2"
+		LD_LIBRARY_PATH="$libdirs" timeout 30 "$T/c/trainer" "$S2" >"$T/trainer.out" 2>&1; rc=$?
+		[ "$rc" -eq 0 ] && grep -q "^images: 100$" "$T/trainer.out" ||
+			fail "libtsrun.3 trainer example: rc $rc, $(cat "$T/trainer.out")"
+		wait_for 10 sh -c "! kill -0 $run 2>/dev/null" || fail "the run did not end after its trainer"
+		kill -KILL "$run" 2>/dev/null; wait "$run" 2>/dev/null; pids=""
+		LD_LIBRARY_PATH="$libdirs" timeout 30 "$T/c/trainer" "$S2" >/dev/null 2>&1; rc=$?
+		[ "$rc" -eq 1 ] || fail "libtsrun.3 trainer example with no producer: rc $rc, want 1"
+	else
+		fail "libtsrun.3 trainer example does not compile: $(head -20 "$T/cc2.err")"
+	fi
+else
+	fail "libtsrun.3: the second example program is not the trainer"
+fi
+
+# --- tsrun-pipeline.5 ----------------------------------------------------------
+examples "$MAN/tsrun-pipeline.5" | awk -v dir="$T" '
+	/^@@END$/ { if (buf ~ /^(let|pipeline) /) { n++; f = dir "/pipe" n ".ts"; printf "%s", buf > f; close(f) } buf = ""; next }
+	{ buf = buf $0 "\n" }'
+n=0
+for f in "$T"/pipe*.ts; do
+	[ -f "$f" ] || continue
+	n=$((n + 1))
+	"$TSRUN" check "$f" >"$T/check.out" 2>&1 || fail "tsrun-pipeline.5 example $n: $(cat "$T/check.out")"
+done
+[ "$n" -ge 1 ] || fail "tsrun-pipeline.5: no example pipelines found"
+
+[ "$failed" -eq 0 ] && echo "man-examples: all passed" || echo "man-examples: $failed failed"
+[ "$failed" -eq 0 ]
