@@ -31,6 +31,7 @@
 
 #include "augment.h"
 #include "decode.h"
+#include "digest.h"
 #include "image.h"
 #include "plugin.h"
 #include "reader.h"
@@ -65,6 +66,9 @@ struct worker {
 	uint8_t *stage;
 	int32_t stage_n;
 	int32_t stage_cap;      /* samples stage holds */
+	/* discard mode: where the output stage writes */
+	uint8_t *out;
+	size_t out_cap;
 	/* plugin ops: this worker's isolated host per plugin op, in op
 	 * order (runtime/plugin.h); the item being processed, for their
 	 * messages (NULL: synthetic) */
@@ -118,6 +122,11 @@ struct ts_engine {
 	char **skipped;
 	size_t n_skipped, cap_skipped;
 
+	/* Discard mode (ring == NULL): samples are produced, hashed and
+	 * dropped, for benchmarks of pipelines whose samples have no fixed
+	 * size (a decode-only pipeline). */
+	atomic_uint_fast64_t discarded;
+	atomic_uint_fast64_t unordered_digest;
 	struct worker *workers;
 	size_t n_plugins;       /* plugin ops in the plan */
 	atomic_int live_workers;
@@ -603,6 +612,67 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	return 0;
 }
 
+/* Bytes the output stage writes for img: the plan's fixed sample size, or
+ * for a variable-size plan the size after the stage's own resize/crop. */
+static size_t out_bytes(const struct ts_op *out, const struct ts_image *img)
+{
+	int w = img->width, h = img->height;
+	enum ts_dtype t = img->dtype;
+	for (size_t i = 0; i < out->n_parts; i++) {
+		const struct ts_op *q = &out->parts[i];
+		if (q->kind == TS_OP_RESIZE)
+			ts_aug_resize_dims(w, h, q, &w, &h);
+		else if (q->kind == TS_OP_CENTER_CROP) {
+			w = q->size_w;
+			h = q->size_h;
+		} else if (q->kind == TS_OP_NORMALIZE)
+			t = TS_DTYPE_F32;
+		else if (q->kind == TS_OP_TO)
+			t = q->dtype;
+	}
+	return (size_t)w * (size_t)h * (size_t)img->channels * ts_dtype_size(t);
+}
+
+/* Discard mode: produce position p into the worker's own buffer and fold
+ * it into an order-independent digest. */
+static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
+		       size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	int32_t label;
+	size_t i;
+	if (plan->expands)
+		return ts_error_set(err, TS_E_ARG, "tile, filter and plugin pipelines need a ring");
+	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
+	if (rc)
+		return rc;
+	size_t n = plan->sample_bytes ? plan->sample_bytes : out_bytes(&plan->ops[i], &w->img);
+	if (n > w->out_cap) {
+		uint8_t *o = realloc(w->out, n);
+		if (!o)
+			return ts_error_set(err, -ENOMEM, "out of memory");
+		w->out = o;
+		w->out_cap = n;
+	}
+	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+			  &w->tmp2, &w->tmp3, w->out, n, err);
+	if (rc)
+		return rc;
+	struct ts_digest d;
+	ts_digest_init(&d);
+	ts_digest_sample(&d, w->out, n, label);
+	/* A sum of per-position hashes: the same for any completion order. */
+	uint64_t x = d.h ^ (p * 0x9e3779b97f4a7c15ULL);
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 29;
+	atomic_fetch_add(&e->unordered_digest, x);
+	atomic_fetch_add(&e->discarded, 1);
+	return 0;
+}
+
 /* Claim the next position; with the I/O thread, wait for its bytes.
  * Returns false when there is no more work. */
 static bool claim(struct ts_engine *e, uint64_t *p, uint8_t **data,
@@ -646,8 +716,8 @@ static void *worker_main(void *arg)
 	int status;
 	while (claim(e, &p, &data, &len, &status)) {
 		struct ts_error err = {0};
-		int rc = e->plan->expands
-			? run_staged(w, p, data, len, status, &err)
+		int rc = !e->ring ? run_discard(w, p, data, len, status, &err)
+			: e->plan->expands ? run_staged(w, p, data, len, status, &err)
 			: run_direct(w, p, data, len, status, &err);
 		if (data)
 			ts_reader_release(e->reader, data);
@@ -673,7 +743,7 @@ static void *worker_main(void *arg)
 		atomic_store(&e->stop, true);
 		pthread_cond_broadcast(&e->cv_space);
 		pthread_mutex_unlock(&e->mu);
-		if (!keep)
+		if (!keep && e->ring)
 			ts_ring_finish(e->ring, code);
 	}
 	return NULL;
@@ -759,8 +829,8 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	struct ts_engine_opts def = {.epochs = -1};
 	if (!o)
 		o = &def;
-	if (!plan || !ring || !out)
-		return ts_error_set(err, TS_E_ARG, "engine: plan, ring and out are required");
+	if (!plan || !out)
+		return ts_error_set(err, TS_E_ARG, "engine: plan and out are required");
 	if (plan->n_ops == 0 || plan->ops[plan->n_ops - 1].kind != TS_OP_OUTPUT)
 		return ts_error_set(err, TS_E_ARG, "engine: the plan does not end in an output stage");
 	struct ts_engine *e = calloc(1, sizeof(*e));
@@ -805,8 +875,10 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		e->total = ((uint64_t)epochs - e->start_epoch) * e->n - e->start_index;
 	}
 	e->threads = o->threads > 0 ? o->threads : plan->threads > 0 ? plan->threads : online_cores();
-	struct ts_ring_info ri;
-	ts_ring_get_info(ring, &ri);
+	struct ts_ring_info ri = {.capacity = (uint64_t)e->threads * 4,
+				  .sample_bytes = plan->sample_bytes};
+	if (ring)
+		ts_ring_get_info(ring, &ri);
 	e->capacity = ri.capacity;
 	if (ri.sample_bytes != plan->sample_bytes) {
 		rc = ts_error_set(err, TS_E_ARG, "engine: ring sample size %zu differs from the plan's %zu",
@@ -886,7 +958,8 @@ uint64_t ts_engine_epoch_size(const struct ts_engine *e)
 int ts_engine_start(struct ts_engine *e, struct ts_error *err)
 {
 	if (e->total == 0) {
-		ts_ring_finish(e->ring, 0);
+		if (e->ring)
+			ts_ring_finish(e->ring, 0);
 		return 0;
 	}
 	if (e->reader) {
@@ -902,7 +975,8 @@ int ts_engine_start(struct ts_engine *e, struct ts_error *err)
 			set_fatal(e, &se);
 			if (atomic_fetch_sub(&e->live_workers, e->threads - i) == e->threads - i) {
 				e->finished = true;
-				ts_ring_finish(e->ring, -EAGAIN);
+				if (e->ring)
+					ts_ring_finish(e->ring, -EAGAIN);
 			}
 			if (err)
 				*err = se;
@@ -936,7 +1010,7 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err)
 	if (e->io_started)
 		pthread_join(e->io_thread, NULL);
 	e->joined = true;
-	if (!e->finished && !(e->handover && !e->fatal))
+	if (e->ring && !e->finished && !(e->handover && !e->fatal))
 		ts_ring_finish(e->ring, e->fatal ? e->fatal : TS_E_PRODUCER);
 	e->finished = true;
 out:
@@ -951,7 +1025,8 @@ out:
 void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	uint64_t head = ts_ring_head(e->ring);
+	uint64_t head = e->ring ? ts_ring_head(e->ring)
+			       : atomic_load(&((struct ts_engine *)e)->discarded);
 	uint64_t mine = head > e->seq_base ? head - e->seq_base : 0;
 	st->samples = head;
 	st->bytes = atomic_load(&((struct ts_engine *)e)->bytes);
@@ -968,6 +1043,11 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 	st->idle = atomic_load(&((struct ts_engine *)e)->live_workers) == 0 &&
 		   (e->threads == 0 || e->workers[0].started);
 	st->done = e->joined;
+}
+
+uint64_t ts_engine_unordered_digest(const struct ts_engine *e)
+{
+	return atomic_load(&((struct ts_engine *)e)->unordered_digest);
 }
 
 int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch)
@@ -1020,6 +1100,7 @@ void ts_engine_destroy(struct ts_engine *e)
 			ts_image_free(&w->tmp2);
 			ts_image_free(&w->tmp3);
 			free(w->stage);
+			free(w->out);
 		}
 		free(e->workers);
 	}

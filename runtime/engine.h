@@ -43,7 +43,9 @@ struct ts_engine_stats {
 
 /* Prepare to run plan into ring (both borrowed: they must outlive the
  * engine). Lists the source now, so a missing or empty data set fails here
- * with TS_E_SOURCE naming the path. */
+ * with TS_E_SOURCE naming the path. ring may be NULL: discard mode, for
+ * benchmarks, where each sample is produced, hashed and dropped (also for
+ * plans whose samples have no fixed size, such as decode only). */
 int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		     struct ts_ring *ring, struct ts_engine **out,
 		     struct ts_error *err);
@@ -68,6 +70,10 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err);
  * from it at ring head ts_ring_head() and epoch *next_epoch. Returns 0, or
  * TS_E_STATE when the stream ends with the current epoch anyway. */
 int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch);
+
+/* Discard mode: a digest of every sample and its position, independent
+ * of the order workers finished them in. */
+uint64_t ts_engine_unordered_digest(const struct ts_engine *e);
 
 void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st);
 

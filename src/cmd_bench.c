@@ -11,9 +11,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "digest.h"
+#include "engine.h"
 #include "tsrun.h"
 #include "tsrun_internal.h"
 
@@ -21,6 +23,69 @@
 
 /* Parse "EPOCH:INDEX". */
 
+
+static void print_common(const struct ts_plan *pl, const char *file, uint64_t images,
+			 double wall, double out_mb, uint64_t bytes_read, double cpu)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("pipeline: %s (%s)\n", pl->name, file);
+	printf("images: %" PRIu64 "\n", images);
+	printf("seconds: %.3f\n", wall);
+	printf("images/s: %.1f\n", wall > 0 ? (double)images / wall : 0.0);
+	printf("MB/s: %.1f\n", wall > 0 ? out_mb / wall : 0.0);
+	printf("input MB/s: %.1f\n", wall > 0 ? (double)bytes_read / 1e6 / wall : 0.0);
+	printf("cpu: %.2f s\n", cpu);
+	printf("cpu/image: %.3f ms\n", images ? cpu * 1e3 / (double)images : 0.0);
+	printf("peak_rss: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
+}
+
+/* Samples without a fixed size (a decode-only pipeline) cannot go into a
+ * ring: run the engine in discard mode, where each sample is produced,
+ * hashed and dropped, and print the same figures. */
+static int bench_discard(const char *file, const struct ts_plan *pl, int threads,
+			 unsigned long long start_epoch, unsigned long long start_index,
+			 int epochs)
+{
+	struct ts_engine_opts eo = {
+		.threads = threads, .epochs = epochs,
+		.start_epoch = start_epoch, .start_index = start_index,
+	};
+	struct ts_engine *e = NULL;
+	struct ts_error err = {0};
+	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_cli_now();
+	int rc = ts_engine_create(pl, &eo, NULL, &e, &err);
+	if (rc == 0)
+		rc = ts_engine_start(e, &err);
+	if (rc == 0) {
+		struct ts_engine_stats es;
+		do {
+			usleep(2000);
+			ts_engine_stats(e, &es);
+		} while (!es.idle);
+		rc = ts_engine_join(e, &err);
+	}
+	double wall = ts_cli_now() - t0;
+	if (rc) {
+		ts_cli_error("bench", "%s", err.msg);
+		ts_engine_destroy(e);
+		return TS_EXIT_INVALID;
+	}
+	struct ts_engine_stats es;
+	ts_engine_stats(e, &es);
+	const char *const *skipped = NULL;
+	size_t n_skipped = ts_engine_skipped(e, &skipped);
+	for (size_t i = 0; i < n_skipped; i++)
+		fprintf(stderr, "tsrun bench: skipped %s\n", skipped[i]);
+	print_common(pl, file, es.samples, wall, 0.0, es.bytes, ts_cli_cpu_seconds() - cpu0);
+	printf("threads: %d\n", es.threads);
+	printf("reader: %s\n", es.uring ? "io_uring" : "plain reads");
+	printf("skipped: %zu\n", n_skipped);
+	printf("digest: %016llx (unordered: samples of varying size)\n",
+	       (unsigned long long)ts_engine_unordered_digest(e));
+	ts_engine_destroy(e);
+	return TS_EXIT_OK;
+}
 
 static void usage(FILE *f)
 {
@@ -98,6 +163,12 @@ int ts_cmd_bench(int argc, char **argv)
 	}
 	plan = NULL;
 	const struct ts_plan *pl = ts_pipeline_plan(p);
+	if (pl->sample_bytes == 0) {
+		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
+					(int)(start_epoch + (uint64_t)epochs));
+		ts_pipeline_destroy(p);
+		return st2;
+	}
 	struct ts_stream_opts so = {
 		.threads = (int)threads,
 		.epochs = (int)(start_epoch + (uint64_t)epochs),
@@ -145,21 +216,11 @@ int ts_cmd_bench(int argc, char **argv)
 		fprintf(stderr, "tsrun bench: skipped %s\n", skipped[i]);
 	ts_stream_close(s);
 	double cpu = ts_cli_cpu_seconds() - cpu0;
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
 	char hex[17];
 	ts_digest_hex(&dg, hex);
 	double mb = (double)images * (double)pl->sample_bytes / 1e6;
-	printf("pipeline: %s (%s)\n", pl->name, file);
-	printf("images: %" PRIu64 "\n", images);
+	print_common(pl, file, images, wall, mb, ss.bytes_read, cpu);
 	printf("batches: %" PRIu64 "\n", nb);
-	printf("seconds: %.3f\n", wall);
-	printf("images/s: %.1f\n", wall > 0 ? (double)images / wall : 0.0);
-	printf("MB/s: %.1f\n", wall > 0 ? mb / wall : 0.0);
-	printf("input MB/s: %.1f\n", wall > 0 ? (double)ss.bytes_read / 1e6 / wall : 0.0);
-	printf("cpu: %.2f s\n", cpu);
-	printf("cpu/image: %.3f ms\n", images ? cpu * 1e3 / (double)images : 0.0);
-	printf("peak_rss: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
 	printf("threads: %d\n", ss.threads);
 	printf("reader: %s\n", ss.uring ? "io_uring" : pl->source.kind == TS_SRC_SYNTHETIC ? "none (synthetic)" : "plain reads");
 	printf("skipped: %zu\n", n_skipped);

@@ -130,5 +130,16 @@ run_bench "$dir/val.ts" --start 0:30
 [ $st = 1 ] || bad "--start 0:30 (past the epoch's end): exit $st, want 1"
 grep -q "start index 30" "$dir/bench.err" || bad "--start 0:30: $(cat "$dir/bench.err")"
 
+# Decode only: samples of varying size go through the engine's discard
+# mode; the unordered digest is the same for any thread count.
+printf 'pipeline d = folder("%s") | decode(rgb)\n' "$dir/ds/train" > "$dir/decode.ts"
+run_bench "$dir/decode.ts" --threads 1
+[ $st = 0 ] || bad "decode only: exit $st: $(cat "$dir/bench.err")"
+grep -q "^images: 30$" "$dir/bench.out" || bad "decode only: $(grep images: "$dir/bench.out")"
+d1=$(sed -n 's/^digest: \([0-9a-f]*\) (unordered.*/\1/p' "$dir/bench.out")
+run_bench "$dir/decode.ts" --threads 2
+d2=$(sed -n 's/^digest: \([0-9a-f]*\) (unordered.*/\1/p' "$dir/bench.out")
+[ -n "$d1" ] && [ "$d1" = "$d2" ] || bad "decode only: digests '$d1' (1 thread) and '$d2' (2 threads)"
+
 [ $fail = 0 ] && echo "ok: bench"
 exit $fail
