@@ -356,6 +356,13 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 		} else {
 			rc = ts_source_read(&it, &own, &blen, &lerr);
 			buf = own;
+			/* Without io_uring the workers read: the same testing
+			 * hook (TSRUN_FAULT_READ, reader.h) as the reader's. */
+			int frc = e->reader ? rc : ts_reader_fault(it.is_range, rc, &blen);
+			if (frc != rc) {
+				rc = frc;
+				ts_error_set(&lerr, rc, "%s", strerror(-rc));
+			}
 		}
 		if (rc == 0) {
 			atomic_fetch_add(&e->bytes, blen);

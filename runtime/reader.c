@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +420,87 @@ done:
 }
 
 /* ---------------------------------------------------------------------
+ * Fault injection: a testing aid, compiled in always and inert unless
+ * TSRUN_FAULT_READ is set (see reader.h). The rules are parsed once per
+ * process and the count is process-wide, so the io_uring path (which
+ * rewrites completions as they are handed out) and the engine's plain
+ * reads in its workers (which call ts_reader_fault) get the same faults.
+ */
+enum fault_kind { FAULT_EIO, FAULT_ENOENT, FAULT_SHORT };
+
+#define MAX_FAULTS 16u
+
+static struct {
+	pthread_once_t once;
+	unsigned n;
+	struct {
+		enum fault_kind kind;
+		uint64_t n;    /* the nth completion (1-based) ... */
+		bool every;    /* ... or every nth */
+	} rule[MAX_FAULTS];
+	_Atomic uint64_t done; /* completions seen so far */
+} g_fault = { .once = PTHREAD_ONCE_INIT };
+
+/* Parse "KIND:N[,KIND:%N...]"; a malformed entry is ignored (an unknown
+ * fault must never fire by accident). */
+static void fault_parse(void)
+{
+	const char *env = getenv("TSRUN_FAULT_READ");
+	while (env && *env && g_fault.n < MAX_FAULTS) {
+		size_t len = strcspn(env, ",");
+		char tok[64];
+		if (len < sizeof(tok)) {
+			memcpy(tok, env, len);
+			tok[len] = '\0';
+			char *num = strchr(tok, ':');
+			int kind = -1;
+			if (num) {
+				*num++ = '\0';
+				kind = strcmp(tok, "eio") == 0 ? FAULT_EIO :
+				       strcmp(tok, "enoent") == 0 ? FAULT_ENOENT :
+				       strcmp(tok, "short") == 0 ? FAULT_SHORT : -1;
+			}
+			bool every = num && *num == '%';
+			char *end = NULL;
+			unsigned long long n = kind >= 0 ? strtoull(num + every, &end, 10) : 0;
+			if (kind >= 0 && n > 0 && end && !*end) {
+				unsigned i = g_fault.n++;
+				g_fault.rule[i].kind = (enum fault_kind)kind;
+				g_fault.rule[i].n = n;
+				g_fault.rule[i].every = every;
+			}
+		}
+		env += len + (env[len] == ',');
+	}
+}
+
+int ts_reader_fault(bool range, int status, size_t *len)
+{
+	pthread_once(&g_fault.once, fault_parse);
+	if (g_fault.n == 0)
+		return status;
+	uint64_t k = atomic_fetch_add(&g_fault.done, 1) + 1;
+	for (unsigned i = 0; i < g_fault.n; i++) {
+		if (g_fault.rule[i].every ? k % g_fault.rule[i].n != 0 : k != g_fault.rule[i].n)
+			continue;
+		if (status)
+			return status;
+		switch (g_fault.rule[i].kind) {
+		case FAULT_EIO:
+			return -EIO;
+		case FAULT_ENOENT:
+			return -ENOENT;
+		case FAULT_SHORT:
+			if (range)
+				return -EIO; /* as a real short range read */
+			*len /= 2;
+			return 0;
+		}
+	}
+	return status;
+}
+
+/* ---------------------------------------------------------------------
  * life cycle
  */
 
@@ -646,6 +728,11 @@ static unsigned take_ready(struct ts_reader *r, struct ts_read_done *done,
 	while (n < max && r->ready.n) {
 		unsigned idx = fifo_pop(&r->ready);
 		struct req *q = &r->reqs[idx];
+		int st = ts_reader_fault(q->range, q->status, &q->got);
+		if (st != q->status) {
+			q->status = st; /* an injected fault (testing aid) */
+			req_drop_buffers(r, q);
+		}
 		done[n].tag = q->tag;
 		done[n].status = q->status;
 		done[n].data = q->status ? NULL : req_base(r, q);

@@ -24,6 +24,14 @@
  * queued reads with open/pread/close on the calling thread.
  * ts_reader_fallback_reason() says why, for the CLI to print.
  *
+ * Fault injection (a testing aid, inert unless set): TSRUN_FAULT_READ is
+ * a comma-separated list of KIND:N (the Nth completion the reader hands
+ * out, counting from 1) or KIND:%N (every Nth), KIND one of eio (status
+ * -EIO), enoent (-ENOENT, a file gone after listing) and short (half the
+ * bytes of a plain file; a range fails with -EIO as a real short range
+ * does), e.g. TSRUN_FAULT_READ="eio:7,short:12,enoent:20". Read at the
+ * first finished read; the count is process-wide. Malformed entries are ignored.
+ *
  * Threads: one thread drives a reader (create, submit, reap, destroy);
  * ts_reader_release may be called from any thread.
  * Errors: functions return 0 (or a count) or a negative code (-errno or
@@ -104,6 +112,17 @@ int ts_reader_reap(struct ts_reader *r, struct ts_read_done *done,
 
 /* Reads submitted and not yet reaped. */
 unsigned ts_reader_in_flight(const struct ts_reader *r);
+
+/*
+ * Fault injection hook (TSRUN_FAULT_READ above): count one finished read
+ * of a file (range: a tar member) whose status is status and whose length
+ * is *len, and return the status it should have: status itself, or an
+ * injected -EIO / -ENOENT (the caller then drops the data), or 0 with *len
+ * halved (a short read). Called by the reader for its own completions and
+ * by plain synchronous readers (the engine's workers without io_uring).
+ * Returns status unchanged when the variable is unset. Thread-safe.
+ */
+int ts_reader_fault(bool range, int status, size_t *len);
 
 /* Give a completion's buffer back. Thread-safe; NULL is a no-op. */
 void ts_reader_release(struct ts_reader *r, uint8_t *data);
