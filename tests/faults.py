@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """faults.py - consumers and producers dying, misbehaving, stopping.
 
-- a consumer SIGKILLed mid-epoch 20 times at random points while two
+- a consumer SIGKILLed mid-epoch 100 times at random points while two
   others finish their epochs (intact, in bounded time);
 - the producer SIGKILLed: every consumer errors out within 1 s;
 - a consumer trying to write the ring fails; the producer is untouched;
@@ -86,13 +86,17 @@ def expected_digest(spe, epochs, sample_bytes):
     return f"{h:016x}"
 
 
+KILLS = 100
+
+
 def kill_consumers(tmp):
     sock = os.path.join(tmp, "kill.sock")
     prod = start_producer(sock, "--samples-per-epoch", "3000", "--epochs", "2",
                           "--capacity", "256", "--min-consumers", "2")
     outs = [os.path.join(tmp, f"survivor{k}.txt") for k in range(2)]
-    survivors = [consumer(sock, outs[0], 64, "--sleep-us", "30000"),
-                 consumer(sock, outs[1], 100, "--sleep-us", "30000")]
+    # Slow survivors: they must outlast 100 kills (about 10 s).
+    survivors = [consumer(sock, outs[0], 64, "--sleep-us", "140000"),
+                 consumer(sock, outs[1], 100, "--sleep-us", "220000")]
     # Both survivors must be the two consumers that satisfy
     # --min-consumers 2. Spawning a victim before they attach lets it take
     # a survivor's place: the producer then starts, and the late survivor
@@ -101,14 +105,14 @@ def kill_consumers(tmp):
     starts = [wait_welcome(o, p) for o, p in zip(outs, survivors)]
     check(starts == [0, 0], f"survivors attached at {starts}, want [0, 0]")
     rng = random.Random(4)
-    for k in range(20):
+    for k in range(KILLS):
         victim = consumer(sock, os.path.join(tmp, f"victim{k}.txt"),
                           rng.choice([16, 32, 100]), "--sleep-us", "200")
-        time.sleep(rng.uniform(0.03, 0.1))
+        time.sleep(rng.uniform(0.01, 0.08))
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
     attached = sum("welcome" in tail(os.path.join(tmp, f"victim{k}.txt"))
-                   for k in range(20))
+                   for k in range(KILLS))
     check(all(p.poll() is None for p in survivors),
           "survivors finished before the kills ended (test too fast)")
     t0 = time.monotonic()
@@ -127,7 +131,7 @@ def kill_consumers(tmp):
     want = expected_digest(3000, 2, 4 * 4 * 3)
     check(digests == {want}, f"survivors' digests {digests}, whole stream {want}")
     prod.wait(timeout=30)
-    print(f"20 killed consumers ({attached} attached before the kill): "
+    print(f"{KILLS} killed consumers ({attached} attached before the kill): "
           f"survivors finished {time.monotonic() - t0:.2f}s after the last kill")
 
 
