@@ -229,3 +229,21 @@ bool ts_cli_parse_start(const char *s, unsigned long long *epoch,
 	*index = i;
 	return true;
 }
+
+bool ts_cli_opt_long(const char *cmd, const char *opt, const char *arg,
+		     long min, long *out)
+{
+	if (ts_cli_parse_long(arg, min, out))
+		return true;
+	ts_cli_error(cmd, "%s wants a whole number >= %ld, got '%s'", opt, min, arg);
+	return false;
+}
+
+bool ts_cli_opt_start(const char *cmd, const char *arg,
+		      unsigned long long *epoch, unsigned long long *index)
+{
+	if (ts_cli_parse_start(arg, epoch, index))
+		return true;
+	ts_cli_error(cmd, "--start wants EPOCH:INDEX such as 2:1000, got '%s'", arg);
+	return false;
+}

@@ -71,6 +71,16 @@ double ts_cli_cpu_seconds(void);
 /* Parse a whole decimal number >= min into *out; false when s is not one. */
 bool ts_cli_parse_long(const char *s, long min, long *out);
 
+/* An option's whole-number argument >= min: on a bad one, print
+ * "tsrun CMD: OPT wants a whole number >= MIN, got 'ARG'" and return
+ * false (the caller exits TS_EXIT_USAGE). */
+bool ts_cli_opt_long(const char *cmd, const char *opt, const char *arg,
+		     long min, long *out);
+
+/* The same for --start EPOCH:INDEX. */
+bool ts_cli_opt_start(const char *cmd, const char *arg,
+		      unsigned long long *epoch, unsigned long long *index);
+
 /* Parse a resume position "EPOCH:INDEX". */
 bool ts_cli_parse_start(const char *s, unsigned long long *epoch,
 			unsigned long long *index);

@@ -114,34 +114,24 @@ int ts_cmd_bench(int argc, char **argv)
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'e':
-			if (!ts_cli_parse_long(optarg, 1, &epochs)) {
-				ts_cli_error("bench", "--epochs wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("bench", "--epochs", optarg, 1, &epochs))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 't':
-			if (!ts_cli_parse_long(optarg, 1, &threads)) {
-				ts_cli_error("bench", "--threads wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("bench", "--threads", optarg, 1, &threads))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'n':
-			if (!ts_cli_parse_long(optarg, 1, &batches)) {
-				ts_cli_error("bench", "--batches wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("bench", "--batches", optarg, 1, &batches))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'b':
-			if (!ts_cli_parse_long(optarg, 1, &batch)) {
-				ts_cli_error("bench", "--batch wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("bench", "--batch", optarg, 1, &batch))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 's':
-			if (!ts_cli_parse_start(optarg, &start_epoch, &start_index)) {
-				ts_cli_error("bench", "--start wants EPOCH:INDEX such as 2:1000, got '%s'", optarg);
+			if (!ts_cli_opt_start("bench", optarg, &start_epoch, &start_index))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
 		default: usage(stderr); return TS_EXIT_USAGE;

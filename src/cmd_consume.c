@@ -45,16 +45,12 @@ int ts_cmd_consume(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:n:J:dD:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			if (!ts_cli_parse_long(optarg, 1, &batch)) {
-				ts_cli_error("consume", "--batch wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("consume", "--batch", optarg, 1, &batch))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'n':
-			if (!ts_cli_parse_long(optarg, 1, &max_batches)) {
-				ts_cli_error("consume", "--max-batches wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("consume", "--max-batches", optarg, 1, &max_batches))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'J':
 			if (strcmp(optarg, "now") == 0)
@@ -68,10 +64,8 @@ int ts_cmd_consume(int argc, char **argv)
 			break;
 		case 'd': co.drop_last = 1; break;
 		case 'D':
-			if (!ts_cli_parse_long(optarg, 0, &delay_ms)) {
-				ts_cli_error("consume", "--delay-ms wants a whole number >= 0, got '%s'", optarg);
+			if (!ts_cli_opt_long("consume", "--delay-ms", optarg, 0, &delay_ms))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
 		default: usage(stderr); return TS_EXIT_USAGE;

@@ -121,22 +121,16 @@ int ts_cmd_run(int argc, char **argv)
 		case 'p': pipeline = optarg; break;
 		case 'S': socket_path = optarg; break;
 		case 'e':
-			if (!ts_cli_parse_long(optarg, 0, &epochs)) {
-				ts_cli_error("run", "--epochs wants a whole number >= 0 (0: forever), got '%s'", optarg);
+			if (!ts_cli_opt_long("run", "--epochs", optarg, 0, &epochs))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 't':
-			if (!ts_cli_parse_long(optarg, 1, &threads)) {
-				ts_cli_error("run", "--threads wants a whole number >= 1, got '%s'", optarg);
+			if (!ts_cli_opt_long("run", "--threads", optarg, 1, &threads))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 's':
-			if (!ts_cli_parse_start(optarg, &start_epoch, &start_index)) {
-				ts_cli_error("run", "--start wants EPOCH:INDEX such as 2:1000, got '%s'", optarg);
+			if (!ts_cli_opt_start("run", optarg, &start_epoch, &start_index))
 				return TS_EXIT_USAGE;
-			}
 			break;
 		case 'w':
 			if (!ts_cli_parse_long(optarg, 0, &wait_n) || wait_n > TS_RING_MAX_CONSUMERS) {
