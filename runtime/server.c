@@ -356,8 +356,12 @@ int ts_server_create(struct ts_ring *ring, const char *socket_path,
 	}
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", socket_path);
 	if (bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		rc = ts_error_set(err, -errno, "cannot bind %s: %s", socket_path,
-				  strerror(errno));
+		int e = errno;
+		rc = ts_error_set(err, -e, "cannot bind %s: %s; %s", socket_path, strerror(e),
+				  e == EACCES || e == EPERM || e == EROFS
+				  ? "choose a socket path in a folder you can write (the serve block's socket, or --socket)"
+				  : e == ENOENT ? "its folder does not exist: create it or choose another socket path"
+				  : "choose another socket path (the serve block's socket, or --socket)");
 		goto fail;
 	}
 	/* The uid check (SO_PEERCRED) guards the short window before the

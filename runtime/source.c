@@ -283,8 +283,10 @@ static int folder_open(const struct ts_source *src, const char *root,
 	ext_list(src, exts, sizeof(exts));
 	struct stat st;
 	if (stat(root, &st) != 0)
-		return ts_error_set(err, TS_E_SOURCE, "folder '%s': %s", root,
-				    strerror(errno));
+		return ts_error_set(err, TS_E_SOURCE, "folder '%s': %s; check the path in the "
+				    "pipeline (a relative path starts at the pipeline file's "
+				    "folder), or make a data set with 'tsrun make-dataset'",
+				    root, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return ts_error_set(err, TS_E_SOURCE, "folder '%s' is not a directory", root);
 
