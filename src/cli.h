@@ -6,8 +6,7 @@
  * A subcommand is `int ts_cmd_NAME(int argc, char **argv)`: argv[0] is
  * the subcommand's name, the return value is the process exit status
  * (TS_EXIT_*). Adding one is a row in main.c's table plus its cmd_*.c
- * file. The declarations are weak, so the table may name a subcommand
- * whose file is not built yet: its row is then skipped.
+ * file.
  *
  * The CLI alone prints and decides exit statuses; none of this is
  * thread safe (it is only called from main's thread).
@@ -24,7 +23,7 @@
 #define TS_EXIT_INVALID 1  /* a pipeline is not valid, or the run failed */
 #define TS_EXIT_USAGE 2    /* bad command line, or a file cannot be read */
 
-#define TS_CMD(name) int ts_cmd_##name(int argc, char **argv) __attribute__((weak))
+#define TS_CMD(name) int ts_cmd_##name(int argc, char **argv)
 TS_CMD(check);
 TS_CMD(graph);
 TS_CMD(run);

@@ -18,8 +18,7 @@ struct command {
 	const char *help;
 };
 
-/* In the order --help lists them. A row whose function is not linked in
- * (a weak symbol left NULL) is skipped. */
+/* In the order --help lists them. */
 static const struct command commands[] = {
 	{ "run", ts_cmd_run, "run a pipeline and serve its batches to trainers" },
 	{ "check", ts_cmd_check, "check pipeline files and report every error" },
