@@ -101,7 +101,9 @@ for p in $cpids; do
 	[ $st = 0 ] || [ $st = 1 ] || bad "a trainer ended with $st (hung or crashed)"
 done
 for i in $(seq 1 16); do
-	if grep -q "^images: 2000$" "$dir/c.$i"; then served=$((served + 1));
+	# 200 whole batches (a trainer joining mid-epoch gets one short batch
+	# at the epoch's end, so count batches, not images).
+	if grep -q "^batches: 200$" "$dir/c.$i"; then served=$((served + 1));
 	elif grep -q "Too many open files" "$dir/c.$i"; then refused=$((refused + 1));
 	else bad "trainer $i: $(cat "$dir/c.$i")"; fi
 done
