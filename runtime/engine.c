@@ -1057,6 +1057,33 @@ uint64_t ts_engine_unordered_digest(const struct ts_engine *e)
 	return atomic_load(&((struct ts_engine *)e)->unordered_digest);
 }
 
+int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
+		       const struct ts_engine_opts *o, uint64_t next_epoch,
+		       struct ts_error *err)
+{
+	struct ts_ring *ring = (*e)->ring;
+	int rc = ts_engine_join(*e, err);
+	if (rc)
+		return rc;
+	ts_engine_destroy(*e);
+	*e = NULL;
+	struct ts_engine_opts no = *o;
+	no.start_epoch = next_epoch;
+	no.start_index = 0;
+	no.seq_base = ts_ring_head(ring);
+	struct ts_engine *n = NULL;
+	rc = ts_engine_create(plan, &no, ring, &n, err);
+	if (rc == 0)
+		rc = ts_engine_start(n, err);
+	if (rc) {
+		ts_engine_destroy(n);
+		ts_ring_finish(ring, rc);
+		return rc;
+	}
+	*e = n;
+	return 0;
+}
+
 int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch)
 {
 	pthread_mutex_lock(&e->mu);

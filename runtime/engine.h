@@ -71,6 +71,17 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err);
  * TS_E_STATE when the stream ends with the current epoch anyway. */
 int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch);
 
+/* Complete a handover once *e is idle (ts_engine_stats().idle): join and
+ * free it, then start an engine for plan in the same ring, from epoch
+ * next_epoch at the ring's head, with o's threads and epochs (its start
+ * and seq_base are ignored). When the join reports the old engine's error,
+ * *e is left as it was and that error returned; otherwise *e is replaced
+ * (NULL when the new engine fails, the ring then finished with its
+ * error). plan must outlive the new engine. */
+int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
+		       const struct ts_engine_opts *o, uint64_t next_epoch,
+		       struct ts_error *err);
+
 /* Discard mode: a digest of every sample and its position, independent
  * of the order workers finished them in. */
 uint64_t ts_engine_unordered_digest(const struct ts_engine *e);

@@ -57,14 +57,8 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 	int rc = ts_engine_create(pl, &eo, NULL, &e, &err);
 	if (rc == 0)
 		rc = ts_engine_start(e, &err);
-	if (rc == 0) {
-		struct ts_engine_stats es;
-		do {
-			usleep(2000);
-			ts_engine_stats(e, &es);
-		} while (!es.idle);
+	if (rc == 0)
 		rc = ts_engine_join(e, &err);
-	}
 	double wall = ts_cli_now() - t0;
 	if (rc) {
 		ts_cli_error("bench", "%s", err.msg);

@@ -302,10 +302,8 @@ int ts_cmd_run(int argc, char **argv)
 		if (pending && es.idle) {
 			/* The old plan reached its epoch boundary: the new one goes
 			 * on in the same ring, from its head. */
-			struct ts_error jerr = {0};
-			if (ts_engine_join(eng, &jerr) == 0) {
-				ts_engine_destroy(eng);
-				eng = NULL;
+			rc = ts_engine_takeover(&eng, pending, &eo, pending_epoch, &err);
+			if (!rc || !eng) {
 				ts_plan_destroy(plan);
 				plan = pending;
 				pending = NULL;
@@ -313,20 +311,13 @@ int ts_cmd_run(int argc, char **argv)
 				cur_file = pending_file;
 				pending_file = NULL;
 				ts_status_set_plan(status, plan, cur_file);
-				struct ts_engine_opts no = eo;
-				no.start_epoch = pending_epoch;
-				no.start_index = 0;
-				no.seq_base = ts_ring_head(ring);
-				rc = ts_engine_create(plan, &no, ring, &eng, &err);
-				if (rc == 0)
-					rc = ts_engine_start(eng, &err);
 				if (rc) {
-					ts_ring_finish(ring, rc);
 					free(cur_file);
 					goto fail;
 				}
 				continue;
 			}
+			/* The old engine failed: its error ended the ring. */
 		}
 		bool ended = rs.state != TS_RING_RUNNING;
 		ts_status_update(status, &es, &rs, stderr, json);

@@ -200,27 +200,18 @@ static int takeover(struct ts_stream *s, struct ts_error *err)
 	ts_engine_stats(s->engine, &es);
 	if (!es.idle)
 		return 0;
-	int rc = ts_engine_join(s->engine, err);
-	if (rc)
-		return rc;
-	ts_engine_destroy(s->engine);
-	s->engine = NULL;
-	if (s->plan != s->p->plan)
-		ts_plan_destroy(s->plan);
-	s->plan = s->pending;
-	s->pending = NULL;
 	/* The stream keeps its length: the epochs it was opened with. */
 	struct ts_engine_opts eo = {
 		.threads = s->opts.threads,
 		.epochs = s->opts.epochs >= 0 ? s->opts.epochs : s->p->plan->epochs,
-		.start_epoch = s->pending_epoch, .start_index = 0,
-		.seq_base = ts_ring_head(s->ring),
 	};
-	rc = ts_engine_create(s->plan, &eo, s->ring, &s->engine, err);
-	if (rc == 0)
-		rc = ts_engine_start(s->engine, err);
-	if (rc)
-		ts_ring_finish(s->ring, rc);
+	int rc = ts_engine_takeover(&s->engine, s->pending, &eo, s->pending_epoch, err);
+	if (rc && s->engine)
+		return rc; /* the old engine's error; nothing was swapped */
+	if (s->plan != s->p->plan)
+		ts_plan_destroy(s->plan);
+	s->plan = s->pending;
+	s->pending = NULL;
 	return rc;
 }
 
@@ -289,7 +280,7 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 	if (rc) {
 		/* The engine's own error says more than the ring's. */
 		struct ts_error eerr = {0};
-		if (rc != TS_E_EOS) {
+		if (rc != TS_E_EOS && s->engine) {
 			int erc = ts_engine_join(s->engine, &eerr);
 			if (erc) {
 				rc = erc;
