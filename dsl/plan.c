@@ -114,3 +114,19 @@ bool ts_plan_same_sample(const struct ts_plan *a, const struct ts_plan *b)
 	       a->channels == b->channels && a->dtype == b->dtype &&
 	       a->layout == b->layout && a->sample_bytes == b->sample_bytes;
 }
+
+bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b)
+{
+	const struct ts_plan_device *x = &a->device, *y = &b->device;
+	if (x->cuda != y->cuda)
+		return false;
+	if (!x->cuda)
+		return true;
+	if (x->dtype != y->dtype || x->layout != y->layout || x->normalize != y->normalize ||
+	    x->n_mean != y->n_mean)
+		return false;
+	for (int c = 0; c < x->n_mean && c < 4; c++)
+		if (x->mean[c] != y->mean[c] || x->std[c] != y->std[c])
+			return false;
+	return true;
+}

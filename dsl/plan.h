@@ -208,4 +208,8 @@ void ts_plan_destroy(struct ts_plan *plan);
  * the condition for one to take over the other's ring. */
 bool ts_plan_same_sample(const struct ts_plan *a, const struct ts_plan *b);
 
+/* Whether a and b end in the same device(cuda) stage (or neither has
+ * one): what a running device ring can keep serving across a reload. */
+bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b);
+
 #endif

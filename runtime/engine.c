@@ -1032,7 +1032,7 @@ out:
 void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	uint64_t head = e->ring ? ts_ring_head(e->ring)
+	uint64_t head = e->ring ? ts_ring_written(e->ring)
 			       : atomic_load(&((struct ts_engine *)e)->discarded);
 	uint64_t mine = head > e->seq_base ? head - e->seq_base : 0;
 	st->samples = head;
@@ -1070,7 +1070,7 @@ int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
 	struct ts_engine_opts no = *o;
 	no.start_epoch = next_epoch;
 	no.start_index = 0;
-	no.seq_base = ts_ring_head(ring);
+	no.seq_base = ts_ring_written(ring);
 	struct ts_engine *n = NULL;
 	rc = ts_engine_create(plan, &no, ring, &n, err);
 	if (rc == 0)

@@ -72,7 +72,8 @@ size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m)
 
 size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
 {
-	uint8_t *b = buf + put_header(buf, TS_MSG_WELCOME, TS_PROTO_WELCOME_LEN);
+	size_t len = TS_PROTO_WELCOME_LEN + (m->has_device ? TS_PROTO_DEVICE_LEN : 0);
+	uint8_t *b = buf + put_header(buf, TS_MSG_WELCOME, (uint16_t)len);
 	put32(b + 0, m->version);
 	put32(b + 4, m->producer_pid);
 	put32(b + 8, m->height);
@@ -88,7 +89,21 @@ size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
 	put32(b + 64, m->min_epoch);
 	put32(b + 68, m->batch);
 	put64(b + 72, m->head);
-	return TS_PROTO_HDR_LEN + TS_PROTO_WELCOME_LEN;
+	if (m->has_device) {
+		const struct ts_proto_device *d = &m->device;
+		uint8_t *t = b + TS_PROTO_WELCOME_LEN;
+		put32(t + 0, d->dtype);
+		put32(t + 4, d->layout);
+		put64(t + 8, d->sample_bytes);
+		put64(t + 16, d->capacity);
+		put64(t + 24, d->mirror);
+		put32(t + 32, (uint32_t)d->device);
+		put32(t + 36, (uint32_t)d->pid);
+		memset(t + 40, 0, 16);
+		memcpy(t + 40, d->pci_bus_id, strnlen(d->pci_bus_id, 15));
+		memcpy(t + 56, d->ipc, 64);
+	}
+	return TS_PROTO_HDR_LEN + len;
 }
 
 size_t ts_proto_put_refuse(uint8_t *buf, const struct ts_proto_refuse *m)
@@ -152,10 +167,13 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 			 struct ts_proto_welcome *m, struct ts_error *err)
 {
 	struct ts_proto_welcome w;
-	if (len != TS_PROTO_WELCOME_LEN)
+	memset(&w, 0, sizeof(w));
+	if (len != TS_PROTO_WELCOME_LEN &&
+	    len != TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN)
 		return ts_error_set(err, TS_E_PROTOCOL,
-				    "welcome of %zu bytes, expected %d", len,
-				    TS_PROTO_WELCOME_LEN);
+				    "welcome of %zu bytes, expected %d or %d", len,
+				    TS_PROTO_WELCOME_LEN,
+				    TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN);
 	w.version = get32(body + 0);
 	w.producer_pid = get32(body + 4);
 	w.height = get32(body + 8);
@@ -174,6 +192,25 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 	if (w.version != TS_PROTO_VERSION || w.dtype > 3 || w.layout > 1)
 		return ts_error_set(err, TS_E_PROTOCOL,
 				    "welcome with unknown version/dtype/layout");
+	if (len > TS_PROTO_WELCOME_LEN) {
+		struct ts_proto_device *d = &w.device;
+		const uint8_t *t = body + TS_PROTO_WELCOME_LEN;
+		w.has_device = true;
+		d->dtype = get32(t + 0);
+		d->layout = get32(t + 4);
+		d->sample_bytes = get64(t + 8);
+		d->capacity = get64(t + 16);
+		d->mirror = get64(t + 24);
+		d->device = (int32_t)get32(t + 32);
+		d->pid = (int32_t)get32(t + 36);
+		memcpy(d->pci_bus_id, t + 40, 15);
+		d->pci_bus_id[15] = 0;
+		memcpy(d->ipc, t + 56, 64);
+		if (d->dtype > 3 || d->layout > 1 || d->sample_bytes == 0 ||
+		    d->capacity != w.capacity || d->mirror > d->capacity)
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "welcome with an inconsistent device ring");
+	}
 	*m = w;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef TS_PROTO_H
 #define TS_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "error.h"
@@ -20,6 +21,7 @@
 #define TS_PROTO_HDR_LEN 8
 #define TS_PROTO_HELLO_LEN 16
 #define TS_PROTO_WELCOME_LEN 80
+#define TS_PROTO_DEVICE_LEN 120      /* optional welcome tail: device ring */
 #define TS_PROTO_REFUSE_MAX 240      /* bytes of reason text */
 #define TS_PROTO_MAX_BODY 256
 
@@ -47,6 +49,22 @@ struct ts_proto_hello {
 	uint32_t pid;
 };
 
+/* The device ring a producer serves with device(cuda): finished samples
+ * (float NCHW) in GPU memory, opened with a CUDA IPC handle. Same seq
+ * numbering and validity as the host ring. Slots [capacity, capacity +
+ * mirror) repeat slots [0, mirror), so any batch of up to mirror samples
+ * is one contiguous device span. */
+struct ts_proto_device {
+	uint32_t dtype, layout;       /* enum ts_dtype (F32/F16), NCHW */
+	uint64_t sample_bytes;        /* one finished sample */
+	uint64_t capacity;            /* slots (the host ring's) */
+	uint64_t mirror;              /* repeated slots after capacity */
+	int32_t device;               /* the producer's ordinal (its view) */
+	int32_t pid;                  /* the producer */
+	char pci_bus_id[16];          /* "0000:3b:00.0", NUL padded */
+	uint8_t ipc[64];              /* cudaIpcMemHandle_t */
+};
+
 struct ts_proto_welcome {
 	uint32_t version;
 	uint32_t producer_pid;
@@ -60,6 +78,10 @@ struct ts_proto_welcome {
 	uint32_t min_epoch;
 	uint32_t batch;
 	uint64_t head;
+	/* Optional tail (body TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN):
+	 * the producer serves a device ring too. */
+	bool has_device;
+	struct ts_proto_device device;
 };
 
 struct ts_proto_refuse {

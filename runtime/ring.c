@@ -99,6 +99,13 @@ struct ts_ring {
 	uint32_t prod_waiters;
 	uint32_t finished;
 	uint32_t producer_blocked;
+	/* Staged publication: writers' head, the end they asked for, and a
+	 * futex the finisher sleeps on (process-local). */
+	bool staged;
+	uint64_t written;
+	uint32_t end_asked;
+	uint32_t stage_seq;
+	uint32_t stage_waiting;
 	double last_stat;
 	/* Detached consumers' final figures (a ring of the last ones). */
 	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
@@ -245,6 +252,7 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	r->data_bytes = cap * sb;
 	r->meta_bytes = round_up(cap * sizeof(struct ts_ring_meta), page);
 	r->min_consumers = p->min_consumers;
+	r->staged = p->staged;
 	uint64_t data_off = page;
 	uint64_t meta_off = data_off + r->data_bytes;
 	uint64_t file_bytes = meta_off + r->meta_bytes;
@@ -400,7 +408,79 @@ static void wake_producers(struct ts_ring *r)
 		futex_wake(&r->prod_seq, true);
 }
 
+/* Wake the finisher of a staged ring. */
+static void wake_stage(struct ts_ring *r)
+{
+	/* Full barrier (RMW): the change that calls us (written, end_asked,
+	 * finished) is ordered before the flag we load; pairs with the
+	 * finisher's "stage_waiting = 1; smp_mb; recheck". */
+	ATOMIC_ADD(&r->stage_seq, 1);
+	if (READ_ONCE(r->stage_waiting))
+		futex_wake(&r->stage_seq, true);
+}
+
+static void publish_visible(struct ts_ring *r, uint64_t head);
+
 void ts_ring_publish(struct ts_ring *r, uint64_t head)
+{
+	if (r->staged) {
+		/* Release: the slots below head are written before the
+		 * finisher, acquiring written, reads them. */
+		smp_store_release(&r->written, head);
+		wake_stage(r);
+		return;
+	}
+	publish_visible(r, head);
+}
+
+uint64_t ts_ring_written(const struct ts_ring *r)
+{
+	return r->staged ? smp_load_acquire(&r->written) : ts_ring_head(r);
+}
+
+void ts_ring_stage_publish(struct ts_ring *r, uint64_t head)
+{
+	publish_visible(r, head);
+}
+
+int ts_ring_stage_wait(struct ts_ring *r, uint64_t done, uint64_t *written,
+		       bool *ending, int timeout_ms)
+{
+	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+	for (;;) {
+		/* Read end_asked before written: the end is asked after the
+		 * final publish, so seeing it makes the written we load next
+		 * the final one. */
+		uint32_t v = READ_ONCE(r->stage_seq);
+		bool end = smp_load_acquire(&r->end_asked) != 0;
+		uint64_t w = smp_load_acquire(&r->written);
+		if (smp_load_acquire(&r->finished))
+			return TS_E_PRODUCER;
+		if (w > done || end) {
+			*written = w;
+			*ending = end;
+			return 0;
+		}
+		int ms = slice_ms(deadline, PRODUCER_SLICE_MS);
+		if (ms == 0)
+			return -ETIMEDOUT;
+		/* Dekker with wake_stage: raise the flag, then re-check. */
+		WRITE_ONCE(r->stage_waiting, 1);
+		smp_mb();
+		if (READ_ONCE(r->stage_seq) == v)
+			futex_wait(&r->stage_seq, v, ms, true);
+		WRITE_ONCE(r->stage_waiting, 0);
+	}
+}
+
+static void finish_now(struct ts_ring *r, int status);
+
+void ts_ring_stage_end(struct ts_ring *r, int status)
+{
+	finish_now(r, status);
+}
+
+static void publish_visible(struct ts_ring *r, uint64_t head)
 {
 	struct ts_ring_hdr *h = r->hdr;
 	bool sleeper = false;
@@ -435,6 +515,19 @@ void ts_ring_publish(struct ts_ring *r, uint64_t head)
 
 void ts_ring_finish(struct ts_ring *r, int status)
 {
+	if (status == 0 && r->staged) {
+		/* The finisher ends the stream once it showed everything
+		 * written (ts_ring_stage_end). Release: the final written
+		 * is visible with the flag. */
+		smp_store_release(&r->end_asked, 1);
+		wake_stage(r);
+		return;
+	}
+	finish_now(r, status);
+}
+
+static void finish_now(struct ts_ring *r, int status)
+{
 	struct ts_ring_hdr *h = r->hdr;
 	/* Full barrier; finished is process-local (writers and attach). */
 	if (ATOMIC_XCHG(&r->finished, 1))
@@ -448,6 +541,7 @@ void ts_ring_finish(struct ts_ring *r, int status)
 	ATOMIC_ADD(&h->head_seq, 1);
 	futex_wake(&h->head_seq, false);
 	wake_producers(r);
+	wake_stage(r);
 }
 
 /* Wait until no publish() is scanning the watch array, so a ctl page

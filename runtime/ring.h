@@ -132,6 +132,8 @@ struct ts_ring_params {
 					attached (0: never waits) */
 	uint32_t default_batch;      /* the pipeline's batch(n): what a
 					consumer asking for 0 gets */
+	bool staged;                 /* publication passes a finisher (the
+					device ring): see ts_ring_stage_* */
 };
 
 /* Read-only facts about a ring (copied from its header). */
@@ -216,13 +218,43 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms);
  * by the caller (one thread advances the head). */
 void ts_ring_publish(struct ts_ring *r, uint64_t head);
 
-/* The current published head. */
+/* The current published head: what consumers see. */
 uint64_t ts_ring_head(const struct ts_ring *r);
+
+/* The head the writers published: ts_ring_head() for a plain ring; on a
+ * staged ring it runs ahead of what the finisher has made visible. */
+uint64_t ts_ring_written(const struct ts_ring *r);
 
 /* End the stream: status 0 is a normal end (consumers drain what is
  * published, then get TS_E_EOS), a negative code an error (consumers get
  * TS_E_PRODUCER). Wakes every waiter, producers included. Idempotent. */
 void ts_ring_finish(struct ts_ring *r, int status);
+
+/* ---- staged publication (a finisher between writers and consumers) ----
+ *
+ * On a ring created with params.staged, ts_ring_publish() does not show
+ * samples to consumers: it hands them to one finisher thread (the device
+ * ring's filler), which processes [done, written) and makes them visible
+ * with ts_ring_stage_publish(). A normal ts_ring_finish(r, 0) waits for
+ * the finisher: it ends the stream with ts_ring_stage_end() once it has
+ * shown everything written. An error finish (status < 0) is immediate.
+ * Writers are bound by the visible head, so a slot is never rewritten
+ * before the finisher has read it.
+ */
+
+/* Wait until samples past done are written (*written > done), the
+ * writers asked for the end (*ending; *written is then final), or the
+ * stream failed (TS_E_PRODUCER). timeout_ms < 0 waits forever. Returns
+ * 0, TS_E_PRODUCER or -ETIMEDOUT. One finisher thread per ring. */
+int ts_ring_stage_wait(struct ts_ring *r, uint64_t done, uint64_t *written,
+		       bool *ending, int timeout_ms);
+
+/* Make [0, head) visible to consumers (head <= written). */
+void ts_ring_stage_publish(struct ts_ring *r, uint64_t head);
+
+/* End the stream for real: status 0 after everything written is visible,
+ * or the finisher's error. */
+void ts_ring_stage_end(struct ts_ring *r, int status);
 
 /* A snapshot for status lines and `tsrun stat`. Thread-safe. */
 void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out);

@@ -43,6 +43,8 @@ struct ts_server {
 	gid_t gid;
 	pthread_t thread;
 	bool started;
+	bool has_device;
+	struct ts_proto_device device;
 	struct conn conns[MAX_CONNS];
 	size_t n_conns;
 	unsigned n_welcomed;   /* atomic */
@@ -185,6 +187,8 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 		.min_epoch = pos.min_epoch,
 		.batch = h.batch,
 		.head = ts_ring_head(s->ring),
+		.has_device = s->has_device,
+		.device = s->device,
 	};
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 	int fds[2] = { s->ro_fd, ts_ring_consumer_ctl_fd(rc) };
@@ -292,6 +296,13 @@ int ts_server_create(struct ts_ring *ring, const char *socket_path,
 		     const char *group, struct ts_server **out,
 		     struct ts_error *err)
 {
+	return ts_server_create_device(ring, socket_path, group, NULL, out, err);
+}
+
+int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
+			    const char *group, const struct ts_proto_device *dev,
+			    struct ts_server **out, struct ts_error *err)
+{
 	struct ts_server *s = NULL;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -309,6 +320,10 @@ int ts_server_create(struct ts_ring *ring, const char *socket_path,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	s->lfd = s->evfd = s->ro_fd = -1;
 	s->ring = ring;
+	if (dev) {
+		s->has_device = true;
+		s->device = *dev;
+	}
 	s->path = strdup(socket_path);
 	if (!s->path) {
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");

@@ -15,6 +15,7 @@
 #define TS_SERVER_H
 
 #include "error.h"
+#include "proto.h"
 #include "ring.h"
 
 struct ts_server;
@@ -32,6 +33,12 @@ struct ts_server;
 int ts_server_create(struct ts_ring *ring, const char *socket_path,
 		     const char *group, struct ts_server **out,
 		     struct ts_error *err);
+
+/* As ts_server_create, and every welcome also carries dev, the device
+ * ring this producer fills (device(cuda) pipelines); NULL: none. */
+int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
+			    const char *group, const struct ts_proto_device *dev,
+			    struct ts_server **out, struct ts_error *err);
 
 /* Stop the thread, hang up on every consumer (detaching them), close and
  * unlink the socket. NULL is a no-op. */

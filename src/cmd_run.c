@@ -82,6 +82,15 @@ static struct ts_plan *reload_request(const char *socket_path, const char *file,
 		ts_plan_destroy(next);
 		return NULL;
 	}
+	if (!ts_plan_same_device(cur, next)) {
+		fprintf(stderr, "tsrun: reload: %s rejected: its device(cuda) stage differs from "
+			"the running one (%s), whose device ring connected trainers have open; "
+			"restart tsrun to change it\n", path,
+			cur->device.cuda ? "device(cuda) with other dtype, layout or normalization"
+					 : "which has no device stage");
+		ts_plan_destroy(next);
+		return NULL;
+	}
 	*new_file = strdup(path);
 	return next;
 }
@@ -93,7 +102,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: tsrun run FILE [--pipeline NAME] [--socket PATH] [--epochs N]\n"
 		"                 [--threads N] [--start EPOCH:INDEX] [--wait N]\n"
-		"                 [--quiet] [--stats-json FILE]\n");
+		"                 [--device N] [--quiet] [--stats-json FILE]\n");
 }
 
 int ts_cmd_run(int argc, char **argv)
@@ -107,16 +116,17 @@ int ts_cmd_run(int argc, char **argv)
 		{"wait", required_argument, NULL, 'w'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"stats-json", required_argument, NULL, 'j'},
+		{"device", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *pipeline = NULL, *socket_path = NULL, *stats_json = NULL;
-	long epochs = -1, threads = 0, wait_n = 1;
+	long epochs = -1, threads = 0, wait_n = 1, device_ord = 0;
 	unsigned long long start_epoch = 0, start_index = 0;
 	bool quiet = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:S:e:t:s:w:qj:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:S:e:t:s:w:qj:d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'S': socket_path = optarg; break;
@@ -138,6 +148,10 @@ int ts_cmd_run(int argc, char **argv)
 					     TS_RING_MAX_CONSUMERS, optarg);
 				return TS_EXIT_USAGE;
 			}
+			break;
+		case 'd':
+			if (!ts_cli_opt_long("run", "--device", optarg, 0, &device_ord))
+				return TS_EXIT_USAGE;
 			break;
 		case 'q': quiet = true; break;
 		case 'j': stats_json = optarg; break;
@@ -170,25 +184,33 @@ int ts_cmd_run(int argc, char **argv)
 	socket_path = socket_own;
 	int n_epochs = epochs >= 0 ? (int)epochs : plan->epochs;
 
-	/* device(cuda) (issue 6, runtime/cuda/tscuda.h): the server does not
-	 * fill a device ring yet, so the CPU ring serves the uint8 NHWC
-	 * samples the CPU stages write, and trainers finish them on their
-	 * GPU. Say so once, with the reason when there is no GPU. */
+	/* device(cuda): with a GPU, the CPU stages write uint8 NHWC into a
+	 * staged host ring and a finisher fills the device ring that trainers
+	 * open over CUDA IPC (runtime/cuda/tscuda.h, devserve). Without one,
+	 * the host ring serves the uint8 NHWC samples; say so once, why. */
+	bool want_device = false;
 	if (plan->device.cuda) {
 		struct ts_error derr = {0};
 		int ndev = 0;
-		if (ts_cuda_probe(&ndev, &derr) < 0)
+		if (ts_cuda_probe(&ndev, &derr) < 0) {
 			fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC "
 				"batches from the CPU ring instead\n", derr.msg);
-		else
-			fprintf(stderr, "tsrun run: device(cuda): %d CUDA device%s, but the "
-				"device ring is not served yet; serving uint8 NHWC batches "
-				"from the CPU ring instead\n", ndev, ndev == 1 ? "" : "s");
+		} else if (device_ord >= ndev) {
+			ts_cli_error("run", "--device %ld, but this process sees %d CUDA device%s "
+				     "(0..%d; CUDA_VISIBLE_DEVICES applies)", device_ord, ndev,
+				     ndev == 1 ? "" : "s", ndev - 1);
+			ts_plan_destroy(plan);
+			free(socket_own);
+			return TS_EXIT_USAGE;
+		} else {
+			want_device = true;
+		}
 	}
 
 	struct ts_error err = {0};
 	struct ts_ring *ring = NULL;
 	struct ts_server *srv = NULL;
+	struct ts_devserve *dsv = NULL;
 	struct ts_engine *eng = NULL;
 	struct ts_status *status = NULL;
 	FILE *json = NULL;
@@ -217,6 +239,7 @@ int ts_cmd_run(int argc, char **argv)
 		.epochs = (uint32_t)n_epochs,
 		.min_consumers = (unsigned)wait_n,
 		.default_batch = (uint32_t)plan->batch,
+		.staged = want_device,
 	};
 	struct ts_engine_opts eo = {
 		.threads = (int)threads, .epochs = n_epochs,
@@ -225,6 +248,30 @@ int ts_cmd_run(int argc, char **argv)
 	rc = ts_ring_create(&rp, &ring, &err);
 	if (rc)
 		goto fail;
+	if (want_device) {
+		char note[256];
+		struct ts_error derr = {0};
+		if (ts_devserve_start(ring, plan, (int)device_ord, &dsv, note, &derr) < 0) {
+			fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC "
+				"batches from the CPU ring instead\n", derr.msg);
+			ts_ring_destroy(ring);
+			ring = NULL;
+			rp.staged = false;
+			rc = ts_ring_create(&rp, &ring, &err);
+			if (rc)
+				goto fail;
+		} else {
+			struct ts_devserve_stats ds;
+			ts_devserve_stats(dsv, &ds);
+			if (!quiet)
+				fprintf(stderr, "tsrun: device(cuda): finishing on GPU %d (%s, %s) "
+					"into a %dx%dx%d %s nchw device ring shared over CUDA IPC\n",
+					ds.device, ds.name, ds.pci_bus_id, plan->channels,
+					plan->height, plan->width, ts_dtype_name(plan->device.dtype));
+			if (note[0])
+				fprintf(stderr, "tsrun: note: %s\n", note);
+		}
+	}
 	rc = ts_engine_create(plan, &eo, ring, &eng, &err);
 	if (rc)
 		goto fail;
@@ -232,7 +279,11 @@ int ts_cmd_run(int argc, char **argv)
 	 * tile or filter pipeline's is not known in advance. */
 	if (!plan->expands)
 		ts_ring_set_samples_per_epoch(ring, ts_engine_epoch_size(eng));
-	rc = ts_server_create(ring, socket_path, plan->group, &srv, &err);
+	struct ts_proto_device pdev;
+	if (dsv)
+		ts_devserve_describe(dsv, &pdev);
+	rc = ts_server_create_device(ring, socket_path, plan->group, dsv ? &pdev : NULL,
+				     &srv, &err);
 	if (rc)
 		goto fail;
 	if (ts_engine_reader_note(eng))
@@ -369,6 +420,13 @@ fail:
 out:
 	ts_server_destroy(srv);
 	ts_engine_destroy(eng);
+	{
+		struct ts_error derr = {0};
+		if (ts_devserve_stop(dsv, &derr) < 0) {
+			ts_cli_error("run", "device(cuda): %s", derr.msg);
+			exit_status = TS_EXIT_INVALID;
+		}
+	}
 	ts_ring_destroy(ring);
 	ts_status_destroy(status);
 	if (json)

@@ -20,6 +20,8 @@ struct ts_client {
 	struct ts_client_info info;
 	int timeout_ms;
 	bool dead;
+	bool has_device;
+	struct ts_client_device_info dev;
 };
 
 TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
@@ -132,6 +134,20 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		.start = w.start, .start_epoch = w.min_epoch,
 		.producer_pid = (int)w.producer_pid,
 	};
+	if (w.has_device) {
+		const struct ts_proto_device *d = &w.device;
+		c->has_device = true;
+		c->dev = (struct ts_client_device_info){
+			.height = (int)w.height, .width = (int)w.width,
+			.channels = (int)w.channels, .dtype = (int)d->dtype,
+			.layout = (int)d->layout, .sample_bytes = d->sample_bytes,
+			.capacity = d->capacity, .mirror = d->mirror,
+			.producer_device = d->device, .producer_pid = d->pid,
+		};
+		memcpy(c->dev.pci_bus_id, d->pci_bus_id, sizeof(c->dev.pci_bus_id));
+		_Static_assert(sizeof(c->dev.ipc) == sizeof(d->ipc), "IPC handle sizes");
+		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
+	}
 	/* The mappings keep the memory; the descriptors are not needed. */
 	close(fds[0]);
 	close(fds[1]);
@@ -148,6 +164,20 @@ TS_EXPORT void ts_client_info(const struct ts_client *c,
 			      struct ts_client_info *out)
 {
 	*out = c->info;
+}
+
+TS_EXPORT int ts_client_device_info(const struct ts_client *c,
+				    struct ts_client_device_info *out,
+				    struct ts_error *err)
+{
+	if (!c->has_device)
+		return ts_error_set(err, TS_E_NODEV,
+				    "the producer serves no device ring (its pipeline has no "
+				    "device(cuda) stage, or it found no GPU); batches are the "
+				    "host ring's %s samples",
+				    c->info.dtype == TS_CLIENT_UINT8 ? "uint8" : "CPU");
+	*out = c->dev;
+	return 0;
 }
 
 TS_EXPORT int ts_client_next(struct ts_client *c, struct ts_batch *b,

@@ -91,6 +91,23 @@ struct ts_client_info {
 	int producer_pid;
 };
 
+/* The device ring of a producer whose pipeline ends in device(cuda) and
+ * that has a GPU: finished samples (float NCHW) in GPU memory, with the
+ * same seq numbers as the host ring. Open it with tsclient_cuda.h. */
+struct ts_client_device_info {
+	int height, width, channels;
+	int dtype;               /* TS_CLIENT_FLOAT32 or TS_CLIENT_FLOAT16 */
+	int layout;              /* TS_CLIENT_NCHW */
+	size_t sample_bytes;     /* one finished sample */
+	uint64_t capacity;       /* slots, as the host ring */
+	uint64_t mirror;         /* slots repeated after the last: batches of
+				    up to mirror samples are contiguous */
+	int producer_device;     /* the GPU's ordinal in the producer */
+	int producer_pid;
+	char pci_bus_id[16];     /* the GPU, "0000:3b:00.0" */
+	unsigned char ipc[64];   /* cudaIpcMemHandle_t of the slots */
+};
+
 /*
  * Connect to the producer at socket_path. opts may be NULL (defaults).
  * Returns 0 and *out (free with ts_client_close), or: -ENOENT /
@@ -104,6 +121,13 @@ int ts_client_connect(const char *socket_path,
 
 /* Shape and stream facts from the welcome. */
 void ts_client_info(const struct ts_client *c, struct ts_client_info *out);
+
+/* 0 and *out when the producer serves a device ring; TS_E_NODEV when it
+ * does not (its pipeline has no device(cuda) stage, or it has no GPU: the
+ * host ring's uint8 NHWC samples are then the batches). */
+int ts_client_device_info(const struct ts_client *c,
+			  struct ts_client_device_info *out,
+			  struct ts_error *err);
 
 /*
  * The next batch (releasing the previous one first). Blocks until a full

@@ -15,18 +15,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util.h"
 
-/* cudaHostRegister flags (cuda_runtime_api.h). */
+/* cudaHostRegister flags, cudaIpcOpenMemHandle flags and cudaMemcpyKind
+ * (cuda_runtime_api.h / driver_types.h). */
 #define CUDA_HOST_REGISTER_PORTABLE 0x01u
 #define CUDA_HOST_REGISTER_READ_ONLY 0x08u
+#define CUDA_IPC_LAZY_ENABLE_PEER_ACCESS 0x01u
+#define CUDA_MEMCPY_DEFAULT 4
+
+/* cudaIpcMemHandle_t: 64 opaque bytes, passed by value. */
+struct ipc_handle {
+	char reserved[64];
+};
 
 struct cudart {
 	int (*get_device_count)(int *);
 	int (*host_register)(void *, size_t, unsigned int);
 	int (*host_unregister)(void *);
 	const char *(*get_error_string)(int);
+	/* for the device ring; NULL when the runtime lacks them */
+	int (*get_device)(int *);
+	int (*set_device)(int);
+	int (*pci_bus_id)(char *, int, int);
+	int (*ipc_open)(void **, struct ipc_handle, unsigned int);
+	int (*ipc_close)(void *);
+	int (*malloc)(void **, size_t);
+	int (*free)(void *);
+	int (*memcpy)(void *, const void *, size_t, int);
 	char why[200];                /* when not loaded */
 };
 
@@ -54,6 +72,14 @@ static void rt_load(void)
 	*(void **)&rt.host_register = dlsym(h, "cudaHostRegister");
 	*(void **)&rt.host_unregister = dlsym(h, "cudaHostUnregister");
 	*(void **)&rt.get_error_string = dlsym(h, "cudaGetErrorString");
+	*(void **)&rt.get_device = dlsym(h, "cudaGetDevice");
+	*(void **)&rt.set_device = dlsym(h, "cudaSetDevice");
+	*(void **)&rt.pci_bus_id = dlsym(h, "cudaDeviceGetPCIBusId");
+	*(void **)&rt.ipc_open = dlsym(h, "cudaIpcOpenMemHandle");
+	*(void **)&rt.ipc_close = dlsym(h, "cudaIpcCloseMemHandle");
+	*(void **)&rt.malloc = dlsym(h, "cudaMalloc");
+	*(void **)&rt.free = dlsym(h, "cudaFree");
+	*(void **)&rt.memcpy = dlsym(h, "cudaMemcpy");
 	if (!rt.get_device_count || !rt.host_register || !rt.host_unregister ||
 	    !rt.get_error_string) {
 		snprintf(rt.why, sizeof(rt.why),
@@ -179,4 +205,128 @@ TS_EXPORT int ts_client_unpin(struct ts_client_pinned *p, struct ts_error *err)
 	p->base = NULL;
 	p->len = 0;
 	return 0;
+}
+
+struct ts_client_device {
+	struct ts_client_device_info info;
+	int device;
+	bool zero_copy;
+	uint8_t *base;                /* the producer's slots, mapped here */
+	uint8_t *buf;                 /* peer copies (another GPU) */
+	size_t buf_samples;
+};
+
+static int cuda_err(struct ts_error *err, int code, const char *what, int e)
+{
+	return ts_error_set(err, code, "%s: %s", what, rt.get_error_string(e));
+}
+
+TS_EXPORT int ts_client_device_open(struct ts_client *c, int device,
+				    struct ts_client_device **out, struct ts_error *err)
+{
+	struct ts_client_device_info info;
+	struct ts_client_info ci;
+	struct ipc_handle h;
+	char pci[32] = "";
+	int rc, e;
+
+	if (!c || !out)
+		return ts_error_set(err, TS_E_ARG, "device open: no client");
+	rc = ts_client_device_info(c, &info, err);
+	if (rc < 0)
+		return rc;
+	rc = rt_get(err);
+	if (rc < 0)
+		return rc;
+	if (!rt.get_device || !rt.set_device || !rt.pci_bus_id || !rt.ipc_open ||
+	    !rt.ipc_close || !rt.malloc || !rt.free || !rt.memcpy)
+		return ts_error_set(err, TS_E_NODEV,
+				    "the CUDA runtime found lacks the IPC calls (cudaIpcOpenMemHandle)");
+	if (device >= 0 && (e = rt.set_device(device)) != 0)
+		return cuda_err(err, TS_E_NODEV, "cudaSetDevice", e);
+	if ((e = rt.get_device(&device)) != 0)
+		return cuda_err(err, TS_E_NODEV, "cudaGetDevice", e);
+	if ((e = rt.pci_bus_id(pci, (int)sizeof(pci), device)) != 0)
+		return cuda_err(err, TS_E_NODEV, "cudaDeviceGetPCIBusId", e);
+	struct ts_client_device *d = calloc(1, sizeof(*d));
+	if (!d)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	d->info = info;
+	d->device = device;
+	d->zero_copy = strcasecmp(pci, info.pci_bus_id) == 0;
+	_Static_assert(sizeof(h.reserved) == sizeof(info.ipc), "IPC handle sizes");
+	memcpy(h.reserved, info.ipc, sizeof(h.reserved));
+	/* on the producer's GPU: its memory itself; on another one the
+	 * driver maps it with peer access */
+	e = rt.ipc_open((void **)&d->base, h, CUDA_IPC_LAZY_ENABLE_PEER_ACCESS);
+	if (e != 0) {
+		rc = ts_error_set(err, TS_E_NODEV,
+				  "cannot open the producer's device ring (pid %d, GPU %s; "
+				  "this process on device %d, %s): cudaIpcOpenMemHandle: %s",
+				  info.producer_pid, info.pci_bus_id, device, pci,
+				  rt.get_error_string(e));
+		free(d);
+		return rc;
+	}
+	if (!d->zero_copy) {
+		ts_client_info(c, &ci);
+		d->buf_samples = ci.batch_size;
+		e = rt.malloc((void **)&d->buf, d->buf_samples * info.sample_bytes);
+		if (e != 0) {
+			rc = cuda_err(err, TS_E_NOMEM, "cudaMalloc of the peer-copy buffer", e);
+			rt.ipc_close(d->base);
+			free(d);
+			return rc;
+		}
+	}
+	*out = d;
+	return 0;
+}
+
+TS_EXPORT int ts_client_device_zero_copy(const struct ts_client_device *d)
+{
+	return d->zero_copy;
+}
+
+TS_EXPORT int ts_client_device_ordinal(const struct ts_client_device *d)
+{
+	return d->device;
+}
+
+TS_EXPORT int ts_client_device_batch(struct ts_client_device *d, const struct ts_batch *b,
+				     void **ptr, struct ts_error *err)
+{
+	if (!d || !b || !ptr)
+		return ts_error_set(err, TS_E_ARG, "device batch: no batch");
+	uint64_t slot = b->seq % d->info.capacity;
+	size_t sb = d->info.sample_bytes;
+	if (slot + b->n > d->info.capacity + d->info.mirror)
+		return ts_error_set(err, TS_E_ARG,
+				    "device batch of %zu samples at slot %llu runs past the ring's "
+				    "mirror (%llu)", b->n, (unsigned long long)slot,
+				    (unsigned long long)d->info.mirror);
+	uint8_t *src = d->base + slot * sb;
+	if (d->zero_copy) {
+		*ptr = src;
+		return 0;
+	}
+	if (b->n > d->buf_samples)
+		return ts_error_set(err, TS_E_ARG, "device batch larger than the granted batch");
+	/* unified addressing: a peer-to-peer copy onto our GPU */
+	int e = rt.memcpy(d->buf, src, b->n * sb, CUDA_MEMCPY_DEFAULT);
+	if (e != 0)
+		return cuda_err(err, TS_E_NODEV, "peer copy of a device batch (cudaMemcpy)", e);
+	*ptr = d->buf;
+	return 0;
+}
+
+TS_EXPORT void ts_client_device_close(struct ts_client_device *d)
+{
+	if (!d)
+		return;
+	if (d->buf)
+		rt.free(d->buf);
+	if (d->base)
+		rt.ipc_close(d->base);
+	free(d);
 }

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include "error.h"
+#include "tsclient.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,44 @@ int ts_client_pin_mapping(const void *addr, struct ts_client_pinned *out,
 
 /* Undo ts_client_pin_mapping. A zeroed p is a no-op. */
 int ts_client_unpin(struct ts_client_pinned *p, struct ts_error *err);
+
+/* ---- the producer's device ring (device(cuda) pipelines) --------------
+ *
+ * ts_client_device_open maps the producer's device ring into this
+ * process with its CUDA IPC handle. On the producer's GPU (the same PCI
+ * bus id), a batch is a device pointer straight into the producer's ring:
+ * no copy. On another GPU, each batch is copied peer to peer into a
+ * buffer of this client on that GPU.
+ *
+ * Ordering: a device batch is valid, like its host view, until the next
+ * ts_client_next / ts_client_release. GPU work queued on it must have
+ * finished before then (synchronize your stream), or the producer may
+ * refill the slots under it.
+ */
+struct ts_client_device;
+
+/* Open on CUDA device `device` (an ordinal of this process; -1: the
+ * current device). Makes it the calling thread's current device. Returns
+ * 0, TS_E_NODEV (no device ring served, no CUDA runtime or device, the
+ * handle cannot be opened: err says which) or TS_E_NOMEM. */
+int ts_client_device_open(struct ts_client *c, int device,
+			  struct ts_client_device **out, struct ts_error *err);
+
+/* Whether batches are zero-copy (1: the producer's GPU) or peer copies. */
+int ts_client_device_zero_copy(const struct ts_client_device *d);
+
+/* The CUDA device ordinal the batches are on. */
+int ts_client_device_ordinal(const struct ts_client_device *d);
+
+/* The device address of b's finished samples: b->n * sample_bytes of
+ * ts_client_device_info, float NCHW. b comes from ts_client_next on the
+ * same client. 0 or TS_E_NODEV with the CUDA error. */
+int ts_client_device_batch(struct ts_client_device *d, const struct ts_batch *b,
+			   void **ptr, struct ts_error *err);
+
+/* Close the mapping and free the copy buffer. NULL is a no-op. Call
+ * before ts_client_close. */
+void ts_client_device_close(struct ts_client_device *d);
 
 #ifdef __cplusplus
 }

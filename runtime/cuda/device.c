@@ -63,3 +63,14 @@ int ts_cuda_set_device(int dev, struct ts_error *err)
 				    cudaGetErrorString(e));
 	return 0;
 }
+
+int ts_cuda_pci_bus_id(int dev, char *buf, size_t len, struct ts_error *err)
+{
+	char id[32] = "";
+	cudaError_t e = cudaDeviceGetPCIBusId(id, (int)sizeof(id), dev);
+	if (e != cudaSuccess)
+		return ts_error_set(err, TS_E_NODEV, "device %d: cudaDeviceGetPCIBusId: %s",
+				    dev, cudaGetErrorString(e));
+	snprintf(buf, len, "%s", id);
+	return 0;
+}

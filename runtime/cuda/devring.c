@@ -25,6 +25,7 @@ struct ts_devring {
 	bool imported;
 	int device;
 	uint64_t capacity;
+	uint64_t mirror;              /* slots after capacity repeating 0.. */
 	size_t sample_bytes;          /* finished */
 	size_t in_bytes;              /* one uint8 NHWC sample */
 	size_t max_batch;
@@ -40,7 +41,7 @@ static int cuda_fail(struct ts_error *err, const char *what, cudaError_t e)
 			    "%s: %s", what, cudaGetErrorString(e));
 }
 
-int ts_devring_create(int dev, uint64_t capacity,
+int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
 		      const struct ts_finish_params *p, size_t max_batch,
 		      struct ts_devring **out, struct ts_error *err)
 {
@@ -48,9 +49,10 @@ int ts_devring_create(int dev, uint64_t capacity,
 	cudaError_t e;
 	int rc;
 
-	if (!p || !out || capacity == 0 || max_batch == 0 || max_batch > capacity)
+	if (!p || !out || capacity == 0 || max_batch == 0 || max_batch > capacity ||
+	    mirror > capacity)
 		return ts_error_set(err, TS_E_ARG,
-				    "devring: need capacity >= max_batch >= 1");
+				    "devring: need capacity >= max_batch >= 1 and mirror <= capacity");
 	rc = ts_cuda_set_device(dev, err);
 	if (rc < 0)
 		return rc;
@@ -59,11 +61,12 @@ int ts_devring_create(int dev, uint64_t capacity,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	r->device = dev;
 	r->capacity = capacity;
+	r->mirror = mirror;
 	r->p = *p;
 	r->sample_bytes = ts_finish_sample_bytes(p);
 	r->in_bytes = (size_t)p->height * (size_t)p->width * (size_t)p->channels;
 	r->max_batch = max_batch;
-	e = cudaMalloc(&r->data, capacity * r->sample_bytes);
+	e = cudaMalloc(&r->data, (capacity + mirror) * r->sample_bytes);
 	if (e != cudaSuccess) {
 		rc = cuda_fail(err, "devring: cudaMalloc", e);
 		goto fail;
@@ -116,6 +119,22 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r)
 	return r->sample_bytes;
 }
 
+/* Finish k staged samples into slots [slot, slot + k) (no wrap), and
+ * again into the mirror slots capacity + slot.. for those below mirror. */
+static int launch_piece(struct ts_devring *r, const uint8_t *src, uint64_t slot,
+			uint64_t k, struct ts_error *err)
+{
+	uint8_t *data = r->data;
+	int rc = ts_finish_launch(src, data + slot * r->sample_bytes, k, &r->p,
+				  r->stream, err);
+	if (rc == 0 && slot < r->mirror) {
+		uint64_t m = r->mirror - slot < k ? r->mirror - slot : k;
+		rc = ts_finish_launch(src, data + (r->capacity + slot) * r->sample_bytes,
+				      m, &r->p, r->stream, err);
+	}
+	return rc;
+}
+
 int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
 		    size_t n, struct ts_error *err)
 {
@@ -137,11 +156,9 @@ int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
 		return cuda_fail(err, "devring fill: cudaMemcpyAsync", e);
 	slot = seq % r->capacity;
 	first = r->capacity - slot < n ? r->capacity - slot : n;
-	rc = ts_finish_launch(r->staging, (uint8_t *)r->data + slot * r->sample_bytes,
-			      first, &r->p, r->stream, err);
+	rc = launch_piece(r, r->staging, slot, first, err);
 	if (rc == 0 && first < n)
-		rc = ts_finish_launch(r->staging + first * r->in_bytes, r->data,
-				      n - first, &r->p, r->stream, err);
+		rc = launch_piece(r, r->staging + first * r->in_bytes, 0, n - first, err);
 	e = cudaStreamSynchronize(r->stream);
 	if (rc < 0)
 		return rc;
@@ -165,6 +182,7 @@ int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
 		return cuda_fail(err, "devring export: cudaIpcGetMemHandle", e);
 	memcpy(out.ipc, &ipc, sizeof(ipc));
 	out.capacity = r->capacity;
+	out.mirror = r->mirror;
 	out.sample_bytes = r->sample_bytes;
 	out.device = r->device;
 	out.pid = (int32_t)getpid();
@@ -201,9 +219,18 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	r->imported = true;
 	r->device = dev;
 	r->capacity = h->capacity;
+	r->mirror = h->mirror;
 	r->sample_bytes = h->sample_bytes;
 	*out = r;
 	return 0;
+}
+
+void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n)
+{
+	uint64_t slot = seq % r->capacity;
+	if (slot + n > r->capacity + r->mirror)
+		return NULL;
+	return (uint8_t *)r->data + slot * r->sample_bytes;
 }
 
 int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
@@ -215,7 +242,7 @@ int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
 	if (!r || !dst || n > r->capacity)
 		return ts_error_set(err, TS_E_ARG, "devring copy: bad arguments");
 	slot = seq % r->capacity;
-	first = r->capacity - slot < n ? r->capacity - slot : n;
+	first = r->capacity + r->mirror - slot < n ? r->capacity - slot : n;
 	/* cudaMemcpyDefault: unified addressing finds both devices; a peer
 	 * copy when dst is on another GPU */
 	e = cudaMemcpy(dst, (const uint8_t *)r->data + slot * r->sample_bytes,
@@ -226,4 +253,21 @@ int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
 	if (e != cudaSuccess)
 		return cuda_fail(err, "devring copy", e);
 	return 0;
+}
+
+int ts_cuda_host_register(void *p, size_t len, struct ts_error *err)
+{
+	cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterDefault);
+	if (e != cudaSuccess) {
+		cudaGetLastError();   /* not sticky: clear it */
+		return ts_error_set(err, TS_E_NODEV, "cudaHostRegister of %zu bytes: %s",
+				    len, cudaGetErrorString(e));
+	}
+	return 0;
+}
+
+void ts_cuda_host_unregister(void *p)
+{
+	if (p && cudaHostUnregister(p) != cudaSuccess)
+		cudaGetLastError();
 }

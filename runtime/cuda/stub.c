@@ -36,7 +36,7 @@ int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
 }
 
-int ts_devring_create(int dev, uint64_t capacity,
+int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
 		      const struct ts_finish_params *p, size_t max_batch,
 		      struct ts_devring **out, struct ts_error *err)
 {
@@ -84,4 +84,23 @@ int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
 			void *dst, struct ts_error *err)
 {
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
+}
+
+void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n)
+{
+	return NULL;
+}
+
+int ts_cuda_pci_bus_id(int dev, char *buf, size_t len, struct ts_error *err)
+{
+	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
+}
+
+int ts_cuda_host_register(void *p, size_t len, struct ts_error *err)
+{
+	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
+}
+
+void ts_cuda_host_unregister(void *p)
+{
 }

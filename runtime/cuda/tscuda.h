@@ -62,6 +62,15 @@ int ts_cuda_info(int dev, struct ts_cuda_info *out, struct ts_error *err);
 /* Make dev the calling thread's current device. */
 int ts_cuda_set_device(int dev, struct ts_error *err);
 
+/* The PCI bus id of dev ("0000:3b:00.0"): how processes with different
+ * CUDA_VISIBLE_DEVICES agree on a GPU. */
+int ts_cuda_pci_bus_id(int dev, char *buf, size_t len, struct ts_error *err);
+
+/* Page-lock host memory (cudaHostRegister) so copies from it are DMA;
+ * TS_E_NODEV with the reason when refused. Unregister before unmapping. */
+int ts_cuda_host_register(void *p, size_t len, struct ts_error *err);
+void ts_cuda_host_unregister(void *p);
+
 /* ---- finish.cu: the finishing kernel ---------------------------------- */
 
 /* What one finished sample looks like. mean/std are on the 0..1 scale,
@@ -115,14 +124,18 @@ struct ts_devring;
 struct ts_devring_handle {
 	uint8_t ipc[64];              /* cudaIpcMemHandle_t */
 	uint64_t capacity;            /* samples */
+	uint64_t mirror;              /* slots after capacity repeating the
+					 first ones (contiguous batches) */
 	uint64_t sample_bytes;        /* finished sample */
 	int32_t device;               /* the producer's device ordinal */
 	int32_t pid;                  /* the producer */
 };
 
 /* Create a ring of capacity finished samples on device dev, with a
- * staging buffer for up to max_batch CPU samples per fill. */
-int ts_devring_create(int dev, uint64_t capacity,
+ * staging buffer for up to max_batch CPU samples per fill. mirror extra
+ * slots after the last repeat slots 0..mirror-1, so any run of up to
+ * mirror samples is one contiguous device span (ts_devring_span). */
+int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
 		      const struct ts_finish_params *p, size_t max_batch,
 		      struct ts_devring **out, struct ts_error *err);
 
@@ -157,10 +170,54 @@ int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
 int ts_devring_import(const struct ts_devring_handle *h,
 		      struct ts_devring **out, struct ts_error *err);
 
+/* The device address of samples [seq, seq + n) as one span, or NULL
+ * when the run is longer than the ring's mirror allows. */
+void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n);
+
 /* Copy n samples from slot seq % capacity (wrapping) to dst, device
  * memory on any device (peer to peer when it is another one). Waits. */
 int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
 			void *dst, struct ts_error *err);
+
+/* ---- devserve.c: a producer's device ring behind its host ring --------
+ *
+ * With device(cuda), `tsrun run` writes uint8 NHWC samples into a staged
+ * host ring (ring.h); a finisher thread (finisher.h) copies each published
+ * run to the GPU, runs the finishing kernel into the device ring, and only
+ * then shows the run to consumers. Both rings share seq numbers, capacity
+ * and release positions, so a device slot is rewritten only when every
+ * consumer has released it. The welcome of the protocol carries the
+ * device ring (ts_devserve_describe) next to the host ring's descriptors.
+ * Built in every build: without CUDA, start returns TS_E_NODEV.
+ */
+struct ts_devserve;
+struct ts_ring;
+struct ts_proto_device;
+
+struct ts_devserve_stats {
+	uint64_t samples;        /* finished on the device */
+	double fill_s;           /* seconds copying + finishing */
+	bool pinned;             /* host ring page-locked (DMA) */
+	int device;
+	char name[128];
+	char pci_bus_id[16];
+};
+
+/* Start serving: ring must have been created with params.staged, for
+ * plan's CPU sample (uint8 NHWC), before the engine writes. dev is a
+ * device ordinal. note (when non-NULL, 256 bytes) gets a remark for the
+ * operator, e.g. why the host ring could not be pinned, or "". */
+int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
+		      struct ts_devserve **out, char *note, struct ts_error *err);
+
+/* The device ring, for the welcome. */
+void ts_devserve_describe(const struct ts_devserve *d, struct ts_proto_device *out);
+
+void ts_devserve_stats(struct ts_devserve *d, struct ts_devserve_stats *out);
+
+/* Stop the finisher, unpin, free the device ring. Returns 0 or the error
+ * that ended the stream on the device side (err filled). NULL: no-op. */
+int ts_devserve_stop(struct ts_devserve *d, struct ts_error *err);
 
 #ifdef __cplusplus
 }

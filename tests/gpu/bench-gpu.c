@@ -141,7 +141,7 @@ static void bench_trainers(void)
 	struct ts_error err = {0};
 	static const int ns[] = {1, 2, 4, 8};
 
-	CHECK(ts_devring_create(0, 1024, &p, 256, &r, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_create(0, 1024, 512, &p, 256, &r, &err) == 0, "%s", err.msg);
 	CHECK(ts_devring_export(r, &h, &err) == 0, "%s", err.msg);
 	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 		int n = ns[k], in[8], out[8];

@@ -58,7 +58,7 @@ int main(void)
 	printf("probe: %s\n", err.msg);
 
 	memset(&err, 0, sizeof(err));
-	CHECK(ts_devring_create(0, 16, &p, 4, &r, &err) == TS_E_NODEV, "devring create");
+	CHECK(ts_devring_create(0, 16, 8, &p, 4, &r, &err) == TS_E_NODEV, "devring create");
 	CHECK(r == NULL && err.msg[0], "no ring, a message");
 	CHECK(ts_finish_launch(buf, buf, 1, &p, NULL, &err) == TS_E_NODEV, "launch");
 	ts_devring_destroy(NULL);

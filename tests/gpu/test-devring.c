@@ -85,8 +85,8 @@ int main(int argc, char **argv)
 		return child(atoi(argv[2]));
 	need_gpu("test-devring");
 	CHECK(ts_cuda_probe(&n, &err) == 0, "%s", err.msg);
-	CHECK(ts_devring_create(0, CAP, &P, BATCH, &r, &err) == 0, "%s", err.msg);
-	CHECK(ts_devring_create(0, 2, &P, BATCH, &(struct ts_devring *){0}, &err) == TS_E_ARG,
+	CHECK(ts_devring_create(0, CAP, CAP / 2, &P, BATCH, &r, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_create(0, 2, 1, &P, BATCH, &(struct ts_devring *){0}, &err) == TS_E_ARG,
 	      "batch larger than the ring is refused");
 	/* batches 1, 2, 3 at seq 0, 4, 8: the third wraps (slots 8, 9, 0, 1) */
 	for (uint32_t b = 1; b <= 3; b++) {

@@ -1,0 +1,146 @@
+/*
+ * devserve.c - the producer's device ring behind its staged host ring
+ * (tscuda.h, "devserve"): a devring sized like the host ring, the host
+ * ring page-locked for DMA where the driver allows, and a finisher whose
+ * fill is ts_devring_fill. Compiled in every build; without CUDA the
+ * first call into tscuda says TS_E_NODEV and start fails with it.
+ */
+#include "tscuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "finisher.h"
+#include "proto.h"
+#include "ring.h"
+#include "util.h"
+
+/* Samples per fill: big enough to keep the copy engine and the kernel
+ * busy, small enough that consumers see the first batches early. */
+#define DEVSERVE_CHUNK 256
+
+struct ts_devserve {
+	struct ts_ring *ring;
+	struct ts_devring *dr;
+	struct ts_finisher *fin;
+	struct ts_finish_params p;
+	int dev;
+	void *pinned;                 /* the host ring's first mapping */
+	struct ts_proto_device desc;
+	struct ts_cuda_info info;
+};
+
+static int fill(void *arg, const void *host, uint64_t seq, size_t n,
+		struct ts_error *err)
+{
+	struct ts_devserve *d = arg;
+	/* the finisher thread's current device */
+	int rc = ts_cuda_set_device(d->dev, err);
+	return rc < 0 ? rc : ts_devring_fill(d->dr, host, seq, n, err);
+}
+
+int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
+		      struct ts_devserve **out, char *note, struct ts_error *err)
+{
+	struct ts_ring_info ri;
+	struct ts_devring_handle h;
+	int rc;
+
+	if (note)
+		note[0] = 0;
+	if (!ring || !plan || !out)
+		return ts_error_set(err, TS_E_ARG, "devserve: ring and plan needed");
+	struct ts_devserve *d = calloc(1, sizeof(*d));
+	if (!d)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	d->ring = ring;
+	d->dev = dev;
+	rc = ts_finish_params_from_plan(plan, &d->p, err);
+	if (rc < 0)
+		goto fail;
+	ts_ring_get_info(ring, &ri);
+	if (ri.sample_bytes != (size_t)d->p.height * (size_t)d->p.width * (size_t)d->p.channels) {
+		rc = ts_error_set(err, TS_E_ARG, "devserve: the host ring does not hold "
+				  "uint8 %dx%dx%d samples", d->p.height, d->p.width, d->p.channels);
+		goto fail;
+	}
+	rc = ts_cuda_set_device(dev, err);
+	if (rc < 0)
+		goto fail;
+	rc = ts_cuda_info(dev, &d->info, err);
+	if (rc < 0)
+		goto fail;
+	size_t chunk = ri.capacity / 2 < DEVSERVE_CHUNK ? ri.capacity / 2 : DEVSERVE_CHUNK;
+	if (chunk == 0)
+		chunk = 1;
+	/* mirror = the largest batch a consumer may ask for (half the ring) */
+	rc = ts_devring_create(dev, ri.capacity, ri.capacity / 2, &d->p, chunk, &d->dr, err);
+	if (rc < 0)
+		goto fail;
+	rc = ts_devring_export(d->dr, &h, err);
+	if (rc < 0)
+		goto fail;
+	d->desc.dtype = (uint32_t)d->p.dtype;
+	d->desc.layout = (uint32_t)TS_LAYOUT_NCHW;
+	d->desc.sample_bytes = h.sample_bytes;
+	d->desc.capacity = h.capacity;
+	d->desc.mirror = h.mirror;
+	d->desc.device = dev;
+	d->desc.pid = h.pid;
+	_Static_assert(sizeof(d->desc.ipc) == sizeof(h.ipc), "IPC handle sizes");
+	memcpy(d->desc.ipc, h.ipc, sizeof(h.ipc));
+	rc = ts_cuda_pci_bus_id(dev, d->desc.pci_bus_id, sizeof(d->desc.pci_bus_id), err);
+	if (rc < 0)
+		goto fail;
+
+	/* The finisher reads each run from the first mapping only (it never
+	 * crosses the wrap), so pinning that one is enough for DMA. */
+	struct ts_error perr = {0};
+	void *base = ts_ring_slot(ring, 0);
+	if (ts_cuda_host_register(base, ri.capacity * ri.sample_bytes, &perr) == 0)
+		d->pinned = base;
+	else if (note)
+		snprintf(note, 256, "host ring not page-locked (%.160s); copies to the GPU are "
+			 "staged by the driver", perr.msg);
+
+	rc = ts_finisher_start(ring, chunk, fill, d, &d->fin, err);
+	if (rc < 0)
+		goto fail;
+	*out = d;
+	return 0;
+fail:
+	ts_devserve_stop(d, NULL);
+	return rc;
+}
+
+void ts_devserve_describe(const struct ts_devserve *d, struct ts_proto_device *out)
+{
+	*out = d->desc;
+}
+
+void ts_devserve_stats(struct ts_devserve *d, struct ts_devserve_stats *out)
+{
+	struct ts_finisher_stats fs = {0};
+	memset(out, 0, sizeof(*out));
+	if (d->fin)
+		ts_finisher_stats(d->fin, &fs);
+	out->samples = fs.samples;
+	out->fill_s = fs.fill_s;
+	out->pinned = d->pinned != NULL;
+	out->device = d->dev;
+	snprintf(out->name, sizeof(out->name), "%.127s", d->info.name);
+	snprintf(out->pci_bus_id, sizeof(out->pci_bus_id), "%.15s", d->desc.pci_bus_id);
+}
+
+int ts_devserve_stop(struct ts_devserve *d, struct ts_error *err)
+{
+	if (!d)
+		return 0;
+	int rc = ts_finisher_stop(d->fin, err);
+	if (d->pinned)
+		ts_cuda_host_unregister(d->pinned);
+	ts_devring_destroy(d->dr);
+	free(d);
+	return rc;
+}
