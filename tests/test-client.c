@@ -16,6 +16,7 @@
 #include "ring.h"
 #include "server.h"
 #include "tsclient.h"
+#include "tsclient_cuda.h"
 
 static char dir[64], sock_path[128];
 static struct ts_ring *ring;
@@ -234,6 +235,59 @@ START_TEST(test_socket_files)
 }
 END_TEST
 
+START_TEST(test_device_section)
+{
+	/* without a device ring: the client says so */
+	struct ts_client *c = NULL;
+	struct ts_error err;
+	struct ts_client_device_info di;
+	ck_assert_int_eq(ts_client_connect(sock_path, NULL, &c, &err), 0);
+	ck_assert_int_eq(ts_client_device_info(c, &di, &err), TS_E_NODEV);
+	ck_assert_ptr_nonnull(strstr(err.msg, "serves no device ring"));
+	struct ts_client_device *d = NULL;
+	ck_assert_int_eq(ts_client_device_open(c, -1, &d, &err), TS_E_NODEV);
+	ck_assert_ptr_null(d);
+	ts_client_close(c);
+
+	/* a server that announces one: every field reaches the client */
+	struct ts_proto_device pd = {
+		.dtype = TS_DTYPE_F16, .layout = TS_LAYOUT_NCHW,
+		.sample_bytes = 8 * 8 * 3 * 2, .capacity = 256, .mirror = 128,
+		.device = 1, .pid = 4242, .pci_bus_id = "0000:c1:00.0",
+	};
+	for (int i = 0; i < 64; i++)
+		pd.ipc[i] = (uint8_t)(255 - i);
+	char dsock[160];
+	snprintf(dsock, sizeof(dsock), "%s/dev.sock", dir);
+	struct ts_server *s2 = NULL;
+	ck_assert_int_eq(ts_server_create_device(ring, dsock, NULL, &pd, &s2, &err), 0);
+	ck_assert_int_eq(ts_client_connect(dsock, NULL, &c, &err), 0);
+	ck_assert_int_eq(ts_client_device_info(c, &di, &err), 0);
+	ck_assert_int_eq(di.dtype, TS_CLIENT_FLOAT16);
+	ck_assert_int_eq(di.layout, TS_CLIENT_NCHW);
+	ck_assert_int_eq(di.height, 8);
+	ck_assert_int_eq(di.channels, 3);
+	ck_assert_uint_eq(di.sample_bytes, 384);
+	ck_assert_uint_eq(di.capacity, 256);
+	ck_assert_uint_eq(di.mirror, 128);
+	ck_assert_int_eq(di.producer_device, 1);
+	ck_assert_int_eq(di.producer_pid, 4242);
+	ck_assert_str_eq(di.pci_bus_id, "0000:c1:00.0");
+	ck_assert_mem_eq(di.ipc, pd.ipc, 64);
+	/* the handle is made up: opening it fails with a reason (no CUDA
+	 * here; an unknown handle on a GPU host), never a crash */
+	err.msg[0] = 0;
+	ck_assert_int_eq(ts_client_device_open(c, -1, &d, &err), TS_E_NODEV);
+	ck_assert_ptr_null(d);
+	ck_assert(err.msg[0] != 0);
+	/* the host batches still flow */
+	struct ts_batch b;
+	ck_assert_int_eq(ts_client_next(c, &b, &err), 0);
+	ts_client_close(c);
+	ts_server_destroy(s2);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
 	Suite *s = suite_create("client");
@@ -247,6 +301,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_bad_peers);
 	tcase_add_test(tc, test_socket_files);
+	tcase_add_test(tc, test_device_section);
 	suite_add_tcase(s, tc);
 	return s;
 }

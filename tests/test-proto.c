@@ -50,7 +50,8 @@ END_TEST
 
 START_TEST(test_welcome_roundtrip)
 {
-	struct ts_proto_welcome w = {
+	/* static: padding is zero, as in the decoder's result */
+	static struct ts_proto_welcome w = {
 		.version = 1, .producer_pid = 77, .height = 224, .width = 224,
 		.channels = 3, .dtype = 3, .layout = 1, .epochs = 90,
 		.sample_bytes = 602112, .capacity = 2048,
@@ -66,6 +67,41 @@ START_TEST(test_welcome_roundtrip)
 	buf[8 + 20] = 9;  /* dtype out of range */
 	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, NULL),
 			 TS_E_PROTOCOL);
+}
+END_TEST
+
+START_TEST(test_welcome_device)
+{
+	static struct ts_proto_welcome w = {
+		.version = 1, .producer_pid = 77, .height = 224, .width = 224,
+		.channels = 3, .dtype = 0, .layout = 0, .epochs = 1,
+		.sample_bytes = 150528, .capacity = 1024, .samples_per_epoch = 5000,
+		.batch = 64, .has_device = true,
+		.device = { .dtype = 2, .layout = 1, .sample_bytes = 301056,
+			    .capacity = 1024, .mirror = 512, .device = 3, .pid = 77,
+			    .pci_bus_id = "0000:3b:00.0" },
+	};
+	for (int i = 0; i < 64; i++)
+		w.device.ipc[i] = (uint8_t)(i * 7 + 1);
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	size_t n = ts_proto_put_welcome(buf, &w);
+	ck_assert_uint_eq(n, TS_PROTO_HDR_LEN + TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN);
+	ck_assert_uint_le(n - 8, TS_PROTO_MAX_BODY);
+	struct ts_proto_welcome g;
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, NULL), 0);
+	ck_assert(g.has_device);
+	ck_assert_uint_eq(g.device.sample_bytes, 301056);
+	ck_assert_uint_eq(g.device.mirror, 512);
+	ck_assert_int_eq(g.device.device, 3);
+	ck_assert_str_eq(g.device.pci_bus_id, "0000:3b:00.0");
+	ck_assert_mem_eq(g.device.ipc, w.device.ipc, 64);
+	ck_assert_mem_eq(&g, &w, sizeof(w));
+	/* a cut tail, and a device ring that disagrees with the host ring */
+	struct ts_error err;
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 9, &g, &err), TS_E_PROTOCOL);
+	buf[8 + TS_PROTO_WELCOME_LEN + 16] = 7;   /* capacity */
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, &err), TS_E_PROTOCOL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "device ring"));
 }
 END_TEST
 
@@ -148,6 +184,7 @@ static Suite *proto_suite(void)
 	tcase_add_test(tc, test_hello_roundtrip);
 	tcase_add_test(tc, test_hello_bytes);
 	tcase_add_test(tc, test_welcome_roundtrip);
+	tcase_add_test(tc, test_welcome_device);
 	tcase_add_test(tc, test_refuse_roundtrip);
 	tcase_add_test(tc, test_garbage);
 	suite_add_tcase(s, tc);

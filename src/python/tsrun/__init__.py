@@ -9,6 +9,14 @@ views the producer's shared ring without a copy; it is READ-ONLY memory
 and valid only until the next iteration (or ``close()``): keep it longer
 with ``images.clone()``. ``labels`` is a small int64 tensor (a copy).
 
+With ``device="cuda"`` the batches are CUDA tensors. When the producer's
+pipeline ends in ``device(cuda)`` they view its device ring (finished
+float NCHW samples, shared over CUDA IPC) without a copy on the producer's
+GPU, or are copied peer to peer onto another one; otherwise the host
+batches are copied from the pinned ring. Either way the loader waits for
+the GPU (``torch.cuda.synchronize``) before it hands the slots back at
+the next iteration.
+
 The library is found through the environment variable TSRUN_LIBTSCLIENT,
 else next to this package, else the system's libtsclient.so.0.
 """
@@ -23,6 +31,7 @@ __all__ = ["Loader", "TsrunError", "ProducerGone", "load_library"]
 _E_REFUSED = -5007
 _E_PRODUCER = -5008
 _E_EOS = -5009
+_E_NODEV = -5014
 
 
 class TsrunError(RuntimeError):
@@ -74,6 +83,26 @@ class _Info(ctypes.Structure):
                 ("producer_pid", ctypes.c_int)]
 
 
+class _DevInfo(ctypes.Structure):
+    _fields_ = [("height", ctypes.c_int), ("width", ctypes.c_int),
+                ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
+                ("capacity", ctypes.c_uint64), ("mirror", ctypes.c_uint64),
+                ("producer_device", ctypes.c_int), ("producer_pid", ctypes.c_int),
+                ("pci_bus_id", ctypes.c_char * 16),
+                ("ipc", ctypes.c_ubyte * 64)]
+
+
+class _CudaView:
+    """A device span in __cuda_array_interface__ form (for torch.as_tensor,
+    which then views it without a copy)."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": typestr, "data": (ptr, True),
+            "strides": None, "version": 2}
+
+
 _lib = None
 
 
@@ -117,6 +146,23 @@ def load_library():
     lib.ts_client_close.restype = None
     lib.ts_client_strerror.argtypes = [ctypes.c_int]
     lib.ts_client_strerror.restype = ctypes.c_char_p
+    if hasattr(lib, "ts_client_device_info"):
+        lib.ts_client_device_info.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DevInfo),
+                                              ctypes.POINTER(_Error)]
+        lib.ts_client_device_info.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_device_open"):
+        lib.ts_client_device_open.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                              ctypes.POINTER(ctypes.c_void_p),
+                                              ctypes.POINTER(_Error)]
+        lib.ts_client_device_open.restype = ctypes.c_int
+        lib.ts_client_device_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Batch),
+                                               ctypes.POINTER(ctypes.c_void_p),
+                                               ctypes.POINTER(_Error)]
+        lib.ts_client_device_batch.restype = ctypes.c_int
+        lib.ts_client_device_zero_copy.argtypes = [ctypes.c_void_p]
+        lib.ts_client_device_zero_copy.restype = ctypes.c_int
+        lib.ts_client_device_close.argtypes = [ctypes.c_void_p]
+        lib.ts_client_device_close.restype = None
     _lib = lib
     return lib
 
@@ -149,13 +195,18 @@ class Loader:
                 (``torch.cuda.is_available()`` false) a warning and the
                 plain CPU path
     timeout     seconds to wait for one batch (None: no limit)
+    device      None (CPU tensors) or a CUDA device ("cuda", "cuda:1", a
+                torch.device): CUDA tensors, from the producer's device
+                ring when it serves one (``loader.source`` says
+                "device-ring (zero-copy)", "device-ring (peer copy)" or
+                "host-ring (copy)"); without CUDA a warning and CPU tensors
 
     Images are read-only views of shared memory, valid until the next
     iteration; ``loader.epoch`` is the epoch of the last batch.
     """
 
     def __init__(self, socket, batch_size=0, join="now", drop_last=False,
-                 per_epoch=False, pin_memory=False, timeout=None):
+                 per_epoch=False, pin_memory=False, timeout=None, device=None):
         import torch  # noqa: F401 (fail early when torch is missing)
         if join not in ("now", "next_epoch"):
             raise ValueError("join must be 'now' or 'next_epoch'")
@@ -187,6 +238,14 @@ class Loader:
         self._done = False
         self._pin = False
         self._pinned = None  # _Pinned once the ring is registered
+        self._device = None  # torch.device of CUDA batches
+        self._dev = None     # ts_client_device handle (device ring)
+        self._dev_info = None
+        self.source = "host-ring"
+        if device is not None:
+            self._open_device(torch, device)
+            if self._device is not None and self._dev is None:
+                pin_memory = True  # host batches: copy from the pinned ring
         if pin_memory:
             if torch.cuda.is_available():
                 self._pin = True
@@ -222,8 +281,60 @@ class Loader:
             _raise(rc, err)
         return True
 
+    def _open_device(self, torch, device):
+        dev = torch.device(device)
+        if dev.type != "cuda":
+            raise ValueError("device must be a CUDA device such as 'cuda' or 'cuda:0', "
+                             "got %r" % (device,))
+        if not torch.cuda.is_available():
+            warnings.warn("tsrun.Loader: device=%r, but torch.cuda.is_available() is "
+                          "false; batches stay CPU tensors" % (device,),
+                          RuntimeWarning, stacklevel=3)
+            return
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        self._device = torch.device("cuda", index)
+        torch.cuda.init()
+        torch.cuda.set_device(index)
+        self.source = "host-ring (copy)"
+        lib = self._lib
+        if not hasattr(lib, "ts_client_device_open"):
+            return
+        info, err = _DevInfo(), _Error()
+        if lib.ts_client_device_info(self._client, ctypes.byref(info), ctypes.byref(err)) < 0:
+            return  # no device ring served: host batches, copied
+        handle = ctypes.c_void_p()
+        rc = lib.ts_client_device_open(self._client, index, ctypes.byref(handle),
+                                       ctypes.byref(err))
+        if rc < 0:
+            warnings.warn("tsrun.Loader: cannot open the producer's device ring: %s; "
+                          "copying host batches instead"
+                          % err.msg.decode("utf-8", "replace"), RuntimeWarning, stacklevel=3)
+            return
+        self._dev = handle
+        self._dev_info = info
+        zero = lib.ts_client_device_zero_copy(handle)
+        self.source = "device-ring (%s)" % ("zero-copy" if zero else "peer copy")
+
+    def _device_tensors(self):
+        import torch
+        b, info = self._batch, self._dev_info
+        ptr, err = ctypes.c_void_p(), _Error()
+        rc = self._lib.ts_client_device_batch(self._dev, ctypes.byref(b), ctypes.byref(ptr),
+                                              ctypes.byref(err))
+        if rc < 0:
+            _raise(rc, err)
+        typestr = {2: "<f2", 3: "<f4"}[info.dtype]
+        view = _CudaView(ptr.value, (b.n, info.channels, info.height, info.width), typestr)
+        images = torch.as_tensor(view, device=self._device)
+        labels = torch.tensor(b.labels[:b.n], dtype=torch.int64).to(self._device)
+        self.epoch = b.epoch
+        self.index = b.index
+        return images, labels
+
     def _tensors(self):
         import torch
+        if self._dev is not None:
+            return self._device_tensors()
         b = self._batch
         dtypes = {0: torch.uint8, 1: torch.int16, 2: torch.float16,
                   3: torch.float32}
@@ -242,17 +353,29 @@ class Loader:
                 self._pin_ring(b.data)
             if not self._pinned:
                 images = images.pin_memory()  # fallback: a pinned copy
+        if self._device is not None:
+            images = images.to(self._device, non_blocking=True)
+            labels = labels.to(self._device)
         self.epoch = b.epoch
         self.index = b.index
         return images, labels
+
+    def _gpu_done(self):
+        """Before the slots go back: the GPU work queued on the batch
+        (our copy, the trainer's kernels) has finished."""
+        if self._device is not None:
+            import torch
+            torch.cuda.synchronize(self._device)
 
     def __iter__(self):
         if self._client is None:
             raise TsrunError(-5012, "loader is closed")
         first = None
         while not self._done:
-            if not self._pending and not self._next_raw():
-                break
+            if not self._pending:
+                self._gpu_done()
+                if not self._next_raw():
+                    break
             self._pending = False
             if self.per_epoch:
                 if first is None:
@@ -288,6 +411,10 @@ class Loader:
 
     def close(self):
         """Disconnect; tensors from this loader must not be used after."""
+        if getattr(self, "_dev", None):
+            self._gpu_done()
+            self._lib.ts_client_device_close(self._dev)
+            self._dev = None
         if getattr(self, "_pinned", None):
             # unregister before the ring is unmapped
             self._lib.ts_client_unpin(ctypes.byref(self._pinned), None)
