@@ -292,8 +292,10 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	}
 	fprintf(f, "\n");
 	if (p->device.cuda) {
-		uint64_t dev_ring = (uint64_t)(p->ring_samples > 0 ? p->ring_samples : 0) *
-				    p->device.sample_bytes;
+		/* the ring's slots plus the mirror of its first half, which
+		 * keeps every batch one contiguous device span */
+		uint64_t slots = (uint64_t)(p->ring_samples > 0 ? p->ring_samples : 0);
+		uint64_t dev_ring = (slots + slots / 2) * p->device.sample_bytes;
 		ts_plan_format_size(dev_ring, c, sizeof(c));
 		fprintf(f, "device: cuda, %zu bytes per sample, device ring %s (GPU memory, not in the total below)\n",
 			p->device.sample_bytes, c);

@@ -56,6 +56,10 @@ def parse_args(argv):
                     help="torch CPU threads (default: %(default)s, to share "
                          "the cores with tsrun)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default=None, metavar="DEV",
+                    help="train on a CUDA device (cuda, cuda:1): batches come "
+                         "from the producer's device ring when its pipeline "
+                         "ends in device(cuda), else copied from the ring")
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds to wait for one batch (default: %(default)s)")
     a = ap.parse_args(argv)
@@ -96,22 +100,27 @@ def main(argv):
     torch.manual_seed(a.seed)
     try:
         loader = tsrun.Loader(a.socket, batch_size=a.batch_size,
-                              timeout=a.timeout)
-    except (OSError, tsrun.TsrunError) as e:
+                              timeout=a.timeout, device=a.device)
+    except (OSError, tsrun.TsrunError, ValueError) as e:
         print(f"train.py: cannot connect to {a.socket}: {e}", file=sys.stderr)
         return 3
     info = loader.info
-    if info.layout != 1 or info.dtype != 3:
-        print("train.py: the pipeline must end with to(float32, nchw)",
-              file=sys.stderr)
+    on_device_ring = loader.source.startswith("device-ring")
+    if not on_device_ring and (info.layout != 1 or info.dtype != 3):
+        print("train.py: the pipeline must end with to(float32, nchw), or with "
+              "device(cuda) for --device", file=sys.stderr)
         loader.close()
         return 2
-    print(f"train.py: {a.socket}: {info.channels}x{info.height}x{info.width} "
-          f"float32, batch {loader.batch_size}, "
+    print(f"train.py: {a.socket}: {info.channels}x{info.height}x{info.width}, "
+          f"batch {loader.batch_size}, "
           f"{info.samples_per_epoch} samples/epoch, "
-          f"{info.epochs or 'endless'} epochs", flush=True)
+          f"{info.epochs or 'endless'} epochs, batches from {loader.source}",
+          flush=True)
 
     model = make_model(nn, info.channels, a.classes)
+    device = torch.device(a.device) if a.device and torch.cuda.is_available() else None
+    if device is not None:
+        model = model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum,
                           weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
@@ -130,6 +139,8 @@ def main(argv):
                 failed = (f"label {int(labels.max())} outside 0..{a.classes - 1}"
                           f" (use --classes)")
                 break
+            if images.dtype != torch.float32:
+                images = images.float()   # a float16 device ring
             out = model(images)
             loss = loss_fn(out, labels)
             opt.zero_grad(set_to_none=True)
