@@ -412,6 +412,14 @@ int ts_cmd_run(int argc, char **argv)
 		const char *const *skipped = NULL;
 		size_t n_skipped = ts_engine_skipped(eng, &skipped);
 		ts_status_summary(status, &es, &rs, skipped, n_skipped, stderr);
+		if (dsv) {
+			struct ts_devserve_stats ds;
+			ts_devserve_stats(dsv, &ds);
+			fprintf(stderr, "device: %llu samples finished on GPU %d in %.2f s of "
+				"copies and kernels (host ring %s)\n",
+				(unsigned long long)ds.samples, ds.device, ds.fill_s,
+				ds.pinned ? "page-locked" : "pageable");
+		}
 	}
 	goto out;
 fail:
