@@ -4,6 +4,7 @@
  * process (a fresh exec: CUDA does not survive fork), which opens it on
  * the same GPU, reads the slots in place and compares with the reference;
  * with two or more GPUs a second child opens it on device 1 (peer).
+ * The mirror slots after the last make a wrapping batch one span.
  */
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -40,6 +41,13 @@ static int child(int dev)
 	fill_pixels(src, BATCH * in, 3); /* the producer's third batch */
 	ts_finish_reference(src, want, BATCH, &P);
 	CHECK(memcmp(got, want, BATCH * sb) == 0, "device %d: imported samples differ", dev);
+	/* the mirror: samples 8..11 are also one span from slot 8 on */
+	void *span = ts_devring_span(r, 8, BATCH);
+	CHECK(span != NULL, "no contiguous span for 8..11 (mirror %d)", CAP / 2);
+	memset(got, 0, BATCH * sb);
+	CHECK(cudaMemcpy(got, span, BATCH * sb, cudaMemcpyDefault) == cudaSuccess, "span D2H");
+	CHECK(memcmp(got, want, BATCH * sb) == 0, "device %d: the mirrored span differs", dev);
+	CHECK(ts_devring_span(r, 8, CAP) == NULL, "a span longer than the mirror allows");
 	cudaFree(dst);
 	ts_devring_destroy(r);
 	free(src);
