@@ -451,7 +451,9 @@ int ts_ring_stage_wait(struct ts_ring *r, uint64_t done, uint64_t *written,
 		/* Read end_asked before written: the end is asked after the
 		 * final publish, so seeing it makes the written we load next
 		 * the final one. */
-		uint32_t v = READ_ONCE(r->stage_seq);
+		/* Acquire: v is read before the words below, so a change
+		 * after them moves the futex word past v. */
+		uint32_t v = smp_load_acquire(&r->stage_seq);
 		bool end = smp_load_acquire(&r->end_asked) != 0;
 		uint64_t w = smp_load_acquire(&r->written);
 		if (smp_load_acquire(&r->finished))
