@@ -320,6 +320,21 @@ TS_EXPORT int ts_client_device_batch(struct ts_client_device *d, const struct ts
 	return 0;
 }
 
+TS_EXPORT int ts_client_device_copy(struct ts_client_device *d, const struct ts_batch *b,
+				    void *dst, struct ts_error *err)
+{
+	void *src = NULL;
+	if (!dst)
+		return ts_error_set(err, TS_E_ARG, "device copy: no destination");
+	int rc = ts_client_device_batch(d, b, &src, err);
+	if (rc < 0)
+		return rc;
+	int e = rt.memcpy(dst, src, b->n * d->info.sample_bytes, CUDA_MEMCPY_DEFAULT);
+	if (e != 0)
+		return cuda_err(err, TS_E_NODEV, "copy of a device batch (cudaMemcpy)", e);
+	return 0;
+}
+
 TS_EXPORT void ts_client_device_close(struct ts_client_device *d)
 {
 	if (!d)

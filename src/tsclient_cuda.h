@@ -86,6 +86,12 @@ int ts_client_device_ordinal(const struct ts_client_device *d);
 int ts_client_device_batch(struct ts_client_device *d, const struct ts_batch *b,
 			   void **ptr, struct ts_error *err);
 
+/* Copy b's finished samples into dst, device memory of the caller's
+ * (b->n * sample_bytes), on the GPU: for hosts that cannot wrap a device
+ * pointer without a copy. 0 or TS_E_NODEV with the CUDA error. */
+int ts_client_device_copy(struct ts_client_device *d, const struct ts_batch *b,
+			  void *dst, struct ts_error *err);
+
 /* Close the mapping and free the copy buffer. NULL is a no-op. Call
  * before ts_client_close. */
 void ts_client_device_close(struct ts_client_device *d);

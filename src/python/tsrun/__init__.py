@@ -99,7 +99,8 @@ class _CudaView:
 
     def __init__(self, ptr, shape, typestr):
         self.__cuda_array_interface__ = {
-            "shape": tuple(shape), "typestr": typestr, "data": (ptr, True),
+            # read-only by contract (documented); torch refuses the flag
+            "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
             "strides": None, "version": 2}
 
 
@@ -161,6 +162,9 @@ def load_library():
         lib.ts_client_device_batch.restype = ctypes.c_int
         lib.ts_client_device_zero_copy.argtypes = [ctypes.c_void_p]
         lib.ts_client_device_zero_copy.restype = ctypes.c_int
+        lib.ts_client_device_copy.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Batch),
+                                              ctypes.c_void_p, ctypes.POINTER(_Error)]
+        lib.ts_client_device_copy.restype = ctypes.c_int
         lib.ts_client_device_close.argtypes = [ctypes.c_void_p]
         lib.ts_client_device_close.restype = None
     _lib = lib
@@ -241,6 +245,7 @@ class Loader:
         self._device = None  # torch.device of CUDA batches
         self._dev = None     # ts_client_device handle (device ring)
         self._dev_info = None
+        self._dev_copy = False  # torch cannot wrap the pointer: copy on the GPU
         self.source = "host-ring"
         if device is not None:
             self._open_device(torch, device)
@@ -323,9 +328,26 @@ class Loader:
                                               ctypes.byref(err))
         if rc < 0:
             _raise(rc, err)
-        typestr = {2: "<f2", 3: "<f4"}[info.dtype]
-        view = _CudaView(ptr.value, (b.n, info.channels, info.height, info.width), typestr)
-        images = torch.as_tensor(view, device=self._device)
+        shape = (b.n, info.channels, info.height, info.width)
+        images = None
+        if not self._dev_copy:
+            typestr = {2: "<f2", 3: "<f4"}[info.dtype]
+            try:
+                images = torch.as_tensor(_CudaView(ptr.value, shape, typestr),
+                                         device=self._device)
+            except (TypeError, RuntimeError, ValueError) as e:
+                warnings.warn("tsrun.Loader: torch cannot view the device ring (%s); "
+                              "copying each batch on the GPU instead" % e,
+                              RuntimeWarning, stacklevel=4)
+                self._dev_copy = True
+                self.source = "device-ring (device copy)"
+        if images is None:
+            images = torch.empty(shape, device=self._device,
+                                 dtype={2: torch.float16, 3: torch.float32}[info.dtype])
+            rc = self._lib.ts_client_device_copy(self._dev, ctypes.byref(b),
+                                                 images.data_ptr(), ctypes.byref(err))
+            if rc < 0:
+                _raise(rc, err)
         labels = torch.tensor(b.labels[:b.n], dtype=torch.int64).to(self._device)
         self.epoch = b.epoch
         self.index = b.index
