@@ -55,7 +55,9 @@ int ts_pipeline_compile(const char *text, size_t len, const char *name,
 uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads);
 
 /* Shape of one sample: height, width, channels, dtype, layout; and the
- * pipeline's default batch size. Any pointer may be NULL. */
+ * pipeline's default batch size. Any pointer may be NULL. The embedding
+ * API runs the CPU stages only: with a device(cuda) stage, this is the
+ * uint8 NHWC sample before it, and so are the batches. */
 void ts_pipeline_shape(const struct ts_pipeline *p, int *height, int *width,
 		       int *channels, enum ts_stream_dtype *dtype,
 		       enum ts_stream_layout *layout, int *batch);
