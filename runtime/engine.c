@@ -119,8 +119,11 @@ struct ts_engine {
 	atomic_uint_fast64_t skipped_n;
 	int fatal;
 	struct ts_error fatal_err;
-	char **skipped;
+	char **skipped;         /* distinct "path: reason" lines */
 	size_t n_skipped, cap_skipped;
+	size_t *skip_tab;       /* open addressing over skipped, by hash;
+				   SIZE_MAX = empty; skip_tab_cap a power of 2 */
+	size_t skip_tab_cap;
 
 	/* Discard mode (ring == NULL): samples are produced, hashed and
 	 * dropped, for benchmarks of pipelines whose samples have no fixed
@@ -196,24 +199,79 @@ static void set_fatal(struct ts_engine *e, const struct ts_error *err)
 	pthread_mutex_unlock(&e->mu);
 }
 
+static uint64_t skip_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Whether line is already listed; if not, the table slot to take. Under
+ * e->mu. */
+static bool skip_seen(const struct ts_engine *e, const char *line, size_t *slot)
+{
+	size_t mask = e->skip_tab_cap - 1;
+	for (size_t i = (size_t)skip_hash(line) & mask;; i = (i + 1) & mask) {
+		size_t k = e->skip_tab[i];
+		if (k == SIZE_MAX) {
+			*slot = i;
+			return false;
+		}
+		if (strcmp(e->skipped[k], line) == 0)
+			return true;
+	}
+}
+
+/* Keep the table at most half full. Under e->mu. False when out of memory. */
+static bool skip_tab_room(struct ts_engine *e)
+{
+	if (e->skip_tab_cap && (e->n_skipped + 1) * 2 <= e->skip_tab_cap)
+		return true;
+	size_t cap = e->skip_tab_cap ? e->skip_tab_cap * 2 : 64;
+	size_t *t = malloc(cap * sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < cap; i++)
+		t[i] = SIZE_MAX;
+	for (size_t k = 0; k < e->n_skipped; k++) {
+		size_t i = (size_t)skip_hash(e->skipped[k]) & (cap - 1);
+		while (t[i] != SIZE_MAX)
+			i = (i + 1) & (cap - 1);
+		t[i] = k;
+	}
+	free(e->skip_tab);
+	e->skip_tab = t;
+	e->skip_tab_cap = cap;
+	return true;
+}
+
+/* Count a skipped sample and list its path and reason once: an endless
+ * stream (epochs = 0) that meets the same bad file every epoch keeps one
+ * line for it, so the list is bounded by the data set. */
 static void note_skip(struct ts_engine *e, const char *path, const char *why)
 {
 	char *line = NULL;
+	size_t slot = 0;
 	if (asprintf(&line, "%s: %s", path ? path : "(synthetic)", why) < 0)
 		line = NULL;
 	pthread_mutex_lock(&e->mu);
-	if (line && e->n_skipped == e->cap_skipped) {
-		size_t cap = e->cap_skipped ? e->cap_skipped * 2 : 16;
-		char **v = realloc(e->skipped, cap * sizeof(*v));
-		if (v) {
-			e->skipped = v;
-			e->cap_skipped = cap;
+	if (line && skip_tab_room(e) && !skip_seen(e, line, &slot)) {
+		if (e->n_skipped == e->cap_skipped) {
+			size_t cap = e->cap_skipped ? e->cap_skipped * 2 : 16;
+			char **v = realloc(e->skipped, cap * sizeof(*v));
+			if (v) {
+				e->skipped = v;
+				e->cap_skipped = cap;
+			}
+		}
+		if (e->n_skipped < e->cap_skipped) {
+			e->skip_tab[slot] = e->n_skipped;
+			e->skipped[e->n_skipped++] = line;
+			line = NULL;
 		}
 	}
-	if (line && e->n_skipped < e->cap_skipped)
-		e->skipped[e->n_skipped++] = line;
-	else
-		free(line);
+	free(line);
 	pthread_mutex_unlock(&e->mu);
 	atomic_fetch_add(&e->skipped_n, 1);
 }
@@ -1149,6 +1207,7 @@ void ts_engine_destroy(struct ts_engine *e)
 	for (size_t i = 0; i < e->n_skipped; i++)
 		free(e->skipped[i]);
 	free(e->skipped);
+	free(e->skip_tab);
 	free(e->reader_note);
 	free(e->done);
 	ts_source_index_destroy(e->ix);

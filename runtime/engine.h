@@ -89,7 +89,8 @@ uint64_t ts_engine_unordered_digest(const struct ts_engine *e);
 void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st);
 
 /* Paths skipped under on_error = skip, with reasons ("path: reason"),
- * valid until destroy. */
+ * each distinct line once (a file skipped in every epoch is listed once;
+ * ts_engine_stats counts every skip), valid until destroy. */
 size_t ts_engine_skipped(const struct ts_engine *e, const char *const **list);
 
 /* Why the reader does not use io_uring, or NULL when it does. */

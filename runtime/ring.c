@@ -122,6 +122,7 @@ struct ts_ring_reader {
 	uint32_t batch;
 	bool drop_last;
 	uint32_t min_epoch;
+	bool align;            /* still skipping to a batch boundary */
 	uint64_t pos;          /* next seq to hand out */
 	uint64_t released;     /* what we last stored in ctl->release */
 	uint64_t pending_end;  /* end of the batch handed out last */
@@ -958,6 +959,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->batch = o->batch;
 	rd->drop_last = o->drop_last;
 	rd->min_epoch = o->min_epoch;
+	rd->align = o->align;
 	rd->pos = o->start;
 	rd->released = o->start;
 	rd->pending_end = o->start;
@@ -1116,6 +1118,15 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 		uint64_t skip = rd->pos;
 		while (skip < h && meta_at(rd, skip)->epoch < rd->min_epoch)
 			skip++;
+		/* "now" joiners mid-stream start at a batch boundary, so their
+		 * batches line up with those of a trainer there from the start
+		 * (an epoch's first sample is one). */
+		while (rd->align && skip < h) {
+			if (meta_at(rd, skip)->index % rd->batch == 0)
+				rd->align = false;
+			else
+				skip++;
+		}
 		if (skip != rd->pos) {
 			rd->pos = skip;
 			rd->pending_end = skip;
@@ -1190,7 +1201,8 @@ int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
 	if (rc < 0)
 		goto fail;
 	struct ts_ring_reader_opts o = { batch, drop_last, pos.start,
-					 pos.min_epoch };
+					 pos.min_epoch,
+					 join == TS_JOIN_NOW && pos.start > 0 };
 	rc = ts_ring_reader_open(r->fd, l->c->ctl_fd, &o, &l->rd, err);
 	if (rc < 0)
 		goto fail;

@@ -311,6 +311,10 @@ struct ts_ring_reader_opts {
 	bool drop_last;           /* drop an epoch's short last batch */
 	uint64_t start;
 	uint32_t min_epoch;
+	bool align;               /* a "now" joiner mid-stream: skip to the
+				     next batch boundary of the epoch (the
+				     first sample whose index is a multiple
+				     of batch) */
 };
 
 struct ts_ring_reader;

@@ -74,7 +74,7 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 	print_common(pl, file, es.samples, wall, 0.0, es.bytes, ts_cli_cpu_seconds() - cpu0);
 	printf("threads: %d\n", es.threads);
 	printf("reader: %s\n", es.uring ? "io_uring" : "plain reads");
-	printf("skipped: %zu\n", n_skipped);
+	printf("skipped: %" PRIu64 "\n", es.skipped);
 	printf("digest: %016llx (unordered: samples of varying size)\n",
 	       (unsigned long long)ts_engine_unordered_digest(e));
 	ts_engine_destroy(e);
@@ -207,7 +207,7 @@ int ts_cmd_bench(int argc, char **argv)
 	printf("batches: %" PRIu64 "\n", nb);
 	printf("threads: %d\n", ss.threads);
 	printf("reader: %s\n", ss.uring ? "io_uring" : pl->source.kind == TS_SRC_SYNTHETIC ? "none (synthetic)" : "plain reads");
-	printf("skipped: %zu\n", n_skipped);
+	printf("skipped: %" PRIu64 "\n", ss.skipped);
 	printf("digest: %s\n", hex);
 	ts_pipeline_destroy(p);
 	return status;

@@ -293,9 +293,9 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	double wall = t - s->t0;
 	fprintf(out, "tsrun: summary: %" PRIu64 " images served in %.1f s (%.0f img/s), "
-		"cpu %.1f s, peak memory %.1f MiB, skipped %zu\n", es->samples, wall,
+		"cpu %.1f s, peak memory %.1f MiB, skipped %" PRIu64 "\n", es->samples, wall,
 		wall > 0 ? (double)es->samples / wall : 0.0, cpu, (double)ru.ru_maxrss / 1024.0,
-		n_skipped);
+		es->skipped);
 	for (size_t i = 0; i < s->n_seen; i++) {
 		const struct seen *e = &s->seen[i];
 		double dt = e->last_t - e->first_t;

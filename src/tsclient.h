@@ -30,7 +30,9 @@ extern "C" {
 struct ts_client;
 
 enum ts_client_join {
-	TS_CLIENT_JOIN_NOW = 0,        /* start at the producer's head */
+	TS_CLIENT_JOIN_NOW = 0,        /* start at the producer's head, at
+					  the next batch boundary (an index
+					  that is a multiple of the batch) */
 	TS_CLIENT_JOIN_NEXT_EPOCH = 1, /* start at a whole epoch: the current
 					  one when its start is still in the
 					  ring, else the next */

@@ -129,7 +129,9 @@ struct ts_stream_stats {
 void ts_stream_stats(const struct ts_stream *s, struct ts_stream_stats *st);
 
 /* The skipped items so far, as "path: reason" strings owned by the
- * stream (valid until ts_stream_close). Returns their count. */
+ * stream (valid until ts_stream_close), each distinct one once: a file
+ * skipped in every epoch is listed once (ts_stream_skipped counts every
+ * skip). Returns their count. */
 size_t ts_stream_skipped_paths(const struct ts_stream *s,
 			       const char *const **list);
 

@@ -52,7 +52,11 @@ for mode in uring plain; do
 		grep -q "^images: 40$" "$dir/b.out" || bad "$mode $fault, skip: $(grep images: "$dir/b.out")"
 		n=$(sed -n 's/^skipped: //p' "$dir/b.out")
 		[ "${n:-0}" -gt 0 ] || bad "$mode $fault, skip: nothing counted as skipped"
-		[ "$(grep -c "^tsrun bench: skipped .*$why" "$dir/b.err")" = "$n" ] ||
+		# each distinct path and reason is listed once; a replacement
+		# read of a file that failed before counts but is not relisted
+		lines=$(grep -c "^tsrun bench: skipped .*$why" "$dir/b.err")
+		[ "$lines" -ge 1 ] && [ "$lines" -le "$n" ] &&
+			[ "$lines" = "$(grep -c '^tsrun bench: skipped ' "$dir/b.err")" ] ||
 			bad "$mode $fault, skip: $n skipped but the list differs: $(cat "$dir/b.err")"
 	done
 	echo "read faults ($mode): fail stops with the path and reason; skip serves all 40 and lists each"

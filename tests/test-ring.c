@@ -251,6 +251,47 @@ START_TEST(test_join_policies)
 END_TEST
 
 /* A joiner whose epoch start was overwritten skips to the next epoch. */
+/* A "now" joiner mid-stream starts at its next batch boundary: the first
+ * sample whose index is a multiple of its batch size, or an epoch start. */
+START_TEST(test_join_now_aligns)
+{
+	static const struct {
+		uint64_t produced;  /* head before the join (epochs of 100) */
+		uint32_t batch;
+		uint64_t start;     /* seq of its first batch */
+		uint32_t epoch;
+		uint64_t index;
+	} t[] = {
+		{ 23, 10, 30, 0, 30 },
+		{ 23, 8, 24, 0, 24 },
+		{ 95, 10, 100, 1, 0 },    /* the next boundary is the epoch's */
+		{ 40, 10, 40, 0, 40 },    /* already on one */
+		{ 123, 50, 150, 1, 50 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ts_ring *r = make_ring(256, 100, 16);
+		struct ts_ring_local *keep, *l;
+		struct ts_ring_batch b;
+		ck_assert_int_eq(ts_ring_local_create(r, 1, TS_JOIN_NOW, false, &keep, NULL), 0);
+		produce(r, 0, t[i].produced, 100);
+		for (uint64_t s = 0; s < t[i].produced; s++) {
+			ck_assert_int_eq(ts_ring_local_next(keep, &b, 1000, NULL), 0);
+			ts_ring_local_release(keep, &b);
+		}
+		ck_assert_int_eq(ts_ring_local_create(r, t[i].batch, TS_JOIN_NOW, false, &l, NULL), 0);
+		produce(r, t[i].produced, t[i].produced + 100, 100);
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+		ck_assert_uint_eq(b.seq, t[i].start);
+		ck_assert_uint_eq(b.epoch, t[i].epoch);
+		ck_assert_uint_eq(b.index, t[i].index);
+		ck_assert_uint_eq(b.n, t[i].batch);
+		ts_ring_local_destroy(l);
+		ts_ring_local_destroy(keep);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
 START_TEST(test_join_next_epoch_skip)
 {
 	struct ts_ring *r = make_ring(64, 100, 16);
@@ -401,6 +442,7 @@ static Suite *ring_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("join");
 	tcase_add_test(tc, test_join_policies);
+	tcase_add_test(tc, test_join_now_aligns);
 	tcase_add_test(tc, test_join_next_epoch_skip);
 	tcase_add_test(tc, test_min_consumers);
 	suite_add_tcase(s, tc);

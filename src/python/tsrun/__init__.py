@@ -187,7 +187,8 @@ class Loader:
 
     socket      the producer's Unix socket path
     batch_size  samples per batch; 0 = the pipeline's batch(n)
-    join        "now" (start at the producer's head) or "next_epoch"
+    join        "now" (start at the producer's head, at the next batch
+                boundary of the epoch) or "next_epoch"
                 (start at a whole epoch)
     drop_last   drop each epoch's short last batch
     per_epoch   False: one iteration runs to the end of the stream;
