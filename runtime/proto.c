@@ -203,11 +203,16 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 		d->mirror = get64(t + 24);
 		d->device = (int32_t)get32(t + 32);
 		d->pid = (int32_t)get32(t + 36);
-		memcpy(d->pci_bus_id, t + 40, 15);
-		d->pci_bus_id[15] = 0;
+		memcpy(d->pci_bus_id, t + 40, 16);
 		memcpy(d->ipc, t + 56, 64);
+		/* the bus id: printable, then NUL padding to the end */
+		size_t idlen = strnlen(d->pci_bus_id, 16);
+		bool id_ok = idlen > 0 && idlen < 16;
+		for (size_t i = 0; i < 16 && id_ok; i++)
+			id_ok = i < idlen ? (d->pci_bus_id[i] > 0x20 && d->pci_bus_id[i] < 0x7f)
+					  : d->pci_bus_id[i] == 0;
 		if (d->dtype > 3 || d->layout > 1 || d->sample_bytes == 0 ||
-		    d->capacity != w.capacity || d->mirror > d->capacity)
+		    d->capacity != w.capacity || d->mirror > d->capacity || !id_ok)
 			return ts_error_set(err, TS_E_PROTOCOL,
 					    "welcome with an inconsistent device ring");
 	}

@@ -42,9 +42,11 @@ static void decode_bodies(const uint8_t *body, size_t len)
 	}
 	memset(&e, 0, sizeof(e));
 	if (ts_proto_get_welcome(body, len, &w, &e) == 0) {
-		CHECK(len == TS_PROTO_WELCOME_LEN);
-		CHECK(ts_proto_put_welcome(buf, &w) ==
-		      TS_PROTO_HDR_LEN + TS_PROTO_WELCOME_LEN);
+		/* with or without the device ring's tail */
+		CHECK(len == TS_PROTO_WELCOME_LEN ||
+		      len == TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN);
+		CHECK(w.has_device == (len > TS_PROTO_WELCOME_LEN));
+		CHECK(ts_proto_put_welcome(buf, &w) == TS_PROTO_HDR_LEN + len);
 		CHECK(memcmp(buf + TS_PROTO_HDR_LEN, body, len) == 0);
 	} else {
 		CHECK(e.code == TS_E_PROTOCOL && e.msg[0]);
