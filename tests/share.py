@@ -4,7 +4,8 @@
 1, 2 and 4 C consumers with batch sizes 32, 64, 100 and 256 receive the
 same stream: every byte checked against the generator by the consumer,
 equal whole-stream digests, contiguous coverage, no batch across an epoch
-boundary. Then a late joiner under each join policy.
+boundary. Then a late joiner under each join policy ("now" starts at its
+next batch boundary).
 """
 import os
 import subprocess
@@ -138,7 +139,12 @@ def late_joiners(tmp):
         w = f.readline().split()
     start_now = int(w[2].split("=")[1])
     check(start_now > 0, f"join now started at {start_now}")
-    check_stream(now_out, 64, spe, 4 * spe, start=start_now)
+    # It joined at the head and reads from the next batch boundary of the
+    # epoch: the first index that is a multiple of 64, or the next epoch.
+    idx = start_now % spe
+    up = -(-idx // 64) * 64
+    aligned = start_now - idx + up if up < spe else (start_now // spe + 1) * spe
+    check_stream(now_out, 64, spe, 4 * spe, start=aligned)
     nb, _, _ = parse(next_out)
     check(nb and nb[0][2] == 0, f"join next_epoch first batch {nb[:1]}")
     check(nb and nb[0][1] >= 1, "join next_epoch epoch")
