@@ -577,6 +577,43 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/*
+ * The header walk reads a shard front to back in large sequential chunks
+ * (TAR_SCAN_CHUNK) and takes headers, extended headers and .cls labels
+ * out of the chunk in memory: one read per chunk rather than one per
+ * 512-byte header. Only a member larger than a chunk is skipped over
+ * unread (its data is the reader's business at run time).
+ */
+#define TAR_SCAN_CHUNK (1u << 20)
+
+struct scanbuf {
+	int fd;
+	uint64_t fsize;
+	uint8_t *buf;             /* TAR_SCAN_CHUNK bytes */
+	uint64_t base;            /* file offset of buf[0] */
+	size_t len;               /* valid bytes */
+	uint64_t reads;           /* chunk reads, for tests */
+};
+
+/* Bytes [off, off + len) of the shard (len <= TAR_SCAN_CHUNK, inside the
+ * file), refilling the chunk from off when they are not in it. */
+static int scan_get(struct scanbuf *sb, uint64_t off, size_t len, const uint8_t **out)
+{
+	if (off < sb->base || off + len > sb->base + sb->len) {
+		uint64_t n = sb->fsize - off < TAR_SCAN_CHUNK ? sb->fsize - off : TAR_SCAN_CHUNK;
+		if (n < len)
+			return -EIO;
+		int rc = pread_full(sb->fd, sb->buf, (size_t)n, off);
+		if (rc)
+			return rc;
+		sb->base = off;
+		sb->len = (size_t)n;
+		sb->reads++;
+	}
+	*out = sb->buf + (off - sb->base);
+	return 0;
+}
+
 /* The value of the "path" record of a pax extended header, or NULL. */
 static char *pax_path(const char *data, size_t len)
 {
@@ -602,7 +639,7 @@ static char *pax_path(const char *data, size_t len)
 	return NULL;
 }
 
-static int tar_add_member(const char *shard, int fd, const char *name,
+static int tar_add_member(const char *shard, struct scanbuf *sb, const char *name,
 			  size_t idx, uint64_t off, uint64_t size,
 			  struct member_vec *mv, struct ts_error *err)
 {
@@ -623,14 +660,16 @@ static int tar_add_member(const char *shard, int fd, const char *name,
 	}
 	if (m.kind == MEM_CLS) {
 		char buf[32];
+		const uint8_t *bytes;
 		if (size >= sizeof(buf))
 			return ts_error_set(err, TS_E_SOURCE,
 					    "tar shard '%s': member '%s' is too long for a class label",
 					    shard, name);
-		int rc = pread_full(fd, buf, (size_t)size, off);
+		int rc = scan_get(sb, off, (size_t)size, &bytes);
 		if (rc)
 			return ts_error_set(err, rc, "tar shard '%s': reading '%s': %s",
 					    shard, name, strerror(-rc));
+		memcpy(buf, bytes, (size_t)size);
 		buf[size] = '\0';
 		if (!parse_label(trim(buf), &m.label))
 			return ts_error_set(err, TS_E_SOURCE,
@@ -660,19 +699,23 @@ static int tar_add_member(const char *shard, int fd, const char *name,
 	return 0;
 }
 
-/* Walk the headers of one shard, collecting image and label members. The
- * data of image members is never read here: only 512-byte headers and the
- * tiny .cls members. */
+/* Walk the headers of one shard, collecting image and label members, in
+ * large sequential chunks (struct scanbuf). What is used here: the
+ * 512-byte headers, extended headers and the tiny .cls members; image
+ * data larger than a chunk is skipped unread. */
 static int tar_scan(const char *shard, int fd, uint64_t fsize,
 		    struct member_vec *mv, struct ts_error *err)
 {
-	unsigned char h[512];
+	const unsigned char *h;
 	uint64_t off = 0;
 	size_t idx = 0;
 	char *longname = NULL;
 	int rc = 0;
+	struct scanbuf sb = { .fd = fd, .fsize = fsize, .buf = malloc(TAR_SCAN_CHUNK) };
+	if (!sb.buf)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	while (off + 512 <= fsize) {
-		rc = pread_full(fd, h, 512, off);
+		rc = scan_get(&sb, off, 512, &h);
 		if (rc) {
 			ts_error_set(err, rc, "tar shard '%s': %s", shard, strerror(-rc));
 			goto out;
@@ -705,16 +748,18 @@ static int tar_scan(const char *shard, int fd, uint64_t fsize,
 				goto out;
 			}
 			char *buf = malloc((size_t)size + 1);
+			const uint8_t *bytes;
 			if (!buf) {
 				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 				goto out;
 			}
-			rc = pread_full(fd, buf, (size_t)size, data);
+			rc = scan_get(&sb, data, (size_t)size, &bytes);
 			if (rc) {
 				free(buf);
 				ts_error_set(err, rc, "tar shard '%s': %s", shard, strerror(-rc));
 				goto out;
 			}
+			memcpy(buf, bytes, (size_t)size);
 			buf[size] = '\0';
 			char *name = type == 'L' ? ts_strdup(buf) : pax_path(buf, (size_t)size);
 			free(buf);
@@ -737,7 +782,7 @@ static int tar_scan(const char *shard, int fd, uint64_t fsize,
 				name[k + nl] = '\0';
 				use = name;
 			}
-			rc = tar_add_member(shard, fd, use, idx++, data, size, mv, err);
+			rc = tar_add_member(shard, &sb, use, idx++, data, size, mv, err);
 			free(longname);
 			longname = NULL;
 			if (rc)
@@ -750,6 +795,7 @@ static int tar_scan(const char *shard, int fd, uint64_t fsize,
 	}
 out:
 	free(longname);
+	free(sb.buf);
 	return rc;
 }
 

@@ -324,6 +324,39 @@ START_TEST(tar_shards)
 }
 END_TEST
 
+/* A shard of several MiB: headers, pax names longer than a tar block and
+ * labels fall across the header walk's 1 MiB read chunks, and one member
+ * is bigger than a chunk (skipped unread). Every sample keeps its size,
+ * bytes and label. */
+START_TEST(tar_across_scan_chunks)
+{
+	py("with tarfile.open('big.tar', 'w', format=tarfile.PAX_FORMAT) as t:\n"
+	   "    for k in range(1500):\n"
+	   "        key = 'p' * 900 + '%05d' % k\n"
+	   "        n = 3 * 1024 * 1024 if k == 700 else 700 + k % 900\n"
+	   "        add(t, key + '.jpg', bytes([k % 251]) * n)\n"
+	   "        add(t, key + '.cls', b'%d' % (k % 1000))\n");
+	struct ts_source s = src_of(TS_SRC_TAR, "big.tar");
+	struct ts_index *ix = NULL;
+	struct ts_error err = {0};
+	ck_assert_msg(ts_source_open(&s, &ix, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(ix->n, 1500);
+	for (size_t k = 0; k < ix->n; k++) {
+		struct ts_item it;
+		ts_source_item(ix, k, &it);
+		ck_assert_int_eq(it.label, (int)(k % 1000));
+		ck_assert_uint_eq(it.size, k == 700 ? 3u << 20 : 700 + k % 900);
+		uint8_t *data;
+		size_t len;
+		ck_assert_int_eq(ts_source_read(&it, &data, &len, &err), 0);
+		ck_assert_uint_eq(data[0], k % 251);
+		ck_assert_uint_eq(data[len - 1], k % 251);
+		free(data);
+	}
+	ts_source_index_destroy(ix);
+}
+END_TEST
+
 static const struct {
 	const char *make;   /* python building t.tar (or others) */
 	const char *pattern;
@@ -636,6 +669,7 @@ static Suite *source_suite(void)
 	tc = tcase_create("tar");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, tar_shards);
+	tcase_add_test(tc, tar_across_scan_chunks);
 	tcase_add_loop_test(tc, tar_errors_table, 0, TS_ARRAY_LEN(tar_errors));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
