@@ -74,3 +74,20 @@ int ts_cuda_pci_bus_id(int dev, char *buf, size_t len, struct ts_error *err)
 	snprintf(buf, len, "%s", id);
 	return 0;
 }
+
+int ts_cuda_host_register(void *p, size_t len, struct ts_error *err)
+{
+	cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterDefault);
+	if (e != cudaSuccess) {
+		cudaGetLastError();   /* not sticky: clear it */
+		return ts_error_set(err, TS_E_NODEV, "cudaHostRegister of %zu bytes: %s",
+				    len, cudaGetErrorString(e));
+	}
+	return 0;
+}
+
+void ts_cuda_host_unregister(void *p)
+{
+	if (p && cudaHostUnregister(p) != cudaSuccess)
+		cudaGetLastError();
+}
