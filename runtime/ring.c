@@ -319,9 +319,15 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	smp_store_release(&h->state, (uint32_t)TS_RING_RUNNING);
 
 	/* No new writable mapping from now on, by anyone: a consumer that
-	 * reopens /proc/PID/fd/N read-write still cannot map it writable. */
-	if (fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
-				      F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+	 * reopens /proc/PID/fd/N read-write still cannot map it writable.
+	 * A kernel without F_SEAL_FUTURE_WRITE (before 5.1, some sandboxes
+	 * such as gVisor) says EINVAL: seal the size alone there; consumers
+	 * still get a read-only descriptor. */
+	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL;
+	int sr = fcntl(r->fd, F_ADD_SEALS, seals);
+	if (sr < 0 && errno == EINVAL)
+		sr = fcntl(r->fd, F_ADD_SEALS, seals & ~F_SEAL_FUTURE_WRITE);
+	if (sr < 0) {
 		rc = ts_error_set(err, -errno, "ring: cannot seal memfd: %s",
 				  strerror(errno));
 		goto fail;
