@@ -93,6 +93,7 @@ struct ts_ring {
 	 * the lock; pub_active keeps a detach from unmapping one mid-scan */
 	struct ts_ring_ctl *watch[TS_RING_MAX_CONSUMERS];
 	uint32_t pub_active;
+	uint64_t consumer_wakes;       /* publishes that issued a futex wake */
 
 	uint64_t limit;                /* seqs < limit may be written */
 	uint32_t prod_seq;             /* futex: attach/detach/publish/finish */
@@ -489,22 +490,45 @@ void ts_ring_stage_end(struct ts_ring *r, int status)
 	finish_now(r, status);
 }
 
+/* Does an epoch start in [from, to)? Its first sample ends the batch a
+ * consumer was filling, however short. */
+static bool epoch_starts(const struct ts_ring_meta *meta, uint64_t capacity,
+			 uint64_t from, uint64_t to)
+{
+	for (uint64_t s = from; s < to; s++)
+		if (meta[s % capacity].index == 0)
+			return true;
+	return false;
+}
+
 static void publish_visible(struct ts_ring *r, uint64_t head)
 {
 	struct ts_ring_hdr *h = r->hdr;
 	bool sleeper = false;
+	/* Only this thread stores head. */
+	uint64_t old = READ_ONCE(h->head);
+	int starts = -1;        /* epoch_starts(old, head), when asked */
 
 	/* Release: the slot data and metadata of every seq < head are
 	 * visible before the new head. */
 	smp_store_release(&h->head, head);
-	/* Dekker with the consumer's "consumer_waiting = 1; load head": the
+	/* Dekker with the consumer's "consumer_waiting = want; load head": the
 	 * head store is ordered before the flag loads below. pub_active
 	 * (seq_cst) keeps detach from unmapping a ctl page we scan. */
 	ATOMIC_ADD(&r->pub_active, 1);
 	smp_mb();
 	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++) {
 		struct ts_ring_ctl *c = smp_load_acquire(&r->watch[i]);
-		if (c && READ_ONCE(c->consumer_waiting)) {
+		uint64_t want = c ? READ_ONCE(c->consumer_waiting) : 0;
+		if (!want)
+			continue;
+		if (head >= want) {
+			sleeper = true;
+			break;
+		}
+		if (starts < 0)
+			starts = epoch_starts(r->meta, r->capacity, old, head);
+		if (starts) {
 			sleeper = true;
 			break;
 		}
@@ -515,6 +539,8 @@ static void publish_visible(struct ts_ring *r, uint64_t head)
 	if (sleeper) {
 		ATOMIC_ADD(&h->head_seq, 1);
 		futex_wake(&h->head_seq, false);
+		/* Only the publishing thread writes it; read as a statistic. */
+		WRITE_ONCE(r->consumer_wakes, READ_ONCE(r->consumer_wakes) + 1);
 	}
 	/* Ordered after the head store by the smp_mb above (Dekker with a
 	 * writer bound by the head: "prod_waiters++; smp_mb; load head"). */
@@ -701,6 +727,7 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 	out->capacity = r->capacity;
 	/* Untorn, unordered: a statistic. */
 	out->producer_waiting = READ_ONCE(r->producer_blocked) != 0;
+	out->consumer_wakes = READ_ONCE(r->consumer_wakes);
 	out->n_consumers = r->n_consumers;
 	for (size_t i = 0; i < r->n_consumers; i++) {
 		struct ts_ring_consumer *c = r->consumers[i];
@@ -722,6 +749,7 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->lag = out->head > rel ? out->head - rel : 0;
 		s->rate = c->rate;
 		s->local = c->local;
+		s->waiting = READ_ONCE(c->ctl->consumer_waiting);
 	}
 	size_t nd = r->n_departed < TS_RING_MAX_CONSUMERS ? r->n_departed : TS_RING_MAX_CONSUMERS;
 	for (size_t i = 0; i < nd; i++)
@@ -1062,17 +1090,39 @@ static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 }
 
 /*
- * Sleep until the head moves past h: spin a little (a producer keeping up
- * is usually there within microseconds), then futex on head_seq with our
- * waiting flag raised, in slices, asking alive() between slices.
+ * Is what the reader waits for there: head at want, an epoch started since
+ * *seen (which advances over samples checked), or the stream over?
  */
-static int reader_wait(struct ts_ring_reader *rd, uint64_t h, double deadline,
-		       int (*alive)(void *), void *arg)
+static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want)
 {
 	const struct ts_ring_hdr *hd = rd->hdr;
+	/* Acquire: the metadata below head is complete. */
+	uint64_t head = smp_load_acquire(&hd->head);
+	if (head >= want || smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+		return true;
+	if (head != *seen) {
+		if (epoch_starts(rd->meta, rd->capacity, *seen, head))
+			return true;
+		*seen = head;
+	}
+	return false;
+}
+
+/*
+ * Sleep until the head reaches want (the end of the batch being filled),
+ * a new epoch starts after h (the batch ends short), or the stream ends:
+ * spin a little (a producer keeping up is usually there within
+ * microseconds), then futex on head_seq with want in our control page, so
+ * the producer wakes us once per batch and not per sample, in slices,
+ * asking alive() between slices.
+ */
+static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
+		       double deadline, int (*alive)(void *), void *arg)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	uint64_t seen = h;
 	for (int i = 0; i < SPIN_LOOPS; i++) {
-		if (smp_load_acquire(&hd->head) != h ||
-		    smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+		if (wait_done(rd, &seen, want))
 			return 0;
 		cpu_relax();
 	}
@@ -1081,18 +1131,17 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, double deadline,
 		 * up, so a bump after it fails the wait. */
 		uint32_t v = smp_load_acquire(&hd->head_seq);
 		/* Dekker with publish's "store head; smp_mb; load
-		 * consumer_waiting": flag store, full fence, head load.
-		 * Either we see the new head or publish sees the flag. */
-		smp_store_mb(rd->ctl->consumer_waiting, 1);
-		bool moved = smp_load_acquire(&hd->head) != h ||
-			     smp_load_acquire(&hd->state) != TS_RING_RUNNING;
+		 * consumer_waiting": target store, full fence, head load.
+		 * Either we see the new head or publish sees the target. */
+		smp_store_mb(rd->ctl->consumer_waiting, want);
+		bool done = wait_done(rd, &seen, want);
 		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
-		if (!moved && ms > 0)
+		if (!done && ms > 0)
 			futex_wait((uint32_t *)&hd->head_seq, v, ms, false);
-		/* Unordered: a stale 1 costs the producer one futex wake. */
+		/* Unordered: a stale target costs the producer one futex
+		 * wake. */
 		WRITE_ONCE(rd->ctl->consumer_waiting, 0);
-		if (moved || smp_load_acquire(&hd->head) != h ||
-		    smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+		if (done || wait_done(rd, &seen, want))
 			return 0;
 		if (alive) {
 			int rc = alive(arg);
@@ -1180,7 +1229,7 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 					    "the producer failed: %s",
 					    ts_error_name(READ_ONCE(hd->status)));
 		}
-		int rc = reader_wait(rd, h, deadline, alive, arg);
+		int rc = reader_wait(rd, h, rd->pos + rd->batch, deadline, alive, arg);
 		if (rc == -ETIMEDOUT)
 			return ts_error_set(err, rc, "no batch within %d ms",
 					    timeout_ms);

@@ -84,7 +84,7 @@ struct ts_ring_hdr {
 	_Alignas(64) uint32_t state;   /* enum ts_ring_state */
 	int32_t status;                /* with TS_RING_ERROR: the code */
 	/* Futex word consumers sleep on; the producer bumps it and wakes
-	 * only when some consumer's ctl.consumer_waiting is set. */
+	 * only when some sleeping consumer's ctl.consumer_waiting is due. */
 	uint32_t head_seq;
 	uint32_t reserved1;
 };
@@ -112,9 +112,12 @@ struct ts_ring_ctl {
 	 * ring; the consumer bumps it and wakes when producer_waiting != 0. */
 	_Alignas(64) uint32_t wake_seq;
 	uint32_t producer_waiting;
-	/* Set by the consumer while it sleeps on hdr.head_seq, so the
-	 * producer's publish knows a futex wake is needed. */
-	_Alignas(64) uint32_t consumer_waiting;
+	/* Nonzero while the consumer sleeps on hdr.head_seq: the head it
+	 * waits for (the end of its next batch). The producer's publish
+	 * wakes it once head reaches it, or when a new epoch's first sample
+	 * is published (the batch before it ends short); any smaller value,
+	 * 1 say, asks for a wake at every publish. */
+	_Alignas(64) uint64_t consumer_waiting;
 };
 
 struct ts_ring_params {
@@ -156,6 +159,7 @@ struct ts_ring_consumer_stat {
 	uint64_t lag;         /* head - release */
 	double rate;          /* samples/s since the previous ts_ring_stat */
 	bool local;
+	uint64_t waiting;     /* asleep until head reaches this; 0: awake */
 };
 
 struct ts_ring_stat {
@@ -163,6 +167,7 @@ struct ts_ring_stat {
 	enum ts_ring_state state;
 	uint64_t capacity;
 	bool producer_waiting;        /* a writer is blocked on a consumer */
+	uint64_t consumer_wakes;      /* publishes that woke sleeping consumers */
 	size_t n_consumers;
 	struct ts_ring_consumer_stat consumers[TS_RING_MAX_CONSUMERS];
 	/* Consumers that detached, oldest first (the last

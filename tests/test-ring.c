@@ -397,6 +397,82 @@ static void *consumer_thread(void *arg)
 	return NULL;
 }
 
+/* A consumer reading batches of 16 in its own thread. */
+struct sleeper {
+	struct ts_ring_local *l;
+	size_t n[16];
+	size_t got;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+	struct ts_ring_batch b;
+	while (s->got < 16 && ts_ring_local_next(s->l, &b, 5000, NULL) == 0)
+		s->n[s->got++] = b.n;
+	return NULL;
+}
+
+/* Wait until the consumer sleeps on the futex waiting for head `want`. */
+static void await_sleep(struct ts_ring *r, uint64_t want)
+{
+	struct ts_ring_stat st;
+	for (int i = 0; i < 5000; i++) {
+		ts_ring_stat(r, &st);
+		if (st.consumers[0].waiting == want)
+			return;
+		usleep(1000);
+	}
+	ck_abort_msg("the consumer never slept waiting for %llu",
+		     (unsigned long long)want);
+}
+
+static uint64_t wakes(struct ts_ring *r)
+{
+	struct ts_ring_stat st;
+	ts_ring_stat(r, &st);
+	return st.consumer_wakes;
+}
+
+/* A sleeping consumer is woken once per batch, not once per sample, and
+ * at once when an epoch's first sample ends its short batch. */
+START_TEST(test_wake_per_batch)
+{
+	struct ts_ring *r = make_ring(256, 40, 16);
+	struct sleeper s = { 0 };
+	pthread_t t;
+	ck_assert_int_eq(ts_ring_local_create(r, 16, TS_JOIN_NOW, false, &s.l,
+					      NULL), 0);
+	pthread_create(&t, NULL, sleeper_main, &s);
+	/* Epoch 0 is 40 samples: batches of 16, 16 and 8. */
+	for (uint64_t seq = 0; seq < 40; seq++) {
+		uint64_t want = (seq / 16 + 1) * 16;
+		await_sleep(r, want);
+		uint64_t w = wakes(r);
+		produce(r, seq, seq + 1, 40);
+		/* Woken when its batch is whole or an epoch starts (here
+		 * the batch's own first sample: one spare wake per epoch),
+		 * never otherwise. */
+		ck_assert_uint_eq(wakes(r), w + (seq + 1 == want || seq == 0));
+	}
+	/* The consumer waits for 48; epoch 1's first sample wakes it to take
+	 * the 8 left of epoch 0. */
+	await_sleep(r, 48);
+	uint64_t w = wakes(r);
+	produce(r, 40, 41, 40);
+	ck_assert_uint_eq(wakes(r), w + 1);
+	ts_ring_finish(r, 0);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(s.got, 4);
+	ck_assert_uint_eq(s.n[0], 16);
+	ck_assert_uint_eq(s.n[1], 16);
+	ck_assert_uint_eq(s.n[2], 8);
+	ck_assert_uint_eq(s.n[3], 1);
+	ts_ring_local_destroy(s.l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 START_TEST(test_threads)
 {
 	static const uint32_t batches[] = { 7, 32, 100 };
@@ -435,6 +511,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_epoch_boundaries);
 	tcase_add_test(tc, test_producer_error);
 	tcase_add_test(tc, test_timeout);
+	tcase_add_test(tc, test_wake_per_batch);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("accounting");
 	tcase_add_test(tc, test_space_accounting);
