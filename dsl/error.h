@@ -44,6 +44,8 @@ enum ts_code {
 	TS_E_STATE = -5012,    /* call not valid in the object's state */
 	TS_E_PLUGIN = -5013,   /* a plugin operator failed */
 	TS_E_NODEV = -5014,    /* a GPU was asked for and none is present */
+	TS_E_STOPPED = -5015,  /* the producer was asked to stop (a signal)
+				  before the end of the stream */
 };
 
 struct ts_error {

@@ -55,6 +55,7 @@ TS_EXPORT const char *ts_error_name(int code)
 	case TS_E_STATE: return "invalid state";
 	case TS_E_PLUGIN: return "plugin failed";
 	case TS_E_NODEV: return "no GPU device";
+	case TS_E_STOPPED: return "stopped before the end of the stream";
 	default:
 		if (code < 0 && code > -4096)
 			return strerror(-code);

@@ -100,6 +100,7 @@ struct ts_engine {
 	uint64_t next_claim;
 	uint64_t next_submit;
 	bool io_idle;           /* the I/O thread sleeps on cv_space */
+	bool asked_stop;        /* ts_engine_stop() was called */
 	uint64_t freed;         /* window slots freed since it last woke */
 
 	struct perm_cache perms[3];
@@ -812,7 +813,8 @@ static void *worker_main(void *arg)
 	if (atomic_fetch_sub(&e->live_workers, 1) == 1) {
 		pthread_mutex_lock(&e->mu);
 		int code = e->fatal ? e->fatal
-			 : e->next_claim >= e->total ? 0 : TS_E_PRODUCER;
+			 : e->next_claim >= e->total ? 0
+			 : e->asked_stop ? TS_E_STOPPED : TS_E_PRODUCER;
 		bool keep = e->handover && code == 0;
 		e->finished = !keep;
 		atomic_store(&e->stop, true);
@@ -1071,6 +1073,8 @@ void ts_engine_stop(struct ts_engine *e)
 	if (!e)
 		return;
 	pthread_mutex_lock(&e->mu);
+	/* Asked before the end: the stream ends "stopped", not "failed". */
+	e->asked_stop = true;
 	atomic_store(&e->stop, true);
 	pthread_cond_broadcast(&e->cv_ready);
 	pthread_cond_broadcast(&e->cv_space);
@@ -1085,12 +1089,16 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err)
 	for (int i = 0; i < e->threads; i++)
 		if (e->workers[i].started)
 			pthread_join(e->workers[i].thread, NULL);
+	pthread_mutex_lock(&e->mu);
+	bool asked = e->asked_stop;
+	pthread_mutex_unlock(&e->mu);
 	ts_engine_stop(e);
 	if (e->io_started)
 		pthread_join(e->io_thread, NULL);
 	e->joined = true;
 	if (e->ring && !e->finished && !(e->handover && !e->fatal))
-		ts_ring_finish(e->ring, e->fatal ? e->fatal : TS_E_PRODUCER);
+		ts_ring_finish(e->ring, e->fatal ? e->fatal
+				       : asked ? TS_E_STOPPED : TS_E_PRODUCER);
 	e->finished = true;
 out:
 	if (e->fatal) {
@@ -1129,31 +1137,60 @@ uint64_t ts_engine_unordered_digest(const struct ts_engine *e)
 	return atomic_load(&((struct ts_engine *)e)->unordered_digest);
 }
 
-int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
-		       const struct ts_engine_opts *o, uint64_t next_epoch,
-		       struct ts_error *err)
+int ts_engine_probe(const struct ts_plan *plan, const struct ts_engine_opts *o,
+		    struct ts_error *err)
 {
-	struct ts_ring *ring = (*e)->ring;
-	int rc = ts_engine_join(*e, err);
-	if (rc)
-		return rc;
-	ts_engine_destroy(*e);
-	*e = NULL;
+	struct ts_engine *n = NULL;
+	int rc = ts_engine_create(plan, o, NULL, &n, err);
+	ts_engine_destroy(n);
+	return rc;
+}
+
+/* An engine for plan in ring from next_epoch at the ring's head. */
+static int start_in_ring(const struct ts_plan *plan, const struct ts_engine_opts *o,
+			 struct ts_ring *ring, uint64_t next_epoch,
+			 struct ts_engine **out, struct ts_error *err)
+{
 	struct ts_engine_opts no = *o;
 	no.start_epoch = next_epoch;
 	no.start_index = 0;
 	no.seq_base = ts_ring_written(ring);
 	struct ts_engine *n = NULL;
-	rc = ts_engine_create(plan, &no, ring, &n, err);
+	int rc = ts_engine_create(plan, &no, ring, &n, err);
 	if (rc == 0)
 		rc = ts_engine_start(n, err);
 	if (rc) {
 		ts_engine_destroy(n);
-		ts_ring_finish(ring, rc);
 		return rc;
 	}
-	*e = n;
+	*out = n;
 	return 0;
+}
+
+int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
+		       const struct ts_plan *fallback,
+		       const struct ts_engine_opts *o, uint64_t next_epoch,
+		       bool *fell_back, struct ts_error *err)
+{
+	struct ts_ring *ring = (*e)->ring;
+	*fell_back = false;
+	int rc = ts_engine_join(*e, err);
+	if (rc)
+		return rc;
+	ts_engine_destroy(*e);
+	*e = NULL;
+	rc = start_in_ring(plan, o, ring, next_epoch, e, err);
+	if (rc == 0)
+		return 0;
+	/* The new plan cannot start (its source went away since it was
+	 * probed, say): the running one goes on from the same boundary. */
+	struct ts_error ferr = {0};
+	if (fallback && start_in_ring(fallback, o, ring, next_epoch, e, &ferr) == 0) {
+		*fell_back = true;
+		return rc;
+	}
+	ts_ring_finish(ring, rc);
+	return rc;
 }
 
 int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch)

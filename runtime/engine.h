@@ -71,16 +71,25 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err);
  * TS_E_STATE when the stream ends with the current epoch anyway. */
 int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch);
 
+/* Check that plan can start: open and index its source, set up its
+ * reader, decoders and plugins, as ts_engine_create does, then free it
+ * all. A reload calls this before it accepts a plan. */
+int ts_engine_probe(const struct ts_plan *plan, const struct ts_engine_opts *o,
+		    struct ts_error *err);
+
 /* Complete a handover once *e is idle (ts_engine_stats().idle): join and
  * free it, then start an engine for plan in the same ring, from epoch
  * next_epoch at the ring's head, with o's threads and epochs (its start
  * and seq_base are ignored). When the join reports the old engine's error,
- * *e is left as it was and that error returned; otherwise *e is replaced
- * (NULL when the new engine fails, the ring then finished with its
- * error). plan must outlive the new engine. */
+ * *e is left as it was and that error returned. When plan cannot start,
+ * an engine for fallback (the plan that was running; NULL for none) goes
+ * on from the same boundary instead: *fell_back is set and plan's error
+ * returned. If that fails too, *e is NULL and the ring is finished with
+ * plan's error. Plans must outlive the engine running them. */
 int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
+		       const struct ts_plan *fallback,
 		       const struct ts_engine_opts *o, uint64_t next_epoch,
-		       struct ts_error *err);
+		       bool *fell_back, struct ts_error *err);
 
 /* Discard mode: a digest of every sample and its position, independent
  * of the order workers finished them in. */

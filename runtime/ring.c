@@ -1225,9 +1225,14 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			reader_release_to(rd, h);
 			if (state == TS_RING_EOS)
 				return ts_error_set(err, TS_E_EOS, "end of stream");
+			int status = READ_ONCE(hd->status);
+			if (status == TS_E_STOPPED)
+				return ts_error_set(err, TS_E_PRODUCER,
+						    "the producer was stopped (a signal) before "
+						    "the end of the stream");
 			return ts_error_set(err, TS_E_PRODUCER,
 					    "the producer failed: %s",
-					    ts_error_name(READ_ONCE(hd->status)));
+					    ts_error_name(status));
 		}
 		int rc = reader_wait(rd, h, rd->pos + rd->batch, deadline, alive, arg);
 		if (rc == -ETIMEDOUT)

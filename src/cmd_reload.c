@@ -1,7 +1,8 @@
 /*
  * cmd_reload.c - `tsrun reload SOCKET FILE`: check FILE here, then hand
- * it to the `tsrun run` serving SOCKET, which checks it again, and takes
- * it over at its next epoch boundary (or rejects it and carries on).
+ * it to the `tsrun run` serving SOCKET, which checks it again, opens its
+ * source, and answers: it takes it over at its next epoch boundary, or
+ * rejects it and carries on. Exit 0 when accepted, 1 when rejected.
  */
 #include <errno.h>
 #include <signal.h>
@@ -35,6 +36,42 @@ static long producer_pid(const char *socket_path)
 	return pid > 0 ? pid : -1;
 }
 
+/* How long tsrun may take to check a pipeline and open its source (a
+ * large folder takes a while to list). */
+#define ANSWER_TIMEOUT_S 300
+
+/* Wait for tsrun's answer in file ans: "ok: ..." or "rejected: ...". */
+static int await_answer(const char *ans, long pid, const char *file)
+{
+	double end = ts_cli_now() + ANSWER_TIMEOUT_S;
+	char buf[1024];
+	while (ts_cli_now() < end) {
+		FILE *f = fopen(ans, "re");
+		if (f) {
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			unlink(ans);
+			buf[n] = 0;
+			buf[strcspn(buf, "\n")] = 0;
+			if (strncmp(buf, "ok", 2) == 0) {
+				printf("tsrun reload: %s accepted by tsrun (pid %ld): %s\n", file,
+				       pid, buf[2] == ':' ? buf + 4 : buf + 2);
+				return TS_EXIT_OK;
+			}
+			ts_cli_error("reload", "%s %s; the running pipeline carries on", file, buf);
+			return TS_EXIT_INVALID;
+		}
+		if (kill((pid_t)pid, 0) != 0) {
+			ts_cli_error("reload", "tsrun (pid %ld) exited before it answered", pid);
+			return TS_EXIT_INVALID;
+		}
+		usleep(20 * 1000);
+	}
+	ts_cli_error("reload", "no answer from tsrun (pid %ld) within %d s; another reload "
+		     "may have replaced this one: see its log", pid, ANSWER_TIMEOUT_S);
+	return TS_EXIT_INVALID;
+}
+
 int ts_cmd_reload(int argc, char **argv)
 {
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -65,27 +102,30 @@ int ts_cmd_reload(int argc, char **argv)
 		free(rpath);
 		return TS_EXIT_USAGE;
 	}
-	char *tmp = NULL;
-	int ok = asprintf(&tmp, "%s.tmp", rpath) >= 0;
+	char *tmp = NULL, *ans = NULL;
+	int ok = asprintf(&tmp, "%s.tmp", rpath) >= 0 &&
+		 asprintf(&ans, "%s.%ld", rpath, (long)getpid()) >= 0;
+	if (ans)
+		unlink(ans);
 	FILE *f = ok ? fopen(tmp, "we") : NULL;
-	ok = f && fprintf(f, "%s\n", abs) > 0;
+	ok = f && fprintf(f, "%s\n%ld\n", abs, (long)getpid()) > 0;
 	if (f && fclose(f) != 0)
 		ok = 0;
 	if (ok && rename(tmp, rpath) != 0)
 		ok = 0;
+	int st_out = TS_EXIT_INVALID;
 	if (!ok) {
 		ts_cli_error("reload", "cannot write %s: %s", rpath, strerror(errno));
 		if (tmp)
 			unlink(tmp);
 	} else if (kill((pid_t)pid, SIGHUP) != 0) {
 		ts_cli_error("reload", "cannot signal tsrun (pid %ld): %s", pid, strerror(errno));
-		ok = 0;
 	} else {
-		printf("tsrun reload: %s is valid; sent to tsrun (pid %ld), which takes it over at "
-		       "its next epoch boundary (see its log)\n", abs, pid);
+		st_out = await_answer(ans, pid, abs);
 	}
+	free(ans);
 	free(tmp);
 	free(abs);
 	free(rpath);
-	return ok ? TS_EXIT_OK : TS_EXIT_INVALID;
+	return st_out;
 }

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,58 +45,106 @@ char *ts_cmd_run_reload_path(const char *socket_path)
 	return p;
 }
 
-/* SIGHUP: compile the pipeline named in the reload file (or the running
- * file again) completely; a valid one takes over at the next epoch
- * boundary, an invalid one is reported and the running one carries on.
- * Returns the new plan to switch to, or NULL. */
-static struct ts_plan *reload_request(const char *socket_path, const char *file,
-				      const char *pipeline, const struct ts_plan *cur,
-				      char **new_file)
+/*
+ * SIGHUP: compile the pipeline named in the reload file (or the running
+ * file again) completely, and probe its source; a valid one takes over at
+ * the next epoch boundary, an invalid one is reported and the running one
+ * carries on. `tsrun reload` writes "PATH\nPID\n" and waits for our
+ * answer in "<socket>.reload.PID". Returns the new plan, or NULL with
+ * why[] filled.
+ */
+static struct ts_plan *reload_request(const char *path, const char *pipeline,
+				      const struct ts_plan *cur,
+				      const struct ts_engine_opts *eo,
+				      char *why, size_t why_n)
 {
-	char *rpath = ts_cmd_run_reload_path(socket_path);
-	char buf[4096] = "";
-	if (rpath) {
-		FILE *f = fopen(rpath, "re");
-		if (f) {
-			if (!fgets(buf, sizeof(buf), f))
-				buf[0] = 0;
-			fclose(f);
-			unlink(rpath);
-		}
-		free(rpath);
-	}
-	buf[strcspn(buf, "\n")] = 0;
-	const char *path = buf[0] ? buf : file;
 	fprintf(stderr, "tsrun: reload: checking %s\n", path);
 	struct ts_plan *next = NULL;
 	if (ts_cli_compile("reload", path, pipeline, &next) != TS_EXIT_OK) {
-		fprintf(stderr, "tsrun: reload: %s rejected; the running pipeline carries on\n", path);
+		snprintf(why, why_n, "%s does not check (diagnostics in tsrun's log)", path);
 		return NULL;
 	}
 	if (!ts_plan_same_sample(cur, next)) {
-		fprintf(stderr, "tsrun: reload: %s rejected: its samples are %dx%dx%d %s %s, the "
-			"running ones %dx%dx%d %s %s, and connected trainers map the ring with that "
-			"shape; restart tsrun to change it\n", path, next->channels, next->height,
-			next->width, ts_dtype_name(next->dtype), ts_layout_name(next->layout),
-			cur->channels, cur->height, cur->width, ts_dtype_name(cur->dtype),
-			ts_layout_name(cur->layout));
+		snprintf(why, why_n, "its samples are %dx%dx%d %s %s, the running ones "
+			 "%dx%dx%d %s %s, and connected trainers map the ring with that "
+			 "shape; restart tsrun to change it", next->channels, next->height,
+			 next->width, ts_dtype_name(next->dtype), ts_layout_name(next->layout),
+			 cur->channels, cur->height, cur->width, ts_dtype_name(cur->dtype),
+			 ts_layout_name(cur->layout));
 		ts_plan_destroy(next);
 		return NULL;
 	}
 	if (!ts_plan_same_device(cur, next)) {
-		fprintf(stderr, "tsrun: reload: %s rejected: its device(cuda) stage differs from "
-			"the running one (%s), whose device ring connected trainers have open; "
-			"restart tsrun to change it\n", path,
-			cur->device.cuda ? "device(cuda) with other dtype, layout or normalization"
-					 : "which has no device stage");
+		snprintf(why, why_n, "its device(cuda) stage differs from the running one "
+			 "(%s), whose device ring connected trainers have open; restart tsrun "
+			 "to change it",
+			 cur->device.cuda ? "device(cuda) with other dtype, layout or normalization"
+					  : "which has no device stage");
 		ts_plan_destroy(next);
 		return NULL;
 	}
-	*new_file = strdup(path);
+	/* Its source must open now, not fail at the boundary. */
+	struct ts_error err = {0};
+	struct ts_engine_opts po = *eo;
+	po.start_epoch = 0;
+	po.start_index = 0;
+	if (ts_engine_probe(next, &po, &err) != 0) {
+		snprintf(why, why_n, "%s", err.msg);
+		ts_plan_destroy(next);
+		return NULL;
+	}
 	return next;
 }
 
+/* The reload file's path and asking pid (0: none, a bare SIGHUP). */
+static void reload_read(const char *socket_path, char *path, size_t path_n, long *asker)
+{
+	char *rpath = ts_cmd_run_reload_path(socket_path);
+	path[0] = 0;
+	*asker = 0;
+	if (!rpath)
+		return;
+	FILE *f = fopen(rpath, "re");
+	if (f) {
+		char line[64];
+		if (!fgets(path, (int)path_n, f))
+			path[0] = 0;
+		path[strcspn(path, "\n")] = 0;
+		if (fgets(line, sizeof(line), f))
+			*asker = strtol(line, NULL, 10);
+		fclose(f);
+		unlink(rpath);
+	}
+	free(rpath);
+}
 
+/* Answer `tsrun reload` (pid asker): "ok ..." or "rejected: ...". */
+__attribute__((format(printf, 3, 4)))
+static void reload_answer(const char *socket_path, long asker, const char *fmt, ...)
+{
+	if (asker <= 0)
+		return;
+	char *rpath = ts_cmd_run_reload_path(socket_path);
+	char *ans = NULL, *tmp = NULL;
+	if (rpath && asprintf(&ans, "%s.%ld", rpath, asker) >= 0 &&
+	    asprintf(&tmp, "%s.tmp", ans) >= 0) {
+		FILE *f = fopen(tmp, "we");
+		if (f) {
+			va_list ap;
+			va_start(ap, fmt);
+			vfprintf(f, fmt, ap);
+			va_end(ap);
+			fputc('\n', f);
+			if (fclose(f) == 0)
+				rename(tmp, ans);
+			else
+				unlink(tmp);
+		}
+	}
+	free(tmp);
+	free(ans);
+	free(rpath);
+}
 
 static void usage(FILE *f)
 {
@@ -183,6 +232,14 @@ int ts_cmd_run(int argc, char **argv)
 	}
 	socket_path = socket_own;
 	int n_epochs = epochs >= 0 ? (int)epochs : plan->epochs;
+	if (n_epochs > 0 && start_epoch >= (unsigned long long)n_epochs) {
+		ts_cli_error("run", "--start epoch %llu is at or past the last epoch: the stream "
+			     "has %d epoch%s (0..%d); start earlier or raise --epochs", start_epoch,
+			     n_epochs, n_epochs == 1 ? "" : "s", n_epochs - 1);
+		ts_plan_destroy(plan);
+		free(socket_own);
+		return TS_EXIT_USAGE;
+	}
 
 	/* device(cuda): with a GPU, the CPU stages write uint8 NHWC into a
 	 * staged host ring and a finisher fills the device ring that trainers
@@ -333,27 +390,55 @@ int ts_cmd_run(int argc, char **argv)
 		if (got_hup) {
 			got_hup = 0;
 			ts_status_clear(status, stderr);
-			char *nf = NULL;
-			struct ts_plan *next = reload_request(socket_path, cur_file ? cur_file : file,
-							      pipeline, plan, &nf);
-			if (next && ts_engine_handover(eng, &pending_epoch) != 0) {
-				fprintf(stderr, "tsrun: reload: the stream ends with this epoch; "
-					"nothing to take over\n");
+			char path[4096];
+			long asker;
+			reload_read(socket_path, path, sizeof(path), &asker);
+			if (!path[0])
+				snprintf(path, sizeof(path), "%s", cur_file ? cur_file : file);
+			char why[512] = "";
+			struct ts_plan *next = reload_request(path, pipeline, plan, &eo, why,
+							      sizeof(why));
+			if (!next) {
+				fprintf(stderr, "tsrun: reload: %s rejected: %s; the running pipeline "
+					"carries on\n", path, why);
+				reload_answer(socket_path, asker, "rejected: %s", why);
+			} else if (!pending && ts_engine_handover(eng, &pending_epoch) != 0) {
+				fprintf(stderr, "tsrun: reload: %s not taken: the stream ends with "
+					"this epoch\n", path);
+				reload_answer(socket_path, asker, "rejected: the stream ends with "
+					      "the current epoch; there is no next epoch to take over");
 				ts_plan_destroy(next);
-				free(nf);
-			} else if (next) {
+			} else {
+				/* A second reload before the boundary replaces the first. */
+				if (pending)
+					fprintf(stderr, "tsrun: reload: %s replaces %s, which had not "
+						"taken over yet\n", path, pending_file);
 				ts_plan_destroy(pending);
 				free(pending_file);
 				pending = next;
-				pending_file = nf;
+				pending_file = strdup(path);
 				fprintf(stderr, "tsrun: reload: %s takes over at epoch %llu\n",
-					nf, (unsigned long long)pending_epoch + 1);
+					path, (unsigned long long)pending_epoch + 1);
+				reload_answer(socket_path, asker, "ok: takes over at epoch %llu",
+					      (unsigned long long)pending_epoch + 1);
 			}
 		}
 		if (pending && es.idle) {
 			/* The old plan reached its epoch boundary: the new one goes
 			 * on in the same ring, from its head. */
-			rc = ts_engine_takeover(&eng, pending, &eo, pending_epoch, &err);
+			bool fell_back = false;
+			rc = ts_engine_takeover(&eng, pending, plan, &eo, pending_epoch,
+						&fell_back, &err);
+			if (fell_back) {
+				fprintf(stderr, "tsrun: reload: %s could not start at epoch %llu: %s; "
+					"the running pipeline carries on\n", pending_file,
+					(unsigned long long)pending_epoch + 1, err.msg);
+				ts_plan_destroy(pending);
+				pending = NULL;
+				free(pending_file);
+				pending_file = NULL;
+				continue;
+			}
 			if (!rc || !eng) {
 				ts_plan_destroy(plan);
 				plan = pending;

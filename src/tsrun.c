@@ -31,6 +31,7 @@ struct ts_stream {
 	bool have_cur;
 	int status;            /* sticky: TS_E_EOS or the engine's error */
 	struct ts_error status_err;
+	uint64_t reloads_failed;       /* could not start at their boundary */
 };
 
 TS_EXPORT int ts_pipeline_compile(const char *text, size_t len,
@@ -190,6 +191,17 @@ fail:
 	return rc;
 }
 
+/* Engine options of a plan taking over: the stream keeps its length, the
+ * epochs it was opened with. */
+static struct ts_engine_opts engine_opts(const struct ts_stream *s)
+{
+	struct ts_engine_opts eo = {
+		.threads = s->opts.threads,
+		.epochs = s->opts.epochs >= 0 ? s->opts.epochs : s->p->plan->epochs,
+	};
+	return eo;
+}
+
 /* A reloaded plan takes over once the running engine reached its epoch
  * boundary: the new engine goes on in the same ring from its head. */
 static int takeover(struct ts_stream *s, struct ts_error *err)
@@ -200,12 +212,20 @@ static int takeover(struct ts_stream *s, struct ts_error *err)
 	ts_engine_stats(s->engine, &es);
 	if (!es.idle)
 		return 0;
-	/* The stream keeps its length: the epochs it was opened with. */
-	struct ts_engine_opts eo = {
-		.threads = s->opts.threads,
-		.epochs = s->opts.epochs >= 0 ? s->opts.epochs : s->p->plan->epochs,
-	};
-	int rc = ts_engine_takeover(&s->engine, s->pending, &eo, s->pending_epoch, err);
+	struct ts_engine_opts eo = engine_opts(s);
+	bool fell_back = false;
+	struct ts_error terr = {0};
+	int rc = ts_engine_takeover(&s->engine, s->pending, s->plan, &eo, s->pending_epoch,
+				    &fell_back, &terr);
+	if (fell_back) {
+		/* Probed at reload, gone since: the running plan went on. */
+		s->reloads_failed++;
+		ts_plan_destroy(s->pending);
+		s->pending = NULL;
+		return 0;
+	}
+	if (rc && err)
+		*err = terr;
 	if (rc && s->engine)
 		return rc; /* the old engine's error; nothing was swapped */
 	if (s->plan != s->p->plan)
@@ -237,6 +257,13 @@ TS_EXPORT int ts_stream_reload(struct ts_stream *s, const char *text,
 				  ts_layout_name(next->layout), s->plan->channels, s->plan->height,
 				  s->plan->width, ts_dtype_name(s->plan->dtype),
 				  ts_layout_name(s->plan->layout));
+		ts_plan_destroy(next);
+		return rc;
+	}
+	/* Its source must open now, not fail at the boundary. */
+	struct ts_engine_opts eo = engine_opts(s);
+	rc = ts_engine_probe(next, &eo, err);
+	if (rc) {
 		ts_plan_destroy(next);
 		return rc;
 	}
@@ -332,6 +359,7 @@ TS_EXPORT void ts_stream_stats(const struct ts_stream *s,
 	st->epoch_size = es.epoch_size;
 	st->threads = es.threads;
 	st->uring = es.uring;
+	st->reloads_failed = s->reloads_failed;
 }
 
 TS_EXPORT size_t ts_stream_skipped_paths(const struct ts_stream *s,

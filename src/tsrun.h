@@ -104,7 +104,8 @@ int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 
 /* Replace the running pipeline with new text, checked completely first:
  * on TS_E_SYNTAX or TS_E_CHECK nothing changes and the running pipeline
- * carries on (diagnostics as in ts_pipeline_compile). A valid pipeline
+ * carries on (diagnostics as in ts_pipeline_compile); likewise when its
+ * source cannot be opened and indexed now (TS_E_SOURCE, say). A valid pipeline
  * takes over at the next epoch boundary in the same ring, so no batch is
  * torn; it must write samples of the same shape, dtype and layout
  * (TS_E_CHECK otherwise). TS_E_STATE when the stream ends with the current
@@ -125,6 +126,9 @@ struct ts_stream_stats {
 	uint64_t epoch_size;  /* source items per epoch */
 	int threads;          /* worker threads */
 	int uring;            /* 1: reads go through io_uring */
+	uint64_t reloads_failed; /* accepted reloads that could not start at
+				    their epoch boundary (their source went
+				    away since); the running pipeline went on */
 };
 void ts_stream_stats(const struct ts_stream *s, struct ts_stream_stats *st);
 

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Hot reload: `tsrun reload SOCKET FILE` and SIGHUP. An invalid pipeline is
 # rejected with its diagnostics while the running one carries on; one whose
-# sample shape differs is refused with the reason; a valid one takes over
-# at the next epoch boundary, and the trainer sees every sample of every
-# epoch, no torn batch.
+# sample shape differs, or whose source does not open, is refused with the
+# reason (`tsrun reload` waits for tsrun's answer); a valid one takes over
+# at the next epoch boundary, a second valid one before then replaces it,
+# and the trainer sees every sample of every epoch, no torn batch.
 set -eu
 : "${TSRUN:?}"
 dir=$(mktemp -d /tmp/tsrun-reload.XXXXXX)
@@ -19,6 +20,11 @@ serve s { socket = "$sock" epochs = 10 ring = 4 batches }
 EOT
 sed 's/\[0.5, 0.5, 0.5\], \[0.5/[0.4, 0.4, 0.4], [0.3/' "$dir/a.ts" > "$dir/b.ts"
 sed 's/size = 16/size = 8/' "$dir/a.ts" > "$dir/shape.ts"
+sed 's/\[0.5, 0.5, 0.5\], \[0.5/[0.2, 0.2, 0.2], [0.3/' "$dir/a.ts" > "$dir/c.ts"
+cat > "$dir/missing.ts" <<EOT
+pipeline s = folder("$dir/no-such-folder") | decode(rgb) | resize(16, 16) | normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) | to(float32, nchw) | batch(10)
+serve s { socket = "$sock" epochs = 10 ring = 4 batches }
+EOT
 printf 'pipeline s = synthetic(size = 16) | flipp\n' > "$dir/bad.ts"
 
 "$TSRUN" run "$dir/a.ts" 2> "$dir/run.err" &
@@ -35,21 +41,34 @@ sleep 0.5
 # An invalid pipeline: rejected locally with its diagnostics, exit 1.
 if "$TSRUN" reload "$sock" "$dir/bad.ts" 2> "$dir/bad.err"; then fail "invalid reload accepted"; fi
 grep -q "unknown operator 'flipp'" "$dir/bad.err" || fail "no diagnostic for the invalid pipeline"
-# Another sample shape: refused by the running tsrun with the reason.
-"$TSRUN" reload "$sock" "$dir/shape.ts" > /dev/null || fail "reload command failed"
-sleep 0.5
-grep -q "rejected: its samples are 3x8x8" "$dir/run.err" || fail "shape change not refused"
-# A valid one: takes over at an epoch boundary.
-"$TSRUN" reload "$sock" "$dir/b.ts" > /dev/null || fail "valid reload failed"
+# Another sample shape: refused by the running tsrun, which answers with
+# the reason: exit 1.
+if "$TSRUN" reload "$sock" "$dir/shape.ts" > /dev/null 2> "$dir/shape.err"; then
+	fail "shape change accepted"
+fi
+grep -q "rejected: its samples are 3x8x8" "$dir/shape.err" || fail "no reason for the shape: $(cat "$dir/shape.err")"
+grep -q "rejected: its samples are 3x8x8" "$dir/run.err" || fail "shape change not logged"
+# A source that does not open: refused now, not at the epoch boundary
+# (where it would end the stream for every trainer).
+if "$TSRUN" reload "$sock" "$dir/missing.ts" > /dev/null 2> "$dir/missing.err"; then
+	fail "reload of a missing folder accepted"
+fi
+grep -q "rejected: .*$dir/no-such-folder" "$dir/missing.err" || fail "no reason for the missing folder: $(cat "$dir/missing.err")"
+# A valid one: accepted (exit 0, with the epoch); a second before the
+# boundary replaces it.
+"$TSRUN" reload "$sock" "$dir/b.ts" > "$dir/b.out" || fail "valid reload failed"
+grep -q "accepted by tsrun .*takes over at epoch" "$dir/b.out" || fail "no acceptance: $(cat "$dir/b.out")"
+"$TSRUN" reload "$sock" "$dir/c.ts" > /dev/null || fail "second valid reload failed"
 sleep 0.5
 grep -q "b.ts takes over at epoch" "$dir/run.err" || fail "valid reload not taken"
+grep -q "c.ts replaces $dir/b.ts\|c.ts takes over at epoch" "$dir/run.err" || fail "second reload not taken"
 # SIGHUP alone reloads the running file.
 kill -HUP "$run_pid"
 sleep 0.5
-grep -q "reload: checking $dir/b.ts" "$dir/run.err" || fail "SIGHUP did not recheck the current file"
+grep -q "reload: checking $dir/c.ts" "$dir/run.err" || fail "SIGHUP did not recheck the current file"
 
 wait "$cons_pid" || fail "consumer failed"
 wait "$run_pid" || fail "tsrun run failed"
 grep -q "^images: 1000$" "$dir/consume.out" || fail "consumer did not get all 10 epochs: $(grep images: "$dir/consume.out")"
 grep -q "^batches: 100$" "$dir/consume.out" || fail "a batch was torn or lost: $(grep batches: "$dir/consume.out")"
-echo "reload: invalid rejected, shape change refused, valid taken over; 1000 samples in 100 whole batches"
+echo "reload: invalid rejected, shape change and missing source refused with exit 1, valid accepted and replaced by a second; 1000 samples in 100 whole batches"

@@ -1,10 +1,12 @@
 /*
  * test-reload.c - hot reload through the embedding API (ts_stream_reload):
  * an invalid pipeline is rejected and the running one carries on, a shape
- * change is refused, a valid one takes over at the next epoch boundary in
- * the same ring, and no batch is torn.
+ * change is refused, so is one whose source does not open, a valid one
+ * takes over at the next epoch boundary in the same ring, and no batch is
+ * torn; one whose source vanished by then leaves the running one going.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +104,92 @@ START_TEST(test_reload_in_last_epoch_refused)
 }
 END_TEST
 
+/* Pipeline text reading folder dir with A's sample shape. */
+static const char *folder_text(char *buf, size_t n, const char *dir)
+{
+	snprintf(buf, n,
+		 "pipeline s = folder(\"%s\") | decode(rgb) | resize(8, 8)\n"
+		 "    | normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) | to(float32, nchw) | batch(10)\n",
+		 dir);
+	return buf;
+}
+
+/* Read to the end; every batch whole, every epoch 50 samples of A. */
+static void drain_a(struct ts_stream *s, size_t already)
+{
+	struct ts_stream_batch b;
+	struct ts_error err;
+	size_t n = already;
+	int rc;
+	while ((rc = ts_stream_next(s, &b, &err)) == 0) {
+		ck_assert_uint_eq(b.n, 10);
+		n += b.n;
+	}
+	ck_assert_msg(rc == TS_E_EOS, "stream ended with %d: %s", rc, err.msg);
+	ck_assert_uint_eq(n, 6 * 50);
+}
+
+/* A reload whose source does not open is refused at once, not at the
+ * epoch boundary where it would end the stream. */
+START_TEST(test_reload_missing_source_refused)
+{
+	struct ts_pipeline *p = compile(A);
+	struct ts_stream *s = NULL;
+	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_error err;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	struct ts_stream_batch b;
+	ck_assert_int_eq(ts_stream_next(s, &b, &err), 0);
+	char text[512];
+	folder_text(text, sizeof(text), "/nonexistent/tsrun-reload-test");
+	ck_assert_int_eq(ts_stream_reload(s, text, strlen(text), "missing.ts", NULL, NULL,
+					  NULL, &err), TS_E_SOURCE);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/tsrun-reload-test"));
+	drain_a(s, b.n);
+	struct ts_stream_stats st;
+	ts_stream_stats(s, &st);
+	ck_assert_uint_eq(st.reloads_failed, 0);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* A source that opened at the reload but is gone at the boundary: the
+ * running pipeline goes on from there, and the failure is counted. */
+START_TEST(test_reload_source_gone_falls_back)
+{
+	const char *tsrun = getenv("TSRUN");
+	ck_assert_msg(tsrun != NULL, "TSRUN is not set");
+	char dir[64] = "/tmp/ts-reload-ds.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "'%s' make-dataset '%s' --images 20 --classes 2 --quiet "
+		 ">/dev/null", tsrun, dir);
+	ck_assert_int_eq(system(cmd), 0);
+
+	struct ts_pipeline *p = compile(A);
+	struct ts_stream *s = NULL;
+	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_error err;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	struct ts_stream_batch b;
+	ck_assert_int_eq(ts_stream_next(s, &b, &err), 0);
+	char text[512], train[128];
+	snprintf(train, sizeof(train), "%s/train", dir);
+	folder_text(text, sizeof(text), train);
+	ck_assert_int_eq(ts_stream_reload(s, text, strlen(text), "gone.ts", NULL, NULL, NULL,
+					  &err), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	drain_a(s, b.n);
+	struct ts_stream_stats st;
+	ts_stream_stats(s, &st);
+	ck_assert_uint_eq(st.reloads_failed, 1);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
 static Suite *reload_suite(void)
 {
 	Suite *s = suite_create("reload");
@@ -109,6 +197,8 @@ static Suite *reload_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_reload_takes_over_at_epoch);
 	tcase_add_test(tc, test_reload_in_last_epoch_refused);
+	tcase_add_test(tc, test_reload_missing_source_refused);
+	tcase_add_test(tc, test_reload_source_gone_falls_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,43 @@
+#!/bin/sh
+# `tsrun run` stopped by a signal: trainers are told the producer was
+# stopped, not that it failed, and tsrun exits 0 after its summary. A
+# --start at or past the last epoch is a usage error (2), not a run that
+# serves nothing.
+set -eu
+: "${TSRUN:?}"
+dir=$(mktemp -d /tmp/tsrun-stop.XXXXXX)
+sock="$dir/s.sock"
+pids=""
+cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT INT TERM
+fail() { echo "FAIL: $*"; echo "--- run log"; cat "$dir/run.err" 2>/dev/null; exit 1; }
+
+cat > "$dir/p.ts" <<EOT
+pipeline s = synthetic(size = 16, count = 100) | to(float32, nchw) | batch(10)
+serve s { socket = "$sock" epochs = 0 ring = 4 batches }
+EOT
+
+st=0
+"$TSRUN" run "$dir/p.ts" --epochs 2 --start 2:0 2> "$dir/start.err" || st=$?
+[ "$st" -eq 2 ] || fail "--start past --epochs: exit $st, want 2"
+grep -q "start epoch 2 is at or past the last epoch" "$dir/start.err" || fail "no reason: $(cat "$dir/start.err")"
+
+"$TSRUN" run "$dir/p.ts" -q 2> "$dir/run.err" &
+run_pid=$!
+pids="$pids $run_pid"
+i=0; while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -S "$sock" ] || fail "socket never appeared"
+"$TSRUN" consume "$sock" --delay-ms 5 > "$dir/consume.out" 2>&1 &
+cons_pid=$!
+pids="$pids $cons_pid"
+sleep 1
+kill -INT "$run_pid"
+st=0
+wait "$cons_pid" || st=$?
+[ "$st" -ne 0 ] || fail "the trainer did not learn the stream stopped early"
+grep -q "the producer was stopped (a signal) before the end of the stream" "$dir/consume.out" ||
+	fail "trainer's message: $(head -1 "$dir/consume.out")"
+st=0
+wait "$run_pid" || st=$?
+[ "$st" -eq 0 ] || fail "tsrun run exited $st after SIGINT"
+echo "run-stop: --start past the end refused (2); SIGINT: trainer told 'stopped', tsrun exit 0"
