@@ -13,7 +13,7 @@ pipeline frames =
 
 serve frames {
     socket   = "/run/tsrun/frames.sock"
-    epochs   = 0                # forever: new frames keep arriving
+    epochs   = 0                # forever: the frames listed at start, epoch after epoch
     ring     = 64 samples
     memory   = 128 MiB
     threads  = 2

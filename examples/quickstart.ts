@@ -7,8 +7,8 @@
 #   /usr/bin/python3 examples/train.py --socket /tmp/tsrun-quickstart.sock &
 #   build/examples/consumer /tmp/tsrun-quickstart.sock
 #
-# Each trainer reads every epoch (4 x 2000 images: 250 steps of 32 for
-# train.py), then tsrun ends by itself.
+# Each trainer reads every epoch (4 x 2000 images: 63 steps of 32 per
+# epoch, the last of 16, so 252 for train.py), then tsrun ends by itself.
 #
 # Relative paths resolve against this file's folder.
 

@@ -5,10 +5,12 @@
  * rejects it and carries on. Exit 0 when accepted, 1 when rejected.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -46,7 +48,16 @@ static int await_answer(const char *ans, long pid, const char *file)
 	double end = ts_cli_now() + ANSWER_TIMEOUT_S;
 	char buf[1024];
 	while (ts_cli_now() < end) {
-		FILE *f = fopen(ans, "re");
+		int fd = open(ans, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+				st.st_uid != geteuid())) {
+			close(fd);
+			fd = -1;
+		}
+		FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+		if (fd >= 0 && !f)
+			close(fd);
 		if (f) {
 			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 			fclose(f);

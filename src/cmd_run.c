@@ -4,6 +4,7 @@
  * stream, a status file for `tsrun stat`, and a summary at exit.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,7 +106,19 @@ static void reload_read(const char *socket_path, char *path, size_t path_n, long
 	*asker = 0;
 	if (!rpath)
 		return;
-	FILE *f = fopen(rpath, "re");
+	/* Only a file of our own user may name the pipeline to run: with
+	 * sockets in /tmp, another user could create it first. */
+	int fd = open(rpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+		fprintf(stderr, "tsrun: reload: ignoring %s: not a regular file of this user\n",
+			rpath);
+		close(fd);
+		fd = -1;
+	}
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
 	if (f) {
 		char line[64];
 		if (!fgets(path, (int)path_n, f))

@@ -224,6 +224,10 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	char line[512];
 	int n = 0;
 	double frac = es->epoch_size ? (double)es->index / (double)es->epoch_size : 0.0;
+	/* Past the last epoch the head sits at the next one's index 0: the
+	 * last one is whole. */
+	if (s->epochs && es->epoch >= s->epochs)
+		frac = 1.0;
 	char bar[21];
 	int fill = (int)(frac * 20.0);
 	for (int i = 0; i < 20; i++)
