@@ -90,15 +90,21 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		.drop_last = o.drop_last != 0,
 		.pid = (uint32_t)getpid(),
 	};
-	rc = ts_proto_send(c->sock, buf, ts_proto_put_hello(buf, &h), NULL, 0);
-	if (rc < 0) {
-		ts_error_set(err, rc, "cannot send hello: %s", strerror(-rc));
+	int sent = ts_proto_send(c->sock, buf, ts_proto_put_hello(buf, &h), NULL, 0);
+	/* A producer that refuses us at once (permission) may have closed
+	 * before our hello arrived: its refusal is still there to read. */
+	struct ts_error rerr = {0};
+	rc = ts_proto_recv(c->sock, o.connect_timeout_ms, &type,
+			   buf, &len, fds, &nfds, &rerr);
+	if (rc < 0 && sent < 0) {
+		rc = ts_error_set(err, sent, "cannot send hello: %s", strerror(-sent));
 		goto fail;
 	}
-	rc = ts_proto_recv(c->sock, o.connect_timeout_ms, &type,
-			   buf, &len, fds, &nfds, err);
-	if (rc < 0)
+	if (rc < 0) {
+		if (err)
+			*err = rerr;
 		goto fail;
+	}
 	if (type == TS_MSG_REFUSE) {
 		struct ts_proto_refuse r;
 		rc = ts_proto_get_refuse(buf, len, &r, err);

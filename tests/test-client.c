@@ -1,8 +1,10 @@
 /* test-client.c - libtsclient against an in-process ring and server:
- * batches, refusals, stale and live sockets, garbage, hang-up. */
+ * batches, refusals, stale and live sockets, peer credentials and
+ * groups, garbage, hang-up. */
 #include <check.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -235,6 +238,69 @@ START_TEST(test_socket_files)
 }
 END_TEST
 
+/* In a child, become uid 65534 with primary group gid, connect to path
+ * and exit 0 when the outcome is want (0: welcomed, else that code, with
+ * "permission denied" in the message). */
+static int connect_as(const char *path, gid_t gid, int want)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(65534) != 0)
+			_exit(3);
+		struct ts_client_opts o;
+		struct ts_client *c = NULL;
+		struct ts_error err = {0};
+		ts_client_opts_init(&o);
+		o.timeout_ms = 5000;
+		int rc = ts_client_connect(path, &o, &c, &err);
+		if (rc == 0)
+			ts_client_close(c);
+		if (rc != want) {
+			fprintf(stderr, "connect_as(gid %d): got %d (%s), want %d\n", (int)gid, rc,
+				err.msg, want);
+			_exit(1);
+		}
+		_exit(want && !strstr(err.msg, "permission denied") ? 2 : 0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
+/* The producer's own check of the peer's credentials (SO_PEERCRED), below
+ * the socket file's mode: another user is refused; with group = G a member
+ * of G is welcomed, a non-member refused. Needs root to switch users. */
+START_TEST(test_peer_credentials)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_peer_credentials: not root, cannot switch users; "
+			"skipped\n");
+		return;
+	}
+	struct group *g = getgrnam("nogroup");
+	ck_assert_msg(g != NULL, "no group 'nogroup'");
+	gid_t member = g->gr_gid, other = member == 1 ? 2 : 1;
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	/* No group: the file lets anyone connect, the producer does not. */
+	ck_assert_int_eq(chmod(sock_path, 0666), 0);
+	ck_assert_int_eq(connect_as(sock_path, member, TS_E_REFUSED), 0);
+	/* group = nogroup: members are welcome, others refused. */
+	char gpath[160];
+	snprintf(gpath, sizeof(gpath), "%s/g.sock", dir);
+	struct ts_server *gs = NULL;
+	struct ts_error err;
+	ck_assert_int_eq(ts_server_create(ring, gpath, "nogroup", &gs, &err), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(gpath, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0660);
+	ck_assert_uint_eq(st.st_gid, member);
+	ck_assert_int_eq(connect_as(gpath, member, 0), 0);
+	ck_assert_int_eq(chmod(gpath, 0666), 0);
+	ck_assert_int_eq(connect_as(gpath, other, TS_E_REFUSED), 0);
+	ts_server_destroy(gs);
+}
+END_TEST
+
 START_TEST(test_device_section)
 {
 	/* without a device ring: the client says so */
@@ -301,6 +367,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_bad_peers);
 	tcase_add_test(tc, test_socket_files);
+	tcase_add_test(tc, test_peer_credentials);
 	tcase_add_test(tc, test_device_section);
 	suite_add_tcase(s, tc);
 	return s;
