@@ -8,6 +8,8 @@
 #   libtsrun.3        every program (a literal block with main) is
 #                     compiled against the headers and libraries of this
 #                     build and run against a small pipeline;
+#   tensorsocket.7    the C and the PyTorch trainer fragments, wrapped into
+#                     programs, read from a real producer;
 #   tsrun-pipeline.5  every pipeline is accepted by `tsrun check`.
 set -u
 : "${TSRUN:?TSRUN must name the tsrun binary}"
@@ -184,6 +186,72 @@ if [ -f "$T/c/prog2.c" ] && grep -q "ts_client_connect" "$T/c/prog2.c"; then
 	fi
 else
 	fail "libtsrun.3: the second example program is not the trainer"
+fi
+
+# --- tensorsocket.7 -------------------------------------------------------------
+# Two fragments: a C trainer loop and a PyTorch one. Each is wrapped into a
+# program (train() counts images; a small model) and run against a producer
+# on the fragment's socket, moved under our temp folder.
+examples "$MAN/tensorsocket.7" | awk -v dir="$T" '
+	/^@@END$/ { n++; f = dir "/ts7." n; printf "%s", buf > f; close(f); buf = ""; next }
+	{ buf = buf $0 "\n" }'
+[ -f "$T/ts7.1" ] && [ -f "$T/ts7.2" ] && [ ! -f "$T/ts7.3" ] ||
+	fail "tensorsocket.7: want 2 example blocks (C, then Python)"
+S7="$T/ts7.sock"
+cat >"$T/ts7.ts" <<EOF
+pipeline t = synthetic(16, count = 64) | to(uint8, nhwc) | batch(8)
+serve t { socket = "$S7"  epochs = 12  threads = 1  ring = 1024 samples }
+EOF
+if grep -q "ts_client_connect" "$T/ts7.1" 2>/dev/null; then
+	{
+		printf '#include <err.h>\n#include <stdio.h>\n#include <tsrun/tsclient.h>\n'
+		printf 'static size_t images;\n'
+		printf '#define train(d, l, n, e, i) ((void)(d), (void)(l), (void)(e), (void)(i), images += (n))\n'
+		printf 'int main(void)\n{\n'
+		sed "s|/tmp/tsrun-train.sock|$S7|" "$T/ts7.1"
+		printf 'printf("images: %%zu\\n", images);\nreturn 0;\n}\n'
+	} >"$T/c/ts7.c"
+	if $CC -std=gnu11 -Wall -Wextra -Werror $san -I"$T/inc" -o "$T/c/ts7" "$T/c/ts7.c" \
+		"$TS_LIBTSCLIENT" 2>"$T/cc7.err"; then
+		"$TSRUN" run "$T/ts7.ts" --quiet 2>"$T/run7.err" &
+		run=$!; pids="$run"
+		wait_for 10 test -S "$S7" || fail "no socket $S7"
+		LD_LIBRARY_PATH="$libdirs" timeout 30 "$T/c/ts7" >"$T/ts7.out" 2>&1; rc=$?
+		# 12 epochs of 64 samples, read in batches of 256 (8 batches of
+		# 64: a batch never spans two epochs).
+		[ "$rc" -eq 0 ] && grep -q "^images: 768$" "$T/ts7.out" ||
+			fail "tensorsocket.7 C example: rc $rc, $(cat "$T/ts7.out")"
+		wait_for 10 sh -c "! kill -0 $run 2>/dev/null" || fail "the run did not end after its trainer"
+		kill -KILL "$run" 2>/dev/null; wait "$run" 2>/dev/null; pids=""
+	else
+		fail "tensorsocket.7 C example does not compile: $(head -20 "$T/cc7.err")"
+	fi
+else
+	fail "tensorsocket.7: the first example is not the C trainer"
+fi
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	echo "tensorsocket.7 Python example: skipped, /usr/bin/python3 has no torch"
+elif grep -q "tsrun.Loader" "$T/ts7.2" 2>/dev/null; then
+	{
+		printf 'import torch\nimport torch.nn.functional as F\nimport tsrun\n'
+		printf 'model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 16 * 3, 10))\n'
+		printf 'steps = 0\n'
+		sed "s|/tmp/tsrun-train.sock|$S7|" "$T/ts7.2" |
+			sed 's/^\(        loss = .*\)$/\1\n        loss.backward()\n        steps += 1/'
+		printf 'print("steps:", steps)\n'
+	} >"$T/ts7.py"
+	"$TSRUN" run "$T/ts7.ts" --quiet 2>"$T/run7p.err" &
+	run=$!; pids="$run"
+	wait_for 10 test -S "$S7" || fail "no socket $S7"
+	(cd "$T" && PYTHONPATH="$TS_SRCDIR/src/python" TSRUN_LIBTSCLIENT="$TS_LIBTSCLIENT" \
+		LD_PRELOAD="${TS_ASAN_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0 \
+		timeout 60 /usr/bin/python3 "$T/ts7.py") >"$T/ts7p.out" 2>&1; rc=$?
+	# 10 epochs of 64 samples in batches of 64: 10 steps.
+	[ "$rc" -eq 0 ] && grep -q "^steps: 10$" "$T/ts7p.out" ||
+		fail "tensorsocket.7 Python example: rc $rc, $(tail -5 "$T/ts7p.out")"
+	kill -KILL "$run" 2>/dev/null; wait "$run" 2>/dev/null; pids=""
+else
+	fail "tensorsocket.7: the second example is not the PyTorch trainer"
 fi
 
 # --- tsrun-pipeline.5 ----------------------------------------------------------
