@@ -4,6 +4,10 @@
     tsrun run examples/quickstart.ts &
     /usr/bin/python3 examples/train.py --socket /tmp/tsrun-quickstart.sock
 
+Run from a source tree it needs no setup: the tsrun package comes from
+src/python and libtsclient from the newest build*/src of the tree (or
+TSRUN_LIBTSCLIENT, or an installed tsrun; see tsrun.load_library).
+
 Batches come from tsrun.Loader: float32 NCHW images that view the shared
 ring (no copy) and int64 labels. The model is three conv blocks, global
 average pooling and a linear classifier, so it takes any input size.
@@ -15,8 +19,9 @@ It prints the loss every --log-every steps and, at the end,
 where first and last are means over the first and the last --window
 steps. It exits 0 when training ran and the loss stayed finite (and, with
 --min-drop F, when last <= first * (1 - F)); 1 when training failed; 2
-for a usage error or a missing dependency; 3 when the producer cannot be
-reached.
+for a usage error or a missing dependency (torch, or libtsclient when it
+is neither built nor installed nor named by TSRUN_LIBTSCLIENT); 3 when
+the producer cannot be reached.
 
 By default it reads to the end of the stream (every epoch the producer
 serves), so that tsrun ends by itself; --steps N stops after N steps.
@@ -96,13 +101,22 @@ def main(argv):
     sys.path.insert(0, os.path.join(here, "..", "src", "python"))
     import tsrun
 
+    try:
+        tsrun.load_library()
+    except tsrun.LibraryNotFound as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 2
+
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     try:
         loader = tsrun.Loader(a.socket, batch_size=a.batch_size,
                               timeout=a.timeout, device=a.device)
     except (OSError, tsrun.TsrunError, ValueError) as e:
-        print(f"train.py: cannot connect to {a.socket}: {e}", file=sys.stderr)
+        msg = str(e)
+        if a.socket not in msg:
+            msg = f"cannot connect to {a.socket}: {msg}"
+        print(f"train.py: {msg}", file=sys.stderr)
         return 3
     info = loader.info
     on_device_ring = loader.source.startswith("device-ring")

@@ -19,11 +19,6 @@
 #include "tsrun.h"
 #include "tsrun_internal.h"
 
-
-
-/* Parse "EPOCH:INDEX". */
-
-
 static void print_common(const struct ts_plan *pl, const char *file, uint64_t images,
 			 double wall, double out_mb, uint64_t bytes_read, double cpu)
 {
@@ -84,7 +79,51 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tsrun bench FILE [--pipeline NAME] [--epochs N] [--threads N]\n"
-		   "                  [--batches N] [--batch N] [--start EPOCH:INDEX]\n");
+		   "                  [--batches N] [--batch N] [--start EPOCH:INDEX]\n"
+		   "Run a pipeline in this process, read its batches as fast as it makes\n"
+		   "them and print images/s, MB/s, CPU time, peak memory and the digest.\n"
+		   "  --pipeline NAME      the pipeline to run (default: the served or first one)\n"
+		   "  --epochs N           epochs to run (default 1)\n"
+		   "  --threads N          worker threads (default: the pipeline's setting)\n"
+		   "  --batches N          stop after N batches (default: every batch)\n"
+		   "  --batch N            samples per batch (default: the pipeline's batch(n))\n"
+		   "  --start EPOCH:INDEX  start at this position, as a resumed run does\n");
+}
+
+/*
+ * getopt_long's own messages name the program "bench" (argv[0]); with
+ * opterr = 0 it stays quiet and this says what was wrong as
+ * "tsrun bench: ...", then the usage. c is getopt_long's '?' or ':'.
+ */
+static int bad_option(int c, char **argv, const struct option *opts)
+{
+	const char *arg = argv[optind - 1];
+	size_t len = strcspn(arg, "=");
+	int matches = 0;
+
+	if (c == ':') {
+		ts_cli_error("bench", "option '%s' needs a value", arg);
+	} else if (strncmp(arg, "--", 2) == 0) {
+		for (const struct option *o = opts; o->name; o++) {
+			if (strncmp(o->name, arg + 2, len - 2) != 0)
+				continue;
+			if (strlen(o->name) == len - 2) {
+				matches = 1; /* an exact name is never ambiguous */
+				break;
+			}
+			matches++;
+		}
+		if (matches > 1)
+			ts_cli_error("bench", "ambiguous option '%.*s'", (int)len, arg);
+		else if (matches == 1 && arg[len] == '=')
+			ts_cli_error("bench", "option '%.*s' takes no value", (int)len, arg);
+		else
+			ts_cli_error("bench", "unknown option '%s'", arg);
+	} else {
+		ts_cli_error("bench", "unknown option '-%c'", optopt);
+	}
+	usage(stderr);
+	return TS_EXIT_USAGE;
 }
 
 int ts_cmd_bench(int argc, char **argv)
@@ -104,7 +143,8 @@ int ts_cmd_bench(int argc, char **argv)
 	unsigned long long start_epoch = 0, start_index = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:e:t:n:b:s:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'e':
@@ -128,10 +168,14 @@ int ts_cmd_bench(int argc, char **argv)
 				return TS_EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
-		default: usage(stderr); return TS_EXIT_USAGE;
+		default: return bad_option(c, argv, opts);
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind >= argc || optind < argc - 1) {
+		if (optind >= argc)
+			ts_cli_error("bench", "no FILE given");
+		else
+			ts_cli_error("bench", "unexpected argument '%s'", argv[optind + 1]);
 		usage(stderr);
 		return TS_EXIT_USAGE;
 	}

@@ -18,12 +18,53 @@
 #include "digest.h"
 #include "tsclient.h"
 
-
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tsrun consume SOCKET [--batch N] [--max-batches N]\n"
-		   "                     [--join now|next_epoch] [--drop-last] [--delay-ms N]\n");
+		   "                     [--join now|next_epoch] [--drop-last] [--delay-ms N]\n"
+		   "Connect to the tsrun serving SOCKET, read batches as a trainer would and\n"
+		   "print images/s and the digest of the samples read.\n"
+		   "  --batch N              samples per batch (default: the pipeline's batch(n))\n"
+		   "  --max-batches N        stop after N batches (default: the end of the stream)\n"
+		   "  --join now|next_epoch  start at the next batch (default) or the next epoch\n"
+		   "  --drop-last            drop each epoch's short last batch\n"
+		   "  --delay-ms N           sleep N ms after each batch, like a slow trainer\n");
+}
+
+/*
+ * getopt_long's own messages name the program "consume" (argv[0]); with
+ * opterr = 0 it stays quiet and this says what was wrong as
+ * "tsrun consume: ...", then the usage. c is getopt_long's '?' or ':'.
+ */
+static int bad_option(int c, char **argv, const struct option *opts)
+{
+	const char *arg = argv[optind - 1];
+	size_t len = strcspn(arg, "=");
+	int matches = 0;
+
+	if (c == ':') {
+		ts_cli_error("consume", "option '%s' needs a value", arg);
+	} else if (strncmp(arg, "--", 2) == 0) {
+		for (const struct option *o = opts; o->name; o++) {
+			if (strncmp(o->name, arg + 2, len - 2) != 0)
+				continue;
+			if (strlen(o->name) == len - 2) {
+				matches = 1; /* an exact name is never ambiguous */
+				break;
+			}
+			matches++;
+		}
+		if (matches > 1)
+			ts_cli_error("consume", "ambiguous option '%.*s'", (int)len, arg);
+		else if (matches == 1 && arg[len] == '=')
+			ts_cli_error("consume", "option '%.*s' takes no value", (int)len, arg);
+		else
+			ts_cli_error("consume", "unknown option '%s'", arg);
+	} else {
+		ts_cli_error("consume", "unknown option '-%c'", optopt);
+	}
+	usage(stderr);
+	return TS_EXIT_USAGE;
 }
 
 int ts_cmd_consume(int argc, char **argv)
@@ -42,7 +83,8 @@ int ts_cmd_consume(int argc, char **argv)
 	long batch = 0, max_batches = -1, delay_ms = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "b:n:J:dD:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":b:n:J:dD:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (!ts_cli_opt_long("consume", "--batch", optarg, 1, &batch))
@@ -68,10 +110,14 @@ int ts_cmd_consume(int argc, char **argv)
 				return TS_EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
-		default: usage(stderr); return TS_EXIT_USAGE;
+		default: return bad_option(c, argv, opts);
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind >= argc || optind < argc - 1) {
+		if (optind >= argc)
+			ts_cli_error("consume", "no SOCKET given");
+		else
+			ts_cli_error("consume", "unexpected argument '%s'", argv[optind + 1]);
 		usage(stderr);
 		return TS_EXIT_USAGE;
 	}

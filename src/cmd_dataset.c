@@ -47,16 +47,57 @@ static void show_progress(void *ctx, int done, int total)
 		fputc('\n', stderr);
 }
 
-/* Parse a non-negative integer option value; false when it is not one. */
-static bool parse_num(const char *s, uint64_t max, uint64_t *out)
+/* The numeric options and the ranges ts_dataset_make accepts. */
+static const struct num_opt {
+	const char *name;
+	uint64_t min, max;
+} num_opts[] = {
+	{ "--images", 1, 10000000 },
+	{ "--classes", 1, 1000 },
+	{ "--seed", 0, UINT64_MAX },
+	{ "--val", 0, 10000000 },
+	{ "--threads", 0, 4096 },
+};
+
+static const struct num_opt *find_num_opt(const char *name)
 {
+	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++)
+		if (!strcmp(num_opts[i].name, name))
+			return &num_opts[i];
+	return NULL;
+}
+
+/*
+ * An option's whole-number value in its range, into *out. On a bad one,
+ * say whether it is no number at all ("lots") or one out of range ("-5",
+ * "0") and return false: both are usage errors.
+ */
+static bool parse_num(const struct num_opt *o, const char *s, uint64_t *out)
+{
+	const char *digits = s && (*s == '-' || *s == '+') ? s + 1 : s;
 	char *end;
-	if (!s || !*s || *s == '-')
+	bool neg = s && *s == '-';
+
+	if (!digits || *digits < '0' || *digits > '9') {
+		ts_cli_error("make-dataset", "%s needs a number, got '%s'", o->name,
+			     s ? s : "nothing");
 		return false;
+	}
 	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
+	unsigned long long v = strtoull(digits, &end, 10);
+	if (*end) {
+		ts_cli_error("make-dataset", "%s needs a number, got '%s'", o->name, s);
 		return false;
+	}
+	if (errno || (neg && v) || v < o->min || v > o->max) {
+		if (o->min == 1)
+			ts_cli_error("make-dataset", "%s must be a positive number (at most %" PRIu64
+				     "), got '%s'", o->name, o->max, s);
+		else
+			ts_cli_error("make-dataset", "%s must be a number from 0 to %" PRIu64
+				     ", got '%s'", o->name, o->max, s);
+		return false;
+	}
 	*out = v;
 	return true;
 }
@@ -107,19 +148,14 @@ int ts_cmd_make_dataset(int argc, char **argv)
 			val = eq + 1;
 		else if (i + 1 < argc)
 			val = argv[++i];
-		uint64_t max = !strcmp(name, "--seed") ? UINT64_MAX : 10000000;
-		if (strcmp(name, "--images") && strcmp(name, "--classes") &&
-		    strcmp(name, "--seed") && strcmp(name, "--val") &&
-		    strcmp(name, "--threads")) {
+		const struct num_opt *no = find_num_opt(name);
+		if (!no) {
 			ts_cli_error("make-dataset", "unknown option '%s'", a);
 			fputs(usage, stderr);
 			return TS_EXIT_USAGE;
 		}
-		if (!parse_num(val, max, &v)) {
-			ts_cli_error("make-dataset", "%s needs a number, got '%s'", name,
-				     val ? val : "nothing");
+		if (!parse_num(no, val, &v))
 			return TS_EXIT_USAGE;
-		}
 		if (!strcmp(name, "--images"))
 			o.images = (int)v;
 		else if (!strcmp(name, "--classes"))
@@ -149,7 +185,9 @@ int ts_cmd_make_dataset(int argc, char **argv)
 		if (prog.last_pct >= 0 && prog.last_pct < 100)
 			fputc('\n', stderr);
 		ts_cli_error("make-dataset", "error: %s", err.msg[0] ? err.msg : ts_error_name(rc));
-		return TS_EXIT_INVALID;
+		/* options that do not fit together (--images below --classes)
+		 * are usage errors like any other bad option */
+		return rc == TS_E_ARG ? TS_EXIT_USAGE : TS_EXIT_INVALID;
 	}
 	const char *fmt = o.png ? "png" : "jpg";
 	if (res.reused) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "diag.h"
 
 #ifndef TS_VERSION
 #define TS_VERSION "unknown"
@@ -36,6 +37,19 @@ static const struct command *find(const char *name)
 		if (commands[i].fn && strcmp(commands[i].name, name) == 0)
 			return &commands[i];
 	return NULL;
+}
+
+/* The built-in command closest to a mistyped one ("chek": "check"), or
+ * NULL when none is close enough to be the one meant. */
+static const char *suggest(const char *word)
+{
+	const char *names[sizeof(commands) / sizeof(commands[0])];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].fn)
+			names[n++] = commands[i].name;
+	return ts_diag_suggest(word, names, n);
 }
 
 static void usage(FILE *f)
@@ -73,8 +87,17 @@ int main(int argc, char **argv)
 			printf("tsrun %s\n", TS_VERSION);
 			return TS_EXIT_OK;
 		}
-		if (strncmp(a, "--color=", 8) == 0 && ts_cli_set_color(a + 8))
-			continue;
+		if (strncmp(a, "--color=", 8) == 0) {
+			if (ts_cli_set_color(a + 8))
+				continue;
+			ts_cli_error(NULL, "invalid value '%s' for --color (use auto, always or never)",
+				     a + 8);
+			return TS_EXIT_USAGE;
+		}
+		if (strcmp(a, "--color") == 0) {
+			ts_cli_error(NULL, "--color needs a value: --color=auto, always or never");
+			return TS_EXIT_USAGE;
+		}
 		if (strcmp(a, "-") == 0)
 			break;
 		ts_cli_error(NULL, "unknown option '%s'", a);
@@ -101,6 +124,10 @@ int main(int argc, char **argv)
 		return cmd->fn(argc - i + 1, argv + i - 1);
 	}
 	ts_cli_error(NULL, "unknown command '%s'", argv[i]);
-	usage(stderr);
+	const char *hint = suggest(argv[i]);
+	if (hint)
+		fprintf(stderr, "hint: did you mean '%s'?\n", hint);
+	else
+		usage(stderr);
 	return TS_EXIT_USAGE;
 }

@@ -67,7 +67,7 @@ out=$("$TSRUN" --version); rc=$?
 expect 2 "^usage: tsrun" "$TSRUN"
 expect 2 "tsrun: unknown command 'frobnicate'" "$TSRUN" frobnicate
 expect 2 "tsrun: unknown option '--frob'" "$TSRUN" --frob
-expect 2 "tsrun: unknown option '--color=sometimes'" "$TSRUN" --color=sometimes check x.ts
+expect 2 "tsrun: invalid value 'sometimes' for --color (use auto, always or never)" "$TSRUN" --color=sometimes check x.ts
 expect 2 "usage: tsrun run" "$TSRUN" run
 expect 2 "usage: tsrun run" "$TSRUN" run a.ts b.ts
 expect 2 "tsrun run: --epochs wants" "$TSRUN" run x.ts --epochs -1

@@ -17,16 +17,30 @@ batches are copied from the pinned ring. Either way the loader waits for
 the GPU (``torch.cuda.synchronize``) before it hands the slots back at
 the next iteration.
 
-The library is found through the environment variable TSRUN_LIBTSCLIENT,
-else next to this package, else the system's libtsclient.so.0.
+libtsclient is found by itself, the first that loads of:
+
+1. the file named by the environment variable TSRUN_LIBTSCLIENT;
+2. libtsclient.so.0 next to this package;
+3. the dynamic loader's libtsclient.so.0 (an installed tsrun, or
+   LD_LIBRARY_PATH), or what ctypes.util.find_library("tsclient") finds;
+4. when this package is imported from a tsrun source tree
+   (src/python/tsrun), the newest build*/src/libtsclient.so* of that
+   tree, so a trainer runs straight after ``meson compile``.
+
+When none loads, ``load_library()`` (and so ``Loader``) raises
+``LibraryNotFound``, an ``OSError`` that says what to do.
 """
 
 import ctypes
+import ctypes.util
+import glob
 import math
+import operator
 import os
 import warnings
 
-__all__ = ["Loader", "TsrunError", "ProducerGone", "load_library"]
+__all__ = ["Loader", "TsrunError", "ProducerGone", "LibraryNotFound",
+           "load_library"]
 
 _E_REFUSED = -5007
 _E_PRODUCER = -5008
@@ -44,6 +58,11 @@ class TsrunError(RuntimeError):
 
 class ProducerGone(TsrunError):
     """The producer died, stopped or failed before the end of the stream."""
+
+
+class LibraryNotFound(OSError):
+    """libtsclient could not be found or loaded; the message says where it
+    looked and how to fix it (build tsrun, or set TSRUN_LIBTSCLIENT)."""
 
 
 class _Loc(ctypes.Structure):
@@ -106,30 +125,122 @@ class _CudaView:
 
 _lib = None
 
+_FIX = ("build tsrun (meson setup build && meson compile -C build) or set "
+        "TSRUN_LIBTSCLIENT=/path/to/libtsclient.so.0")
+
+# Libraries built with a sanitizer need its runtime loaded first: a plain
+# dlopen of an AddressSanitizer build ends the process, so such a file is
+# skipped unless the runtime is already in (an LD_PRELOAD).
+_SANITIZERS = ((b"__asan_init", "AddressSanitizer"),
+               (b"__tsan_init", "ThreadSanitizer"),
+               (b"__msan_init", "MemorySanitizer"))
+
+
+def _sanitizer_missing(path):
+    """The sanitizer that path needs and this process lacks, or None."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None  # CDLL says why
+    here = ctypes.CDLL(None)
+    for sym, name in _SANITIZERS:
+        if sym in data and not hasattr(here, sym.decode()):
+            return name
+    return None
+
+
+def _source_tree_builds(here):
+    """When this package is <root>/src/python/tsrun of a tsrun source
+    tree: the libtsclient files of <root>/build*/src, newest first (one
+    per library, not one per symlink); None when it is not one."""
+    python = os.path.dirname(here)
+    src = os.path.dirname(python)
+    root = os.path.dirname(src)
+    if (os.path.basename(python) != "python" or os.path.basename(src) != "src"
+            or not os.path.isfile(os.path.join(root, "meson.build"))):
+        return None
+    seen, found = set(), []
+    for path in glob.glob(os.path.join(glob.escape(root), "build*", "src",
+                                       "libtsclient.so*")):
+        real = os.path.realpath(path)
+        if real in seen or not os.path.isfile(real):
+            continue  # a symlink to one already listed, the .p folder
+        seen.add(real)
+        try:
+            found.append((os.stat(real).st_mtime, path))
+        except OSError:
+            continue
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def _find_library():
+    """Load libtsclient from the first place that has one (see the module
+    docstring), or raise LibraryNotFound naming what was tried."""
+    env = os.environ.get("TSRUN_LIBTSCLIENT")
+    if env:
+        # An explicit choice: never silently replaced by another library.
+        bad = _sanitizer_missing(env)
+        if bad:
+            raise LibraryNotFound(
+                "cannot load libtsclient: TSRUN_LIBTSCLIENT=%s is built with %s, "
+                "whose runtime this process lacks (preload it with LD_PRELOAD, or "
+                "use a build without sanitizers)" % (env, bad))
+        try:
+            return ctypes.CDLL(env)
+        except OSError as e:
+            raise LibraryNotFound("cannot load libtsclient: TSRUN_LIBTSCLIENT=%s: %s; "
+                                  "point it at a built libtsclient.so.0, or unset it "
+                                  "to search the usual places" % (env, e)) from None
+    here = os.path.dirname(os.path.abspath(__file__))
+    tried = []
+
+    def attempt(path, is_file):
+        if is_file:
+            if not os.path.exists(path):
+                return None
+            bad = _sanitizer_missing(path)
+            if bad:
+                tried.append("%s (built with %s)" % (path, bad))
+                return None
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(str(e) if is_file else "%s: not on the loader path" % path)
+            return None
+
+    for path in (os.path.join(here, "libtsclient.so.0"),
+                 os.path.join(here, "libtsclient.so")):
+        lib = attempt(path, True)
+        if lib is not None:
+            return lib
+    lib = attempt("libtsclient.so.0", False)
+    if lib is not None:
+        return lib
+    name = ctypes.util.find_library("tsclient")
+    if name and name != "libtsclient.so.0":
+        lib = attempt(name, False)
+        if lib is not None:
+            return lib
+    builds = _source_tree_builds(here)
+    for path in builds or ():
+        lib = attempt(path, True)
+        if lib is not None:
+            return lib
+    if builds == []:
+        tried.append("no build*/src/libtsclient.so* in the source tree")
+    raise LibraryNotFound("cannot find libtsclient, the tsrun client library: %s "
+                          "(tried: %s)" % (_FIX, "; ".join(tried)))
+
 
 def load_library():
-    """Load libtsclient once (TSRUN_LIBTSCLIENT, next to the package, the
-    system) and declare its functions."""
+    """Find and load libtsclient once (see the module docstring for where
+    it looks) and declare its functions. Raises LibraryNotFound (an
+    OSError) when there is none to load."""
     global _lib
     if _lib is not None:
         return _lib
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get("TSRUN_LIBTSCLIENT"),
-                  os.path.join(here, "libtsclient.so.0"),
-                  os.path.join(here, "libtsclient.so"),
-                  "libtsclient.so.0"]
-    errors = []
-    for path in candidates:
-        if not path:
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-            break
-        except OSError as e:
-            errors.append(str(e))
-    else:
-        raise OSError("cannot load libtsclient (set TSRUN_LIBTSCLIENT): "
-                      + "; ".join(errors))
+    lib = _find_library()
     lib.ts_client_opts_init.argtypes = [ctypes.POINTER(_Opts)]
     lib.ts_client_opts_init.restype = None
     lib.ts_client_connect.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Opts),
@@ -182,11 +293,29 @@ class _Pinned(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
+def _batch_size(value):
+    """A Loader's batch_size as the uint32 libtsclient takes, checked here:
+    ctypes would wrap -1 into 4294967295 and 2**32 into 0 without a word."""
+    what = ("batch_size must be a positive integer (or 0 for the pipeline's "
+            "batch(n)), got %r" % (value,))
+    if isinstance(value, bool):
+        raise TypeError(what)
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(what) from None
+    if n < 0 or n > 0xFFFFFFFF:
+        raise ValueError(what)
+    return n
+
+
 class Loader:
     """Batches from a tsrun producer, as (images, labels) torch tensors.
 
     socket      the producer's Unix socket path
-    batch_size  samples per batch; 0 = the pipeline's batch(n)
+    batch_size  samples per batch, a positive integer; 0 = the pipeline's
+                batch(n) (ValueError for a negative one, TypeError for
+                one that is not an integer)
     join        "now" (start at the producer's head, at the next batch
                 boundary of the epoch) or "next_epoch"
                 (start at a whole epoch)
@@ -208,6 +337,9 @@ class Loader:
 
     Images are read-only views of shared memory, valid until the next
     iteration; ``loader.epoch`` is the epoch of the last batch.
+    Raises LibraryNotFound when libtsclient cannot be loaded (see the
+    module docstring), TsrunError when the producer refuses or cannot be
+    reached.
     """
 
     def __init__(self, socket, batch_size=0, join="now", drop_last=False,
@@ -215,10 +347,11 @@ class Loader:
         import torch  # noqa: F401 (fail early when torch is missing)
         if join not in ("now", "next_epoch"):
             raise ValueError("join must be 'now' or 'next_epoch'")
+        batch_size = _batch_size(batch_size)
         self._lib = load_library()
         opts = _Opts()
         self._lib.ts_client_opts_init(ctypes.byref(opts))
-        opts.batch_size = int(batch_size)
+        opts.batch_size = batch_size
         opts.join = 1 if join == "next_epoch" else 0
         opts.drop_last = 1 if drop_last else 0
         if timeout is not None:
