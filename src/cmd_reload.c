@@ -90,6 +90,11 @@ int ts_cmd_reload(int argc, char **argv)
 		return TS_EXIT_OK;
 	}
 	if (argc != 3) {
+		if (argc < 3)
+			ts_cli_error("reload", "%s", argc < 2 ? "no SOCKET and FILE given"
+							  : "no FILE given");
+		else
+			ts_cli_error("reload", "unexpected argument '%s'", argv[3]);
 		fprintf(stderr, "usage: tsrun reload SOCKET FILE\n");
 		return TS_EXIT_USAGE;
 	}

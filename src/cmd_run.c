@@ -223,6 +223,10 @@ int ts_cmd_run(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
+		if (optind >= argc)
+			ts_cli_error("run", "no FILE given");
+		else
+			ts_cli_error("run", "unexpected argument '%s'", argv[optind + 1]);
 		usage(stderr);
 		return TS_EXIT_USAGE;
 	}

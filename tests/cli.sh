@@ -69,7 +69,11 @@ expect 2 "tsrun: unknown command 'frobnicate'" "$TSRUN" frobnicate
 expect 2 "tsrun: unknown option '--frob'" "$TSRUN" --frob
 expect 2 "tsrun: invalid value 'sometimes' for --color (use auto, always or never)" "$TSRUN" --color=sometimes check x.ts
 expect 2 "usage: tsrun run" "$TSRUN" run
+expect 2 "tsrun run: no FILE given" "$TSRUN" run
 expect 2 "usage: tsrun run" "$TSRUN" run a.ts b.ts
+expect 2 "tsrun run: unexpected argument 'b.ts'" "$TSRUN" run a.ts b.ts
+expect 2 "tsrun reload: no FILE given" "$TSRUN" reload s.sock
+expect 2 "tsrun reload: unexpected argument 'c'" "$TSRUN" reload a b c
 expect 2 "tsrun run: --epochs wants" "$TSRUN" run x.ts --epochs -1
 expect 2 "tsrun run: --threads wants" "$TSRUN" run x.ts --threads 0
 expect 2 "tsrun run: --start wants" "$TSRUN" run x.ts --start 3
