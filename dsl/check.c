@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/un.h>
 
 #include "lower.h"
 #include "registry.h"
@@ -20,7 +21,6 @@
 
 #define MAX_PARAMS 8
 #define MAX_LET_DEPTH 16
-#define VARIABLE_NAME_MAX 64
 
 /* One argument after let resolution and conversion to its param type. */
 struct val {
@@ -37,6 +37,7 @@ struct val {
 	size_t n_items;
 	bool is_auto;          /* THREADS */
 	bool samples;          /* COUNT: unit is samples, not batches */
+	bool bad;              /* reported (invalid or missing): a stand-in */
 };
 
 struct ctx {
@@ -47,6 +48,11 @@ struct ctx {
 
 static void err(struct ctx *c, struct ts_loc loc, const char *hint,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static const char *plural(int n)
+{
+	return n == 1 ? "" : "s";
+}
 
 /* Every error goes through here so that running out of memory while
  * reporting is remembered rather than lost. */
@@ -169,52 +175,58 @@ static void fmt_num(double x, char *buf, size_t n)
  * uint64_t soon after); every parameter's bounds lie far below it. */
 #define TS_CHECK_NUM_LIMIT 9223372036854775808.0 /* 2^63 */
 
-/* Range check of one number against p's bounds; reports and returns -1.
- * Callers convert x to an integer type only after this passed, so a value
- * too large (or not finite) for any conversion is refused first, as
- * "value out of range", before anything converts it. */
-static int check_bounds(struct ctx *c, const char *what,
-			const struct ts_param *p, double x, struct ts_loc loc)
+/* "must be between 1 and 65535", "must be at least 1": p's allowed range,
+ * or "" when it has none. */
+static void range_phrase(const struct ts_param *p, char *buf, size_t n)
 {
-	char a[32], b[32], got[32];
+	char a[32], b[32];
+
 	fmt_num(p->min, a, sizeof(a));
 	fmt_num(p->max, b, sizeof(b));
 	if (p->type == TS_PT_SIZE) {
 		ts_plan_format_size((uint64_t)p->min, a, sizeof(a));
 		ts_plan_format_size((uint64_t)p->max, b, sizeof(b));
 	}
-	if (!isfinite(x) || fabs(x) >= TS_CHECK_NUM_LIMIT) {
-		char hint[96];
-		if (p->has_min && p->has_max)
-			snprintf(hint, sizeof(hint), "%s '%s' must be between %s and %s",
-				 what, p->name, a, b);
-		else if (p->has_min)
-			snprintf(hint, sizeof(hint), "%s '%s' must be at least %s",
-				 what, p->name, a);
-		else if (p->has_max)
-			snprintf(hint, sizeof(hint), "%s '%s' must be at most %s",
-				 what, p->name, b);
-		else
-			hint[0] = '\0';
-		err(c, loc, hint, "%s '%s': value out of range", what, p->name);
-		return -1;
-	}
-	fmt_num(x, got, sizeof(got));
-	if (p->type == TS_PT_SIZE && x >= 0)
+	if (p->has_min && p->has_max)
+		snprintf(buf, n, "must be between %s and %s", a, b);
+	else if (p->has_min)
+		snprintf(buf, n, "must be at least %s", a);
+	else if (p->has_max)
+		snprintf(buf, n, "must be at most %s", b);
+	else
+		buf[0] = '\0';
+}
+
+/* Range check of one number against p's bounds; reports and returns -1.
+ * text is the number as written (NULL: format x). Callers convert x to
+ * an integer type only after this passed, so a value too large (or not
+ * finite) for any conversion is refused first, naming the allowed range,
+ * before anything converts it. */
+static int check_bounds(struct ctx *c, const char *what,
+			const struct ts_param *p, double x, struct ts_loc loc,
+			const char *text)
+{
+	char range[96], got[64];
+	bool huge = !isfinite(x) || fabs(x) >= TS_CHECK_NUM_LIMIT;
+
+	if (!huge && !(p->has_min && x < p->min) && !(p->has_max && x > p->max))
+		return 0;
+	range_phrase(p, range, sizeof(range));
+	if (text && *text && (huge || x < 0))
+		snprintf(got, sizeof(got), "%s", text);
+	else if (p->type == TS_PT_SIZE && x >= 0)
 		ts_plan_format_size((uint64_t)x, got, sizeof(got));
-	if ((p->has_min && x < p->min) || (p->has_max && x > p->max)) {
-		if (p->has_min && p->has_max)
-			err(c, loc, NULL, "%s '%s' must be between %s and %s, got %s",
-			    what, p->name, a, b, got);
-		else if (p->has_min)
-			err(c, loc, NULL, "%s '%s' must be at least %s, got %s",
-			    what, p->name, a, got);
-		else
-			err(c, loc, NULL, "%s '%s' must be at most %s, got %s",
-			    what, p->name, b, got);
-		return -1;
-	}
-	return 0;
+	else
+		fmt_num(x, got, sizeof(got));
+	if (x < 0 && p->has_min && p->min == 0)
+		err(c, loc, NULL, "%s '%s' must not be negative, got %s", what,
+		    p->name, got);
+	else if (range[0])
+		err(c, loc, NULL, "%s '%s' %s, got %s", what, p->name, range, got);
+	else
+		err(c, loc, NULL, "%s '%s': value %s out of range", what,
+		    p->name, got);
+	return -1;
 }
 
 static bool plain_num(const struct ts_ast_value *v)
@@ -254,7 +266,7 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 			return -1;
 		}
 		out->num = v->num;
-		return check_bounds(c, what, p, v->num, loc);
+		return check_bounds(c, what, p, v->num, loc, v->text);
 	case TS_PT_BOOL:
 		if (v->kind != TS_AST_BOOL)
 			goto type;
@@ -298,7 +310,7 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 		if (plain_num(v)) {
 			out->nums[0] = (float)v->num;
 			out->n_nums = 1;
-			return check_bounds(c, what, p, v->num, loc);
+			return check_bounds(c, what, p, v->num, loc, v->text);
 		}
 		if (v->kind != TS_AST_LIST)
 			goto type;
@@ -318,7 +330,7 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 				    x ? got_desc(x, got, sizeof(got)) : "a cycle");
 				return -1;
 			}
-			if (check_bounds(c, what, p, x->num, it->loc) < 0)
+			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
 				rc = -1;
 			if (out->n_nums < 4)
 				out->nums[out->n_nums++] = (float)x->num;
@@ -353,8 +365,8 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 		hi = resolve(c, v->hi);
 		if (!plain_num(lo) || !plain_num(hi))
 			goto type;
-		if (check_bounds(c, what, p, lo->num, v->lo->loc) < 0 ||
-		    check_bounds(c, what, p, hi->num, v->hi->loc) < 0)
+		if (check_bounds(c, what, p, lo->num, v->lo->loc, lo->text) < 0 ||
+		    check_bounds(c, what, p, hi->num, v->hi->loc, hi->text) < 0)
 			return -1;
 		if (lo->num > hi->num) {
 			err(c, loc, "write the smaller end first",
@@ -381,10 +393,10 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 			return -1;
 		}
 		out->num = floor(v->num);
-		return check_bounds(c, what, p, out->num, loc);
+		return check_bounds(c, what, p, out->num, loc, v->text);
 	case TS_PT_SIZE_PAIR:
 		if (plain_int(v)) {
-			if (check_bounds(c, what, p, v->num, loc) < 0)
+			if (check_bounds(c, what, p, v->num, loc, v->text) < 0)
 				return -1;
 			out->h = out->w = (int)v->num;
 			return 0;
@@ -394,8 +406,8 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 			const struct ts_ast_value *b = resolve(c, v->items->next);
 			if (!plain_int(a) || !plain_int(b))
 				goto type;
-			if (check_bounds(c, what, p, a->num, v->items->loc) < 0 ||
-			    check_bounds(c, what, p, b->num, v->items->next->loc) < 0)
+			if (check_bounds(c, what, p, a->num, v->items->loc, a->text) < 0 ||
+			    check_bounds(c, what, p, b->num, v->items->next->loc, b->text) < 0)
 				return -1;
 			out->h = (int)a->num;
 			out->w = (int)b->num;
@@ -423,7 +435,7 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 		}
 		out->samples = v->unit[0] == 's';
 		out->num = v->num;
-		return check_bounds(c, what, p, v->num, loc);
+		return check_bounds(c, what, p, v->num, loc, v->text);
 	case TS_PT_THREADS:
 		if (v->kind == TS_AST_WORD && strcmp(v->str, "auto") == 0) {
 			out->is_auto = true;
@@ -433,7 +445,7 @@ static int convert(struct ctx *c, const char *what, const struct ts_param *p,
 		if (!plain_int(v))
 			goto type;
 		out->num = v->num;
-		return check_bounds(c, what, p, v->num, loc);
+		return check_bounds(c, what, p, v->num, loc, v->text);
 	}
 type:
 	type_error(c, what, p, v, loc);
@@ -558,6 +570,7 @@ static int bind_args(struct ctx *c, const struct ts_opdef *def,
 			vals[idx] = (struct val){0};
 			defaults(p, 1, &vals[idx]);
 			vals[idx].given = true;
+			vals[idx].bad = true;
 			vals[idx].loc = a->loc;
 			if (p->type == TS_PT_NUMLIST)
 				vals[idx].n_nums = -1; /* unknown: skip count check */
@@ -580,6 +593,7 @@ static int bind_args(struct ctx *c, const struct ts_opdef *def,
 			rc = -1;
 			/* a harmless stand-in keeps the rules going */
 			vals[i].given = true;
+			vals[i].bad = true;
 			vals[i].h = vals[i].w = 1;
 			vals[i].num = p->has_min ? p->min : 1;
 			vals[i].n_nums = -1;
@@ -626,11 +640,40 @@ static int op_size(struct ctx *c, const struct ts_opdef *def, struct val *vals,
 	return 0;
 }
 
-/* Fill a ts_op from the bound arguments of a transform. Returns -1 after
- * reporting a cross-parameter problem (the op is still usable). */
+/* normalize(mean, std) or device(mean =, std =) with lists of different
+ * lengths: one error that gives both counts and, when the image is
+ * decoded here, its channels, at the list that is wrong (the std list
+ * when neither matches the channels). */
+static void mean_std_counts(struct ctx *c, const char *who,
+			    const struct val *mean, const struct val *std,
+			    const struct ts_shape *in)
+{
+	const struct val *at = std;
+	char hint[192];
+
+	if (in->encoded) {
+		err(c, at->loc, "give one mean and one std per channel",
+		    "%s has %d mean value%s but %d std value%s", who,
+		    mean->n_nums, plural(mean->n_nums), std->n_nums,
+		    plural(std->n_nums));
+		return;
+	}
+	if (std->n_nums == in->c)
+		at = mean;
+	snprintf(hint, sizeof(hint), "give %d value%s to both mean and std",
+		 in->c, plural(in->c));
+	err(c, at->loc, hint,
+	    "%s has %d mean value%s and %d std value%s, but the image has %d channel%s",
+	    who, mean->n_nums, plural(mean->n_nums), std->n_nums,
+	    plural(std->n_nums), in->c, plural(in->c));
+}
+
+/* Fill a ts_op from the bound arguments of a transform; in is the shape
+ * before it. Returns -1 after reporting a cross-parameter problem (the op
+ * is still usable). */
 static int build_op(struct ctx *c, const struct ts_opdef *def,
 		    struct val *vals, const struct ts_ast_call *call,
-		    struct ts_op *op)
+		    const struct ts_shape *in, struct ts_op *op)
 {
 	int rc = 0;
 
@@ -708,11 +751,9 @@ static int build_op(struct ctx *c, const struct ts_opdef *def,
 			break;
 		}
 		if (mean->n_nums != std->n_nums) {
-			err(c, std->loc, "give one mean and one std per channel",
-			    "normalize has %d mean value%s but %d std value%s",
-			    mean->n_nums, mean->n_nums == 1 ? "" : "s",
-			    std->n_nums, std->n_nums == 1 ? "" : "s");
-			rc = -1;
+			mean_std_counts(c, "normalize", mean, std, in);
+			op->n_mean = -1; /* reported: no channel check */
+			return -1;
 		}
 		op->n_mean = mean->n_nums;
 		for (int i = 0; i < 4; i++) {
@@ -741,6 +782,17 @@ static int build_op(struct ctx *c, const struct ts_opdef *def,
 		break;
 	}
 	return rc;
+}
+
+/* Whether the op's image size (size, or its positional width) was
+ * reported as invalid or missing. */
+static bool bad_size(const struct ts_opdef *def, const struct val *vals)
+{
+	for (size_t i = 0; i < def->n_params; i++)
+		if (vals[i].bad && (strcmp(def->params[i].name, "size") == 0 ||
+				    strcmp(def->params[i].name, "width") == 0))
+			return true;
+	return false;
 }
 
 static bool is_pixel_op(enum ts_op_kind k)
@@ -847,7 +899,10 @@ static int fill_source(struct ctx *c, const struct ts_opdef *def,
 					    .dtype = src->depth == 16 ? TS_DTYPE_U16
 								     : TS_DTYPE_U8 };
 	}
-	if (src->kind != TS_SRC_SYNTHETIC && !src->path)
+	/* A missing or mistyped path was reported already (bind_args left
+	 * it NULL); only a failed copy of a given one is out of memory. */
+	if (src->kind != TS_SRC_SYNTHETIC && !src->path &&
+	    V(def, vals, src->kind == TS_SRC_TAR ? "pattern" : "path")->str)
 		return TS_E_NOMEM;
 	(void)call;
 	return 0;
@@ -892,10 +947,7 @@ static void check_device(struct ctx *c, const struct ts_opdef *def,
 		    "device normalizes only with both mean and std");
 	} else if (mean->given && mean->n_nums >= 0 && std->n_nums >= 0) {
 		if (mean->n_nums != std->n_nums)
-			err(c, std->loc, "give one mean and one std per channel",
-			    "device has %d mean value%s but %d std value%s",
-			    mean->n_nums, mean->n_nums == 1 ? "" : "s",
-			    std->n_nums, std->n_nums == 1 ? "" : "s");
+			mean_std_counts(c, "device", mean, std, shape);
 		else if (!shape->encoded && mean->n_nums != shape->c)
 			err(c, mean->loc, NULL,
 			    "device has %d mean and std value%s, but the image has %d channel%s",
@@ -1074,7 +1126,7 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 	struct ts_op *ops = NULL;
 	size_t n_ops = 0;
 	bool have_source = false, past_modifiers = false, shuffled = false,
-	     sharded = false, assumed_decode = false;
+	     sharded = false, assumed_decode = false, size_unknown = false;
 	const struct ts_ast_call *batch_call = NULL, *device_call = NULL;
 	int index = 0, rc = 0, late_h = 0, late_w = 0;
 	const char *names[32];
@@ -1176,7 +1228,7 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 			past_modifiers = true;
 			plan->batch = (int)V(def, vals, "n")->num;
 			batch_call = call;
-			if (!shape.encoded && (!shape.h || !shape.w)) {
+			if (!shape.encoded && (!shape.h || !shape.w) && !size_unknown) {
 				err(c, call->loc,
 				    "add center_crop, resize([h, w]) or random_resized_crop before batch",
 				    "'batch' needs a fixed image size, but the size varies here");
@@ -1210,7 +1262,7 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 			if (def->op_kind != TS_OP_DECODE)
 				shape = (struct ts_shape){ .c = 3 };
 		}
-		build_op(c, def, vals, call, &op); /* reports its own errors */
+		build_op(c, def, vals, call, &shape, &op); /* reports its own errors */
 		op.index = index;
 		if (def->op_kind == TS_OP_DECODE && assumed_decode) {
 			/* The missing decode was reported; this late one
@@ -1244,6 +1296,14 @@ static int check_pipeline(struct ctx *c, const struct ts_ast_stmt *st,
 			err(c, call->name_loc, "move normalize before to",
 			    "'normalize' must come before a conversion to %s",
 			    ts_dtype_name(shape.dtype));
+		}
+		if (bad_size(def, vals)) {
+			/* An invalid size was reported: the op keeps the size
+			 * it gets, so that nothing after it reports again. */
+			op.size_h = shape.h;
+			op.size_w = shape.w;
+			if (!shape.h || !shape.w)
+				size_unknown = *size_reported = true;
 		}
 		if (op.kind == TS_OP_NORMALIZE && op.n_mean < 0) {
 			out = shape;
@@ -1331,6 +1391,33 @@ static int set_str(char **dst, const char *s)
 	return 0;
 }
 
+/* Longest Unix socket path, without its NUL: what sun_path holds. */
+#define SOCKET_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+/* socket and group: empty is never meant, and a socket path must fit a
+ * socket address (bind would fail at run time). Reports and returns -1. */
+static int check_path_setting(struct ctx *c, const char *name, const char *s,
+			      struct ts_loc loc)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	if (len == 0) {
+		err(c, loc,
+		    strcmp(name, "socket") == 0
+			    ? "name the socket file, e.g. \"/tmp/tsrun-train.sock\", or drop the setting for the default"
+			    : "name a group, or drop the setting to allow the owner only",
+		    "setting '%s' is empty", name);
+		return -1;
+	}
+	if (strcmp(name, "socket") == 0 && len > SOCKET_PATH_MAX) {
+		err(c, loc, "use a shorter path, e.g. in /tmp or $XDG_RUNTIME_DIR",
+		    "setting 'socket' is %zu bytes long; a Unix socket path holds at most %zu",
+		    len, SOCKET_PATH_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 static void plan_serve_defaults(struct ts_plan *plan)
 {
 	plan->epochs = 1;
@@ -1380,7 +1467,10 @@ static int apply_serve(struct ctx *c, const struct ts_ast_stmt *st,
 			err(c, s->loc, NULL, "setting '%s' given twice", p->name);
 			continue;
 		}
-		if (convert(c, "setting", p, s->value, &vals[idx]) < 0) {
+		if (convert(c, "setting", p, s->value, &vals[idx]) < 0 ||
+		    (p->type == TS_PT_STRING &&
+		     check_path_setting(c, p->name, vals[idx].str,
+					s->value->loc) < 0)) {
 			vals[idx] = (struct val){0};
 			continue;
 		}
@@ -1417,6 +1507,15 @@ static int apply_serve(struct ctx *c, const struct ts_ast_stmt *st,
 			plan->queue_depth = (int)v->num;
 		}
 	}
+	if (strlen(plan->socket) > SOCKET_PATH_MAX) {
+		char hint[192];
+		snprintf(hint, sizeof(hint),
+			 "set socket = \"...\" to a path of at most %zu bytes",
+			 SOCKET_PATH_MAX);
+		err(c, st->name_loc, hint,
+		    "the default socket path for '%s' is %zu bytes long; a Unix socket path holds at most %zu",
+		    st->name, strlen(plan->socket), SOCKET_PATH_MAX);
+	}
 	if (plan->ring_samples < plan->batch) {
 		struct ts_loc l = st->name_loc;
 		for (const struct ts_ast_setting *s = st->settings; s; s = s->next)
@@ -1433,21 +1532,82 @@ static int new_plan(const struct ts_ast_stmt *st, const char *file,
 		    const char *base_dir, struct ts_plan **out)
 {
 	struct ts_plan *plan = calloc(1, sizeof(*plan));
-	char sock[VARIABLE_NAME_MAX + 256];
 
 	if (!plan)
 		return TS_E_NOMEM;
 	plan->name = ts_strdup(st->name ? st->name : "");
 	plan->file = ts_strdup(file ? file : "<string>");
 	plan->source.base_dir = ts_strdup(base_dir ? base_dir : ".");
-	snprintf(sock, sizeof(sock), "/tmp/tsrun-%s.sock", st->name ? st->name : "");
-	plan->socket = ts_strdup(sock);
+	if (asprintf(&plan->socket, "/tmp/tsrun-%s.sock", st->name ? st->name : "") < 0)
+		plan->socket = NULL;
 	if (!plan->name || !plan->file || !plan->source.base_dir || !plan->socket) {
 		ts_plan_destroy(plan);
 		return TS_E_NOMEM;
 	}
 	*out = plan;
 	return 0;
+}
+
+/* The hint of a plan over its budget: name the term that dominates and
+ * the setting that shrinks it (ring: ring, scratch: threads, io:
+ * queue_depth) with the largest value that fits when the other terms stay
+ * as they are, and the memory that would fit the plan as it is. */
+static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
+{
+	uint64_t budget = plan->memory_budget;
+	uint64_t ring = plan->mem_ring, scratch = plan->mem_scratch,
+		 io = plan->mem_io;
+	uint64_t mib = 1024 * 1024;
+	char raise[64];
+
+	snprintf(raise, sizeof(raise), "raise memory to %llu MiB",
+		 (unsigned long long)((plan->mem_total + mib - 1) / mib));
+	if (ring >= scratch && ring >= io) {
+		uint64_t room = budget > scratch + io ? budget - scratch - io : 0;
+		int64_t fit = ts_plan_ring_fit(plan, room);
+		int batch = plan->batch > 0 ? plan->batch : 1;
+
+		if (fit >= batch && fit < plan->ring_samples && batch > 1)
+			snprintf(hint, n, "the ring dominates: use a smaller ring "
+				 "(ring = %lld batches fits) or %s",
+				 (long long)(fit / batch), raise);
+		else if (fit >= batch && fit < plan->ring_samples)
+			snprintf(hint, n, "the ring dominates: use a smaller ring "
+				 "(ring = %lld samples fits) or %s",
+				 (long long)fit, raise);
+		else
+			snprintf(hint, n, "the ring dominates, but even a ring of "
+				 "one batch does not fit: %s", raise);
+	} else if (scratch >= io) {
+		int threads = plan->mem_threads > 0 ? plan->mem_threads : 1;
+		uint64_t per = scratch / (uint64_t)threads;
+		uint64_t room = budget > ring + io ? budget - ring - io : 0;
+		uint64_t fit = per ? room / per : 0;
+
+		if (fit >= 1 && fit < (uint64_t)threads)
+			snprintf(hint, n, "scratch dominates: use fewer threads "
+				 "(threads = %llu fits) or %s",
+				 (unsigned long long)fit, raise);
+		else if (threads > 1)
+			snprintf(hint, n, "scratch dominates, but even threads = 1 "
+				 "does not fit: %s", raise);
+		else
+			snprintf(hint, n, "scratch dominates and threads is "
+				 "already 1: %s", raise);
+	} else {
+		int depth = plan->queue_depth > 0 ? plan->queue_depth : 1;
+		uint64_t per = io / (uint64_t)depth;
+		uint64_t room = budget > ring + scratch ? budget - ring - scratch : 0;
+		uint64_t fit = per ? room / per : 0;
+
+		if (fit >= 1 && fit < (uint64_t)depth)
+			snprintf(hint, n, "io dominates: lower queue_depth "
+				 "(queue_depth = %llu fits) or %s",
+				 (unsigned long long)fit, raise);
+		else
+			snprintf(hint, n, "io dominates, but even queue_depth = 1 "
+				 "does not fit: %s", raise);
+	}
 }
 
 /* Budget: refuse a plan that needs more than its serve block allows, with
@@ -1467,18 +1627,47 @@ static void check_budget(struct ctx *c, const struct ts_plan *plan,
 	ts_plan_format_size(plan->mem_scratch, scratch, sizeof(scratch));
 	ts_plan_format_size(plan->mem_io, io, sizeof(io));
 	ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
-	if (plan->mem_ring >= plan->mem_scratch)
-		snprintf(hint, sizeof(hint),
-			 "use a smaller ring (e.g. ring = %lld samples) or raise memory",
-			 (long long)(plan->ring_samples / 2 > plan->batch
-					     ? plan->ring_samples / 2 : plan->batch));
-	else
-		snprintf(hint, sizeof(hint),
-			 "use fewer threads (threads = %d) or raise memory",
-			 plan->mem_threads > 1 ? plan->mem_threads / 2 : 1);
+	budget_hint(plan, hint, sizeof(hint));
 	err(c, loc, hint,
 	    "plan needs %s: ring %s (%lld samples x %s), scratch %s, io %s; budget is %s",
 	    total, ring, (long long)plan->ring_samples, slot, scratch, io, budget);
+}
+
+/* plan->n_served and served_names: the pipelines the program serves, in
+ * order, each once ("train, val"). Returns 0 or TS_E_NOMEM. */
+static int list_served(const struct ts_ast_program *prog, struct ts_plan *plan)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int n = 0;
+
+	if (!f)
+		return TS_E_NOMEM;
+	for (const struct ts_ast_stmt *s = prog->stmts; s; s = s->next) {
+		const struct ts_ast_stmt *t = prog->stmts;
+
+		if (s->kind != TS_AST_SERVE || !s->name)
+			continue;
+		while (t != s && !(t->kind == TS_AST_SERVE && t->name &&
+				   strcmp(t->name, s->name) == 0))
+			t = t->next;
+		if (t != s)
+			continue; /* served twice: reported */
+		fprintf(f, "%s%s", n++ ? ", " : "", s->name);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return TS_E_NOMEM;
+	}
+	if (n == 0) {
+		free(buf);
+		buf = NULL;
+	}
+	free(plan->served_names);
+	plan->served_names = buf;
+	plan->n_served = n;
+	return 0;
 }
 
 /* Stable insertion sort of diagnostics [from, n) by position, so errors
@@ -1655,6 +1844,9 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 		goto out;
 	}
 	sort_diags(d, first);
+	if (d->n_errors == errors_before && result &&
+	    (rc = list_served(prog, result)) < 0)
+		goto out;
 	if (d->n_errors > errors_before || !result) {
 		rc = TS_E_CHECK;
 		goto out;

@@ -2,6 +2,8 @@
 #include "diag.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,10 @@ static const char *find_line(const struct ts_diags *d, int line, size_t *len)
 
 	if (!p || line < 1)
 		return NULL;
+	/* A byte-order mark is not part of the first line (the parser skips
+	 * it too, so columns start after it). */
+	if (d->src_len >= 3 && memcmp(p, TS_DIAG_BOM, 3) == 0)
+		p += 3;
 	for (int l = 1; l < line; l++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 
@@ -85,19 +91,112 @@ static const char *find_line(const struct ts_diags *d, int line, size_t *len)
 	return p;
 }
 
+TS_EXPORT size_t ts_diag_utf8_next(const char *s, size_t n, long *cp)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len;
+	long c, min;
+
+	if (u[0] < 0x80) {
+		*cp = u[0];
+		return 1;
+	}
+	if (u[0] >= 0xc2 && u[0] <= 0xdf) {
+		len = 2, c = u[0] & 0x1f, min = 0x80;
+	} else if (u[0] >= 0xe0 && u[0] <= 0xef) {
+		len = 3, c = u[0] & 0x0f, min = 0x800;
+	} else if (u[0] >= 0xf0 && u[0] <= 0xf4) {
+		len = 4, c = u[0] & 0x07, min = 0x10000;
+	} else {
+		goto bad;
+	}
+	if (n < len)
+		goto bad;
+	for (size_t i = 1; i < len; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			goto bad;
+		c = (c << 6) | (u[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		goto bad;
+	*cp = c;
+	return len;
+bad:
+	*cp = -1;
+	return 1;
+}
+
+/* Terminal columns of code point c in the caret line: 2 for East Asian
+ * wide and fullwidth characters (Unicode's W and F classes, the common
+ * blocks), 0 for combining marks and zero-width characters, 1 for the
+ * rest. A fixed table rather than wcwidth(3), so the output does not
+ * depend on the locale. */
+static int char_width(long c)
+{
+	static const struct { long lo, hi; } zero[] = {
+		{0x0300, 0x036f}, {0x0483, 0x0489}, {0x0591, 0x05bd},
+		{0x0610, 0x061a}, {0x064b, 0x065f}, {0x1ab0, 0x1aff},
+		{0x1dc0, 0x1dff}, {0x200b, 0x200f}, {0x2060, 0x2064},
+		{0x20d0, 0x20ff}, {0xfe00, 0xfe0f}, {0xfe20, 0xfe2f},
+		{0xfeff, 0xfeff}, {0xe0100, 0xe01ef},
+	}, wide[] = {
+		{0x1100, 0x115f}, {0x231a, 0x231b}, {0x2329, 0x232a},
+		{0x23e9, 0x23ec}, {0x23f0, 0x23f0}, {0x23f3, 0x23f3},
+		{0x25fd, 0x25fe}, {0x2614, 0x2615}, {0x2648, 0x2653},
+		{0x267f, 0x267f}, {0x2693, 0x2693}, {0x26a1, 0x26a1},
+		{0x26aa, 0x26ab}, {0x26bd, 0x26be}, {0x26c4, 0x26c5},
+		{0x26ce, 0x26ce}, {0x26d4, 0x26d4}, {0x26ea, 0x26ea},
+		{0x26f2, 0x26f3}, {0x26f5, 0x26f5}, {0x26fa, 0x26fa},
+		{0x26fd, 0x26fd}, {0x2705, 0x2705}, {0x270a, 0x270b},
+		{0x2728, 0x2728}, {0x274c, 0x274c}, {0x274e, 0x274e},
+		{0x2753, 0x2755}, {0x2757, 0x2757}, {0x2795, 0x2797},
+		{0x27b0, 0x27b0}, {0x27bf, 0x27bf}, {0x2b1b, 0x2b1c},
+		{0x2b50, 0x2b50}, {0x2b55, 0x2b55}, {0x2e80, 0x303e},
+		{0x3041, 0x33ff}, {0x3400, 0x4dbf}, {0x4e00, 0x9fff},
+		{0xa000, 0xa4cf}, {0xa960, 0xa97f}, {0xac00, 0xd7a3},
+		{0xf900, 0xfaff}, {0xfe10, 0xfe19}, {0xfe30, 0xfe6f},
+		{0xff00, 0xff60}, {0xffe0, 0xffe6}, {0x16fe0, 0x16fe4},
+		{0x17000, 0x18cff}, {0x1b000, 0x1b2ff}, {0x1f004, 0x1f004},
+		{0x1f0cf, 0x1f0cf}, {0x1f18e, 0x1f18e}, {0x1f191, 0x1f19a},
+		{0x1f200, 0x1f251}, {0x1f300, 0x1f64f}, {0x1f680, 0x1f6ff},
+		{0x1f7e0, 0x1f7eb}, {0x1f90c, 0x1f9ff}, {0x1fa70, 0x1faff},
+		{0x20000, 0x2fffd}, {0x30000, 0x3fffd},
+	};
+
+	for (size_t i = 0; i < TS_ARRAY_LEN(zero); i++)
+		if (c >= zero[i].lo && c <= zero[i].hi)
+			return 0;
+	for (size_t i = 0; i < TS_ARRAY_LEN(wide); i++)
+		if (c >= wide[i].lo && c <= wide[i].hi)
+			return 2;
+	return 1;
+}
+
+/* Whether the character at s (code point cp, -1 for a byte that is not
+ * UTF-8) is shown as itself; control characters and bytes that are not
+ * UTF-8 are shown as '?', one column wide, so the text stays printable.
+ * Tabs are kept. */
+static bool shown_as_is(const char *s, long cp)
+{
+	return (*s == '\t' || cp >= 0x20) && cp != 0x7f;
+}
+
 /* One diagnostic: header, then (when it has a line in the source) the line
- * in a gutter and the caret line, then the hint. Control characters in the
- * shown line become '?' so the caret stays aligned and the text printable;
- * tabs are kept and copied into the caret line, so a terminal lines both up. */
+ * in a gutter and the caret line, then the hint. Control characters and
+ * bytes that are not UTF-8 become '?' in the shown line so the caret stays
+ * aligned and the text printable; tabs are kept and copied into the caret
+ * line, and a wide character (CJK) gets two columns of it, so a terminal
+ * lines both up. Columns of locations count characters. */
 static void render_one(FILE *f, const struct ts_diags *d,
 		       const struct ts_diag *it)
 {
 	const char *file = d->file ? d->file : "<input>";
 	const struct ts_loc *l = &it->loc;
 	const char *line;
-	size_t len = 0;
+	size_t len = 0, i, k;
 	int width;
 	char num[16];
+	long cp;
 
 	if (l->first_line < 1) {
 		fprintf(f, "%s: %s: %s\n", file, sev_name(it->sev), it->msg);
@@ -111,28 +210,44 @@ static void render_one(FILE *f, const struct ts_diags *d,
 	snprintf(num, sizeof(num), "%d", l->first_line);
 	width = strlen(num) > 5 ? (int)strlen(num) : 5;
 	fprintf(f, "%*s | ", width, num);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)line[i];
-		fputc(c == '\t' || (c >= 0x20 && c != 0x7f) ? c : '?', f);
+	for (i = 0; i < len; i += k) {
+		k = ts_diag_utf8_next(line + i, len - i, &cp);
+		if (shown_as_is(line + i, cp))
+			fwrite(line + i, 1, k, f);
+		else
+			fputc('?', f);
 	}
 	fprintf(f, "\n%*s | ", width, "");
 
 	int first = l->first_column < 1 ? 1 : l->first_column;
-	int last = l->last_line > l->first_line ? (int)len : l->last_column;
+	int last = l->last_line > l->first_line ? INT32_MAX : l->last_column;
+	int col = 1, span = 0;
+
 	if (last < first)
 		last = first;
-	/* Columns count characters: skip UTF-8 continuation bytes. */
-	int col = 1;
-	for (size_t i = 0; i < len && col < first; i++) {
-		if (((unsigned char)line[i] & 0xc0) == 0x80)
-			continue;
-		fputc(line[i] == '\t' ? '\t' : ' ', f);
-		col++;
+	/* Up to the caret: a tab for a tab, blanks as wide as each character. */
+	for (i = 0; i < len && col < first; i += k, col++) {
+		k = ts_diag_utf8_next(line + i, len - i, &cp);
+		if (line[i] == '\t')
+			fputc('\t', f);
+		else
+			fprintf(f, "%*s", shown_as_is(line + i, cp) ? char_width(cp) : 1, "");
 	}
 	for (; col < first; col++)
 		fputc(' ', f);
+	/* The span, as wide as its characters (past the line's end: one
+	 * column each, as at the end of file). */
+	for (; col <= last && (i < len || last != INT32_MAX); i += k, col++) {
+		if (i >= len) {
+			k = 0;
+			span++;
+			continue;
+		}
+		k = ts_diag_utf8_next(line + i, len - i, &cp);
+		span += line[i] == '\t' || !shown_as_is(line + i, cp) ? 1 : char_width(cp);
+	}
 	fputc('^', f);
-	for (int c = first + 1; c <= last; c++)
+	for (int c = 1; c < span; c++)
 		fputc('~', f);
 	fputc('\n', f);
 hint:

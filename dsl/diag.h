@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include "error.h"
 
+/* The UTF-8 byte-order mark some editors put at the start of a file: the
+ * parser skips it, and the renderer does not show it. */
+#define TS_DIAG_BOM "\xef\xbb\xbf"
+
 enum ts_severity { TS_SEV_ERROR, TS_SEV_WARNING, TS_SEV_NOTE };
 
 struct ts_diag {
@@ -47,6 +51,13 @@ int ts_diags_add(struct ts_diags *d, enum ts_severity sev, struct ts_loc loc,
 /* Render every diagnostic, in order, as text (see the file comment).
  * Returns a malloc'd string the caller frees, or NULL when out of memory. */
 char *ts_diags_render(const struct ts_diags *d);
+
+/* One character of UTF-8 text at s, n >= 1 bytes long: returns its length
+ * in bytes and sets *cp to its code point, or returns 1 with *cp = -1 for
+ * a byte that starts no valid sequence (overlong, surrogate, cut short or
+ * a stray continuation byte). Locations count one column per character so
+ * counted; the renderer also uses it to line the caret up. */
+size_t ts_diag_utf8_next(const char *s, size_t n, long *cp);
 
 /* Closest candidate to word by edit distance, or NULL when none is close
  * enough to suggest. For "did you mean" hints. */

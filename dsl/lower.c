@@ -189,6 +189,27 @@ static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
 		scan(&op->parts[i], max_fixed, variable);
 }
 
+uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
+{
+	uint64_t ring;
+
+	/* saturate: an absurd ring must read as "too big", not wrap */
+	if (__builtin_mul_overflow((uint64_t)(samples > 0 ? samples : 0),
+				   (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA, &ring) ||
+	    ring > UINT64_MAX / 2)
+		ring = UINT64_MAX / 2;
+	return (ring + PAGE - 1) / PAGE * PAGE;
+}
+
+int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
+{
+	uint64_t slot = (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA;
+
+	/* n slots round up to at most `bytes` exactly when they fit in the
+	 * whole pages of it */
+	return (int64_t)(bytes / PAGE * PAGE / slot);
+}
+
 void ts_plan_estimate(struct ts_plan *plan, int cores)
 {
 	uint64_t max_fixed = 0, per_thread, ring;
@@ -221,12 +242,7 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 			per_thread += b > MIB ? b : MIB;
 	}
 
-	/* saturate: an absurd ring must read as "too big", not wrap */
-	if (__builtin_mul_overflow((uint64_t)(plan->ring_samples > 0 ? plan->ring_samples : 0),
-				   (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA, &ring) ||
-	    ring > UINT64_MAX / 2)
-		ring = UINT64_MAX / 2;
-	ring = (ring + PAGE - 1) / PAGE * PAGE;
+	ring = ts_plan_ring_bytes(plan, plan->ring_samples);
 
 	plan->mem_threads = threads;
 	plan->mem_ring = ring;

@@ -24,6 +24,12 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
  * `tsrun graph --cores N` uses it to show the estimate for another host. */
 void ts_plan_estimate(struct ts_plan *plan, int cores);
 
+/* Bytes of a ring of `samples` samples of plan's shape (slots, labels and
+ * positions, rounded up to pages), as the estimate counts it; and the
+ * most samples whose ring fits in `bytes` (0 when not even one does). */
+uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples);
+int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes);
+
 /* Write bytes as "602 KiB", "1.3 GiB", "64 MiB", "512 B" into buf. */
 void ts_plan_format_size(uint64_t bytes, char *buf, size_t n);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dsl.h"
+#include "registry.h"
 #include "util.h"
 #include "parser.h"
 #define YYSTYPE TS_DSL_YYSTYPE
@@ -50,19 +51,21 @@ report(struct ts_parse_state *st, struct ts_loc loc, const char *hint,
 	}
 }
 
-/* Locations count characters, not bytes: UTF-8 continuation bytes do not
- * advance the column. A tab is one column. */
+/* Locations count characters, not bytes: a UTF-8 sequence is one column,
+ * as is a byte that is not UTF-8 (ts_diag_utf8_next decides, so that the
+ * renderer counts alike). A tab is one column. */
 void ts_dsl_parse_advance(struct ts_parse_state *st, TS_DSL_YYLTYPE *lloc,
 			  size_t len)
 {
 	const char *p = st->src + st->pos;
 	int line = st->line, col = st->col;
+	size_t k;
+	long cp;
 
 	lloc->first_line = lloc->last_line = line;
 	lloc->first_column = lloc->last_column = col;
-	for (size_t i = 0; i < len; i++) {
-		if (((unsigned char)p[i] & 0xc0) == 0x80)
-			continue;
+	for (size_t i = 0; i < len; i += k) {
+		k = ts_diag_utf8_next(p + i, len - i, &cp);
 		lloc->last_line = line;
 		lloc->last_column = col;
 		if (p[i] == '\n') {
@@ -260,6 +263,11 @@ int ts_dsl_parse_token(struct ts_parse_state *st, int kind,
 			goto nomem;
 		break;
 	}
+	case TS_DSL_LEX_DOTS:
+		report(st, *lloc, "write lo..hi, for example 3/4..4/3",
+		       "a range takes two dots, not %zu", len);
+		kind = TS_TOK_DOTDOT;
+		break;
 	case TS_DSL_LEX_UNKNOWN:
 		show_char(buf, sizeof(buf), text, len);
 		report(st, *lloc, unknown_hint(text[0]), "unknown character %s",
@@ -279,9 +287,13 @@ nomem:
 	return TS_TOK_YYEOF;
 }
 
-void ts_dsl_parse_bad_fraction(struct ts_parse_state *st, struct ts_loc loc)
+struct ts_ast_value *ts_dsl_parse_frac(struct ts_parse_state *st, struct ts_loc loc,
+				       struct ts_ast_value *a, struct ts_ast_value *b,
+				       struct ts_loc b_loc)
 {
-	report(st, loc, NULL, "a fraction cannot divide by zero");
+	if (b && b->num == 0)
+		report(st, b_loc, NULL, "a fraction cannot divide by zero");
+	return ts_ast_frac(loc, a, b);
 }
 
 void ts_dsl_parse_fatal(yyscan_t scanner, const char *msg)
@@ -413,6 +425,77 @@ static const char *name_hint(const struct ts_parse_state *st, char *buf,
 	return buf;
 }
 
+#define UNITS_HINT \
+	"units are B, KiB, MiB, GiB, KB, MB and GB for sizes, batches and " \
+	"samples for counts"
+
+static bool starts_value(int k)
+{
+	return k == TS_TOK_NUMBER || k == TS_TOK_STRING || k == TS_TOK_TRUE ||
+	       k == TS_TOK_FALSE || k == '[' || k == '-';
+}
+
+/* Copy the text of remembered token t into buf (size QUOTE_MAX + 1);
+ * false when it does not fit. */
+static bool tok_copy(const struct ts_parse_state *st,
+		     const struct ts_dsl_tok *t, char *buf)
+{
+	if (t->len > QUOTE_MAX)
+		return false;
+	memcpy(buf, st->src + t->off, t->len);
+	buf[t->len] = '\0';
+	return true;
+}
+
+/* `ring = 8 bananas`: a word right after a number on the same line, where
+ * the grammar wanted a unit or could not go on, is a unit the language
+ * does not know. hist[u] is the word, hist[u + 1] the number; the name of
+ * the setting or parameter, when there is one, stands before the '='.
+ * Inside a serve block the setting's row says which units it takes.
+ * Returns whether it reported. */
+static bool unknown_unit(struct ts_parse_state *st, size_t u)
+{
+	const size_t n = TS_ARRAY_LEN(st->hist);
+	const struct ts_dsl_tok *w = &st->hist[u], *num = &st->hist[u + 1];
+	const struct ts_param *p = NULL;
+	char unit[QUOTE_MAX + 1], name[QUOTE_MAX + 1] = "";
+	bool serve = st->has_prev_top && st->prev_top.ch == '{';
+	size_t at = u + 2;
+
+	if (w->kind != TS_TOK_IDENT || num->kind != TS_TOK_NUMBER ||
+	    num->loc.last_line != w->loc.first_line || !tok_copy(st, w, unit))
+		return false;
+	/* `epochs = 2 ring 8 batches`: a setting whose '=' is missing */
+	if (serve && ts_registry_param(NULL, unit))
+		return false;
+	if (at < n && st->hist[at].kind == '-')
+		at++;
+	/* the name of a setting or named argument; a let's is no context */
+	if (st->has_prev_top && at + 1 < n && st->hist[at].kind == '=' &&
+	    st->hist[at + 1].kind == TS_TOK_IDENT)
+		tok_copy(st, &st->hist[at + 1], name);
+	if (serve && name[0])
+		p = ts_registry_param(NULL, name);
+	if (p && p->type == TS_PT_COUNT)
+		report(st, w->loc, NULL,
+		       "unknown unit '%s' for %s; use batches or samples", unit,
+		       name);
+	else if (p && p->type == TS_PT_SIZE)
+		report(st, w->loc, NULL,
+		       "unknown unit '%s' for %s; use B, KiB, MiB or GiB (or KB, MB, GB)",
+		       unit, name);
+	else if (p)
+		report(st, w->loc, NULL,
+		       "unknown unit '%s' for %s; %s takes no unit", unit, name,
+		       name);
+	else if (name[0])
+		report(st, w->loc, UNITS_HINT, "unknown unit '%s' for %s", unit,
+		       name);
+	else
+		report(st, w->loc, UNITS_HINT, "unknown unit '%s'", unit);
+	return true;
+}
+
 int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 			      struct ts_loc loc, const char *const *exp, int n)
 {
@@ -439,6 +522,13 @@ int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 	else
 		tok_text(st, la, what, sizeof(what));
 
+	/* `memory = 8 bananas }`: the word after the number was taken for
+	 * the next setting's name; `f(x = 8 px)`: a unit was wanted. */
+	if ((n == 1 && !strcmp(exp[0], "'='") && !starts_value(la->kind) &&
+	     unknown_unit(st, 1)) ||
+	    (has(exp, n, "unit") && unknown_unit(st, 0)))
+		return 0;
+
 	/* A bracket left open: the user ended the construct without closing. */
 	if (st->has_prev_top) {
 		char closer = st->prev_top.ch == '(' ? ')' :
@@ -450,7 +540,17 @@ int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 			     la->loc.first_line > p1->loc.last_line;
 
 		if (has(exp, n, cq) && ended) {
-			report(st, loc, NULL,
+			/* The closer belongs right after the construct's last
+			 * token, not at whatever comes next (maybe lines
+			 * below); a wrong closer is reported where it stands. */
+			struct ts_loc at = loc;
+
+			if (!is_closer(la->kind) && p1->loc.first_line > 0)
+				at = (struct ts_loc){p1->loc.last_line,
+						     p1->loc.last_column + 1,
+						     p1->loc.last_line,
+						     p1->loc.last_column + 1};
+			report(st, at, NULL,
 			       "expected '%c' to close the %s opened at %d:%d",
 			       closer, construct_of(st->prev_top.ch),
 			       st->prev_top.loc.first_line,
@@ -494,7 +594,16 @@ int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 	/* A statement ended and something other than a statement follows. */
 	if (has(exp, n, "let") && has(exp, n, "pipeline") &&
 	    !has(exp, n, "'|'") && !has(exp, n, "'='")) {
-		report(st, loc, NULL,
+		static const char *const stmts[] = { "let", "pipeline", "serve" };
+		const char *near = NULL;
+		if (la->kind == TS_TOK_IDENT) {
+			char word[QUOTE_MAX];
+			snprintf(word, sizeof(word), "%.*s", (int)la->len, st->src + la->off);
+			near = ts_diag_suggest(word, stmts, TS_ARRAY_LEN(stmts));
+		}
+		if (near)
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
+		report(st, loc, near ? hint : NULL,
 		       "unexpected %s; a statement starts with 'let', 'pipeline' or 'serve'",
 		       what);
 		return 0;
@@ -519,6 +628,12 @@ TS_EXPORT int ts_dsl_parse(const char *src, size_t len, struct ts_diags *d,
 	volatile int rc = 0;
 	int r;
 
+	/* A byte-order mark is no character of the program; columns start
+	 * after it (the renderer skips it alike). */
+	if (st.len >= 3 && memcmp(st.src, TS_DIAG_BOM, 3) == 0) {
+		st.src += 3;
+		st.len -= 3;
+	}
 	if (ts_dsl_yylex_init_extra(&st, &scanner) != 0)
 		return TS_E_NOMEM;
 	st.fatal = &fatal;

@@ -181,6 +181,14 @@ struct ts_plan {
 
 	int batch;                /* default batch size, the unit of ring */
 
+	/* Every pipeline the file serves (the serve blocks, in file order,
+	 * each name once), comma separated: "train, val"; NULL when none.
+	 * The file may serve several; a caller about to serve "the served
+	 * pipeline" without being told which (tsrun run without --pipeline)
+	 * must refuse when n_served > 1 and list these. */
+	int n_served;
+	char *served_names;
+
 	/* serve block (defaults when the pipeline is not served) */
 	bool served;
 	char *socket;

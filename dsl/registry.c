@@ -24,6 +24,9 @@ static const char *const w_on_error[] = {"fail", "skip", NULL};
 #define P_MIN(lo) .has_min = true, .min = (lo)
 #define P_MAX(hi) .has_max = true, .max = (hi)
 
+/* The largest image side any stage takes or makes, in pixels. */
+#define TS_REG_MAX_SIDE 65535
+
 static const struct ts_param p_folder[] = {
 	P_REQ("path", TS_PT_STRING, true,
 	      "root directory; one sub-folder per class (ImageFolder layout)"),
@@ -43,12 +46,12 @@ static const struct ts_param p_tar[] = {
 
 static const struct ts_param p_synthetic[] = {
 	{ .name = "size", .type = TS_PT_SIZE_PAIR, .positional = true,
-	  .def = "224", .def_num = 224, P_MIN(1), P_MAX(65535),
+	  .def = "224", .def_num = 224, P_MIN(1), P_MAX(TS_REG_MAX_SIDE),
 	  .doc = "image height and width: N or [h, w]" },
 	{ .name = "height", .type = TS_PT_INT, .def = "size", P_MIN(1),
-	  P_MAX(65535), .doc = "image height (overrides size)" },
+	  P_MAX(TS_REG_MAX_SIDE), .doc = "image height (overrides size)" },
 	{ .name = "width", .type = TS_PT_INT, .def = "size", P_MIN(1),
-	  P_MAX(65535), .doc = "image width (overrides size)" },
+	  P_MAX(TS_REG_MAX_SIDE), .doc = "image width (overrides size)" },
 	{ .name = "count", .type = TS_PT_INT, .def = "1000", .def_num = 1000,
 	  P_MIN(1), P_MAX(1e12), .doc = "images per epoch" },
 	{ .name = "channels", .type = TS_PT_INT, .def = "3", .def_num = 3,
@@ -81,10 +84,12 @@ static const struct ts_param p_decode[] = {
 	  P_MAX(16), .doc = "bits per channel: 8 (uint8) or 16 (uint16)" },
 };
 
+/* Image sizes, in pixels: as the decoders and the ring take them. */
 #define P_SIZE(d) \
-	P_REQ("size", TS_PT_SIZE_PAIR, true, d), \
+	{ .name = "size", .type = TS_PT_SIZE_PAIR, .positional = true, \
+	  .required = true, P_MIN(1), P_MAX(TS_REG_MAX_SIDE), .doc = d }, \
 	{ .name = "width", .type = TS_PT_INT, .positional = true, P_MIN(1), \
-	  P_MAX(65535), .doc = "width, when size is given as the height" }
+	  P_MAX(TS_REG_MAX_SIDE), .doc = "width, when size is given as the height" }
 
 static const struct ts_param p_resize[] = {
 	P_SIZE("shorter side N, or exactly [h, w]"),
@@ -161,7 +166,7 @@ static const struct ts_param p_to[] = {
 static const struct ts_param p_tile[] = {
 	P_SIZE("tile N x N, or [h, w]"),
 	{ .name = "stride", .type = TS_PT_SIZE_PAIR, .def = "size", P_MIN(1),
-	  P_MAX(65535), .doc = "step between tiles: N or [h, w]" },
+	  P_MAX(TS_REG_MAX_SIDE), .doc = "step between tiles: N or [h, w]" },
 };
 
 static const struct ts_param p_filter[] = {
@@ -252,22 +257,37 @@ static int shape_decode(const struct ts_op *op, const struct ts_shape *in,
 static int shape_resize(const struct ts_op *op, const struct ts_shape *in,
 			struct ts_shape *out, struct ts_shape_err *e)
 {
+	int rc = 0;
+
 	*out = *in;
 	if (op->size_w) {
 		out->h = op->size_h;
 		out->w = op->size_w;
 	} else if (in->h && in->w) {
+		long long side = (long long)op->size_h *
+				 (in->h <= in->w ? in->w : in->h) /
+				 (in->h <= in->w ? in->h : in->w);
+		if (side > TS_REG_MAX_SIDE) {
+			e->param = "size";
+			snprintf(e->msg, sizeof(e->msg),
+				 "resize(%d) of the %dx%d image makes its longer side %lld, above %d",
+				 op->size_h, in->h, in->w, side, TS_REG_MAX_SIDE);
+			snprintf(e->hint, sizeof(e->hint),
+				 "resize to an exact [h, w] instead");
+			side = TS_REG_MAX_SIDE;
+			rc = -1;
+		}
 		if (in->h <= in->w) {
 			out->h = op->size_h;
-			out->w = (int)((long long)op->size_h * in->w / in->h);
+			out->w = (int)side;
 		} else {
 			out->w = op->size_h;
-			out->h = (int)((long long)op->size_h * in->h / in->w);
+			out->h = (int)side;
 		}
 	} else {
 		out->h = out->w = 0;
 	}
-	return 0;
+	return rc;
 }
 
 static int shape_crop(const struct ts_op *op, const struct ts_shape *in,

@@ -6,12 +6,15 @@
  *              | 'serve' NAME '{' { NAME '=' value [',' | ';'] } '}' }
  *   call     := NAME [ '(' [ arg { ',' arg } [','] ] ')' ]
  *   arg      := value | NAME '=' value
- *   value    := num | NUMBER UNIT | num '..' num | STRING | 'true' | 'false'
+ *   value    := num | ['-'] NUMBER UNIT | num '..' num | STRING | 'true' | 'false'
  *             | NAME | '[' [ value { ',' value } [','] ] ']'
  *   num      := ['-'] NUMBER [ '/' NUMBER ]
  *
  * Newlines are not significant. Actions only call the ts_ast_* constructors
- * (dsl/ast.h); messages for syntax errors are worded in dsl/parse.c. On an
+ * (dsl/ast.h) or dsl/parse.c's builders; messages for syntax errors are
+ * worded in dsl/parse.c. parse.error is `custom`, bison's hook for the data
+ * `detailed` prints (the unexpected token, the expected ones): dsl/parse.c
+ * words them, e.g. "expected ')' to close the call opened at 7:24". On an
  * error the parser drops tokens up to the next 'let', 'pipeline' or 'serve'
  * and goes on, so one run reports every broken statement.
  */
@@ -71,7 +74,7 @@ struct ts_parse_state {
 	bool nomem;
 	bool stop;              /* too many errors: the lexer ends the input */
 	size_t n_errors;        /* errors this parse added */
-	struct ts_dsl_tok hist[4];   /* hist[0]: the latest token */
+	struct ts_dsl_tok hist[6];   /* hist[0]: the latest token */
 	struct ts_loc last;          /* the last thing scanned, for EOF */
 	size_t suspect_off;          /* 1 + offset of a keyword that was out
 					of place at the last error; 0: none */
@@ -87,6 +90,7 @@ enum {
 	TS_DSL_LEX_UNKNOWN = -100,   /* a character outside the language */
 	TS_DSL_LEX_BARE_POINT,       /* ".5" */
 	TS_DSL_LEX_UNTERMINATED,     /* a string without its closing quote */
+	TS_DSL_LEX_DOTS,             /* "..." or more: a range written wrong */
 };
 }
 
@@ -102,7 +106,8 @@ enum {
  *   for a character that was reported and skipped.
  * ts_dsl_parse_syntax_error: report the parser's syntax error, worded from
  *   the unexpected token's name and the names of the expected ones.
- * ts_dsl_parse_bad_fraction: report a zero denominator at loc.
+ * ts_dsl_parse_frac: the fraction a/b at loc, b written at b_loc (a zero
+ *   denominator is reported there).
  * ts_dsl_parse_fatal: flex's fatal errors (out of memory) unwind to
  *   ts_dsl_parse() instead of exiting.
  */
@@ -116,7 +121,9 @@ int ts_dsl_parse_token(struct ts_parse_state *st, int kind,
 int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 			      struct ts_loc loc, const char *const *expected,
 			      int n_expected);
-void ts_dsl_parse_bad_fraction(struct ts_parse_state *st, struct ts_loc loc);
+struct ts_ast_value *ts_dsl_parse_frac(struct ts_parse_state *st, struct ts_loc loc,
+				       struct ts_ast_value *a, struct ts_ast_value *b,
+				       struct ts_loc b_loc);
 void ts_dsl_parse_fatal(yyscan_t scanner, const char *msg)
 	__attribute__((noreturn));
 }
@@ -230,6 +237,8 @@ setting
 value
 	: num
 	| NUMBER UNIT           { $$ = ts_ast_num_unit($1, $2, @$); free($2); NEED($$); }
+	| '-' NUMBER UNIT
+		{ $$ = ts_ast_neg(@$, ts_ast_num_unit($2, $3, @$)); free($3); NEED($$); }
 	| num ".." num          { NEED($$ = ts_ast_range(@$, $1, $3)); }
 	| STRING                { $$ = ts_ast_str(@$, $1); free($1); NEED($$); }
 	| "true"                { NEED($$ = ts_ast_bool(@$, true)); }
@@ -248,12 +257,9 @@ items
 num
 	: NUMBER
 	| '-' NUMBER            { NEED($$ = ts_ast_neg(@$, $2)); }
-	| NUMBER '/' NUMBER
-		{ if ($3->num == 0) ts_dsl_parse_bad_fraction(st, @3);
-		  NEED($$ = ts_ast_frac(@$, $1, $3)); }
+	| NUMBER '/' NUMBER     { NEED($$ = ts_dsl_parse_frac(st, @$, $1, $3, @3)); }
 	| '-' NUMBER '/' NUMBER
-		{ if ($4->num == 0) ts_dsl_parse_bad_fraction(st, @4);
-		  NEED($$ = ts_ast_neg(@$, ts_ast_frac(@$, $2, $4))); }
+		{ NEED($$ = ts_ast_neg(@$, ts_dsl_parse_frac(st, @$, $2, $4, @4))); }
 	;
 
 %%

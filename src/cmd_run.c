@@ -66,6 +66,13 @@ static struct ts_plan *reload_request(const char *path, const char *pipeline,
 		snprintf(why, why_n, "%s does not check (diagnostics in tsrun's log)", path);
 		return NULL;
 	}
+	if (!pipeline && next->n_served > 1) {
+		snprintf(why, why_n, "%s serves %d pipelines (%s) and this tsrun was started "
+			 "without --pipeline: which one is meant is not clear", path,
+			 next->n_served, next->served_names);
+		ts_plan_destroy(next);
+		return NULL;
+	}
 	if (!ts_plan_same_sample(cur, next)) {
 		snprintf(why, why_n, "its samples are %dx%dx%d %s %s, the running ones "
 			 "%dx%dx%d %s %s, and connected trainers map the ring with that "
@@ -235,6 +242,12 @@ int ts_cmd_run(int argc, char **argv)
 	int st = ts_cli_compile("run", file, pipeline, &plan);
 	if (st != TS_EXIT_OK)
 		return st;
+	if (!pipeline && plan->n_served > 1) {
+		ts_cli_error("run", "%s serves %d pipelines (%s); choose one with --pipeline NAME",
+			     file, plan->n_served, plan->served_names);
+		ts_plan_destroy(plan);
+		return TS_EXIT_USAGE;
+	}
 	if (plan->sample_bytes == 0) {
 		ts_cli_error("run", "pipeline '%s' has no fixed sample size; end it with a "
 			     "crop or resize and batch(n) to serve it", plan->name);

@@ -73,6 +73,8 @@ expect 2 "tsrun run: no FILE given" "$TSRUN" run
 expect 2 "usage: tsrun run" "$TSRUN" run a.ts b.ts
 expect 2 "tsrun run: unexpected argument 'b.ts'" "$TSRUN" run a.ts b.ts
 expect 2 "tsrun reload: no FILE given" "$TSRUN" reload s.sock
+expect 2 "serves 2 pipelines (train, val); choose one with --pipeline NAME" \
+	"$TSRUN" run "$TS_SRCDIR/tests/golden/check/serve-several.ts"
 expect 2 "tsrun reload: unexpected argument 'c'" "$TSRUN" reload a b c
 expect 2 "tsrun run: --epochs wants" "$TSRUN" run x.ts --epochs -1
 expect 2 "tsrun run: --threads wants" "$TSRUN" run x.ts --threads 0

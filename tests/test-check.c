@@ -5,6 +5,7 @@
  * covered by the golden files (golden-diag.sh); here the values.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,6 +315,113 @@ START_TEST(test_budget)
 }
 END_TEST
 
+/* The hint of a plan over budget names the term that dominates and the
+ * setting that shrinks it, with a value that fits: the plan with that
+ * value must then pass. */
+static const struct {
+	const char *src;       /* ends with the serve block's open settings */
+	const char *setting;   /* what the hint must name: "queue_depth = " */
+	const char *unit;      /* after the value in the hint and the setting */
+} hints[] = {
+	{ "pipeline p = folder(\"x\") | decode | center_crop(224) | batch(32)\n"
+	  "serve p { ring = 80 samples threads = 1 memory = 64 MiB ",
+	  "queue_depth = ", "" },
+	{ "pipeline p = folder(\"x\") | decode | center_crop(64) | batch(8)\n"
+	  "serve p { ring = 2 batches queue_depth = 4 memory = 100 MiB ",
+	  "threads = ", "" },
+	{ "pipeline p = synthetic(224) | to(float32) | batch(256)\n"
+	  "serve p { threads = 1 memory = 1 GiB ",
+	  "ring = ", " batches" },
+	{ "pipeline p = synthetic(224) | to(float32) | batch(1)\n"
+	  "serve p { threads = 1 memory = 4 MiB ",
+	  "ring = ", " samples" },
+};
+
+START_TEST(test_budget_hint)
+{
+	struct ts_diags d;
+	char src[512], fix[512];
+	const char *h;
+	long v;
+	int rc;
+
+	/* as given, threads = 16 where the hint asks for fewer */
+	snprintf(src, sizeof(src), "%s%s}", hints[_i].src,
+		 strcmp(hints[_i].setting, "threads = ") == 0 ? "threads = 16 " : "");
+	ck_assert_ptr_null(compile(src, NULL, &d, &rc));
+	ck_assert_int_eq(rc, TS_E_CHECK);
+	ck_assert_uint_eq(d.n_errors, 1);
+	h = strstr(d.items[0].hint, hints[_i].setting);
+	ck_assert_msg(h, "hint '%s' lacks '%s'", d.items[0].hint, hints[_i].setting);
+	v = strtol(h + strlen(hints[_i].setting), NULL, 10);
+	ck_assert_int_ge(v, 1);
+	ck_assert_ptr_nonnull(strstr(d.items[0].hint, " fits) or raise memory to "));
+	ts_diags_fini(&d);
+
+	snprintf(fix, sizeof(fix), "%s%s%ld%s }", hints[_i].src, hints[_i].setting,
+		 v, hints[_i].unit);
+	struct ts_plan *p = compile_ok(fix);
+	ck_assert_uint_le(p->mem_total, p->memory_budget);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* The hint's "raise memory to N MiB" is enough as it stands; when the
+ * dominant term cannot shrink far enough, the hint says so. */
+START_TEST(test_budget_hint_limits)
+{
+	struct ts_diags d;
+	int rc;
+	const char *at;
+
+	ck_assert_ptr_null(compile(
+		"pipeline p = folder(\"x\") | decode | center_crop(64) | batch(8)\n"
+		"serve p { ring = 2 batches threads = 1 queue_depth = 4 memory = 8 MiB }",
+		NULL, &d, &rc));
+	ck_assert_str_eq(d.items[0].hint,
+			 "scratch dominates and threads is already 1: raise memory to 21 MiB");
+	ts_diags_fini(&d);
+	struct ts_plan *p = compile_ok(
+		"pipeline p = folder(\"x\") | decode | center_crop(64) | batch(8)\n"
+		"serve p { ring = 2 batches threads = 1 queue_depth = 4 memory = 21 MiB }");
+	ts_plan_destroy(p);
+
+	ck_assert_ptr_null(compile(
+		"pipeline p = synthetic(224) | to(float32) | batch(256)\n"
+		"serve p { threads = 1 memory = 10 MiB }", NULL, &d, &rc));
+	at = strstr(d.items[0].hint, "even a ring of one batch does not fit");
+	ck_assert_msg(at, "hint: %s", d.items[0].hint);
+	ts_diags_fini(&d);
+}
+END_TEST
+
+/* A file may serve several pipelines: the plan lists them all, so that a
+ * caller that was not told which to serve can refuse. */
+START_TEST(test_served_list)
+{
+	struct ts_plan *p = compile_ok(
+		"pipeline a = synthetic(8) | batch(4)\n"
+		"pipeline b = synthetic(8) | batch(4)\n"
+		"pipeline c = synthetic(8) | batch(4)\n"
+		"serve b { socket = \"/tmp/b.sock\" }\n"
+		"serve a { socket = \"/tmp/a.sock\" }\n");
+	ck_assert_str_eq(p->name, "b"); /* the first served */
+	ck_assert_int_eq(p->n_served, 2);
+	ck_assert_str_eq(p->served_names, "b, a");
+	ts_plan_destroy(p);
+
+	p = compile_ok("pipeline a = synthetic(8) | batch(4)\nserve a { }");
+	ck_assert_int_eq(p->n_served, 1);
+	ck_assert_str_eq(p->served_names, "a");
+	ts_plan_destroy(p);
+
+	p = compile_ok("pipeline a = synthetic(8) | batch(4)");
+	ck_assert_int_eq(p->n_served, 0);
+	ck_assert_ptr_null(p->served_names);
+	ts_plan_destroy(p);
+}
+END_TEST
+
 /* ---- errors: count, position, message ------------------------------- */
 
 static const struct {
@@ -330,7 +438,12 @@ static const struct {
 	{ "pipeline p = synthetic(8) | batch(1, 2)", 1, 1, 38, "too many arguments" },
 	{ "pipeline p = synthetic(8, channels = 1) | normalize([1,2,3],[1,2,3]) | batch(1)", 1, 1, 53,
 	  "3 mean and std values, but the image has 1 channel" },
-	{ "pipeline p = synthetic(8) | normalize([1,2,3],[1,2]) | batch(1)", 1, 1, 47, "3 mean values but 2 std" },
+	{ "pipeline p = synthetic(8) | normalize([1,2,3],[1,2]) | batch(1)", 1, 1, 47,
+	  "3 mean values and 2 std values, but the image has 3 channels" },
+	{ "pipeline p = synthetic(8) | normalize([1,2],[1,2,3]) | batch(1)", 1, 1, 39,
+	  "2 mean values and 3 std values, but the image has 3 channels" },
+	{ "pipeline p = folder(\"x\") | normalize([1,2],[1,2,3]) | batch(1)", 3, 1, 28,
+	  "needs decoded pixels" },
 	{ "pipeline p = folder(\"x\") | decode | batch(1)", 1, 1, 37, "fixed image size" },
 	{ "pipeline p = decode | center_crop(2) | batch(1)", 1, 1, 14, "has no source" },
 	{ "pipeline p = synthetic(8) | folder(\"x\")", 1, 1, 29, "must be the first stage" },
@@ -353,6 +466,40 @@ static const struct {
 	{ "pipeline p = synthetic(8)\nserve p { ring = 4 GiB }", 1, 2, 18, "expects a count" },
 	{ "pipeline p = synthetic(8)\nserve p { threads = many }", 1, 2, 21, "expects auto or an integer" },
 	{ "let a = b\nlet b = a\npipeline p = synthetic(a)", 1, 3, 24, "refers to itself" },
+	/* image sizes are 1 to 65535, and an invalid one does not cascade */
+	{ "pipeline p = synthetic(8) | center_crop(-1) | batch(1)", 1, 1, 41,
+	  "parameter 'size' must be between 1 and 65535, got -1" },
+	{ "pipeline p = synthetic(8) | resize([4, 0]) | batch(1)", 1, 1, 40, "got 0" },
+	{ "pipeline p = synthetic(8) | resize(0) | center_crop(4) | batch(1)", 1, 1, 36, "got 0" },
+	{ "pipeline p = folder(\"x\") | decode | random_crop(0) | batch(1)", 1, 1, 49, "got 0" },
+	{ "pipeline p = synthetic(8) | tile(0) | batch(1)", 1, 1, 34, "got 0" },
+	{ "pipeline p = synthetic(8) | center_crop(99999999999999999999) | batch(1)", 1, 1, 41,
+	  "must be between 1 and 65535, got 99999999999999999999" },
+	{ "pipeline p = synthetic([60000, 2]) | resize(60000) | batch(1)", 1, 1, 45,
+	  "longer side 1800000000, above 65535" },
+	/* a source without its path: an error, not "out of memory" (the
+	 * test asserts TS_E_CHECK) */
+	{ "pipeline p = folder() | decode | center_crop(4) | batch(1)", 1, 1, 14, "needs parameter 'path'" },
+	{ "pipeline p = list(3) | decode | center_crop(4) | batch(1)", 1, 1, 19, "expects a string" },
+	{ "pipeline p = tar() | decode | center_crop(4) | batch(1)", 1, 1, 14, "needs parameter 'pattern'" },
+	/* serve settings refused at the value */
+	{ "pipeline p = synthetic(8) | batch(1)\nserve p { socket = \"\" }", 1, 2, 20,
+	  "setting 'socket' is empty" },
+	{ "pipeline p = synthetic(8) | batch(1)\nserve p { socket = \"/tmp/"
+	  "0123456789012345678901234567890123456789012345678901234567890123456789"
+	  "0123456789012345678901234567890123456789\" }", 1, 2, 20,
+	  "is 115 bytes long; a Unix socket path holds at most 107" },
+	{ "pipeline p = synthetic(8) | batch(1)\nserve p { socket = \"/tmp/"
+	  "0123456789012345678901234567890123456789012345678901234567890123456789"
+	  "01234567890123456789012345678901\" }", 0, 0, 0, NULL }, /* 107 */
+	{ "pipeline p23456789012345678901234567890123456789012345678901234567890123456789"
+	  "0123456789012345678901234567890 = synthetic(8) | batch(1)\n"
+	  "serve p23456789012345678901234567890123456789012345678901234567890123456789"
+	  "0123456789012345678901234567890 { }", 1, 2, 7, "the default socket path" },
+	{ "pipeline p = synthetic(8) | batch(1)\nserve p { group = \"\" }", 1, 2, 19,
+	  "setting 'group' is empty" },
+	{ "pipeline p = synthetic(8) | batch(1)\nserve p { memory = -5 GiB }", 1, 2, 20,
+	  "setting 'memory' must not be negative, got -5 GiB" },
 	/* every error, not only the first */
 	{ "pipeline p = synthetic(8) | flipp | resize(x) | batch(0)", 3, 1, 29, "unknown operator" },
 };
@@ -519,6 +666,9 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_serve);
 	tcase_add_test(tc, test_estimate);
 	tcase_add_test(tc, test_budget);
+	tcase_add_loop_test(tc, test_budget_hint, 0, sizeof(hints) / sizeof(hints[0]));
+	tcase_add_test(tc, test_budget_hint_limits);
+	tcase_add_test(tc, test_served_list);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");

@@ -33,20 +33,27 @@ static const struct {
 	 "pipeline p = decode(rgb\n"
 	 "serve p { ring = 8 batches\n"
 	 "let y 2\n",
-	 "pipe.ts:3:1: error: expected ')' to close the call opened at 2:20\n"
+	 "pipe.ts:2:24: error: expected ')' to close the call opened at 2:20\n"
+	 "    2 | pipeline p = decode(rgb\n"
+	 "      |                        ^\n"
+	 "pipe.ts:3:27: error: expected '}' to close the serve block opened at 3:9\n"
 	 "    3 | serve p { ring = 8 batches\n"
-	 "      | ^~~~~\n"
-	 "pipe.ts:4:1: error: expected '}' to close the serve block opened at 3:9\n"
-	 "    4 | let y 2\n"
-	 "      | ^~~\n"
+	 "      |                           ^\n"
 	 "pipe.ts:4:7: error: expected '=' after 'let y'\n"
 	 "    4 | let y 2\n"
 	 "      |       ^\n"},
 	{"pipeline p = f(a, b\n"
 	 "    | g(c)",
-	 "pipe.ts:2:5: error: expected ')' to close the call opened at 1:15\n"
-	 "    2 |     | g(c)\n"
-	 "      |     ^\n"},
+	 "pipe.ts:1:20: error: expected ')' to close the call opened at 1:15\n"
+	 "    1 | pipeline p = f(a, b\n"
+	 "      |                    ^\n"},
+	/* the ')' belongs after the call's last token, not lines below */
+	{"pipeline p = f(a, b\n"
+	 "\n"
+	 "serve p { }",
+	 "pipe.ts:1:20: error: expected ')' to close the call opened at 1:15\n"
+	 "    1 | pipeline p = f(a, b\n"
+	 "      |                    ^\n"},
 	{"pipeline p = decode(rgb, size = 3 4)",
 	 "pipe.ts:1:35: error: unexpected '4'; expected ',' or ')'\n"
 	 "    1 | pipeline p = decode(rgb, size = 3 4)\n"
@@ -61,9 +68,9 @@ static const struct {
 	 "      |              ^\n"},
 	{"serve t { a = 1\n"
 	 "pipeline p = a",
-	 "pipe.ts:2:1: error: expected '}' to close the serve block opened at 1:9\n"
-	 "    2 | pipeline p = a\n"
-	 "      | ^~~~~~~~\n"},
+	 "pipe.ts:1:16: error: expected '}' to close the serve block opened at 1:9\n"
+	 "    1 | serve t { a = 1\n"
+	 "      |                ^\n"},
 	{"pipeline p = f(a, b]",
 	 "pipe.ts:1:20: error: expected ')' to close the call opened at 1:15\n"
 	 "    1 | pipeline p = f(a, b]\n"
@@ -176,6 +183,51 @@ static const struct {
 	 "pipe.ts:2:7: error: expected '=' after 'let x'\n"
 	 "    2 | let x 1\n"
 	 "      |       ^\n"},
+	/* a word after a number where a unit belongs */
+	{"serve s { ring = 8 bananas }",
+	 "pipe.ts:1:20: error: unknown unit 'bananas' for ring; use batches or samples\n"
+	 "    1 | serve s { ring = 8 bananas }\n"
+	 "      |                    ^~~~~~~\n"},
+	{"serve s { memory = -2 gigs\n  epochs = 1 }",
+	 "pipe.ts:1:23: error: unknown unit 'gigs' for memory; use B, KiB, MiB or GiB (or KB, MB, GB)\n"
+	 "    1 | serve s { memory = -2 gigs\n"
+	 "      |                       ^~~~\n"},
+	{"serve s { epochs = 2 times }",
+	 "pipe.ts:1:22: error: unknown unit 'times' for epochs; epochs takes no unit\n"
+	 "    1 | serve s { epochs = 2 times }\n"
+	 "      |                      ^~~~~\n"},
+	{"pipeline p = f(size = 8 px)",
+	 "pipe.ts:1:25: error: unknown unit 'px' for size\n"
+	 "    1 | pipeline p = f(size = 8 px)\n"
+	 "      |                         ^~\n"
+	 "hint: units are B, KiB, MiB, GiB, KB, MB and GB for sizes, batches and samples for counts\n"},
+	{"let x = 8 px",
+	 "pipe.ts:1:11: error: unknown unit 'px'\n"
+	 "    1 | let x = 8 px\n"
+	 "      |           ^~\n"
+	 "hint: units are B, KiB, MiB, GiB, KB, MB and GB for sizes, batches and samples for counts\n"},
+	/* ... but a setting that lacks its '=' is still that */
+	{"serve s { epochs = 2 ring 8 batches }",
+	 "pipe.ts:1:27: error: expected '=' after 'ring'\n"
+	 "    1 | serve s { epochs = 2 ring 8 batches }\n"
+	 "      |                           ^\n"},
+	/* a byte-order mark is skipped: columns start after it */
+	{"\xef\xbb\xbflet x 5",
+	 "pipe.ts:1:7: error: expected '=' after 'let x'\n"
+	 "    1 | let x 5\n"
+	 "      |       ^\n"},
+	/* columns count characters; the caret is as wide as the text */
+	{"let s = \"日本\" x",
+	 "pipe.ts:1:14: error: unexpected 'x'; a statement starts with 'let', 'pipeline' or 'serve'\n"
+	 "    1 | let s = \"日本\" x\n"
+	 "      |                ^\n"},
+	{"let x = ０",
+	 "pipe.ts:1:9: error: unknown character '０'\n"
+	 "    1 | let x = ０\n"
+	 "      |         ^~\n"
+	 "pipe.ts:1:10: error: unexpected end of file; expected a value\n"
+	 "    1 | let x = ０\n"
+	 "      |           ^\n"},
 	{"let x = 1..\"a\"",
 	 "pipe.ts:1:12: error: unexpected string; expected a number\n"
 	 "    1 | let x = 1..\"a\"\n"
@@ -223,10 +275,11 @@ START_TEST(test_recovery)
 	ck_assert_uint_eq(d.n_errors, 3);
 	ck_assert_int_eq(d.items[0].loc.first_line, 2);
 	ck_assert_int_eq(d.items[1].loc.first_line, 3);
-	ck_assert_int_eq(d.items[1].loc.first_column, 25);
+	ck_assert_int_eq(d.items[1].loc.first_column, 24); /* after "rgb" */
 	ck_assert_str_eq(d.items[1].msg,
 			 "expected ')' to close the call opened at 3:20");
-	ck_assert_int_eq(d.items[2].loc.first_line, 5);
+	ck_assert_int_eq(d.items[2].loc.first_line, 4);
+	ck_assert_int_eq(d.items[2].loc.first_column, 14); /* after "2" */
 	ck_assert_str_eq(d.items[2].msg,
 			 "expected ']' to close the list opened at 4:9");
 	ck_assert_uint_eq(p.n_stmts, 2);
@@ -370,6 +423,34 @@ static const struct {
 	 "pipe.ts:1:13: error: utf8\n"
 	 "    1 | let s = \"é\" x\n"
 	 "      |             ^\n"},
+	/* wide characters take two columns of the caret line, before the
+	 * caret and under it; a combining mark takes none */
+	{"\"日本\" flipp",
+	 {{TS_SEV_ERROR, {1, 6, 1, 10}, "wide", NULL},
+	  {TS_SEV_ERROR, {1, 2, 1, 3}, "under wide", NULL}},
+	 "pipe.ts:1:6: error: wide\n"
+	 "    1 | \"日本\" flipp\n"
+	 "      |        ^~~~~\n"
+	 "pipe.ts:1:2: error: under wide\n"
+	 "    1 | \"日本\" flipp\n"
+	 "      |  ^~~~\n"},
+	{"\"e\xcc\x81\" x",
+	 {{TS_SEV_ERROR, {1, 6, 1, 6}, "combining", NULL}},
+	 "pipe.ts:1:6: error: combining\n"
+	 "    1 | \"e\xcc\x81\" x\n"
+	 "      |     ^\n"},
+	/* a byte that is not UTF-8 shows as '?', one column */
+	{"\"\xff\xc3\" x",
+	 {{TS_SEV_ERROR, {1, 5, 1, 5}, "bad utf8", NULL}},
+	 "pipe.ts:1:5: error: bad utf8\n"
+	 "    1 | \"??\" x\n"
+	 "      |     ^\n"},
+	/* a byte-order mark is not shown and takes no column */
+	{"\xef\xbb\xbflet a\nlet b",
+	 {{TS_SEV_ERROR, {1, 5, 1, 5}, "bom", NULL}},
+	 "pipe.ts:1:5: error: bom\n"
+	 "    1 | let a\n"
+	 "      |     ^\n"},
 };
 
 START_TEST(test_render)

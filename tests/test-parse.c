@@ -121,6 +121,15 @@ static const struct {
 	 "  set h @2:19-2:26\n    num 1000000000 int \"1 GB\" unit=GB @2:23-2:26\n"
 	 "  set i @2:28-2:42\n    num 100 int \"100 samples\" unit=samples @2:32-2:42\n"
 	 "  set j @2:44-2:54\n    num 1536 \"1.5 KiB\" unit=KiB @2:48-2:54\n"},
+	/* a negative size or count keeps its unit */
+	{"serve s { m = -5 GiB r = -2 batches }",
+	 "serve s @1:1-1:37\n"
+	 "  set m @1:11-1:20\n    num -5368709120 int \"-5 GiB\" unit=GiB @1:15-1:20\n"
+	 "  set r @1:22-1:35\n    num -2 int \"-2 batches\" unit=batches @1:26-1:35\n"},
+	/* a byte-order mark is skipped and takes no column */
+	{"\xef\xbb\xbflet x = 42",
+	 "let x @1:1-1:10\n"
+	 "  num 42 int \"42\" @1:9-1:10\n"},
 	/* the empty program and a comment-only one */
 	{"", ""},
 	{"# nothing\n\n", ""},
@@ -128,10 +137,13 @@ static const struct {
 	{"let letter = Bx let KiBs = batchesx",
 	 "let letter @1:1-1:15\n  word Bx @1:14-1:15\n"
 	 "let KiBs @1:17-1:35\n  word batchesx @1:28-1:35\n"},
-	/* UTF-8 in a string counts one column per character */
+	/* UTF-8 in a string counts one column per character, wide or not */
 	{"let s = \"é\" let t = 1",
 	 "let s @1:1-1:11\n  str \"é\" @1:9-1:11\n"
 	 "let t @1:13-1:21\n  num 1 int \"1\" @1:21-1:21\n"},
+	{"let s = \"日本\" let t = 1",
+	 "let s @1:1-1:12\n  str \"日本\" @1:9-1:12\n"
+	 "let t @1:14-1:22\n  num 1 int \"1\" @1:22-1:22\n"},
 };
 
 START_TEST(test_tree)

@@ -1,0 +1,1 @@
+﻿pipeline train = synthetic(32) | flipp | batch(8)

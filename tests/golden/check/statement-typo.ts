@@ -1,0 +1,2 @@
+# A statement keyword misspelled.
+pipline t = synthetic(16) | batch(4)
