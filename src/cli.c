@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,4 +247,40 @@ bool ts_cli_opt_start(const char *cmd, const char *arg,
 		return true;
 	ts_cli_error(cmd, "--start wants EPOCH:INDEX such as 2:1000, got '%s'", arg);
 	return false;
+}
+
+/*
+ * getopt_long's own messages name the program by argv[0] ("bench"); a
+ * command sets opterr = 0, passes ":..." as optstring, and on '?' or ':'
+ * calls this, which says what was wrong as "tsrun CMD: ..." and returns
+ * TS_EXIT_USAGE for the command to print its usage and return.
+ */
+int ts_cli_bad_option(const char *cmd, int c, char **argv, const struct option *opts)
+{
+	const char *arg = argv[optind - 1];
+	size_t len = strcspn(arg, "=");
+	int matches = 0;
+
+	if (c == ':') {
+		ts_cli_error(cmd, "option '%s' needs a value", arg);
+	} else if (strncmp(arg, "--", 2) == 0) {
+		for (const struct option *o = opts; o->name; o++) {
+			if (strncmp(o->name, arg + 2, len - 2) != 0)
+				continue;
+			if (strlen(o->name) == len - 2) {
+				matches = 1; /* an exact name is never ambiguous */
+				break;
+			}
+			matches++;
+		}
+		if (matches > 1)
+			ts_cli_error(cmd, "ambiguous option '%.*s'", (int)len, arg);
+		else if (matches == 1 && arg[len] == '=')
+			ts_cli_error(cmd, "option '%.*s' takes no value", (int)len, arg);
+		else
+			ts_cli_error(cmd, "unknown option '%s'", arg);
+	} else {
+		ts_cli_error(cmd, "unknown option '-%c'", optopt);
+	}
+	return TS_EXIT_USAGE;
 }

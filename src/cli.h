@@ -64,6 +64,11 @@ char *ts_cmd_run_reload_path(const char *socket_path);
 
 /* Monotonic wall-clock seconds, and this process's CPU seconds (user +
  * system), for throughput figures. */
+/* A getopt_long error ('?' or ':' with opterr = 0 and a ":..." optstring)
+ * worded as "tsrun CMD: ..."; returns TS_EXIT_USAGE. */
+struct option;
+int ts_cli_bad_option(const char *cmd, int c, char **argv, const struct option *opts);
+
 double ts_cli_now(void);
 double ts_cli_cpu_seconds(void);
 

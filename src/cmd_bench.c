@@ -90,42 +90,6 @@ static void usage(FILE *f)
 		   "  --start EPOCH:INDEX  start at this position, as a resumed run does\n");
 }
 
-/*
- * getopt_long's own messages name the program "bench" (argv[0]); with
- * opterr = 0 it stays quiet and this says what was wrong as
- * "tsrun bench: ...", then the usage. c is getopt_long's '?' or ':'.
- */
-static int bad_option(int c, char **argv, const struct option *opts)
-{
-	const char *arg = argv[optind - 1];
-	size_t len = strcspn(arg, "=");
-	int matches = 0;
-
-	if (c == ':') {
-		ts_cli_error("bench", "option '%s' needs a value", arg);
-	} else if (strncmp(arg, "--", 2) == 0) {
-		for (const struct option *o = opts; o->name; o++) {
-			if (strncmp(o->name, arg + 2, len - 2) != 0)
-				continue;
-			if (strlen(o->name) == len - 2) {
-				matches = 1; /* an exact name is never ambiguous */
-				break;
-			}
-			matches++;
-		}
-		if (matches > 1)
-			ts_cli_error("bench", "ambiguous option '%.*s'", (int)len, arg);
-		else if (matches == 1 && arg[len] == '=')
-			ts_cli_error("bench", "option '%.*s' takes no value", (int)len, arg);
-		else
-			ts_cli_error("bench", "unknown option '%s'", arg);
-	} else {
-		ts_cli_error("bench", "unknown option '-%c'", optopt);
-	}
-	usage(stderr);
-	return TS_EXIT_USAGE;
-}
-
 int ts_cmd_bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -168,7 +132,10 @@ int ts_cmd_bench(int argc, char **argv)
 				return TS_EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
-		default: return bad_option(c, argv, opts);
+		default:
+			ts_cli_bad_option("bench", c, argv, opts);
+			usage(stderr);
+			return TS_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc || optind < argc - 1) {

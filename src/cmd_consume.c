@@ -31,42 +31,6 @@ static void usage(FILE *f)
 		   "  --delay-ms N           sleep N ms after each batch, like a slow trainer\n");
 }
 
-/*
- * getopt_long's own messages name the program "consume" (argv[0]); with
- * opterr = 0 it stays quiet and this says what was wrong as
- * "tsrun consume: ...", then the usage. c is getopt_long's '?' or ':'.
- */
-static int bad_option(int c, char **argv, const struct option *opts)
-{
-	const char *arg = argv[optind - 1];
-	size_t len = strcspn(arg, "=");
-	int matches = 0;
-
-	if (c == ':') {
-		ts_cli_error("consume", "option '%s' needs a value", arg);
-	} else if (strncmp(arg, "--", 2) == 0) {
-		for (const struct option *o = opts; o->name; o++) {
-			if (strncmp(o->name, arg + 2, len - 2) != 0)
-				continue;
-			if (strlen(o->name) == len - 2) {
-				matches = 1; /* an exact name is never ambiguous */
-				break;
-			}
-			matches++;
-		}
-		if (matches > 1)
-			ts_cli_error("consume", "ambiguous option '%.*s'", (int)len, arg);
-		else if (matches == 1 && arg[len] == '=')
-			ts_cli_error("consume", "option '%.*s' takes no value", (int)len, arg);
-		else
-			ts_cli_error("consume", "unknown option '%s'", arg);
-	} else {
-		ts_cli_error("consume", "unknown option '-%c'", optopt);
-	}
-	usage(stderr);
-	return TS_EXIT_USAGE;
-}
-
 int ts_cmd_consume(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -110,7 +74,10 @@ int ts_cmd_consume(int argc, char **argv)
 				return TS_EXIT_USAGE;
 			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
-		default: return bad_option(c, argv, opts);
+		default:
+			ts_cli_bad_option("consume", c, argv, opts);
+			usage(stderr);
+			return TS_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc || optind < argc - 1) {

@@ -196,7 +196,8 @@ int ts_cmd_run(int argc, char **argv)
 	bool quiet = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:S:e:t:s:w:qj:d:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:S:e:t:s:w:qj:d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'S': socket_path = optarg; break;
@@ -226,7 +227,10 @@ int ts_cmd_run(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'j': stats_json = optarg; break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
-		default: usage(stderr); return TS_EXIT_USAGE;
+		default:
+			ts_cli_bad_option("run", c, argv, opts);
+			usage(stderr);
+			return TS_EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {

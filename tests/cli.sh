@@ -70,6 +70,8 @@ expect 2 "tsrun: unknown option '--frob'" "$TSRUN" --frob
 expect 2 "tsrun: invalid value 'sometimes' for --color (use auto, always or never)" "$TSRUN" --color=sometimes check x.ts
 expect 2 "usage: tsrun run" "$TSRUN" run
 expect 2 "tsrun run: no FILE given" "$TSRUN" run
+expect 2 "tsrun run: unknown option '--frob'" "$TSRUN" run --frob x.ts
+expect 2 "tsrun run: option '--epochs' needs a value" "$TSRUN" run x.ts --epochs
 expect 2 "usage: tsrun run" "$TSRUN" run a.ts b.ts
 expect 2 "tsrun run: unexpected argument 'b.ts'" "$TSRUN" run a.ts b.ts
 expect 2 "tsrun reload: no FILE given" "$TSRUN" reload s.sock
