@@ -1146,6 +1146,33 @@ int ts_engine_probe(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	return rc;
 }
 
+int ts_engine_check_reload(const struct ts_plan *cur, const struct ts_plan *next,
+			   const struct ts_engine_opts *o, struct ts_error *err)
+{
+	if (!ts_plan_same_sample(cur, next))
+		return ts_error_set(err, TS_E_CHECK,
+				    "its samples are %dx%dx%d %s %s, the running ones "
+				    "%dx%dx%d %s %s: a reload cannot change the sample shape, "
+				    "with which connected trainers map the ring; restart to "
+				    "change it", next->channels, next->height, next->width,
+				    ts_dtype_name(next->dtype), ts_layout_name(next->layout),
+				    cur->channels, cur->height, cur->width,
+				    ts_dtype_name(cur->dtype), ts_layout_name(cur->layout));
+	if (!ts_plan_same_device(cur, next))
+		return ts_error_set(err, TS_E_CHECK,
+				    "its device(cuda) stage differs from the running one (%s), "
+				    "whose device ring connected trainers have open; restart "
+				    "to change it",
+				    cur->device.cuda ? "device(cuda) with other dtype, layout "
+						       "or normalization"
+						     : "which has no device stage");
+	/* Its source must open now, not fail at the epoch boundary. */
+	struct ts_engine_opts po = o ? *o : (struct ts_engine_opts){.epochs = -1};
+	po.start_epoch = 0;
+	po.start_index = 0;
+	return ts_engine_probe(next, &po, err);
+}
+
 /* An engine for plan in ring from next_epoch at the ring's head. */
 static int start_in_ring(const struct ts_plan *plan, const struct ts_engine_opts *o,
 			 struct ts_ring *ring, uint64_t next_epoch,

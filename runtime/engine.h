@@ -77,6 +77,14 @@ int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch);
 int ts_engine_probe(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		    struct ts_error *err);
 
+/* May next replace cur in a running ring? Its samples must have cur's
+ * shape, dtype and layout (consumers map the ring with them), its device
+ * stage must be cur's, and it must start (ts_engine_probe with o's
+ * threads and epochs). Returns 0, or TS_E_CHECK / the probe's error with
+ * the reason in err ("its samples are ..."). */
+int ts_engine_check_reload(const struct ts_plan *cur, const struct ts_plan *next,
+			   const struct ts_engine_opts *o, struct ts_error *err);
+
 /* Complete a handover once *e is idle (ts_engine_stats().idle): join and
  * free it, then start an engine for plan in the same ring, from epoch
  * next_epoch at the ring's head, with o's threads and epochs (its start

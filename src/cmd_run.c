@@ -73,31 +73,8 @@ static struct ts_plan *reload_request(const char *path, const char *pipeline,
 		ts_plan_destroy(next);
 		return NULL;
 	}
-	if (!ts_plan_same_sample(cur, next)) {
-		snprintf(why, why_n, "its samples are %dx%dx%d %s %s, the running ones "
-			 "%dx%dx%d %s %s, and connected trainers map the ring with that "
-			 "shape; restart tsrun to change it", next->channels, next->height,
-			 next->width, ts_dtype_name(next->dtype), ts_layout_name(next->layout),
-			 cur->channels, cur->height, cur->width, ts_dtype_name(cur->dtype),
-			 ts_layout_name(cur->layout));
-		ts_plan_destroy(next);
-		return NULL;
-	}
-	if (!ts_plan_same_device(cur, next)) {
-		snprintf(why, why_n, "its device(cuda) stage differs from the running one "
-			 "(%s), whose device ring connected trainers have open; restart tsrun "
-			 "to change it",
-			 cur->device.cuda ? "device(cuda) with other dtype, layout or normalization"
-					  : "which has no device stage");
-		ts_plan_destroy(next);
-		return NULL;
-	}
-	/* Its source must open now, not fail at the boundary. */
 	struct ts_error err = {0};
-	struct ts_engine_opts po = *eo;
-	po.start_epoch = 0;
-	po.start_index = 0;
-	if (ts_engine_probe(next, &po, &err) != 0) {
+	if (ts_engine_check_reload(cur, next, eo, &err) != 0) {
 		snprintf(why, why_n, "%s", err.msg);
 		ts_plan_destroy(next);
 		return NULL;

@@ -249,20 +249,8 @@ TS_EXPORT int ts_stream_reload(struct ts_stream *s, const char *text,
 	struct ts_plan *next = np->plan;
 	np->plan = NULL;
 	ts_pipeline_destroy(np);
-	if (!ts_plan_same_sample(s->plan, next)) {
-		rc = ts_error_set(err, TS_E_CHECK,
-				  "the new pipeline's samples are %dx%dx%d %s %s, the running ones "
-				  "%dx%dx%d %s %s; a reload cannot change the sample shape",
-				  next->channels, next->height, next->width, ts_dtype_name(next->dtype),
-				  ts_layout_name(next->layout), s->plan->channels, s->plan->height,
-				  s->plan->width, ts_dtype_name(s->plan->dtype),
-				  ts_layout_name(s->plan->layout));
-		ts_plan_destroy(next);
-		return rc;
-	}
-	/* Its source must open now, not fail at the boundary. */
 	struct ts_engine_opts eo = engine_opts(s);
-	rc = ts_engine_probe(next, &eo, err);
+	rc = ts_engine_check_reload(s->plan, next, &eo, err);
 	if (rc) {
 		ts_plan_destroy(next);
 		return rc;
