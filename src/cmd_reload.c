@@ -20,22 +20,18 @@
 static long producer_pid(const char *socket_path)
 {
 	char *sp = ts_status_path(socket_path);
-	if (!sp)
-		return -1;
-	char buf[4096];
-	size_t n = 0;
-	FILE *f = fopen(sp, "re");
+	char *text = NULL;
+	size_t len = 0;
+	long pid = -1;
+	if (sp && ts_cli_read_file(sp, &text, &len) == 0) {
+		struct ts_status_info st = {0};
+		if (ts_status_parse(text, len, &st))
+			pid = (long)st.pid;
+		ts_status_info_free(&st);
+	}
+	free(text);
 	free(sp);
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	const char *p = strstr(buf, "\"pid\":");
-	if (!p)
-		return -1;
-	long pid = strtol(p + 6, NULL, 10);
-	return pid > 0 ? pid : -1;
+	return pid;
 }
 
 /* How long tsrun may take to check a pipeline and open its source (a

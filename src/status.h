@@ -46,4 +46,26 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 /* Removes the status file. NULL is a no-op. */
 void ts_status_destroy(struct ts_status *s);
 
+/* What a status file holds, as `tsrun stat` and `tsrun reload` read it. */
+struct ts_status_consumer {
+	long pid;
+	double batch, position, lag, rate;
+};
+
+struct ts_status_info {
+	char pipeline[256], file[1024], socket[1024], state[32];
+	double pid, epoch, epochs, index, epoch_size, samples, rate;
+	double ring_fill, capacity, skipped, threads, batch;
+	long holding_back; /* -1: null */
+	bool has_pid, has_consumers;
+	struct ts_status_consumer *consumers;
+	size_t n_consumers;
+};
+
+/* Parse the status file's text. False for a truncated or garbage file, or
+ * one without a valid pid and consumer list. st starts zeroed; free its
+ * consumers with ts_status_info_free. */
+bool ts_status_parse(const char *text, size_t len, struct ts_status_info *st);
+void ts_status_info_free(struct ts_status_info *st);
+
 #endif
