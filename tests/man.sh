@@ -3,7 +3,8 @@
 # worse; STYLE notes such as "referenced manual not found" depend on what
 # is installed and are ignored), and every operator of the registry, as
 # `tsrun check --list-operators` prints it, is documented in
-# tsrun-pipeline(5) as a `.It Ic NAME` entry.
+# tsrun-pipeline(5) as a `.It Ic NAME` entry; the built pages carry the
+# version.
 set -u
 : "${TSRUN:?TSRUN must name the tsrun binary}"
 : "${TS_SRCDIR:?TS_SRCDIR must name the source root}"
@@ -41,6 +42,16 @@ done
 for s in socket group epochs ring memory threads on_error queue_depth; do
 	if ! grep -q "^\.It Cm $s " "$page"; then
 		echo "FAIL: serve setting '$s' is not documented in $page"
+		failed=$((failed + 1))
+	fi
+done
+# The built copies carry the program's version (man/meson.build stamps
+# `.Os tsrun` with it), so `man tsrun` says which release it documents.
+version=$("$TSRUN" --version | sed -n 's/^tsrun //p')
+for src in *.[1-8]; do
+	built="${TS_BUILDDIR:?TS_BUILDDIR must name the build root}/man/$src"
+	if ! grep -qx "\.Os tsrun $version" "$built" 2>/dev/null; then
+		echo "FAIL: $built does not say '.Os tsrun $version'"
 		failed=$((failed + 1))
 	fi
 done
