@@ -18,12 +18,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "engine.h"
 #include "lower.h"
-#include "ring.h"
-#include "server.h"
+#include "serve.h"
 #include "status.h"
-#include "tscuda.h"
 #include "util.h"
 
 static volatile sig_atomic_t got_signal;
@@ -49,15 +46,11 @@ char *ts_cmd_run_reload_path(const char *socket_path)
 
 /*
  * SIGHUP: compile the pipeline named in the reload file (or the running
- * file again) completely, and probe its source; a valid one takes over at
- * the next epoch boundary, an invalid one is reported and the running one
- * carries on. `tsrun reload` writes "PATH\nPID\n" and waits for our
- * answer in "<socket>.reload.PID". Returns the new plan, or NULL with
- * why[] filled.
+ * file again); ts_serve_reload checks it against the running one and
+ * opens its source. `tsrun reload` writes "PATH\nPID\n" and waits for our
+ * answer in "<socket>.reload.PID". Returns the plan, or NULL with why[].
  */
-static struct ts_plan *reload_request(const char *path, const char *pipeline,
-				      const struct ts_plan *cur,
-				      const struct ts_engine_opts *eo,
+static struct ts_plan *reload_compile(const char *path, const char *pipeline,
 				      char *why, size_t why_n)
 {
 	fprintf(stderr, "tsrun: reload: checking %s\n", path);
@@ -70,12 +63,6 @@ static struct ts_plan *reload_request(const char *path, const char *pipeline,
 		snprintf(why, why_n, "%s serves %d pipelines (%s) and this tsrun was started "
 			 "without --pipeline: which one is meant is not clear", path,
 			 next->n_served, next->served_names);
-		ts_plan_destroy(next);
-		return NULL;
-	}
-	struct ts_error err = {0};
-	if (ts_engine_check_reload(cur, next, eo, &err) != 0) {
-		snprintf(why, why_n, "%s", err.msg);
 		ts_plan_destroy(next);
 		return NULL;
 	}
@@ -142,6 +129,90 @@ static void reload_answer(const char *socket_path, long asker, const char *fmt, 
 	free(tmp);
 	free(ans);
 	free(rpath);
+}
+
+/* One SIGHUP: the new plan is offered to s; the outcome goes to the log
+ * and to the asking `tsrun reload`. *pending_file names the accepted one. */
+static void reload(struct ts_serve *s, const char *socket_path, const char *pipeline,
+		   const char *cur_file, char **pending_file)
+{
+	char path[4096], why[512] = "";
+	long asker;
+	reload_read(socket_path, path, sizeof(path), &asker);
+	if (!path[0])
+		snprintf(path, sizeof(path), "%s", cur_file);
+	struct ts_plan *next = reload_compile(path, pipeline, why, sizeof(why));
+	struct ts_error err = {0};
+	uint64_t epoch = 0;
+	bool replaced = false;
+	if (next && ts_serve_reload(s, next, &epoch, &replaced, &err) != 0)
+		snprintf(why, sizeof(why), "%s", err.msg);
+	else if (next) {
+		if (replaced)
+			fprintf(stderr, "tsrun: reload: %s replaces %s, which had not taken "
+				"over yet\n", path, *pending_file);
+		free(*pending_file);
+		*pending_file = strdup(path);
+		fprintf(stderr, "tsrun: reload: %s takes over at epoch %llu\n", path,
+			(unsigned long long)epoch + 1);
+		reload_answer(socket_path, asker, "ok: takes over at epoch %llu",
+			      (unsigned long long)epoch + 1);
+		return;
+	}
+	fprintf(stderr, "tsrun: reload: %s rejected: %s; the running pipeline carries on\n",
+		path, why);
+	reload_answer(socket_path, asker, "rejected: %s", why);
+}
+
+/* The plan's one-line description, memory included. */
+static void print_plan(const char *file, const struct ts_plan *plan)
+{
+	char need[32], ringsz[32], scratch[32], io[32], budget[32];
+	ts_plan_format_size(plan->mem_total, need, sizeof(need));
+	ts_plan_format_size(plan->mem_ring, ringsz, sizeof(ringsz));
+	ts_plan_format_size(plan->mem_scratch, scratch, sizeof(scratch));
+	ts_plan_format_size(plan->mem_io, io, sizeof(io));
+	if (plan->memory_budget)
+		ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
+	else
+		snprintf(budget, sizeof(budget), "none");
+	fprintf(stderr, "tsrun: %s: pipeline '%s', %dx%dx%d %s %s samples, memory %s "
+		"(ring %s, scratch %s, io %s; budget %s)\n", file, plan->name,
+		plan->channels, plan->height, plan->width, ts_dtype_name(plan->dtype),
+		ts_layout_name(plan->layout), need, ringsz, scratch, io, budget);
+}
+
+/* What serving set up: the device ring (or why not) and the reader. */
+static void print_info(const struct ts_serve_info *si, const struct ts_plan *plan, bool quiet)
+{
+	if (si->device_fallback)
+		fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC batches from "
+			"the CPU ring instead\n", si->device_note);
+	if (si->device && !quiet)
+		fprintf(stderr, "tsrun: device(cuda): finishing on GPU %d (%s, %s) into a "
+			"%dx%dx%d %s nchw device ring shared over CUDA IPC\n", si->dev.device,
+			si->dev.name, si->dev.pci_bus_id, plan->channels, plan->height,
+			plan->width, ts_dtype_name(plan->device.dtype));
+	if (si->device && si->device_note[0])
+		fprintf(stderr, "tsrun: note: %s\n", si->device_note);
+	if (si->reader_note)
+		fprintf(stderr, "tsrun: note: %s; reading files with plain reads in the workers\n",
+			si->reader_note);
+}
+
+static void print_summary(struct ts_serve *srv, struct ts_status *status)
+{
+	struct ts_engine_stats es;
+	struct ts_ring_stat rs;
+	ts_serve_stats(srv, &es, &rs);
+	const char *const *skipped = NULL;
+	size_t n_skipped = ts_serve_skipped(srv, &skipped);
+	ts_status_summary(status, &es, &rs, skipped, n_skipped, stderr);
+	struct ts_devserve_stats ds;
+	if (ts_serve_device_stats(srv, &ds))
+		fprintf(stderr, "device: %llu samples finished on GPU %d in %.2f s of copies "
+			"and kernels (host ring %s)\n", (unsigned long long)ds.samples, ds.device,
+			ds.fill_s, ds.pinned ? "page-locked" : "pageable");
 }
 
 static void usage(FILE *f)
@@ -235,129 +306,41 @@ int ts_cmd_run(int argc, char **argv)
 		ts_plan_destroy(plan);
 		return TS_EXIT_INVALID;
 	}
-	/* Our own copy: a reload frees the plan, the socket stays. */
-	char *socket_own = strdup(socket_path ? socket_path : plan->socket);
-	if (!socket_own) {
-		ts_cli_error("run", "out of memory");
-		ts_plan_destroy(plan);
-		return TS_EXIT_INVALID;
-	}
-	socket_path = socket_own;
 	int n_epochs = epochs >= 0 ? (int)epochs : plan->epochs;
 	if (n_epochs > 0 && start_epoch >= (unsigned long long)n_epochs) {
 		ts_cli_error("run", "--start epoch %llu is at or past the last epoch: the stream "
 			     "has %d epoch%s (0..%d); start earlier or raise --epochs", start_epoch,
 			     n_epochs, n_epochs == 1 ? "" : "s", n_epochs - 1);
 		ts_plan_destroy(plan);
-		free(socket_own);
 		return TS_EXIT_USAGE;
 	}
 
-	/* device(cuda): with a GPU, the CPU stages write uint8 NHWC into a
-	 * staged host ring and a finisher fills the device ring that trainers
-	 * open over CUDA IPC (runtime/cuda/tscuda.h, devserve). Without one,
-	 * the host ring serves the uint8 NHWC samples; say so once, why. */
-	bool want_device = false;
-	if (plan->device.cuda) {
-		struct ts_error derr = {0};
-		int ndev = 0;
-		if (ts_cuda_probe(&ndev, &derr) < 0) {
-			fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC "
-				"batches from the CPU ring instead\n", derr.msg);
-		} else if (device_ord >= ndev) {
-			ts_cli_error("run", "--device %ld, but this process sees %d CUDA device%s "
-				     "(0..%d; CUDA_VISIBLE_DEVICES applies)", device_ord, ndev,
-				     ndev == 1 ? "" : "s", ndev - 1);
-			ts_plan_destroy(plan);
-			free(socket_own);
-			return TS_EXIT_USAGE;
-		} else {
-			want_device = true;
-		}
-	}
-
 	struct ts_error err = {0};
-	struct ts_ring *ring = NULL;
-	struct ts_server *srv = NULL;
-	struct ts_devserve *dsv = NULL;
-	struct ts_engine *eng = NULL;
+	struct ts_serve *srv = NULL;
 	struct ts_status *status = NULL;
 	FILE *json = NULL;
 	int rc, exit_status = TS_EXIT_INVALID;
+	char *cur_file = strdup(file), *pending_file = NULL;
 
-	char need[32], ringsz[32], scratch[32], io[32], budget[32];
-	ts_plan_format_size(plan->mem_total, need, sizeof(need));
-	ts_plan_format_size(plan->mem_ring, ringsz, sizeof(ringsz));
-	ts_plan_format_size(plan->mem_scratch, scratch, sizeof(scratch));
-	ts_plan_format_size(plan->mem_io, io, sizeof(io));
-	if (plan->memory_budget)
-		ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
-	else
-		snprintf(budget, sizeof(budget), "none");
 	if (!quiet)
-		fprintf(stderr, "tsrun: %s: pipeline '%s', %dx%dx%d %s %s samples, memory %s "
-			"(ring %s, scratch %s, io %s; budget %s)\n", file, plan->name,
-			plan->channels, plan->height, plan->width, ts_dtype_name(plan->dtype),
-			ts_layout_name(plan->layout), need, ringsz, scratch, io, budget);
-
-	struct ts_ring_params rp = {
-		.height = plan->height, .width = plan->width, .channels = plan->channels,
-		.dtype = plan->dtype, .layout = plan->layout,
-		.sample_bytes = plan->sample_bytes,
-		.capacity = (uint64_t)plan->ring_samples,
-		.epochs = (uint32_t)n_epochs,
-		.min_consumers = (unsigned)wait_n,
-		.default_batch = (uint32_t)plan->batch,
-		.staged = want_device,
-	};
-	struct ts_engine_opts eo = {
-		.threads = (int)threads, .epochs = n_epochs,
+		print_plan(file, plan);
+	struct ts_serve_opts so = {
+		.socket_path = socket_path, .epochs = n_epochs, .threads = (int)threads,
 		.start_epoch = start_epoch, .start_index = start_index,
+		.wait = (unsigned)wait_n, .device = (int)device_ord,
 	};
-	rc = ts_ring_create(&rp, &ring, &err);
-	if (rc)
-		goto fail;
-	if (want_device) {
-		char note[256];
-		struct ts_error derr = {0};
-		if (ts_devserve_start(ring, plan, (int)device_ord, &dsv, note, &derr) < 0) {
-			fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC "
-				"batches from the CPU ring instead\n", derr.msg);
-			ts_ring_destroy(ring);
-			ring = NULL;
-			rp.staged = false;
-			rc = ts_ring_create(&rp, &ring, &err);
-			if (rc)
-				goto fail;
-		} else {
-			struct ts_devserve_stats ds;
-			ts_devserve_stats(dsv, &ds);
-			if (!quiet)
-				fprintf(stderr, "tsrun: device(cuda): finishing on GPU %d (%s, %s) "
-					"into a %dx%dx%d %s nchw device ring shared over CUDA IPC\n",
-					ds.device, ds.name, ds.pci_bus_id, plan->channels,
-					plan->height, plan->width, ts_dtype_name(plan->device.dtype));
-			if (note[0])
-				fprintf(stderr, "tsrun: note: %s\n", note);
-		}
+	rc = ts_serve_create(plan, &so, &srv, &err);
+	plan = NULL; /* the server's now */
+	if (rc == TS_E_NODEV) {
+		ts_cli_error("run", "--%s", err.msg);
+		exit_status = TS_EXIT_USAGE;
+		goto out;
 	}
-	rc = ts_engine_create(plan, &eo, ring, &eng, &err);
 	if (rc)
 		goto fail;
-	/* Trainers learn the epoch size at welcome (len() of a Loader); a
-	 * tile or filter pipeline's is not known in advance. */
-	if (!plan->expands)
-		ts_ring_set_samples_per_epoch(ring, ts_engine_epoch_size(eng));
-	struct ts_proto_device pdev;
-	if (dsv)
-		ts_devserve_describe(dsv, &pdev);
-	rc = ts_server_create_device(ring, socket_path, plan->group, dsv ? &pdev : NULL,
-				     &srv, &err);
-	if (rc)
-		goto fail;
-	if (ts_engine_reader_note(eng))
-		fprintf(stderr, "tsrun: note: %s; reading files with plain reads in the workers\n",
-			ts_engine_reader_note(eng));
+	struct ts_serve_info si;
+	ts_serve_get_info(srv, &si);
+	print_info(&si, ts_serve_plan(srv), quiet);
 	if (stats_json) {
 		json = fopen(stats_json, "we");
 		if (!json) {
@@ -367,8 +350,8 @@ int ts_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = ts_status_create(plan, file, socket_path, (uint64_t)n_epochs, start_epoch,
-			      quiet, &status);
+	rc = ts_status_create(ts_serve_plan(srv), file, si.socket_path, (uint64_t)n_epochs,
+			      start_epoch, quiet, &status);
 	if (rc) {
 		ts_cli_error("run", "out of memory");
 		goto out;
@@ -383,105 +366,49 @@ int ts_cmd_run(int argc, char **argv)
 
 	if (!quiet)
 		fprintf(stderr, "tsrun: serving on %s (epochs: %d%s); waiting for %ld trainer%s\n",
-			ts_server_path(srv), n_epochs, n_epochs == 0 ? ", forever" : "",
+			si.socket_path, n_epochs, n_epochs == 0 ? ", forever" : "",
 			wait_n, wait_n == 1 ? "" : "s");
-	rc = ts_engine_start(eng, &err);
+	rc = ts_serve_start(srv, &err);
 	if (rc)
 		goto fail;
 
-	/* The main thread only watches: status every 250 ms, a signal, or the
-	 * end of the stream. */
-	struct ts_plan *pending = NULL;
-	char *pending_file = NULL, *cur_file = NULL;
-	uint64_t pending_epoch = 0;
+	/* The main thread only watches: status every 100 ms, a signal, a
+	 * reload, or the end of the stream. */
 	for (;;) {
 		struct ts_engine_stats es;
-		ts_engine_stats(eng, &es);
 		struct ts_ring_stat rs;
-		ts_server_stat(srv, &rs);
 		if (got_hup) {
 			got_hup = 0;
 			ts_status_clear(status, stderr);
-			char path[4096];
-			long asker;
-			reload_read(socket_path, path, sizeof(path), &asker);
-			if (!path[0])
-				snprintf(path, sizeof(path), "%s", cur_file ? cur_file : file);
-			char why[512] = "";
-			struct ts_plan *next = reload_request(path, pipeline, plan, &eo, why,
-							      sizeof(why));
-			if (!next) {
-				fprintf(stderr, "tsrun: reload: %s rejected: %s; the running pipeline "
-					"carries on\n", path, why);
-				reload_answer(socket_path, asker, "rejected: %s", why);
-			} else if (!pending && ts_engine_handover(eng, &pending_epoch) != 0) {
-				fprintf(stderr, "tsrun: reload: %s not taken: the stream ends with "
-					"this epoch\n", path);
-				reload_answer(socket_path, asker, "rejected: the stream ends with "
-					      "the current epoch; there is no next epoch to take over");
-				ts_plan_destroy(next);
-			} else {
-				/* A second reload before the boundary replaces the first. */
-				if (pending)
-					fprintf(stderr, "tsrun: reload: %s replaces %s, which had not "
-						"taken over yet\n", path, pending_file);
-				ts_plan_destroy(pending);
-				free(pending_file);
-				pending = next;
-				pending_file = strdup(path);
-				fprintf(stderr, "tsrun: reload: %s takes over at epoch %llu\n",
-					path, (unsigned long long)pending_epoch + 1);
-				reload_answer(socket_path, asker, "ok: takes over at epoch %llu",
-					      (unsigned long long)pending_epoch + 1);
-			}
+			reload(srv, si.socket_path, pipeline, cur_file, &pending_file);
 		}
-		if (pending && es.idle) {
-			/* The old plan reached its epoch boundary: the new one goes
-			 * on in the same ring, from its head. */
-			bool fell_back = false;
-			rc = ts_engine_takeover(&eng, pending, plan, &eo, pending_epoch,
-						&fell_back, &err);
-			if (fell_back) {
-				fprintf(stderr, "tsrun: reload: %s could not start at epoch %llu: %s; "
-					"the running pipeline carries on\n", pending_file,
-					(unsigned long long)pending_epoch + 1, err.msg);
-				ts_plan_destroy(pending);
-				pending = NULL;
-				free(pending_file);
-				pending_file = NULL;
-				continue;
-			}
-			if (!rc || !eng) {
-				ts_plan_destroy(plan);
-				plan = pending;
-				pending = NULL;
-				free(cur_file);
-				cur_file = pending_file;
-				pending_file = NULL;
-				ts_status_set_plan(status, plan, cur_file);
-				if (rc) {
-					free(cur_file);
-					goto fail;
-				}
-				continue;
-			}
-			/* The old engine failed: its error ended the ring. */
+		enum ts_serve_event ev;
+		rc = ts_serve_poll(srv, &ev, &err);
+		if (rc)
+			goto fail;
+		if (ev == TS_SERVE_FELL_BACK) {
+			fprintf(stderr, "tsrun: reload: %s could not start at its epoch: %s; the "
+				"running pipeline carries on\n", pending_file, err.msg);
+			free(pending_file);
+			pending_file = NULL;
+		} else if (ev == TS_SERVE_TOOK_OVER) {
+			free(cur_file);
+			cur_file = pending_file;
+			pending_file = NULL;
+			ts_status_set_plan(status, ts_serve_plan(srv), cur_file);
 		}
-		bool ended = rs.state != TS_RING_RUNNING;
+		ts_serve_stats(srv, &es, &rs);
 		ts_status_update(status, &es, &rs, stderr, json);
-		if (got_signal || ended)
+		if (got_signal || rs.state != TS_RING_RUNNING)
 			break;
 		usleep(100 * 1000);
 	}
-	ts_plan_destroy(pending);
-	free(pending_file);
-	free(cur_file);
 	if (got_signal) {
 		ts_status_clear(status, stderr);
 		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
-		ts_engine_stop(eng);
+		ts_serve_stop(srv);
 	}
-	rc = ts_engine_join(eng, &err);
+	rc = ts_serve_join(srv, &err);
 	if (rc && !got_signal) {
 		ts_status_clear(status, stderr);
 		ts_cli_error("run", "%s", err.msg);
@@ -490,53 +417,32 @@ int ts_cmd_run(int argc, char **argv)
 	}
 	/* Let trainers drain what is published before the socket goes: they
 	 * already map the ring, so this only keeps `tsrun stat` answering. */
-	if (!got_signal) {
-		double t_end = ts_cli_now() + 30.0;
-		while (!got_signal && ts_server_consumers(srv) > 0 && ts_cli_now() < t_end) {
-			struct ts_engine_stats es;
-			ts_engine_stats(eng, &es);
-			struct ts_ring_stat rs;
-			ts_server_stat(srv, &rs);
-			ts_status_update(status, &es, &rs, stderr, json);
-			usleep(100 * 1000);
-		}
-	}
-	{
+	double t_end = ts_cli_now() + 30.0;
+	while (!got_signal && ts_serve_consumers(srv) > 0 && ts_cli_now() < t_end) {
 		struct ts_engine_stats es;
-		ts_engine_stats(eng, &es);
 		struct ts_ring_stat rs;
-		ts_server_stat(srv, &rs);
-		const char *const *skipped = NULL;
-		size_t n_skipped = ts_engine_skipped(eng, &skipped);
-		ts_status_summary(status, &es, &rs, skipped, n_skipped, stderr);
-		if (dsv) {
-			struct ts_devserve_stats ds;
-			ts_devserve_stats(dsv, &ds);
-			fprintf(stderr, "device: %llu samples finished on GPU %d in %.2f s of "
-				"copies and kernels (host ring %s)\n",
-				(unsigned long long)ds.samples, ds.device, ds.fill_s,
-				ds.pinned ? "page-locked" : "pageable");
-		}
+		ts_serve_stats(srv, &es, &rs);
+		ts_status_update(status, &es, &rs, stderr, json);
+		usleep(100 * 1000);
 	}
+	print_summary(srv, status);
 	goto out;
 fail:
 	ts_cli_error("run", "%s", err.msg[0] ? err.msg : ts_error_name(rc));
 	exit_status = TS_EXIT_INVALID;
 out:
-	ts_server_destroy(srv);
-	ts_engine_destroy(eng);
 	{
 		struct ts_error derr = {0};
-		if (ts_devserve_stop(dsv, &derr) < 0) {
+		if (ts_serve_destroy(srv, &derr) < 0) {
 			ts_cli_error("run", "device(cuda): %s", derr.msg);
 			exit_status = TS_EXIT_INVALID;
 		}
 	}
-	ts_ring_destroy(ring);
 	ts_status_destroy(status);
 	if (json)
 		fclose(json);
 	ts_plan_destroy(plan);
-	free(socket_own);
+	free(cur_file);
+	free(pending_file);
 	return exit_status;
 }

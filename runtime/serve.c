@@ -1,0 +1,270 @@
+/*
+ * serve.c - one served pipeline (serve.h): the host ring, the device ring
+ * behind it for device(cuda), the engine, the socket server, and hot
+ * reload. The plan that runs is owned here; a reloaded plan waits in
+ * pending until the engine reaches the epoch boundary, then an engine for
+ * it goes on in the same ring from its head (or, if it cannot start, one
+ * for the old plan does).
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+#include "util.h"
+
+struct ts_serve {
+	struct ts_plan *plan;          /* running */
+	struct ts_plan *pending;       /* takes over at pending_epoch */
+	uint64_t pending_epoch;
+	struct ts_engine_opts eo;
+	struct ts_ring *ring;
+	struct ts_devserve *dsv;
+	struct ts_engine *eng;
+	struct ts_server *srv;
+	struct ts_serve_info info;
+	char *socket_path;
+};
+
+const struct ts_plan *ts_serve_plan(const struct ts_serve *s)
+{
+	return s->plan;
+}
+
+void ts_serve_get_info(const struct ts_serve *s, struct ts_serve_info *out)
+{
+	*out = s->info;
+	out->reader_note = s->eng ? ts_engine_reader_note(s->eng) : NULL;
+}
+
+/* device(cuda) asked for: is the GPU there? Sets *want, or returns
+ * TS_E_ARG for an ordinal past the devices this process sees. */
+static int probe_device(struct ts_serve *s, int dev, bool *want, struct ts_error *err)
+{
+	struct ts_error derr = {0};
+	int ndev = 0;
+	*want = false;
+	if (ts_cuda_probe(&ndev, &derr) < 0) {
+		snprintf(s->info.device_note, sizeof(s->info.device_note), "%s", derr.msg);
+		s->info.device_fallback = true;
+		return 0;
+	}
+	if (dev < 0 || dev >= ndev)
+		return ts_error_set(err, TS_E_NODEV, "device %d, but this process sees %d CUDA "
+				    "device%s (0..%d; CUDA_VISIBLE_DEVICES applies)", dev, ndev,
+				    ndev == 1 ? "" : "s", ndev - 1);
+	*want = true;
+	return 0;
+}
+
+/* The host ring, and behind it the device ring when want_device (falling
+ * back to a plain host ring, with the reason in the info, when the
+ * device ring cannot start). */
+static int make_rings(struct ts_serve *s, const struct ts_serve_opts *o, bool want_device,
+		      struct ts_error *err)
+{
+	const struct ts_plan *plan = s->plan;
+	struct ts_ring_params rp = {
+		.height = plan->height, .width = plan->width, .channels = plan->channels,
+		.dtype = plan->dtype, .layout = plan->layout,
+		.sample_bytes = plan->sample_bytes,
+		.capacity = (uint64_t)plan->ring_samples,
+		.epochs = (uint32_t)s->info.epochs,
+		.min_consumers = o->wait,
+		.default_batch = (uint32_t)plan->batch,
+		.staged = want_device,
+	};
+	int rc = ts_ring_create(&rp, &s->ring, err);
+	if (rc || !want_device)
+		return rc;
+	struct ts_error derr = {0};
+	char note[256] = "";
+	if (ts_devserve_start(s->ring, plan, o->device, &s->dsv, note, &derr) < 0) {
+		snprintf(s->info.device_note, sizeof(s->info.device_note), "%s", derr.msg);
+		s->info.device_fallback = true;
+		ts_ring_destroy(s->ring);
+		s->ring = NULL;
+		rp.staged = false;
+		return ts_ring_create(&rp, &s->ring, err);
+	}
+	s->info.device = true;
+	ts_devserve_stats(s->dsv, &s->info.dev);
+	snprintf(s->info.device_note, sizeof(s->info.device_note), "%s", note);
+	return 0;
+}
+
+int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
+		    struct ts_serve **out, struct ts_error *err)
+{
+	struct ts_serve *s = calloc(1, sizeof(*s));
+	if (!s) {
+		ts_plan_destroy(plan);
+		return ts_error_set(err, -ENOMEM, "out of memory");
+	}
+	s->plan = plan;
+	s->info.epochs = o->epochs >= 0 ? o->epochs : plan->epochs;
+	s->socket_path = ts_strdup(o->socket_path ? o->socket_path : plan->socket);
+	int rc = -ENOMEM;
+	if (!s->socket_path) {
+		ts_error_set(err, rc, "out of memory");
+		goto fail;
+	}
+	s->info.socket_path = s->socket_path;
+	s->eo = (struct ts_engine_opts){
+		.threads = o->threads, .epochs = s->info.epochs,
+		.start_epoch = o->start_epoch, .start_index = o->start_index,
+	};
+	/* device(cuda): with a GPU, the CPU stages write uint8 NHWC into a
+	 * staged host ring and a finisher fills the device ring that trainers
+	 * open over CUDA IPC (tscuda.h, devserve). Without one, the host ring
+	 * serves the uint8 NHWC samples; the info says why. */
+	bool want_device = false;
+	if (plan->device.cuda) {
+		rc = probe_device(s, o->device, &want_device, err);
+		if (rc)
+			goto fail;
+	}
+	rc = make_rings(s, o, want_device, err);
+	if (rc)
+		goto fail;
+	rc = ts_engine_create(plan, &s->eo, s->ring, &s->eng, err);
+	if (rc)
+		goto fail;
+	/* Trainers learn the epoch size at welcome (len() of a Loader); a
+	 * tile or filter pipeline's is not known in advance. */
+	if (!plan->expands)
+		ts_ring_set_samples_per_epoch(s->ring, ts_engine_epoch_size(s->eng));
+	struct ts_proto_device pdev;
+	if (s->dsv)
+		ts_devserve_describe(s->dsv, &pdev);
+	rc = ts_server_create_device(s->ring, s->socket_path, plan->group,
+				     s->dsv ? &pdev : NULL, &s->srv, err);
+	if (rc)
+		goto fail;
+	s->info.socket_path = ts_server_path(s->srv);
+	*out = s;
+	return 0;
+fail:
+	ts_serve_destroy(s, NULL);
+	return rc;
+}
+
+int ts_serve_start(struct ts_serve *s, struct ts_error *err)
+{
+	return ts_engine_start(s->eng, err);
+}
+
+void ts_serve_stats(struct ts_serve *s, struct ts_engine_stats *es, struct ts_ring_stat *rs)
+{
+	ts_engine_stats(s->eng, es);
+	ts_server_stat(s->srv, rs);
+}
+
+int ts_serve_reload(struct ts_serve *s, struct ts_plan *next, uint64_t *epoch,
+		    bool *replaced, struct ts_error *err)
+{
+	*replaced = false;
+	int rc = ts_engine_check_reload(s->plan, next, &s->eo, err);
+	if (rc == 0 && !s->pending && ts_engine_handover(s->eng, &s->pending_epoch) != 0)
+		rc = ts_error_set(err, TS_E_STATE, "the stream ends with the current epoch; "
+				  "there is no next epoch to take over");
+	if (rc) {
+		ts_plan_destroy(next);
+		return rc;
+	}
+	/* A second reload before the boundary replaces the first. */
+	*replaced = s->pending != NULL;
+	ts_plan_destroy(s->pending);
+	s->pending = next;
+	*epoch = s->pending_epoch;
+	return 0;
+}
+
+int ts_serve_poll(struct ts_serve *s, enum ts_serve_event *ev, struct ts_error *err)
+{
+	*ev = TS_SERVE_NOTHING;
+	if (!s->pending)
+		return 0;
+	struct ts_engine_stats es;
+	ts_engine_stats(s->eng, &es);
+	if (!es.idle)
+		return 0;
+	/* The old plan reached its epoch boundary: the new one goes on in the
+	 * same ring, from its head. */
+	bool fell_back = false;
+	int rc = ts_engine_takeover(&s->eng, s->pending, s->plan, &s->eo, s->pending_epoch,
+				    &fell_back, err);
+	if (fell_back) {
+		ts_plan_destroy(s->pending);
+		s->pending = NULL;
+		*ev = TS_SERVE_FELL_BACK;
+		return 0;
+	}
+	if (rc && s->eng) {
+		/* The old engine's error ended the ring: nothing to take
+		 * over; ts_serve_ended() says so and ts_serve_join() why. */
+		ts_plan_destroy(s->pending);
+		s->pending = NULL;
+		return 0;
+	}
+	ts_plan_destroy(s->plan);
+	s->plan = s->pending;
+	s->pending = NULL;
+	if (rc)
+		return rc; /* the new engine could not start; the ring ended */
+	*ev = TS_SERVE_TOOK_OVER;
+	return 0;
+}
+
+bool ts_serve_ended(struct ts_serve *s)
+{
+	struct ts_ring_stat rs;
+	ts_server_stat(s->srv, &rs);
+	return rs.state != TS_RING_RUNNING;
+}
+
+void ts_serve_stop(struct ts_serve *s)
+{
+	ts_engine_stop(s->eng);
+}
+
+int ts_serve_join(struct ts_serve *s, struct ts_error *err)
+{
+	return s->eng ? ts_engine_join(s->eng, err) : 0;
+}
+
+unsigned ts_serve_consumers(struct ts_serve *s)
+{
+	return ts_server_consumers(s->srv);
+}
+
+size_t ts_serve_skipped(const struct ts_serve *s, const char *const **list)
+{
+	return ts_engine_skipped(s->eng, list);
+}
+
+bool ts_serve_device_stats(struct ts_serve *s, struct ts_devserve_stats *out)
+{
+	if (!s->dsv)
+		return false;
+	ts_devserve_stats(s->dsv, out);
+	return true;
+}
+
+int ts_serve_destroy(struct ts_serve *s, struct ts_error *err)
+{
+	if (!s)
+		return 0;
+	ts_server_destroy(s->srv);
+	ts_engine_destroy(s->eng);
+	int rc = ts_devserve_stop(s->dsv, err);
+	ts_ring_destroy(s->ring);
+	ts_plan_destroy(s->pending);
+	ts_plan_destroy(s->plan);
+	free(s->socket_path);
+	free(s);
+	return rc;
+}

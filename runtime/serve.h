@@ -1,0 +1,102 @@
+/*
+ * serve.h - one served pipeline: the sample ring, the engine filling it,
+ * the socket server handing it to trainers, the device ring when the plan
+ * ends in device(cuda) and a GPU is there, and hot reload (a checked plan
+ * waiting for the epoch boundary, then taking over in the same ring).
+ * What `tsrun run` drives; it prints, this does not.
+ */
+#ifndef TS_SERVE_H
+#define TS_SERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "plan.h"
+#include "ring.h"
+#include "tscuda.h"
+
+struct ts_serve;
+
+struct ts_serve_opts {
+	const char *socket_path;  /* NULL: the plan's socket */
+	int epochs;               /* -1: the plan's; 0: forever */
+	int threads;              /* 0: the plan's, else online cores */
+	uint64_t start_epoch, start_index;
+	unsigned wait;            /* trainers to wait for before the first sample */
+	int device;               /* CUDA ordinal for device(cuda) */
+};
+
+/* What ts_serve_create set up, for the caller to report. */
+struct ts_serve_info {
+	const char *socket_path;  /* as bound */
+	int epochs;               /* resolved; 0 = forever */
+	bool device;              /* a device ring is served */
+	struct ts_devserve_stats dev;  /* with device: GPU, name, bus id */
+	/* device(cuda) asked for but served from the host ring instead (no
+	 * GPU, no CUDA build, ...), or a note of the device ring's; "" none */
+	char device_note[256];
+	bool device_fallback;     /* device_note says why the host ring serves */
+	const char *reader_note;  /* why reads are not io_uring, or NULL */
+};
+
+/* Set up everything for plan and bind the socket; the engine starts with
+ * ts_serve_start. Takes ownership of plan (freed by ts_serve_destroy, or
+ * by a takeover). On failure plan is freed too. Returns 0, TS_E_NODEV for
+ * an ordinal past the GPUs this process sees (err: "device N, but this
+ * process sees M ..."), or the error of the ring, engine or server. */
+int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
+		    struct ts_serve **out, struct ts_error *err);
+
+void ts_serve_get_info(const struct ts_serve *s, struct ts_serve_info *out);
+
+/* The plan running now (changes at a takeover). */
+const struct ts_plan *ts_serve_plan(const struct ts_serve *s);
+
+int ts_serve_start(struct ts_serve *s, struct ts_error *err);
+
+/* A snapshot of the engine and the ring, with the consumers. */
+void ts_serve_stats(struct ts_serve *s, struct ts_engine_stats *es, struct ts_ring_stat *rs);
+
+/* Offer next (ownership passes, whatever the result) to take over at the
+ * next epoch boundary: it must pass ts_engine_check_reload against the
+ * running plan. A pending one is replaced (*replaced set). Returns 0 with
+ * *epoch the epoch it starts, TS_E_STATE when the stream ends with the
+ * current epoch, or the check's error (err says why). */
+int ts_serve_reload(struct ts_serve *s, struct ts_plan *next, uint64_t *epoch,
+		    bool *replaced, struct ts_error *err);
+
+enum ts_serve_event {
+	TS_SERVE_NOTHING,
+	TS_SERVE_TOOK_OVER,   /* the reloaded plan runs now (ts_serve_plan) */
+	TS_SERVE_FELL_BACK,   /* it could not start (err); the old plan goes on */
+};
+
+/* Call periodically: performs a pending takeover once the engine reached
+ * the boundary. Returns 0 with *ev, or the error of a reloaded plan that
+ * could start neither itself nor the old one (the stream has ended). */
+int ts_serve_poll(struct ts_serve *s, enum ts_serve_event *ev, struct ts_error *err);
+
+/* The stream has ended (every epoch delivered, or an error). */
+bool ts_serve_ended(struct ts_serve *s);
+
+/* Stop the engine at the next sample (trainers are told "stopped"). */
+void ts_serve_stop(struct ts_serve *s);
+
+/* Wait for the engine; returns 0 or its error. */
+int ts_serve_join(struct ts_serve *s, struct ts_error *err);
+
+/* Trainers connected now. */
+unsigned ts_serve_consumers(struct ts_serve *s);
+
+/* Skipped items ("path: reason", each once), valid until destroy. */
+size_t ts_serve_skipped(const struct ts_serve *s, const char *const **list);
+
+/* Device ring figures; false when none is served. */
+bool ts_serve_device_stats(struct ts_serve *s, struct ts_devserve_stats *out);
+
+/* Close the socket, stop everything and free it. Returns 0, or the error
+ * that ended the stream on the device side (err). NULL: no-op. */
+int ts_serve_destroy(struct ts_serve *s, struct ts_error *err);
+
+#endif
