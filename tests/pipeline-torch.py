@@ -28,9 +28,10 @@ ImageFolder with the same transforms in the same order. Asserted:
   random_resized_crop(224) fused (ROI + DCT-scaled decode) vs the same
       boxes on a full decode then crop and resize (the unfused pipeline;
       shard(0, 1) in the fused one holds the stage position of the no-op, so the RNG draws the same boxes):
-      exact on the 300-500 px set and on PNG (measured 0); on the large
-      JPEGs measured max 93 uint8 levels, mean 0.76; asserted max <=
-      RRC_MAX = 128, mean <= RRC_MEAN = 1.5.
+      asserted exact on the 300-500 px set and on PNG; on the large JPEGs
+      measured max 93 uint8 levels, 99.9th percentile 23, mean 0.76;
+      asserted max <= RRC_MAX = 128, p99.9 <= RRC_P999 = 32, mean <=
+      RRC_MEAN = 1.5.
 """
 import ctypes
 import glob
@@ -61,7 +62,8 @@ STD = [0.229, 0.224, 0.225]
 EXACT = 1e-6
 RESIZE_MAX = 1.5     # normalized units (measured 1.05)
 RESIZE_MEAN = 0.03   # normalized units (measured 0.018)
-RRC_MAX = 128        # uint8 levels (measured 93)
+RRC_MAX = 128        # uint8 levels (measured 93, at a few edge pixels)
+RRC_P999 = 32        # uint8 levels (measured 23)
 RRC_MEAN = 1.5       # uint8 levels (measured 0.76)
 failures = []
 
@@ -250,10 +252,13 @@ def main():
         # RandomResizedCrop: fused ROI decode vs full decode, then the same
         # box cropped and resized. shard(0, 1) in the fused pipeline takes
         # the stage position the no-op takes in the other.
-        sets = [("jpeg", jpg, RRC_MAX, RRC_MEAN), ("png", png, 0, 0)]
+        # The 300-500 px set and PNG are exact (no DCT scaling applies);
+        # the large JPEGs differ at a few edge pixels (bounded by max, the
+        # 99.9th percentile and the mean).
+        sets = [("jpeg", jpg, 0, 0, 0), ("png", png, 0, 0, 0)]
         if photos:
-            sets.append(("large jpeg", big, RRC_MAX, RRC_MEAN))
-        for kind, folder, lim_max, lim_mean in sets:
+            sets.append(("large jpeg", big, RRC_MAX, RRC_P999, RRC_MEAN))
+        for kind, folder, lim_max, lim_p999, lim_mean in sets:
             fused = pipeline(folder, ["random_resized_crop(224)"], ["to(uint8)"]).replace(
                 "    | decode", "    | shard(0, 1)\n    | decode", 1)
             full = pipeline(folder, [NOOP, "random_resized_crop(224)"],
@@ -266,6 +271,8 @@ def main():
                 d.max(), d.mean(), np.percentile(d, 99.9), 100.0 * (d > 0).mean())
             check("rrc %s: ROI decode vs full decode + crop, max <= %d" % (kind, lim_max),
                   d.max() <= lim_max, detail)
+            check("rrc %s: p99.9 <= %d" % (kind, lim_p999),
+                  np.percentile(d, 99.9) <= lim_p999, detail)
             check("rrc %s: mean <= %g" % (kind, lim_mean), d.mean() <= lim_mean, detail)
             # The boxes really are random: samples differ from a center crop.
             check("rrc %s: not all the same crop" % kind,
