@@ -128,6 +128,7 @@ struct ts_ring_reader {
 	uint64_t released;     /* what we last stored in ctl->release */
 	uint64_t pending_end;  /* end of the batch handed out last */
 	int32_t *labels;
+	uint64_t sleeps;       /* futex waits: 0 for a reader that keeps up */
 };
 
 struct ts_ring_local {
@@ -1037,6 +1038,16 @@ void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
 	out->default_batch = h->default_batch;
 }
 
+uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
+{
+	return rd->sleeps;
+}
+
+uint64_t ts_ring_local_sleeps(const struct ts_ring_local *l)
+{
+	return l->rd->sleeps;
+}
+
 uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd)
 {
 	return rd->released;
@@ -1136,8 +1147,10 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
 		smp_store_mb(rd->ctl->consumer_waiting, want);
 		bool done = wait_done(rd, &seen, want);
 		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
-		if (!done && ms > 0)
+		if (!done && ms > 0) {
+			rd->sleeps++;
 			futex_wait((uint32_t *)&hd->head_seq, v, ms, false);
+		}
 		/* Unordered: a stale target costs the producer one futex
 		 * wake. */
 		WRITE_ONCE(rd->ctl->consumer_waiting, 0);

@@ -359,6 +359,10 @@ void ts_ring_reader_release(struct ts_ring_reader *rd,
 /* Samples released by this reader so far (its release position). */
 uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd);
 
+/* How many times the reader slept on the futex (a system call each); a
+ * reader whose batches are published before it asks never does. */
+uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd);
+
 /* Unmap. NULL is a no-op. Does not detach (the producer sees that). */
 void ts_ring_reader_destroy(struct ts_ring_reader *rd);
 
@@ -379,6 +383,8 @@ int ts_ring_local_next(struct ts_ring_local *l, struct ts_ring_batch *b,
 		       int timeout_ms, struct ts_error *err);
 void ts_ring_local_release(struct ts_ring_local *l,
 			   const struct ts_ring_batch *b);
+/* As ts_ring_reader_sleeps. */
+uint64_t ts_ring_local_sleeps(const struct ts_ring_local *l);
 /* Detach and free. Call before ts_ring_destroy(). NULL is a no-op. */
 void ts_ring_local_destroy(struct ts_ring_local *l);
 

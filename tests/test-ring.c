@@ -473,6 +473,35 @@ START_TEST(test_wake_per_batch)
 }
 END_TEST
 
+/* A consumer whose batches are published before it asks makes no system
+ * call: no futex wait on its side, no wake on the producer's. */
+START_TEST(test_fast_path_no_syscall)
+{
+	struct ts_ring *r = make_ring(256, 2048, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_local_create(r, 16, TS_JOIN_NOW, false, &l, NULL), 0);
+	uint64_t w = wakes(r);
+	for (uint64_t seq = 0; seq < 1024; seq += 128) {
+		produce(r, seq, seq + 128, 2048);
+		for (int k = 0; k < 8; k++) {
+			ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+			ck_assert_uint_eq(b.n, 16);
+			ck_assert_uint_eq(b.seq, seq + 16 * (uint64_t)k);
+		}
+	}
+	ck_assert_uint_eq(ts_ring_local_sleeps(l), 0);
+	ck_assert_uint_eq(wakes(r), w);
+	/* Asking before the producer published does sleep (the counter
+	 * counts). */
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 20, &err), -ETIMEDOUT);
+	ck_assert_uint_ge(ts_ring_local_sleeps(l), 1);
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 START_TEST(test_threads)
 {
 	static const uint32_t batches[] = { 7, 32, 100 };
@@ -512,6 +541,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_producer_error);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_wake_per_batch);
+	tcase_add_test(tc, test_fast_path_no_syscall);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("accounting");
 	tcase_add_test(tc, test_space_accounting);
