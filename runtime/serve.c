@@ -215,6 +215,10 @@ int ts_serve_poll(struct ts_serve *s, enum ts_serve_event *ev, struct ts_error *
 	s->pending = NULL;
 	if (rc)
 		return rc; /* the new engine could not start; the ring ended */
+	/* Trainers joining from now on learn the new plan's epoch size (0:
+	 * unknown, for tile or filter). */
+	ts_ring_set_samples_per_epoch(s->ring, s->plan->expands ? 0
+					       : ts_engine_epoch_size(s->eng));
 	*ev = TS_SERVE_TOOK_OVER;
 	return 0;
 }

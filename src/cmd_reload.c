@@ -11,23 +11,55 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "status.h"
 
-/* The serving process's pid from its status file, or -1. */
-static long producer_pid(const char *socket_path)
+/* The status file must be this fresh: a serving tsrun rewrites it every
+ * second (as `tsrun stat` requires). */
+#define STALE_S 5.0
+
+/* The pid of the tsrun serving socket_path, or -1 with why[] filled: its
+ * status file must be fresh and name a live process called tsrun, so a
+ * stale file (a SIGKILLed run, its pid reused) never gets another program
+ * signalled. */
+static long producer_pid(const char *socket_path, char *why, size_t why_n)
 {
 	char *sp = ts_status_path(socket_path);
 	char *text = NULL;
 	size_t len = 0;
 	long pid = -1;
-	if (sp && ts_cli_read_file(sp, &text, &len) == 0) {
-		struct ts_status_info st = {0};
-		if (ts_status_parse(text, len, &st))
-			pid = (long)st.pid;
-		ts_status_info_free(&st);
+	struct stat st;
+	snprintf(why, why_n, "no status file %s.status.json", socket_path);
+	if (sp && stat(sp, &st) == 0 && ts_cli_read_file(sp, &text, &len) == 0) {
+		struct ts_status_info info = {0};
+		double age = (double)time(NULL) - (double)st.st_mtime;
+		if (!ts_status_parse(text, len, &info))
+			snprintf(why, why_n, "%s is not a tsrun status file", sp);
+		else if (age > STALE_S)
+			snprintf(why, why_n, "its status file is %.0f s old (pid %ld): a tsrun "
+				 "that was killed or is stopped", age, (long)info.pid);
+		else
+			pid = (long)info.pid;
+		ts_status_info_free(&info);
+	}
+	if (pid > 0) {
+		char comm_path[64], comm[32] = "";
+		snprintf(comm_path, sizeof(comm_path), "/proc/%ld/comm", pid);
+		FILE *f = fopen(comm_path, "re");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		comm[strcspn(comm, "\n")] = 0;
+		if (strcmp(comm, "tsrun") != 0) {
+			snprintf(why, why_n, "its status file names pid %ld, which is %s", pid,
+				 comm[0] ? "not a tsrun" : "gone");
+			pid = -1;
+		}
 	}
 	free(text);
 	free(sp);
@@ -100,10 +132,11 @@ int ts_cmd_reload(int argc, char **argv)
 	if (st != TS_EXIT_OK)
 		return st;
 	ts_plan_destroy(plan);
-	long pid = producer_pid(socket_path);
-	if (pid <= 0 || kill((pid_t)pid, 0) != 0) {
-		ts_cli_error("reload", "no tsrun is serving %s (no live status file %s.status.json); "
-			     "start one with 'tsrun run'", socket_path, socket_path);
+	char why[512];
+	long pid = producer_pid(socket_path, why, sizeof(why));
+	if (pid <= 0) {
+		ts_cli_error("reload", "no tsrun is serving %s: %s; start one with 'tsrun run'",
+			     socket_path, why);
 		return TS_EXIT_INVALID;
 	}
 	char *abs = realpath(file, NULL);
@@ -114,28 +147,35 @@ int ts_cmd_reload(int argc, char **argv)
 		free(rpath);
 		return TS_EXIT_USAGE;
 	}
-	char *tmp = NULL, *ans = NULL;
-	int ok = asprintf(&tmp, "%s.tmp", rpath) >= 0 &&
-		 asprintf(&ans, "%s.%ld", rpath, (long)getpid()) >= 0;
+	/* Our own request and answer files: reloads at the same time do not
+	 * overwrite each other, and each gets its answer. */
+	char *tmp = NULL, *req = NULL, *ans = NULL;
+	long me = (long)getpid();
+	int ok = asprintf(&tmp, "%s.%ld.tmp", rpath, me) >= 0 &&
+		 asprintf(&req, "%s.%ld.req", rpath, me) >= 0 &&
+		 asprintf(&ans, "%s.%ld", rpath, me) >= 0;
 	if (ans)
 		unlink(ans);
 	FILE *f = ok ? fopen(tmp, "we") : NULL;
-	ok = f && fprintf(f, "%s\n%ld\n", abs, (long)getpid()) > 0;
+	ok = f && fprintf(f, "%s\n", abs) > 0;
 	if (f && fclose(f) != 0)
 		ok = 0;
-	if (ok && rename(tmp, rpath) != 0)
+	if (ok && rename(tmp, req) != 0)
 		ok = 0;
 	int st_out = TS_EXIT_INVALID;
 	if (!ok) {
-		ts_cli_error("reload", "cannot write %s: %s", rpath, strerror(errno));
+		ts_cli_error("reload", "cannot write %s: %s", req ? req : rpath, strerror(errno));
 		if (tmp)
 			unlink(tmp);
 	} else if (kill((pid_t)pid, SIGHUP) != 0) {
 		ts_cli_error("reload", "cannot signal tsrun (pid %ld): %s", pid, strerror(errno));
+		unlink(req);
 	} else {
 		st_out = await_answer(ans, pid, abs);
+		unlink(req); /* still there if tsrun never read it */
 	}
 	free(ans);
+	free(req);
 	free(tmp);
 	free(abs);
 	free(rpath);

@@ -3,6 +3,7 @@
  * to trainers over its Unix socket, with a live status line, a JSON stats
  * stream, a status file for `tsrun stat`, and a summary at exit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -34,14 +35,100 @@ static void on_signal(int sig)
 		got_signal = sig;
 }
 
-/* Where `tsrun reload SOCKET FILE` leaves the path of the new pipeline
- * before it sends SIGHUP: "<socket>.reload". Malloc'd. */
+/* The files of `tsrun reload SOCKET FILE` with pid P: it writes the
+ * request "<socket>.reload.P.req" (the pipeline's path) and sends SIGHUP;
+ * run answers in "<socket>.reload.P". This returns "<socket>.reload";
+ * malloc'd. */
 char *ts_cmd_run_reload_path(const char *socket_path)
 {
 	char *p = NULL;
 	if (asprintf(&p, "%s.reload", socket_path) < 0)
 		return NULL;
 	return p;
+}
+
+#define MAX_REQUESTS 64
+
+struct reload_req {
+	long pid;
+	double mtime;
+	char path[4096];
+};
+
+static int req_cmp(const void *a, const void *b)
+{
+	const struct reload_req *x = a, *y = b;
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? -1 : 1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/*
+ * The pending `tsrun reload` requests for socket_path, oldest first, each
+ * file read and removed. Only regular files of this user count (with
+ * sockets in /tmp another user could plant one); a request whose asker is
+ * gone is dropped. Returns how many.
+ */
+static size_t take_requests(const char *socket_path, struct reload_req *out, size_t max)
+{
+	char *base = ts_cmd_run_reload_path(socket_path);
+	if (!base)
+		return 0;
+	char dir[4096], prefix[1024];
+	size_t cut = strcspn(base, "");     /* the last '/', or none */
+	while (cut > 0 && base[cut - 1] != '/')
+		cut--;
+	if (cut == 0)
+		snprintf(dir, sizeof(dir), ".");
+	else if (cut == 1)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(cut - 1), base);
+	snprintf(prefix, sizeof(prefix), "%s", base + cut);
+	size_t n = 0, plen = strlen(prefix);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && n < max && (de = readdir(d)) != NULL) {
+		const char *name = de->d_name;
+		size_t len = strlen(name);
+		if (len <= plen + 5 || strncmp(name, prefix, plen) != 0 || name[plen] != '.' ||
+		    strcmp(name + len - 4, ".req") != 0)
+			continue;
+		char *end = NULL;
+		long pid = strtol(name + plen + 1, &end, 10);
+		if (pid <= 0 || end != name + len - 4)
+			continue;
+		char full[8192];
+		snprintf(full, sizeof(full), "%s/%s", dir, name);
+		int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid()) {
+			if (fd >= 0)
+				fprintf(stderr, "tsrun: reload: ignoring %s: not a regular file "
+					"of this user\n", full);
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		struct reload_req *r = &out[n];
+		ssize_t got = read(fd, r->path, sizeof(r->path) - 1);
+		close(fd);
+		unlink(full);
+		if (got <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+			continue;
+		r->path[got] = 0;
+		r->path[strcspn(r->path, "\n")] = 0;
+		r->pid = pid;
+		r->mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
+		if (r->path[0])
+			n++;
+	}
+	if (d)
+		closedir(d);
+	free(base);
+	qsort(out, n, sizeof(*out), req_cmp);
+	return n;
 }
 
 /*
@@ -67,40 +154,6 @@ static struct ts_plan *reload_compile(const char *path, const char *pipeline,
 		return NULL;
 	}
 	return next;
-}
-
-/* The reload file's path and asking pid (0: none, a bare SIGHUP). */
-static void reload_read(const char *socket_path, char *path, size_t path_n, long *asker)
-{
-	char *rpath = ts_cmd_run_reload_path(socket_path);
-	path[0] = 0;
-	*asker = 0;
-	if (!rpath)
-		return;
-	/* Only a file of our own user may name the pipeline to run: with
-	 * sockets in /tmp, another user could create it first. */
-	int fd = open(rpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
-		fprintf(stderr, "tsrun: reload: ignoring %s: not a regular file of this user\n",
-			rpath);
-		close(fd);
-		fd = -1;
-	}
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (fd >= 0 && !f)
-		close(fd);
-	if (f) {
-		char line[64];
-		if (!fgets(path, (int)path_n, f))
-			path[0] = 0;
-		path[strcspn(path, "\n")] = 0;
-		if (fgets(line, sizeof(line), f))
-			*asker = strtol(line, NULL, 10);
-		fclose(f);
-		unlink(rpath);
-	}
-	free(rpath);
 }
 
 /* Answer `tsrun reload` (pid asker): "ok ..." or "rejected: ...". */
@@ -131,16 +184,13 @@ static void reload_answer(const char *socket_path, long asker, const char *fmt, 
 	free(rpath);
 }
 
-/* One SIGHUP: the new plan is offered to s; the outcome goes to the log
- * and to the asking `tsrun reload`. *pending_file names the accepted one. */
+/* One request (asker 0: a bare SIGHUP): the new plan is offered to s; the
+ * outcome goes to the log and to the asking `tsrun reload`. *pending_file
+ * names the accepted one. */
 static void reload(struct ts_serve *s, const char *socket_path, const char *pipeline,
-		   const char *cur_file, char **pending_file)
+		   const char *path, long asker, char **pending_file)
 {
-	char path[4096], why[512] = "";
-	long asker;
-	reload_read(socket_path, path, sizeof(path), &asker);
-	if (!path[0])
-		snprintf(path, sizeof(path), "%s", cur_file);
+	char why[512] = "";
 	struct ts_plan *next = reload_compile(path, pipeline, why, sizeof(why));
 	struct ts_error err = {0};
 	uint64_t epoch = 0;
@@ -153,15 +203,37 @@ static void reload(struct ts_serve *s, const char *socket_path, const char *pipe
 				"over yet\n", path, *pending_file);
 		free(*pending_file);
 		*pending_file = strdup(path);
-		fprintf(stderr, "tsrun: reload: %s takes over at epoch %llu\n", path,
-			(unsigned long long)epoch + 1);
-		reload_answer(socket_path, asker, "ok: takes over at epoch %llu",
-			      (unsigned long long)epoch + 1);
+		fprintf(stderr, "tsrun: reload: %s accepted: takes over at epoch %llu (counted "
+			"from 0)\n", path, (unsigned long long)epoch);
+		reload_answer(socket_path, asker, "ok: takes over at epoch %llu (counted from 0)",
+			      (unsigned long long)epoch);
 		return;
 	}
 	fprintf(stderr, "tsrun: reload: %s rejected: %s; the running pipeline carries on\n",
 		path, why);
 	reload_answer(socket_path, asker, "rejected: %s", why);
+}
+
+/* SIGHUP: every pending request in arrival order (the last valid one
+ * wins, each asker told), or, with none, the running file again. Once the
+ * stream has ended (draining), each is refused. */
+static void on_hup(struct ts_serve *s, const char *socket_path, const char *pipeline,
+		   const char *cur_file, char **pending_file, bool ended)
+{
+	static struct reload_req reqs[MAX_REQUESTS];
+	size_t n = take_requests(socket_path, reqs, MAX_REQUESTS);
+	for (size_t i = 0; i < n; i++) {
+		if (ended) {
+			fprintf(stderr, "tsrun: reload: %s rejected: the stream has ended\n",
+				reqs[i].path);
+			reload_answer(socket_path, reqs[i].pid, "rejected: the stream has ended; "
+				      "there is no next epoch to take over");
+		} else {
+			reload(s, socket_path, pipeline, reqs[i].path, reqs[i].pid, pending_file);
+		}
+	}
+	if (n == 0 && !ended)
+		reload(s, socket_path, pipeline, cur_file, 0, pending_file);
 }
 
 /* The plan's one-line description, memory included. */
@@ -331,8 +403,9 @@ int ts_cmd_run(int argc, char **argv)
 	};
 	rc = ts_serve_create(plan, &so, &srv, &err);
 	plan = NULL; /* the server's now */
-	if (rc == TS_E_NODEV) {
-		ts_cli_error("run", "--%s", err.msg);
+	if (rc == TS_E_NODEV || rc == TS_E_ARG) {
+		/* --device past the GPUs, --start past the epoch */
+		ts_cli_error("run", "%s%s", rc == TS_E_NODEV ? "--" : "", err.msg);
 		exit_status = TS_EXIT_USAGE;
 		goto out;
 	}
@@ -342,7 +415,7 @@ int ts_cmd_run(int argc, char **argv)
 	ts_serve_get_info(srv, &si);
 	print_info(&si, ts_serve_plan(srv), quiet);
 	if (stats_json) {
-		json = fopen(stats_json, "we");
+		json = fopen(stats_json, "ae");
 		if (!json) {
 			ts_cli_error("run", "cannot write --stats-json file '%s': %s", stats_json,
 				     strerror(errno));
@@ -380,7 +453,7 @@ int ts_cmd_run(int argc, char **argv)
 		if (got_hup) {
 			got_hup = 0;
 			ts_status_clear(status, stderr);
-			reload(srv, si.socket_path, pipeline, cur_file, &pending_file);
+			on_hup(srv, si.socket_path, pipeline, cur_file, &pending_file, false);
 		}
 		enum ts_serve_event ev;
 		rc = ts_serve_poll(srv, &ev, &err);
@@ -392,6 +465,8 @@ int ts_cmd_run(int argc, char **argv)
 			free(pending_file);
 			pending_file = NULL;
 		} else if (ev == TS_SERVE_TOOK_OVER) {
+			ts_status_clear(status, stderr);
+			fprintf(stderr, "tsrun: reload: %s took over\n", pending_file);
 			free(cur_file);
 			cur_file = pending_file;
 			pending_file = NULL;
@@ -421,6 +496,10 @@ int ts_cmd_run(int argc, char **argv)
 	while (!got_signal && ts_serve_consumers(srv) > 0 && ts_cli_now() < t_end) {
 		struct ts_engine_stats es;
 		struct ts_ring_stat rs;
+		if (got_hup) {
+			got_hup = 0;
+			on_hup(srv, si.socket_path, pipeline, cur_file, &pending_file, true);
+		}
 		ts_serve_stats(srv, &es, &rs);
 		ts_status_update(status, &es, &rs, stderr, json);
 		usleep(100 * 1000);

@@ -30,14 +30,17 @@ static void print_report(const struct ts_status_info *st, const char *path, doub
 	       st->pipeline[0] ? st->pipeline : "?", st->file[0] ? st->file : "?",
 	       (long)st->pid, st->state[0] ? st->state : "?", age);
 	printf("socket:    %s\n", path);
-	printf("position:  epoch %.0f", st->epoch + 1);
+	/* Once the last epoch is produced the head sits at the next one. */
+	bool done = st->epochs > 0 && st->epoch >= st->epochs;
+	printf("position:  epoch %.0f", done ? st->epochs : st->epoch + 1);
 	if (st->epochs > 0)
 		printf("/%.0f", st->epochs);
 	else
 		printf(" (forever)");
-	printf(", index %.0f", st->index);
+	double index = done ? st->epoch_size : st->index;
+	printf(", index %.0f", index);
 	if (st->epoch_size > 0)
-		printf("/%.0f (%.0f%%)", st->epoch_size, 100.0 * st->index / st->epoch_size);
+		printf("/%.0f (%.0f%%)", st->epoch_size, 100.0 * index / st->epoch_size);
 	printf(", %.0f samples produced\n", st->samples);
 	printf("rate:      %.0f img/s, %.0f thread%s, batch %.0f\n", st->rate, st->threads,
 	       st->threads == 1 ? "" : "s", st->batch);

@@ -210,7 +210,16 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	/* Track every call; show and write at most once a second, and always
 	 * at the end of the stream. */
 	bool final = rs->state != TS_RING_RUNNING;
-	if (final ? s->emitted_final : t - s->last_emit < 1.0)
+	if (final && s->emitted_final) {
+		/* Draining: trainers still read; `tsrun stat` keeps seeing a
+		 * fresh file, once a second, until tsrun exits. */
+		if (t - s->last_emit >= 1.0) {
+			s->last_emit = t;
+			write_status_file(s, es, rs, t);
+		}
+		return;
+	}
+	if (!final && t - s->last_emit < 1.0)
 		return;
 	s->emitted_final = final;
 	s->last_emit = t;

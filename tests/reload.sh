@@ -60,12 +60,34 @@ grep -q "rejected: .*$dir/no-such-folder" "$dir/missing.err" || fail "no reason 
 grep -q "accepted by tsrun .*takes over at epoch" "$dir/b.out" || fail "no acceptance: $(cat "$dir/b.out")"
 "$TSRUN" reload "$sock" "$dir/c.ts" > /dev/null || fail "second valid reload failed"
 sleep 0.5
-grep -q "b.ts takes over at epoch" "$dir/run.err" || fail "valid reload not taken"
-grep -q "c.ts replaces $dir/b.ts\|c.ts takes over at epoch" "$dir/run.err" || fail "second reload not taken"
+grep -q "b.ts accepted: takes over at epoch [0-9]* (counted from 0)" "$dir/run.err" || fail "valid reload not taken"
+grep -q "c.ts replaces $dir/b.ts\|c.ts accepted: takes over at epoch" "$dir/run.err" || fail "second reload not taken"
+grep -q "c.ts took over" "$dir/run.err" || fail "no log line when c.ts took over"
+# Two reloads at the same time: each gets its own answer (both valid:
+# both accepted, the later replacing the earlier).
+"$TSRUN" reload "$sock" "$dir/b.ts" > "$dir/r1.out" 2>&1 &
+r1=$!
+"$TSRUN" reload "$sock" "$dir/c.ts" > "$dir/r2.out" 2>&1 &
+r2=$!
+wait "$r1" || fail "concurrent reload 1: $(cat "$dir/r1.out")"
+wait "$r2" || fail "concurrent reload 2: $(cat "$dir/r2.out")"
+grep -q "accepted by tsrun" "$dir/r1.out" && grep -q "accepted by tsrun" "$dir/r2.out" ||
+	fail "concurrent reloads not both answered: $(cat "$dir/r1.out" "$dir/r2.out")"
+sleep 0.5
 # SIGHUP alone reloads the running file.
 kill -HUP "$run_pid"
 sleep 0.5
 grep -q "reload: checking $dir/c.ts" "$dir/run.err" || fail "SIGHUP did not recheck the current file"
+
+# A status file that names a live process which is not tsrun (a stale
+# file, its pid reused): refused, and that process is not signalled.
+sleep 30 &
+other=$!
+pids="$pids $other"
+printf '{"pid":%d,"consumers":[]}\n' "$other" > "$dir/fake.sock.status.json"
+if "$TSRUN" reload "$dir/fake.sock" "$dir/b.ts" 2> "$dir/fake.err"; then fail "reload to a non-tsrun accepted"; fi
+grep -q "which is not a tsrun" "$dir/fake.err" || fail "stale status file: $(cat "$dir/fake.err")"
+kill -0 "$other" || fail "reload signalled a process that is not tsrun"
 
 wait "$cons_pid" || fail "consumer failed"
 wait "$run_pid" || fail "tsrun run failed"

@@ -2,7 +2,8 @@
 # `tsrun run` stopped by a signal: trainers are told the producer was
 # stopped, not that it failed, and tsrun exits 0 after its summary. A
 # --start at or past the last epoch is a usage error (2), not a run that
-# serves nothing.
+# serves nothing. While it drains (all produced, a trainer still reading)
+# `tsrun stat` still answers and a reload is refused at once.
 set -eu
 : "${TSRUN:?}"
 dir=$(mktemp -d /tmp/tsrun-stop.XXXXXX)
@@ -40,4 +41,35 @@ grep -q "the producer was stopped (a signal) before the end of the stream" "$dir
 st=0
 wait "$run_pid" || st=$?
 [ "$st" -eq 0 ] || fail "tsrun run exited $st after SIGINT"
-echo "run-stop: --start past the end refused (2); SIGINT: trainer told 'stopped', tsrun exit 0"
+# Draining: the last sample is produced, a slow trainer still reads. The
+# status file stays fresh for `tsrun stat`, and a reload is refused at once.
+cat > "$dir/one.ts" <<EOT
+pipeline s = synthetic(size = 16, count = 40) | to(float32, nchw) | batch(10)
+serve s { socket = "$sock" epochs = 1 ring = 4 batches }
+EOT
+cat > "$dir/two.ts" <<EOT
+pipeline s = synthetic(size = 16, count = 50) | to(float32, nchw) | batch(10)
+EOT
+"$TSRUN" run "$dir/one.ts" -q 2> "$dir/run2.err" &
+run_pid=$!
+pids="$pids $run_pid"
+i=0; while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+"$TSRUN" consume "$sock" --delay-ms 1500 > "$dir/consume2.out" 2>&1 &
+cons_pid=$!
+pids="$pids $cons_pid"
+i=0; while ! grep -q '"state":"done"' "$sock.status.json" 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+grep -q '"state":"done"' "$sock.status.json" || fail "the stream never reached done"
+sleep 5.5  # past stat's 5 s staleness: the file must still be rewritten
+"$TSRUN" stat "$sock" > "$dir/stat.out" 2>&1 || fail "stat while draining: $(cat "$dir/stat.out")"
+grep -q "epoch 1/1, index 40/40" "$dir/stat.out" || fail "stat position while draining: $(cat "$dir/stat.out")"
+st=0
+timeout 10 "$TSRUN" reload "$sock" "$dir/two.ts" 2> "$dir/reload.err" || st=$?
+[ "$st" -eq 1 ] || fail "reload while draining: exit $st, $(cat "$dir/reload.err")"
+grep -q "rejected: the stream has ended" "$dir/reload.err" || fail "reload while draining: $(cat "$dir/reload.err")"
+wait "$cons_pid" || fail "the slow trainer failed: $(cat "$dir/consume2.out")"
+grep -q "^images: 40$" "$dir/consume2.out" || fail "the slow trainer: $(grep images: "$dir/consume2.out")"
+wait "$run_pid" || fail "tsrun run (draining) failed"
+
+echo "run-stop: --start past the end refused (2); SIGINT: trainer told 'stopped', tsrun exit 0; draining: stat fresh, reload refused"
