@@ -124,6 +124,7 @@ struct ts_ring_reader {
 	bool drop_last;
 	uint32_t min_epoch;
 	bool align;            /* still skipping to a batch boundary */
+	bool align_epoch;      /* ... to an epoch start instead */
 	uint64_t pos;          /* next seq to hand out */
 	uint64_t released;     /* what we last stored in ctl->release */
 	uint64_t pending_end;  /* end of the batch handed out last */
@@ -994,7 +995,8 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->batch = o->batch;
 	rd->drop_last = o->drop_last;
 	rd->min_epoch = o->min_epoch;
-	rd->align = o->align;
+	rd->align = o->align || o->align_epoch;
+	rd->align_epoch = o->align_epoch;
 	rd->pos = o->start;
 	rd->released = o->start;
 	rd->pending_end = o->start;
@@ -1190,7 +1192,8 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 		 * batches line up with those of a trainer there from the start
 		 * (an epoch's first sample is one). */
 		while (rd->align && skip < h) {
-			if (meta_at(rd, skip)->index % rd->batch == 0)
+			uint64_t index = meta_at(rd, skip)->index;
+			if (rd->align_epoch ? index == 0 : index % rd->batch == 0)
 				rd->align = false;
 			else
 				skip++;
@@ -1275,7 +1278,8 @@ int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
 		goto fail;
 	struct ts_ring_reader_opts o = { batch, drop_last, pos.start,
 					 pos.min_epoch,
-					 join == TS_JOIN_NOW && pos.start > 0 };
+					 join == TS_JOIN_NOW && pos.start > 0,
+					 join == TS_JOIN_NEXT_EPOCH };
 	rc = ts_ring_reader_open(r->fd, l->c->ctl_fd, &o, &l->rd, err);
 	if (rc < 0)
 		goto fail;

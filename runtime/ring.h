@@ -320,6 +320,10 @@ struct ts_ring_reader_opts {
 				     next batch boundary of the epoch (the
 				     first sample whose index is a multiple
 				     of batch) */
+	bool align_epoch;         /* a next_epoch joiner: skip to the next
+				     epoch start (index 0), so it reads
+				     whole epochs even when the stream began
+				     mid-epoch (run --start E:I) */
 };
 
 struct ts_ring_reader;

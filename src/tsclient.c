@@ -128,7 +128,8 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	}
 	struct ts_ring_reader_opts ro = { w.batch, o.drop_last != 0, w.start,
 					  w.min_epoch,
-					  o.join != TS_CLIENT_JOIN_NEXT_EPOCH && w.start > 0 };
+					  o.join != TS_CLIENT_JOIN_NEXT_EPOCH && w.start > 0,
+					  o.join == TS_CLIENT_JOIN_NEXT_EPOCH };
 	rc = ts_ring_reader_open(fds[0], fds[1], &ro, &c->rd, err);
 	if (rc < 0)
 		goto fail;

@@ -314,6 +314,40 @@ START_TEST(test_join_next_epoch_skip)
 }
 END_TEST
 
+/* A stream that began mid-epoch (run --start 0:60): a next_epoch joiner
+ * there from the start skips the partial epoch and reads whole ones. */
+START_TEST(test_join_next_epoch_whole)
+{
+	struct ts_ring *r = make_ring(256, 100, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_local_create(r, 10, TS_JOIN_NEXT_EPOCH, false,
+					      &l, NULL), 0);
+	struct ts_ring_info in;
+	ts_ring_get_info(r, &in);
+	/* seq s is epoch (s + 60) / 100, index (s + 60) % 100 */
+	for (uint64_t s = 0; s < 140; s++) {
+		ck_assert_int_eq(ts_ring_wait_writable(r, s, 1000), 0);
+		memset(ts_ring_slot(r, s), (int)(s & 0xff), in.sample_bytes);
+		ts_ring_set_meta(r, s, (int32_t)s, (uint32_t)((s + 60) / 100), (s + 60) % 100);
+	}
+	ts_ring_publish(r, 140);
+	ts_ring_finish(r, 0);
+	size_t n = 0;
+	int rc;
+	while ((rc = ts_ring_local_next(l, &b, 1000, NULL)) == 0) {
+		ck_assert_uint_eq(b.epoch, 1);
+		ck_assert_uint_eq(b.index, n);
+		ck_assert_uint_eq(b.seq, 40 + n);
+		n += b.n;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ck_assert_uint_eq(n, 100);
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 /*
  * min_consumers counts consumers, not particular ones: the first two to
  * attach let the producer start, and a "now" joiner after that starts at
@@ -550,6 +584,7 @@ static Suite *ring_suite(void)
 	tc = tcase_create("join");
 	tcase_add_test(tc, test_join_policies);
 	tcase_add_test(tc, test_join_now_aligns);
+	tcase_add_test(tc, test_join_next_epoch_whole);
 	tcase_add_test(tc, test_join_next_epoch_skip);
 	tcase_add_test(tc, test_min_consumers);
 	suite_add_tcase(s, tc);
