@@ -752,6 +752,7 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->rate = c->rate;
 		s->local = c->local;
 		s->waiting = READ_ONCE(c->ctl->consumer_waiting);
+		s->skipped = READ_ONCE(c->ctl->skipped);
 	}
 	size_t nd = r->n_departed < TS_RING_MAX_CONSUMERS ? r->n_departed : TS_RING_MAX_CONSUMERS;
 	for (size_t i = 0; i < nd; i++)
@@ -903,6 +904,7 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
 	d->batch = c->batch;
 	d->start = c->start;
 	d->release = smp_load_acquire(&c->ctl->release);
+	d->skipped = READ_ONCE(c->ctl->skipped);
 	d->local = c->local;
 	/* Ordered before the pub_active load by the smp_mb in
 	 * quiesce_publish(): no scan reads this page once it returns. */
@@ -1080,6 +1082,13 @@ void ts_ring_reader_release(struct ts_ring_reader *rd,
 	reader_release_to(rd, b->seq + b->n);
 }
 
+/* Samples released without being read: the producer's summaries
+ * subtract them (ctl.skipped; only this reader writes it). */
+static void count_skipped(struct ts_ring_reader *rd, uint64_t n)
+{
+	WRITE_ONCE(rd->ctl->skipped, READ_ONCE(rd->ctl->skipped) + n);
+}
+
 static const struct ts_ring_meta *meta_at(const struct ts_ring_reader *rd,
 					  uint64_t seq)
 {
@@ -1199,6 +1208,7 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 				skip++;
 		}
 		if (skip != rd->pos) {
+			count_skipped(rd, skip - rd->pos);
 			rd->pos = skip;
 			rd->pending_end = skip;
 			reader_release_to(rd, skip);
@@ -1220,6 +1230,7 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 					fill_batch(rd, b, k);
 					return 0;
 				}
+				count_skipped(rd, k);
 				rd->pos += k;
 				rd->pending_end = rd->pos;
 				reader_release_to(rd, rd->pos);

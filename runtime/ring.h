@@ -118,6 +118,10 @@ struct ts_ring_ctl {
 	 * is published (the batch before it ends short); any smaller value,
 	 * 1 say, asks for a wake at every publish. */
 	_Alignas(64) uint64_t consumer_waiting;
+	/* Samples the consumer passed over without reading them (aligning
+	 * after a join, an epoch's short batch under drop_last), so that
+	 * summaries count what it read. Written by the consumer only. */
+	uint64_t skipped;
 };
 
 struct ts_ring_params {
@@ -160,6 +164,7 @@ struct ts_ring_consumer_stat {
 	double rate;          /* samples/s since the previous ts_ring_stat */
 	bool local;
 	uint64_t waiting;     /* asleep until head reaches this; 0: awake */
+	uint64_t skipped;     /* released without being read (ctl.skipped) */
 };
 
 struct ts_ring_stat {

@@ -22,6 +22,7 @@ struct seen {
 	bool gone;          /* detached: last_release is final */
 	uint64_t first_release;
 	uint64_t last_release;
+	uint64_t skipped;       /* released without being read */
 	double first_t, last_t;
 };
 
@@ -101,6 +102,7 @@ static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *c
 	if (e->gone)
 		return;
 	e->last_release = c->release;
+	e->skipped = c->skipped;
 	e->last_t = t;
 	e->gone = departed;
 }
@@ -313,6 +315,7 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		const struct seen *e = &s->seen[i];
 		double dt = e->last_t - e->first_t;
 		uint64_t n = e->last_release - e->first_release;
+		n = n > e->skipped ? n - e->skipped : 0;
 		fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64 " images, %.0f img/s\n",
 			e->pid, e->batch, n, dt > 0 ? (double)n / dt : 0.0);
 	}
