@@ -1239,6 +1239,61 @@ int ts_engine_handover(struct ts_engine *e, uint64_t *next_epoch)
 	return rc;
 }
 
+int ts_engine_reload_offer(struct ts_engine_reload *r, struct ts_engine *e,
+			   const struct ts_plan *cur, struct ts_plan *next,
+			   const struct ts_engine_opts *o, bool *replaced,
+			   struct ts_error *err)
+{
+	*replaced = false;
+	int rc = ts_engine_check_reload(cur, next, o, err);
+	if (rc == 0 && !r->pending && ts_engine_handover(e, &r->epoch) != 0)
+		rc = ts_error_set(err, TS_E_STATE, "the stream ends with the current epoch; "
+				  "there is no next epoch to take over");
+	if (rc) {
+		ts_plan_destroy(next);
+		return rc;
+	}
+	/* A second reload before the boundary replaces the first. */
+	*replaced = r->pending != NULL;
+	ts_plan_destroy(r->pending);
+	r->pending = next;
+	return 0;
+}
+
+int ts_engine_reload_poll(struct ts_engine_reload *r, struct ts_engine **e,
+			  const struct ts_plan *cur, const struct ts_engine_opts *o,
+			  enum ts_engine_reload_event *ev, struct ts_plan **taken,
+			  struct ts_error *err)
+{
+	*ev = TS_RELOAD_NONE;
+	if (!r->pending)
+		return 0;
+	struct ts_engine_stats es;
+	ts_engine_stats(*e, &es);
+	if (!es.idle)
+		return 0;
+	bool fell_back = false;
+	int rc = ts_engine_takeover(e, r->pending, cur, o, r->epoch, &fell_back, err);
+	if (rc == 0) {
+		*taken = r->pending;
+		r->pending = NULL;
+		*ev = TS_RELOAD_TOOK_OVER;
+		return 0;
+	}
+	ts_engine_reload_clear(r);
+	if (fell_back) {
+		*ev = TS_RELOAD_FELL_BACK;
+		return 0;
+	}
+	return rc;
+}
+
+void ts_engine_reload_clear(struct ts_engine_reload *r)
+{
+	ts_plan_destroy(r->pending);
+	r->pending = NULL;
+}
+
 size_t ts_engine_skipped(const struct ts_engine *e, const char *const **list)
 {
 	*list = (const char *const *)e->skipped;

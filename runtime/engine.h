@@ -99,6 +99,43 @@ int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
 		       const struct ts_engine_opts *o, uint64_t next_epoch,
 		       bool *fell_back, struct ts_error *err);
 
+/* A reloaded plan waiting for the running engine's epoch boundary: what
+ * `tsrun run` (serve.c) and the embedding API (tsrun.c) both keep. Zero it
+ * to start; ts_engine_reload_clear frees a pending plan. */
+struct ts_engine_reload {
+	struct ts_plan *pending;   /* owned; NULL: none */
+	uint64_t epoch;            /* the epoch it takes over at */
+};
+
+/* Offer next (ownership passes, whatever the result) to replace cur, which
+ * e runs: ts_engine_check_reload, then a handover at the next epoch
+ * boundary; a plan already pending is replaced (*replaced set). Returns 0
+ * (r->epoch says where), TS_E_STATE when the stream ends with the current
+ * epoch, or the check's error (err says why). */
+int ts_engine_reload_offer(struct ts_engine_reload *r, struct ts_engine *e,
+			   const struct ts_plan *cur, struct ts_plan *next,
+			   const struct ts_engine_opts *o, bool *replaced,
+			   struct ts_error *err);
+
+enum ts_engine_reload_event {
+	TS_RELOAD_NONE,       /* nothing pending, or not at the boundary yet */
+	TS_RELOAD_TOOK_OVER,  /* *taken runs now */
+	TS_RELOAD_FELL_BACK,  /* it could not start (err); cur runs on */
+};
+
+/* Call periodically: once *e is idle with a plan pending, take over
+ * (ts_engine_takeover with cur as the fallback). TOOK_OVER hands the plan
+ * now running to the caller in *taken (the caller frees cur). Returns 0
+ * with *ev, or an error that ended the stream: the old engine's (*e as it
+ * was) or, when neither plan could start, the new one's (*e NULL). No plan
+ * is pending afterwards in any case but TS_RELOAD_NONE. */
+int ts_engine_reload_poll(struct ts_engine_reload *r, struct ts_engine **e,
+			  const struct ts_plan *cur, const struct ts_engine_opts *o,
+			  enum ts_engine_reload_event *ev, struct ts_plan **taken,
+			  struct ts_error *err);
+
+void ts_engine_reload_clear(struct ts_engine_reload *r);
+
 /* Discard mode: a digest of every sample and its position, independent
  * of the order workers finished them in. */
 uint64_t ts_engine_unordered_digest(const struct ts_engine *e);

@@ -1,10 +1,10 @@
 /*
  * serve.c - one served pipeline (serve.h): the host ring, the device ring
  * behind it for device(cuda), the engine, the socket server, and hot
- * reload. The plan that runs is owned here; a reloaded plan waits in
- * pending until the engine reaches the epoch boundary, then an engine for
- * it goes on in the same ring from its head (or, if it cannot start, one
- * for the old plan does).
+ * reload. The plan that runs is owned here; a reloaded plan waits
+ * (ts_engine_reload) until the engine reaches the epoch boundary, then an
+ * engine for it goes on in the same ring from its head (or, if it cannot
+ * start, one for the old plan does).
  */
 #include "serve.h"
 
@@ -18,8 +18,7 @@
 
 struct ts_serve {
 	struct ts_plan *plan;          /* running */
-	struct ts_plan *pending;       /* takes over at pending_epoch */
-	uint64_t pending_epoch;
+	struct ts_engine_reload reload;   /* a plan waiting for the boundary */
 	struct ts_engine_opts eo;
 	struct ts_ring *ring;
 	struct ts_devserve *dsv;
@@ -166,60 +165,34 @@ void ts_serve_stats(struct ts_serve *s, struct ts_engine_stats *es, struct ts_ri
 int ts_serve_reload(struct ts_serve *s, struct ts_plan *next, uint64_t *epoch,
 		    bool *replaced, struct ts_error *err)
 {
-	*replaced = false;
-	int rc = ts_engine_check_reload(s->plan, next, &s->eo, err);
-	if (rc == 0 && !s->pending && ts_engine_handover(s->eng, &s->pending_epoch) != 0)
-		rc = ts_error_set(err, TS_E_STATE, "the stream ends with the current epoch; "
-				  "there is no next epoch to take over");
-	if (rc) {
-		ts_plan_destroy(next);
-		return rc;
-	}
-	/* A second reload before the boundary replaces the first. */
-	*replaced = s->pending != NULL;
-	ts_plan_destroy(s->pending);
-	s->pending = next;
-	*epoch = s->pending_epoch;
-	return 0;
+	int rc = ts_engine_reload_offer(&s->reload, s->eng, s->plan, next, &s->eo, replaced,
+					err);
+	if (rc == 0)
+		*epoch = s->reload.epoch;
+	return rc;
 }
 
 int ts_serve_poll(struct ts_serve *s, enum ts_serve_event *ev, struct ts_error *err)
 {
+	enum ts_engine_reload_event rev;
+	struct ts_plan *taken = NULL;
 	*ev = TS_SERVE_NOTHING;
-	if (!s->pending)
-		return 0;
-	struct ts_engine_stats es;
-	ts_engine_stats(s->eng, &es);
-	if (!es.idle)
-		return 0;
-	/* The old plan reached its epoch boundary: the new one goes on in the
-	 * same ring, from its head. */
-	bool fell_back = false;
-	int rc = ts_engine_takeover(&s->eng, s->pending, s->plan, &s->eo, s->pending_epoch,
-				    &fell_back, err);
-	if (fell_back) {
-		ts_plan_destroy(s->pending);
-		s->pending = NULL;
-		*ev = TS_SERVE_FELL_BACK;
-		return 0;
-	}
-	if (rc && s->eng) {
-		/* The old engine's error ended the ring: nothing to take
-		 * over; ts_serve_ended() says so and ts_serve_join() why. */
-		ts_plan_destroy(s->pending);
-		s->pending = NULL;
-		return 0;
-	}
-	ts_plan_destroy(s->plan);
-	s->plan = s->pending;
-	s->pending = NULL;
+	int rc = ts_engine_reload_poll(&s->reload, &s->eng, s->plan, &s->eo, &rev, &taken, err);
 	if (rc)
-		return rc; /* the new engine could not start; the ring ended */
-	/* Trainers joining from now on learn the new plan's epoch size (0:
-	 * unknown, for tile or filter). */
-	ts_ring_set_samples_per_epoch(s->ring, s->plan->expands ? 0
-					       : ts_engine_epoch_size(s->eng));
-	*ev = TS_SERVE_TOOK_OVER;
+		/* With the old engine there, its error ended the ring:
+		 * ts_serve_ended() says so and ts_serve_join() why. */
+		return s->eng ? 0 : rc;
+	if (rev == TS_RELOAD_FELL_BACK) {
+		*ev = TS_SERVE_FELL_BACK;
+	} else if (rev == TS_RELOAD_TOOK_OVER) {
+		ts_plan_destroy(s->plan);
+		s->plan = taken;
+		/* Trainers joining from now on learn the new plan's epoch
+		 * size (0: unknown, for tile or filter). */
+		ts_ring_set_samples_per_epoch(s->ring, s->plan->expands ? 0
+						       : ts_engine_epoch_size(s->eng));
+		*ev = TS_SERVE_TOOK_OVER;
+	}
 	return 0;
 }
 
@@ -266,7 +239,7 @@ int ts_serve_destroy(struct ts_serve *s, struct ts_error *err)
 	ts_engine_destroy(s->eng);
 	int rc = ts_devserve_stop(s->dsv, err);
 	ts_ring_destroy(s->ring);
-	ts_plan_destroy(s->pending);
+	ts_engine_reload_clear(&s->reload);
 	ts_plan_destroy(s->plan);
 	free(s->socket_path);
 	free(s);

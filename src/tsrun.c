@@ -21,8 +21,7 @@ struct ts_pipeline {
 struct ts_stream {
 	const struct ts_pipeline *p;
 	struct ts_plan *plan;          /* the running plan: p's, or a reload's */
-	struct ts_plan *pending;       /* takes over at the next epoch */
-	uint64_t pending_epoch;
+	struct ts_engine_reload reload;   /* a plan waiting for the boundary */
 	struct ts_stream_opts opts;
 	struct ts_ring *ring;
 	struct ts_ring_local *local;
@@ -206,33 +205,26 @@ static struct ts_engine_opts engine_opts(const struct ts_stream *s)
  * boundary: the new engine goes on in the same ring from its head. */
 static int takeover(struct ts_stream *s, struct ts_error *err)
 {
-	if (!s->pending)
-		return 0;
-	struct ts_engine_stats es;
-	ts_engine_stats(s->engine, &es);
-	if (!es.idle)
-		return 0;
 	struct ts_engine_opts eo = engine_opts(s);
-	bool fell_back = false;
+	enum ts_engine_reload_event ev;
+	struct ts_plan *taken = NULL;
 	struct ts_error terr = {0};
-	int rc = ts_engine_takeover(&s->engine, s->pending, s->plan, &eo, s->pending_epoch,
-				    &fell_back, &terr);
-	if (fell_back) {
+	int rc = ts_engine_reload_poll(&s->reload, &s->engine, s->plan, &eo, &ev, &taken,
+				       &terr);
+	if (rc) {
+		if (err)
+			*err = terr;
+		return rc;
+	}
+	if (ev == TS_RELOAD_FELL_BACK) {
 		/* Probed at reload, gone since: the running plan went on. */
 		s->reloads_failed++;
-		ts_plan_destroy(s->pending);
-		s->pending = NULL;
-		return 0;
+	} else if (ev == TS_RELOAD_TOOK_OVER) {
+		if (s->plan != s->p->plan)
+			ts_plan_destroy(s->plan);
+		s->plan = taken;
 	}
-	if (rc && err)
-		*err = terr;
-	if (rc && s->engine)
-		return rc; /* the old engine's error; nothing was swapped */
-	if (s->plan != s->p->plan)
-		ts_plan_destroy(s->plan);
-	s->plan = s->pending;
-	s->pending = NULL;
-	return rc;
+	return 0;
 }
 
 TS_EXPORT int ts_stream_reload(struct ts_stream *s, const char *text,
@@ -250,23 +242,8 @@ TS_EXPORT int ts_stream_reload(struct ts_stream *s, const char *text,
 	np->plan = NULL;
 	ts_pipeline_destroy(np);
 	struct ts_engine_opts eo = engine_opts(s);
-	rc = ts_engine_check_reload(s->plan, next, &eo, err);
-	if (rc) {
-		ts_plan_destroy(next);
-		return rc;
-	}
-	if (!s->pending) {
-		rc = ts_engine_handover(s->engine, &s->pending_epoch);
-		if (rc) {
-			ts_plan_destroy(next);
-			return ts_error_set(err, TS_E_STATE,
-					    "the stream ends with the current epoch; nothing to take over");
-		}
-	} else {
-		ts_plan_destroy(s->pending);
-	}
-	s->pending = next;
-	return 0;
+	bool replaced;
+	return ts_engine_reload_offer(&s->reload, s->engine, s->plan, next, &eo, &replaced, err);
 }
 
 TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
@@ -285,7 +262,7 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 	}
 	int rc;
 	for (;;) {
-		rc = ts_ring_local_next(s->local, &s->cur, s->pending ? 20 : 1000, err);
+		rc = ts_ring_local_next(s->local, &s->cur, s->reload.pending ? 20 : 1000, err);
 		if (rc != -ETIMEDOUT)
 			break;
 		rc = takeover(s, err);
@@ -377,6 +354,6 @@ TS_EXPORT void ts_stream_close(struct ts_stream *s)
 	ts_ring_destroy(s->ring);
 	if (s->plan != s->p->plan)
 		ts_plan_destroy(s->plan);
-	ts_plan_destroy(s->pending);
+	ts_engine_reload_clear(&s->reload);
 	free(s);
 }
