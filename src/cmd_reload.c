@@ -17,34 +17,29 @@
 #include "cli.h"
 #include "status.h"
 
-/* The status file must be this fresh: a serving tsrun rewrites it every
- * second (as `tsrun stat` requires). */
-#define STALE_S 5.0
-
 /* The pid of the tsrun serving socket_path, or -1 with why[] filled: its
  * status file must be fresh and name a live process called tsrun, so a
  * stale file (a SIGKILLed run, its pid reused) never gets another program
  * signalled. */
 static long producer_pid(const char *socket_path, char *why, size_t why_n)
 {
-	char *sp = ts_status_path(socket_path);
 	char *text = NULL;
 	size_t len = 0;
 	long pid = -1;
-	struct stat st;
-	snprintf(why, why_n, "no status file %s.status.json", socket_path);
-	if (sp && stat(sp, &st) == 0 && ts_cli_read_file(sp, &text, &len) == 0) {
-		struct ts_status_info info = {0};
-		double age = (double)time(NULL) - (double)st.st_mtime;
-		if (!ts_status_parse(text, len, &info))
-			snprintf(why, why_n, "%s is not a tsrun status file", sp);
-		else if (age > STALE_S)
-			snprintf(why, why_n, "its status file is %.0f s old (pid %ld): a tsrun "
-				 "that was killed or is stopped", age, (long)info.pid);
-		else
-			pid = (long)info.pid;
-		ts_status_info_free(&info);
-	}
+	double age = 0;
+	struct ts_status_info info = {0};
+	int rc = ts_status_load(socket_path, &text, &len, &info, &age);
+	if (rc == TS_E_PROTOCOL)
+		snprintf(why, why_n, "%s.status.json is not a tsrun status file", socket_path);
+	else if (rc < 0)
+		snprintf(why, why_n, "no status file %s.status.json", socket_path);
+	else if (age > TS_STATUS_STALE_S)
+		snprintf(why, why_n, "its status file is %.0f s old (pid %ld): a tsrun "
+			 "that was killed or is stopped", age, (long)info.pid);
+	else
+		pid = (long)info.pid;
+	ts_status_info_free(&info);
+	free(text);
 	if (pid > 0) {
 		char comm_path[64], comm[32] = "";
 		snprintf(comm_path, sizeof(comm_path), "/proc/%ld/comm", pid);
@@ -61,8 +56,6 @@ static long producer_pid(const char *socket_path, char *why, size_t why_n)
 			pid = -1;
 		}
 	}
-	free(text);
-	free(sp);
 	return pid;
 }
 

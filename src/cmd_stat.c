@@ -19,9 +19,6 @@
 #include "cli.h"
 #include "status.h"
 
-/* A status file older than this, while its pid lives, is stale: the
- * producer writes it every second (a SIGSTOPped tsrun, for one). */
-#define STALE_S 5.0
 /* --- the report --- */
 
 static void print_report(const struct ts_status_info *st, const char *path, double age)
@@ -131,19 +128,19 @@ int ts_cmd_stat(int argc, char **argv)
 	char *text = NULL;
 	size_t len = 0;
 	struct ts_status_info st = {0};
-	struct stat fsb;
-	int rc = ts_cli_read_file(spath, &text, &len);
+	double age = 0;
+	int rc = ts_status_load(path, &text, &len, &st, &age);
 	if (rc == -ENOENT) {
 		ts_cli_error("stat", "no tsrun serving %s: no status file %s (a stale socket "
 			     "of a run that was killed?)", path, spath);
 		goto out;
 	}
-	if (rc < 0 || stat(spath, &fsb) < 0) {
-		ts_cli_error("stat", "cannot read %s: %s", spath, strerror(rc < 0 ? -rc : errno));
+	if (rc == TS_E_PROTOCOL) {
+		ts_cli_error("stat", "%s is not a tsrun status file (truncated or garbage)", spath);
 		goto out;
 	}
-	if (!ts_status_parse(text, len, &st)) {
-		ts_cli_error("stat", "%s is not a tsrun status file (truncated or garbage)", spath);
+	if (rc < 0) {
+		ts_cli_error("stat", "cannot read %s: %s", spath, strerror(-rc));
 		goto out;
 	}
 	long pid = (long)st.pid;
@@ -152,18 +149,12 @@ int ts_cmd_stat(int argc, char **argv)
 			     "which is gone (the run was killed; remove both files)", path, spath, pid);
 		goto out;
 	}
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	double age = (double)(now.tv_sec - fsb.st_mtim.tv_sec) +
-		     (double)(now.tv_nsec - fsb.st_mtim.tv_nsec) * 1e-9;
-	if (age > STALE_S) {
+	if (age > TS_STATUS_STALE_S) {
 		ts_cli_error("stat", "stale status file %s: last written %.0f s ago by pid %ld, "
 			     "which still exists (stopped? see 'ps -o stat= -p %ld')", spath, age,
 			     pid, pid);
 		goto out;
 	}
-	if (age < 0)
-		age = 0;
 	if (json)
 		fwrite(text, 1, len, stdout);
 	else

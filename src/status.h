@@ -68,4 +68,16 @@ struct ts_status_info {
 bool ts_status_parse(const char *text, size_t len, struct ts_status_info *st);
 void ts_status_info_free(struct ts_status_info *st);
 
+/* A serving tsrun rewrites its status file every second; one older than
+ * this is stale (a stopped or killed tsrun). */
+#define TS_STATUS_STALE_S 5.0
+
+/* Read and parse the status file of socket_path (ts_status_path): *text
+ * (malloc'd, len bytes) as read, *st parsed, *age seconds since it was
+ * written (>= 0). Returns 0; -errno when it cannot be read (-ENOENT: no
+ * file); TS_E_PROTOCOL when it is not a status file (truncated or
+ * garbage). Free *text and ts_status_info_free(st) in every case. */
+int ts_status_load(const char *socket_path, char **text, size_t *len,
+		   struct ts_status_info *st, double *age);
+
 #endif

@@ -5,11 +5,15 @@
  * a truncated or garbage file is false, never a crash.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include "cli.h"
 #include "status.h"
 
 #define MAX_CONSUMERS 1024
@@ -281,4 +285,31 @@ void ts_status_info_free(struct ts_status_info *st)
 	free(st->consumers);
 	st->consumers = NULL;
 	st->n_consumers = 0;
+}
+
+int ts_status_load(const char *socket_path, char **text, size_t *len,
+		   struct ts_status_info *st, double *age)
+{
+	char *spath = ts_status_path(socket_path);
+	struct stat sb;
+	*text = NULL;
+	*len = 0;
+	*age = 0;
+	if (!spath)
+		return -ENOMEM;
+	int rc = ts_cli_read_file(spath, text, len);
+	if (rc == 0 && stat(spath, &sb) < 0)
+		rc = -errno;
+	free(spath);
+	if (rc < 0)
+		return rc;
+	if (!ts_status_parse(*text, *len, st))
+		return TS_E_PROTOCOL;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	*age = (double)(now.tv_sec - sb.st_mtim.tv_sec) +
+	       (double)(now.tv_nsec - sb.st_mtim.tv_nsec) * 1e-9;
+	if (*age < 0)
+		*age = 0;
+	return 0;
 }
