@@ -1548,6 +1548,15 @@ static int new_plan(const struct ts_ast_stmt *st, const char *file,
 	return 0;
 }
 
+/* How many of the units (threads, queue slots) that make up term fit in
+ * what budget leaves after the other terms. */
+static uint64_t units_fit(uint64_t term, int units, uint64_t budget, uint64_t others)
+{
+	uint64_t per = term / (uint64_t)units;
+	uint64_t room = budget > others ? budget - others : 0;
+	return per ? room / per : 0;
+}
+
 /* The hint of a plan over its budget: name the term that dominates and
  * the setting that shrinks it (ring: ring, scratch: threads, io:
  * queue_depth) with the largest value that fits when the other terms stay
@@ -1580,9 +1589,7 @@ static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
 				 "one batch does not fit: %s", raise);
 	} else if (scratch >= io) {
 		int threads = plan->mem_threads > 0 ? plan->mem_threads : 1;
-		uint64_t per = scratch / (uint64_t)threads;
-		uint64_t room = budget > ring + io ? budget - ring - io : 0;
-		uint64_t fit = per ? room / per : 0;
+		uint64_t fit = units_fit(scratch, threads, budget, ring + io);
 
 		if (fit >= 1 && fit < (uint64_t)threads)
 			snprintf(hint, n, "scratch dominates: use fewer threads "
@@ -1596,9 +1603,7 @@ static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
 				 "already 1: %s", raise);
 	} else {
 		int depth = plan->queue_depth > 0 ? plan->queue_depth : 1;
-		uint64_t per = io / (uint64_t)depth;
-		uint64_t room = budget > ring + scratch ? budget - ring - scratch : 0;
-		uint64_t fit = per ? room / per : 0;
+		uint64_t fit = units_fit(io, depth, budget, ring + scratch);
 
 		if (fit >= 1 && fit < (uint64_t)depth)
 			snprintf(hint, n, "io dominates: lower queue_depth "
