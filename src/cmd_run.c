@@ -71,20 +71,15 @@ static int req_cmp(const void *a, const void *b)
  */
 static size_t take_requests(const char *socket_path, struct reload_req *out, size_t max)
 {
-	char *base = ts_cmd_run_reload_path(socket_path);
-	if (!base)
-		return 0;
+	/* "<dir>/<name>.reload.PID.req": read dir, match "<name>.reload." */
+	const char *slash = strrchr(socket_path, '/');
 	char dir[4096], prefix[1024];
-	size_t cut = strcspn(base, "");     /* the last '/', or none */
-	while (cut > 0 && base[cut - 1] != '/')
-		cut--;
-	if (cut == 0)
+	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
-	else if (cut == 1)
-		snprintf(dir, sizeof(dir), "/");
 	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(cut - 1), base);
-	snprintf(prefix, sizeof(prefix), "%s", base + cut);
+		snprintf(dir, sizeof(dir), "%.*s", slash == socket_path ? 1 :
+			 (int)(slash - socket_path), socket_path);
+	snprintf(prefix, sizeof(prefix), "%s.reload", slash ? slash + 1 : socket_path);
 	size_t n = 0, plen = strlen(prefix);
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -126,7 +121,6 @@ static size_t take_requests(const char *socket_path, struct reload_req *out, siz
 	}
 	if (d)
 		closedir(d);
-	free(base);
 	qsort(out, n, sizeof(*out), req_cmp);
 	return n;
 }
