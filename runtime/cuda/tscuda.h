@@ -6,7 +6,7 @@
  * Three prefixes, one per file: ts_cuda_* (device.c: probe, facts),
  * ts_finish_* (finish.cu: the kernel) and ts_devring_* (devring.c: the
  * device ring and its IPC handles). When tsrun is built without CUDA
- * (meson -Dcuda=disabled, or no nvcc), stub.c provides every function and
+ * (meson -Dcuda=disabled, or no nvcc), nocuda.c provides every function and
  * each returns TS_E_NODEV with a message saying so; callers need no #if.
  *
  * Conventions: functions return 0 or a negative code (-errno or TS_E_*);
@@ -36,7 +36,7 @@ extern "C" {
 
 /* ---- device.c: probe and facts ---------------------------------------- */
 
-/* Whether this build has the CUDA parts (false: the stubs). */
+/* Whether this build has the CUDA parts (false: nocuda.c). */
 bool ts_cuda_built(void);
 
 /*

@@ -1,5 +1,5 @@
 /*
- * stub.c - the CUDA API of tscuda.h in a build without CUDA: every call
+ * nocuda.c - the CUDA API of tscuda.h in a build without CUDA: every call
  * that needs a device returns TS_E_NODEV and says why, so callers take
  * the CPU path with one message and no #if.
  */
