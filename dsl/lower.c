@@ -1,5 +1,5 @@
 /*
- * lower.c - fusion passes and the memory estimate.
+ * lower.c - fusion passes (the memory estimate is in memory.c).
  *
  * Fusion exists for speed, not for meaning: the fused plan computes what
  * the unfused one would. Decode + crop/resize becomes one ROI decode
@@ -11,15 +11,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util.h"
-
-#define PAGE 4096u
-#define MIB (1024u * 1024u)
-#define VARIABLE_DECODE_SCRATCH (16u * MIB)
-#define IO_BUFFER (1u * MIB)
-#define RING_SLOT_EXTRA 16u /* label and stream position per sample */
 
 static bool fuses_into_decode(enum ts_op_kind k)
 {
@@ -160,94 +153,4 @@ fail:
 		op_free(&ops[j]);
 	free(ops);
 	return rc;
-}
-
-static uint64_t op_bytes(const struct ts_op *op)
-{
-	return (uint64_t)op->out_h * (uint64_t)op->out_w * (uint64_t)op->out_c *
-	       ts_dtype_size(op->out_dtype);
-}
-
-/* Largest per-sample buffer a worker holds, and whether some stage has a
- * size only known at run time (a full decode of a file). */
-static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
-{
-	if (op->kind == TS_OP_DECODE)
-		*variable = true; /* the decoded frame before any crop */
-	if (op->kind != TS_OP_OUTPUT) {
-		if (op->out_h && op->out_w) {
-			uint64_t b = op_bytes(op);
-			if (b > *max_fixed)
-				*max_fixed = b;
-		} else {
-			*variable = true;
-		}
-	}
-	if (op->fused)
-		scan(op->fused, max_fixed, variable);
-	for (size_t i = 0; i < op->n_parts; i++)
-		scan(&op->parts[i], max_fixed, variable);
-}
-
-uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
-{
-	uint64_t ring;
-
-	/* saturate: an absurd ring must read as "too big", not wrap */
-	if (__builtin_mul_overflow((uint64_t)(samples > 0 ? samples : 0),
-				   (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA, &ring) ||
-	    ring > UINT64_MAX / 2)
-		ring = UINT64_MAX / 2;
-	return (ring + PAGE - 1) / PAGE * PAGE;
-}
-
-int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
-{
-	uint64_t slot = (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA;
-
-	/* n slots round up to at most `bytes` exactly when they fit in the
-	 * whole pages of it */
-	return (int64_t)(bytes / PAGE * PAGE / slot);
-}
-
-void ts_plan_estimate(struct ts_plan *plan, int cores)
-{
-	uint64_t max_fixed = 0, per_thread, ring;
-	bool variable = false;
-	int threads = plan->threads;
-
-	if (threads <= 0) {
-		threads = cores > 0 ? cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
-		if (threads <= 0)
-			threads = 1;
-	}
-	if (plan->source.kind == TS_SRC_SYNTHETIC) {
-		uint64_t b = (uint64_t)plan->source.height * plan->source.width *
-			     plan->source.channels * (plan->source.depth == 16 ? 2 : 1);
-		max_fixed = b;
-	}
-	for (size_t i = 0; i < plan->n_ops; i++)
-		scan(&plan->ops[i], &max_fixed, &variable);
-	per_thread = 2 * max_fixed;
-	if (variable && per_thread < VARIABLE_DECODE_SCRATCH)
-		per_thread = VARIABLE_DECODE_SCRATCH;
-	/* Each worker's plugin host shares a pixel memfd with it: input and
-	 * output of one image, grown by doubling from 1 MiB (so up to 4x
-	 * the image). The host process's own memory is not ours to count. */
-	for (size_t i = 0; i < plan->n_ops; i++) {
-		const struct ts_op *op = &plan->ops[i];
-		uint64_t b = op->out_h && op->out_w ? 4 * op_bytes(op)
-						    : VARIABLE_DECODE_SCRATCH;
-		if (op->kind == TS_OP_PLUGIN)
-			per_thread += b > MIB ? b : MIB;
-	}
-
-	ring = ts_plan_ring_bytes(plan, plan->ring_samples);
-
-	plan->mem_threads = threads;
-	plan->mem_ring = ring;
-	plan->mem_scratch = (uint64_t)threads * per_thread;
-	plan->mem_io = plan->source.kind == TS_SRC_SYNTHETIC
-			       ? 0 : (uint64_t)plan->queue_depth * IO_BUFFER;
-	plan->mem_total = plan->mem_ring + plan->mem_scratch + plan->mem_io;
 }

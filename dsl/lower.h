@@ -1,6 +1,6 @@
 /*
  * lower.h - from the checked stage list to the plan's op list: fusion
- * passes and the memory estimate. Internal to dsl/ and the CLI.
+ * passes (memory.h has the memory estimate). Internal to dsl/ and the CLI.
  * Pure functions; thread safe on distinct arguments.
  */
 #ifndef TS_LOWER_H
@@ -18,17 +18,6 @@
  * own) in every case. Returns 0 with *out and *n_out set, or TS_E_NOMEM. */
 int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		 size_t *n_out);
-
-/* Recompute plan->mem_* and mem_threads for a machine with `cores`
- * online cores (used when threads is auto; <= 0 means this machine's).
- * `tsrun graph --cores N` uses it to show the estimate for another host. */
-void ts_plan_estimate(struct ts_plan *plan, int cores);
-
-/* Bytes of a ring of `samples` samples of plan's shape (slots, labels and
- * positions, rounded up to pages), as the estimate counts it; and the
- * most samples whose ring fits in `bytes` (0 when not even one does). */
-uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples);
-int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes);
 
 /* Write bytes as "602 KiB", "1.3 GiB", "64 MiB", "512 B" into buf. */
 void ts_plan_format_size(uint64_t bytes, char *buf, size_t n);

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "lower.h"
+#include "memory.h"
 
 static const char usage[] =
 	"usage: tsrun graph [--pipeline NAME] [--dot] [--cores N] FILE\n"

@@ -11,6 +11,7 @@
 
 #include "dsl.h"
 #include "lower.h"
+#include "memory.h"
 #include "registry.h"
 
 /* Compile src; on success return the plan, else NULL with *d kept for

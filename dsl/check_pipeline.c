@@ -1,0 +1,334 @@
+/*
+ * check_pipeline.c - one pipeline statement: every stage resolved against
+ * the registry in order, the shape inferred after each, the stage order
+ * rules enforced, and the op list lowered into the plan.
+ */
+#include "checker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+static size_t op_names(const char **buf, size_t max)
+{
+	size_t k, n;
+	const struct ts_opdef *ops = ts_registry_ops(&k);
+	for (n = 0; n < k && n < max; n++)
+		buf[n] = ops[n].name;
+	return n;
+}
+
+/* Whether the op's image size (size, or its positional width) was
+ * reported as invalid or missing. */
+static bool bad_size(const struct ts_opdef *def, const struct ts_check_val *vals)
+{
+	for (size_t i = 0; i < def->n_params; i++)
+		if (vals[i].bad && (strcmp(def->params[i].name, "size") == 0 ||
+				    strcmp(def->params[i].name, "width") == 0))
+			return true;
+	return false;
+}
+
+static bool is_pixel_op(enum ts_op_kind k)
+{
+	return k != TS_OP_NORMALIZE && k != TS_OP_TO && k != TS_OP_DECODE;
+}
+
+void ts_check_shape_str(const struct ts_shape *s, char *buf, size_t n)
+{
+	if (s->encoded) {
+		snprintf(buf, n, "encoded bytes");
+		return;
+	}
+	snprintf(buf, n, "%s %s", ts_dtype_name(s->dtype), ts_layout_name(s->layout));
+}
+
+/* Grow-by-one append to a malloc'd op array. */
+static int push_op(struct ts_op **ops, size_t *n, const struct ts_op *op)
+{
+	struct ts_op *p = realloc(*ops, (*n + 1) * sizeof(*p));
+	if (!p)
+		return TS_E_NOMEM;
+	p[*n] = *op;
+	*ops = p;
+	(*n)++;
+	return 0;
+}
+
+static void free_ops(struct ts_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(ops[i].fused);
+		free(ops[i].parts);
+		free(ops[i].plugin);
+	}
+	free(ops);
+}
+
+/* Check one pipeline statement and build its plan (fused op list and
+ * sample shape; serve settings and estimate come later). Errors go to
+ * c->d. Returns 0 or TS_E_NOMEM; *size_reported tells whether a "no fixed
+ * size" error was already given (so serve does not repeat it). */
+int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
+			  struct ts_plan *plan, bool *size_reported)
+{
+	struct ts_shape shape = { .encoded = true, .c = 3 };
+	struct ts_op *ops = NULL;
+	size_t n_ops = 0;
+	bool have_source = false, past_modifiers = false, shuffled = false,
+	     sharded = false, assumed_decode = false, size_unknown = false;
+	const struct ts_ast_call *batch_call = NULL, *device_call = NULL;
+	int index = 0, rc = 0, late_h = 0, late_w = 0;
+	const char *names[32];
+	size_t n_names = op_names(names, 32);
+	char buf[64];
+
+	*size_reported = false;
+	plan->batch = 1;
+	plan->max_out_per_in = 1;
+	if (!st->calls) {
+		ts_check_err(c, st->loc, NULL, "pipeline '%s' has no stages", st->name);
+		return 0;
+	}
+	for (const struct ts_ast_call *call = st->calls; call;
+	     call = call->next, index++) {
+		const struct ts_opdef *def = ts_registry_find(call->name);
+		struct ts_check_val vals[TS_CHECK_MAX_PARAMS] = {{0}};
+		struct ts_op op = {0};
+		struct ts_shape out;
+		struct ts_shape_err e = {0};
+
+		if (!def) {
+			const char *s = ts_diag_suggest(call->name, names, n_names);
+			char hint[192] = "";
+			if (s)
+				snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
+			else
+				snprintf(hint, sizeof(hint),
+					 "see tsrun-pipeline(5) for the operators");
+			ts_check_err(c, call->name_loc, hint, "unknown operator '%s'",
+			    call->name);
+			if (index == 0)
+				have_source = true; /* do not also say "no source" */
+			continue;
+		}
+		if (def->op_kind == TS_OP_PLUGIN)
+			ts_check_bind_plugin(c, def, call, vals, &op);
+		else
+			ts_check_bind_args(c, def, call, vals);
+		if (batch_call) {
+			ts_check_err(c, batch_call->loc, "move batch(...) to the end",
+			    "'batch' must be the last stage");
+			batch_call = NULL;
+		}
+		switch (def->kind) {
+		case TS_REG_SOURCE:
+			if (index != 0) {
+				ts_check_err(c, call->name_loc,
+				    "a pipeline reads one source; write another pipeline for a second one",
+				    "source '%s' must be the first stage", def->name);
+				continue;
+			}
+			have_source = true;
+			rc = ts_check_source(c, def, vals, call, plan, &shape);
+			if (rc < 0)
+				goto out;
+			continue;
+		case TS_REG_MODIFIER:
+			if (past_modifiers || (index == 0)) {
+				char hint[192];
+				snprintf(hint, sizeof(hint),
+					 "move %s right after the source", def->name);
+				ts_check_err(c, call->name_loc, hint,
+				    "'%s' must come right after the source",
+				    def->name);
+				continue;
+			}
+			if (strcmp(def->name, "shuffle") == 0) {
+				if (shuffled)
+					ts_check_err(c, call->name_loc, NULL,
+					    "'shuffle' given twice");
+				shuffled = true;
+				plan->source.shuffle = true;
+				plan->source.seed = (uint64_t)ts_check_arg(def, vals, "seed")->num;
+			} else {
+				int i = (int)ts_check_arg(def, vals, "index")->num;
+				int n = (int)ts_check_arg(def, vals, "count")->num;
+				if (sharded)
+					ts_check_err(c, call->name_loc, NULL,
+					    "'shard' given twice");
+				sharded = true;
+				if ((i == -1) != (n == -1)) {
+					ts_check_err(c, call->loc,
+					    "give both index and count, or neither to read them from RANK and WORLD_SIZE",
+					    "shard needs both index and count");
+				} else if (n != -1 && (n < 1 || i >= n)) {
+					char hint[192];
+					snprintf(hint, sizeof(hint),
+						 "index runs from 0 to count - 1");
+					ts_check_err(c, ts_check_arg_loc(def, vals, call, "index"), hint,
+					    "shard index %d is out of range for %d shard%s",
+					    i, n, n == 1 ? "" : "s");
+				}
+				plan->source.shard_index = i;
+				plan->source.shard_count = n;
+			}
+			continue;
+		case TS_REG_SINK:
+			past_modifiers = true;
+			plan->batch = (int)ts_check_arg(def, vals, "n")->num;
+			batch_call = call;
+			if (!shape.encoded && (!shape.h || !shape.w) && !size_unknown) {
+				ts_check_err(c, call->loc,
+				    "add center_crop, resize([h, w]) or random_resized_crop before batch",
+				    "'batch' needs a fixed image size, but the size varies here");
+				*size_reported = true;
+			}
+			continue;
+		case TS_REG_DEVICE:
+			past_modifiers = true;
+			ts_check_device(c, def, vals, call, &shape, device_call,
+				     &plan->device);
+			device_call = call;
+			continue;
+		case TS_REG_TRANSFORM:
+			break;
+		}
+		past_modifiers = true;
+		if (device_call) {
+			/* the GPU stage finishes the sample: nothing after it
+			 * runs on the CPU */
+			ts_check_err(c, call->name_loc,
+			    "move it before device(...), or drop device(...)",
+			    "'%s' cannot follow device(cuda): the device stage must be the last before batch",
+			    def->name);
+			device_call = NULL;
+		}
+		if (index == 0 && !have_source) {
+			ts_check_err(c, call->name_loc,
+			    "start with folder(...), list(...), tar(...) or synthetic(...)",
+			    "pipeline '%s' has no source", st->name);
+			have_source = true;
+			if (def->op_kind != TS_OP_DECODE)
+				shape = (struct ts_shape){ .c = 3 };
+		}
+		ts_check_build_op(c, def, vals, call, &shape, &op); /* reports its own errors */
+		op.index = index;
+		if (def->op_kind == TS_OP_DECODE && assumed_decode) {
+			/* The missing decode was reported; this late one
+			 * passes, keeping the size so errors do not cascade. */
+			assumed_decode = false;
+			late_h = shape.h;
+			late_w = shape.w;
+			shape.encoded = true;
+		}
+		if (def->op_kind != TS_OP_DECODE && shape.encoded) {
+			char hint[192];
+			snprintf(hint, sizeof(hint), "add decode(rgb) before %s",
+				 def->name);
+			ts_check_err(c, call->name_loc, hint,
+			    "'%s' needs decoded pixels, but the images are still encoded here",
+			    def->name);
+			shape = (struct ts_shape){ .c = 3 };
+			assumed_decode = true;
+		} else if (is_pixel_op(op.kind) &&
+			   (shape.dtype == TS_DTYPE_F16 || shape.dtype == TS_DTYPE_F32 ||
+			    shape.layout == TS_LAYOUT_NCHW)) {
+			char hint[192];
+			ts_check_shape_str(&shape, buf, sizeof(buf));
+			snprintf(hint, sizeof(hint),
+				 "move %s before normalize and to", def->name);
+			ts_check_err(c, call->name_loc, hint,
+			    "'%s' works on uint8 or uint16 nhwc pixels, but the data is %s here",
+			    def->name, buf);
+		} else if (op.kind == TS_OP_NORMALIZE &&
+			   (shape.dtype == TS_DTYPE_F16 || shape.dtype == TS_DTYPE_F32)) {
+			ts_check_err(c, call->name_loc, "move normalize before to",
+			    "'normalize' must come before a conversion to %s",
+			    ts_dtype_name(shape.dtype));
+		}
+		if (bad_size(def, vals)) {
+			/* An invalid size was reported: the op keeps the size
+			 * it gets, so that nothing after it reports again. */
+			op.size_h = shape.h;
+			op.size_w = shape.w;
+			if (!shape.h || !shape.w)
+				size_unknown = *size_reported = true;
+		}
+		if (op.kind == TS_OP_NORMALIZE && op.n_mean < 0) {
+			out = shape;
+			out.dtype = TS_DTYPE_F32;
+			out.normalized = true;
+		} else if (def->shape(&op, &shape, &out, &e) < 0) {
+			ts_check_err(c, ts_check_arg_loc(def, vals, call, e.param), e.hint, "%s", e.msg);
+		}
+		if (late_h || late_w) {
+			out.h = late_h;
+			out.w = late_w;
+			late_h = late_w = 0;
+		}
+		if (op.kind == TS_OP_TILE || op.kind == TS_OP_FILTER ||
+		    op.kind == TS_OP_PLUGIN)
+			plan->expands = true;
+		if (op.kind == TS_OP_TILE) {
+			if (shape.h && shape.w && plan->max_out_per_in > 0) {
+				int64_t ny = shape.h >= op.size_h ? (shape.h - op.size_h) / op.stride_h + 1 : 0;
+				int64_t nx = shape.w >= op.size_w ? (shape.w - op.size_w) / op.stride_w + 1 : 0;
+				int64_t m = (int64_t)plan->max_out_per_in * ny * nx;
+				plan->max_out_per_in = m > INT32_MAX ? 0 : (int)m;
+			} else {
+				plan->max_out_per_in = 0; /* unbounded */
+			}
+		}
+		shape = out;
+		op.out_h = shape.h;
+		op.out_w = shape.w;
+		op.out_c = shape.c;
+		op.out_dtype = shape.dtype;
+		op.out_layout = shape.layout;
+		rc = push_op(&ops, &n_ops, &op);
+		if (rc < 0) {
+			free(op.plugin);
+			goto out;
+		}
+	}
+	if (!have_source)
+		ts_check_err(c, st->name_loc,
+		    "start with folder(...), list(...), tar(...) or synthetic(...)",
+		    "pipeline '%s' has no source", st->name);
+	if (shape.encoded && have_source && st->calls &&
+	    ts_registry_find(st->calls->name)) {
+		ts_check_err(c, st->name_loc, "add decode(rgb) after the source",
+		    "pipeline '%s' never decodes its images", st->name);
+		shape = (struct ts_shape){ .c = 3 };
+	}
+	plan->height = shape.h;
+	plan->width = shape.w;
+	plan->channels = shape.c;
+	plan->dtype = shape.dtype;
+	plan->layout = shape.layout;
+	plan->sample_bytes = (size_t)shape.h * (size_t)shape.w * (size_t)shape.c *
+			     ts_dtype_size(shape.dtype);
+	rc = ts_lower_ops(ops, n_ops, &plan->ops, &plan->n_ops);
+	ops = NULL;
+	n_ops = 0;
+	if (rc == 0) {
+		/* OUTPUT, and the TO it ends with, write the final shape */
+		struct ts_op *o = &plan->ops[plan->n_ops - 1];
+		struct ts_op *to = &o->parts[o->n_parts - 1];
+		o->out_h = to->out_h = shape.h;
+		o->out_w = to->out_w = shape.w;
+		o->out_c = to->out_c = shape.c;
+		o->out_dtype = to->out_dtype = shape.dtype;
+		o->out_layout = to->out_layout = shape.layout;
+		if (to->index < 0) {
+			to->dtype = shape.dtype;
+			to->layout = shape.layout;
+		}
+	}
+out:
+	free_ops(ops, n_ops);
+	return rc;
+}

@@ -1,0 +1,372 @@
+/*
+ * check_value.c - value conversion: one argument or serve setting (let
+ * names resolved) converted to its parameter's type and range-checked,
+ * and the defaults of the parameters not given.
+ */
+#include "checker.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower.h"
+#include "util.h"
+
+static const char *got_desc(const struct ts_ast_value *v, char *buf, size_t n)
+{
+	switch (v->kind) {
+	case TS_AST_NUM:
+		snprintf(buf, n, "%s", v->text ? v->text : "a number");
+		if (v->unit && !v->text)
+			snprintf(buf, n, "a number with unit '%s'", v->unit);
+		return buf;
+	case TS_AST_WORD:
+		snprintf(buf, n, "the word '%s'", v->str);
+		return buf;
+	default:
+		return ts_ast_kind_name(v->kind);
+	}
+}
+
+static void type_error(struct ts_check *c, const char *what, const struct ts_param *p,
+		       const struct ts_ast_value *v, struct ts_loc loc)
+{
+	char got[96];
+
+	if (v->kind == TS_AST_WORD && p->type != TS_PT_WORD &&
+	    !(p->type == TS_PT_THREADS)) {
+		const char *names[64];
+		size_t n = ts_check_stmt_names(c->prog, TS_AST_LET, names, 64);
+		const char *s = ts_diag_suggest(v->str, names, n);
+		char hint[192];
+		if (s)
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
+		else
+			snprintf(hint, sizeof(hint),
+				 "%s '%s' expects %s; define the name with `let %s = ...`",
+				 what, p->name, ts_registry_type_desc(p->type),
+				 v->str);
+		ts_check_err(c, loc, hint, "unknown name '%s'", v->str);
+		return;
+	}
+	ts_check_err(c, loc, NULL, "%s '%s' expects %s, got %s", what, p->name,
+	    ts_registry_type_desc(p->type), got_desc(v, got, sizeof(got)));
+}
+
+static bool is_size_unit(const char *u)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB",
+					    "KB", "MB", "GB", "TB", "kB"};
+	for (size_t i = 0; i < TS_ARRAY_LEN(units); i++)
+		if (strcmp(u, units[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Whole numbers print in full (a ring bound reads 1073741824, not
+ * 1.07374e+09); the rest as %g. */
+static void fmt_num(double x, char *buf, size_t n)
+{
+	if (fabs(x) < 1e15 && x == floor(x))
+		snprintf(buf, n, "%.0f", x);
+	else
+		snprintf(buf, n, "%g", x);
+}
+
+/* At and beyond 2^63 converting a double to int64_t is undefined (and to
+ * uint64_t soon after); every parameter's bounds lie far below it. */
+#define TS_CHECK_NUM_LIMIT 9223372036854775808.0 /* 2^63 */
+
+/* "must be between 1 and 65535", "must be at least 1": p's allowed range,
+ * or "" when it has none. */
+static void range_phrase(const struct ts_param *p, char *buf, size_t n)
+{
+	char a[32], b[32];
+
+	fmt_num(p->min, a, sizeof(a));
+	fmt_num(p->max, b, sizeof(b));
+	if (p->type == TS_PT_SIZE) {
+		ts_plan_format_size((uint64_t)p->min, a, sizeof(a));
+		ts_plan_format_size((uint64_t)p->max, b, sizeof(b));
+	}
+	if (p->has_min && p->has_max)
+		snprintf(buf, n, "must be between %s and %s", a, b);
+	else if (p->has_min)
+		snprintf(buf, n, "must be at least %s", a);
+	else if (p->has_max)
+		snprintf(buf, n, "must be at most %s", b);
+	else
+		buf[0] = '\0';
+}
+
+/* Range check of one number against p's bounds; reports and returns -1.
+ * text is the number as written (NULL: format x). Callers convert x to
+ * an integer type only after this passed, so a value too large (or not
+ * finite) for any conversion is refused first, naming the allowed range,
+ * before anything converts it. */
+static int check_bounds(struct ts_check *c, const char *what,
+			const struct ts_param *p, double x, struct ts_loc loc,
+			const char *text)
+{
+	char range[96], got[64];
+	bool huge = !isfinite(x) || fabs(x) >= TS_CHECK_NUM_LIMIT;
+
+	if (!huge && !(p->has_min && x < p->min) && !(p->has_max && x > p->max))
+		return 0;
+	range_phrase(p, range, sizeof(range));
+	if (text && *text && (huge || x < 0))
+		snprintf(got, sizeof(got), "%s", text);
+	else if (p->type == TS_PT_SIZE && x >= 0)
+		ts_plan_format_size((uint64_t)x, got, sizeof(got));
+	else
+		fmt_num(x, got, sizeof(got));
+	if (x < 0 && p->has_min && p->min == 0)
+		ts_check_err(c, loc, NULL, "%s '%s' must not be negative, got %s", what,
+		    p->name, got);
+	else if (range[0])
+		ts_check_err(c, loc, NULL, "%s '%s' %s, got %s", what, p->name, range, got);
+	else
+		ts_check_err(c, loc, NULL, "%s '%s': value %s out of range", what,
+		    p->name, got);
+	return -1;
+}
+
+static bool plain_num(const struct ts_ast_value *v)
+{
+	return v && v->kind == TS_AST_NUM && !v->unit;
+}
+
+static bool plain_int(const struct ts_ast_value *v)
+{
+	return plain_num(v) && v->is_int;
+}
+
+/* Convert one argument (any AST value, let names resolved) to p's type
+ * into *out. Reports the problem and returns -1 when it does not fit. */
+int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param *p,
+		   const struct ts_ast_value *raw, struct ts_check_val *out)
+{
+	const struct ts_ast_value *v = ts_check_resolve(c, raw);
+	struct ts_loc loc = raw->loc;
+	char got[96];
+
+	if (!v) {
+		ts_check_err(c, loc, "a let may not refer to itself, directly or not",
+		    "let '%s' refers to itself", raw->str);
+		return -1;
+	}
+	out->given = true;
+	out->loc = loc;
+	switch (p->type) {
+	case TS_PT_INT:
+	case TS_PT_NUMBER:
+		if (!plain_num(v))
+			goto type;
+		if (p->type == TS_PT_INT && !v->is_int) {
+			ts_check_err(c, loc, NULL, "%s '%s' expects an integer, got %s",
+			    what, p->name, got_desc(v, got, sizeof(got)));
+			return -1;
+		}
+		out->num = v->num;
+		return check_bounds(c, what, p, v->num, loc, v->text);
+	case TS_PT_BOOL:
+		if (v->kind != TS_AST_BOOL)
+			goto type;
+		out->num = v->boolean;
+		return 0;
+	case TS_PT_STRING:
+		if (v->kind != TS_AST_STR)
+			goto type;
+		out->str = v->str;
+		return 0;
+	case TS_PT_WORD: {
+		char hint[192];
+		const char *s;
+		size_t n = 0;
+		if (v->kind != TS_AST_WORD)
+			goto type;
+		for (; p->words[n]; n++)
+			if (strcmp(p->words[n], v->str) == 0) {
+				out->word = (int)n;
+				return 0;
+			}
+		s = ts_diag_suggest(v->str, p->words, n);
+		if (s) {
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
+		} else {
+			size_t len = (size_t)snprintf(hint, sizeof(hint),
+						      "expected one of:");
+			for (size_t i = 0; i < n && len < sizeof(hint); i++)
+				len += (size_t)snprintf(hint + len,
+							sizeof(hint) - len,
+							"%s %s", i ? "," : "",
+							p->words[i]);
+		}
+		ts_check_err(c, loc, hint, "unknown value '%s' for %s '%s'", v->str,
+		    what, p->name);
+		return -1;
+	}
+	case TS_PT_NUMLIST: {
+		const struct ts_ast_value *it;
+		int rc = 0;
+		if (plain_num(v)) {
+			out->nums[0] = (float)v->num;
+			out->n_nums = 1;
+			return check_bounds(c, what, p, v->num, loc, v->text);
+		}
+		if (v->kind != TS_AST_LIST)
+			goto type;
+		if (v->n_items < 1 || v->n_items > 4) {
+			ts_check_err(c, loc, "give one value per channel",
+			    "%s '%s' expects 1 to 4 numbers, got %zu", what,
+			    p->name, v->n_items);
+			return -1;
+		}
+		out->n_nums = 0;
+		for (it = v->items; it; it = it->next) {
+			const struct ts_ast_value *x = ts_check_resolve(c, it);
+			if (!plain_num(x)) {
+				ts_check_err(c, it->loc, NULL,
+				    "%s '%s' expects a list of numbers, got %s in the list",
+				    what, p->name,
+				    x ? got_desc(x, got, sizeof(got)) : "a cycle");
+				return -1;
+			}
+			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
+				rc = -1;
+			if (out->n_nums < 4)
+				out->nums[out->n_nums++] = (float)x->num;
+		}
+		return rc;
+	}
+	case TS_PT_STRLIST: {
+		const struct ts_ast_value *it;
+		if (v->kind == TS_AST_STR) {
+			out->items = v;
+			out->n_items = 1;
+			return 0;
+		}
+		if (v->kind != TS_AST_LIST)
+			goto type;
+		for (it = v->items; it; it = it->next)
+			if (it->kind != TS_AST_STR) {
+				ts_check_err(c, it->loc, NULL,
+				    "%s '%s' expects a list of strings, got %s in the list",
+				    what, p->name, got_desc(it, got, sizeof(got)));
+				return -1;
+			}
+		out->items = v->items;
+		out->n_items = v->n_items;
+		return 0;
+	}
+	case TS_PT_RANGE: {
+		const struct ts_ast_value *lo, *hi;
+		if (v->kind != TS_AST_RANGE)
+			goto type;
+		lo = ts_check_resolve(c, v->lo);
+		hi = ts_check_resolve(c, v->hi);
+		if (!plain_num(lo) || !plain_num(hi))
+			goto type;
+		if (check_bounds(c, what, p, lo->num, v->lo->loc, lo->text) < 0 ||
+		    check_bounds(c, what, p, hi->num, v->hi->loc, hi->text) < 0)
+			return -1;
+		if (lo->num > hi->num) {
+			ts_check_err(c, loc, "write the smaller end first",
+			    "%s '%s' is an empty range: %g is above %g", what,
+			    p->name, lo->num, hi->num);
+			return -1;
+		}
+		out->lo = lo->num;
+		out->hi = hi->num;
+		return 0;
+	}
+	case TS_PT_SIZE:
+		if (v->kind != TS_AST_NUM)
+			goto type;
+		if (v->unit && !is_size_unit(v->unit))
+			goto type;
+		if (!v->unit && v->num != 0) {
+			char hint[192];
+			snprintf(hint, sizeof(hint),
+				 "add a unit: %s MiB or %s GiB",
+				 v->text ? v->text : "N", v->text ? v->text : "N");
+			ts_check_err(c, loc, hint, "%s '%s' expects a size such as 4 GiB, got %s",
+			    what, p->name, got_desc(v, got, sizeof(got)));
+			return -1;
+		}
+		out->num = floor(v->num);
+		return check_bounds(c, what, p, out->num, loc, v->text);
+	case TS_PT_SIZE_PAIR:
+		if (plain_int(v)) {
+			if (check_bounds(c, what, p, v->num, loc, v->text) < 0)
+				return -1;
+			out->h = out->w = (int)v->num;
+			return 0;
+		}
+		if (v->kind == TS_AST_LIST && v->n_items == 2) {
+			const struct ts_ast_value *a = ts_check_resolve(c, v->items);
+			const struct ts_ast_value *b = ts_check_resolve(c, v->items->next);
+			if (!plain_int(a) || !plain_int(b))
+				goto type;
+			if (check_bounds(c, what, p, a->num, v->items->loc, a->text) < 0 ||
+			    check_bounds(c, what, p, b->num, v->items->next->loc, b->text) < 0)
+				return -1;
+			out->h = (int)a->num;
+			out->w = (int)b->num;
+			out->num = -1; /* marks the [h, w] form */
+			return 0;
+		}
+		goto type;
+	case TS_PT_COUNT:
+		if (v->kind != TS_AST_NUM)
+			goto type;
+		if (!v->unit || !v->is_int ||
+		    (strcmp(v->unit, "batches") != 0 && strcmp(v->unit, "batch") != 0 &&
+		     strcmp(v->unit, "samples") != 0 && strcmp(v->unit, "sample") != 0)) {
+			char hint[192];
+			snprintf(hint, sizeof(hint), "write %s batches or %s samples",
+				 v->is_int && v->text ? v->text : "8",
+				 v->is_int && v->text ? v->text : "2048");
+			if (v->unit && is_size_unit(v->unit))
+				snprintf(hint, sizeof(hint),
+					 "ring counts samples or batches; the memory setting takes bytes");
+			ts_check_err(c, loc, hint, "%s '%s' expects %s, got %s", what,
+			    p->name, ts_registry_type_desc(p->type),
+			    got_desc(v, got, sizeof(got)));
+			return -1;
+		}
+		out->samples = v->unit[0] == 's';
+		out->num = v->num;
+		return check_bounds(c, what, p, v->num, loc, v->text);
+	case TS_PT_THREADS:
+		if (v->kind == TS_AST_WORD && strcmp(v->str, "auto") == 0) {
+			out->is_auto = true;
+			out->num = 0;
+			return 0;
+		}
+		if (!plain_int(v))
+			goto type;
+		out->num = v->num;
+		return check_bounds(c, what, p, v->num, loc, v->text);
+	}
+type:
+	type_error(c, what, p, v, loc);
+	return -1;
+}
+
+/* Apply defaults to the parameters that were not given. */
+void ts_check_defaults(const struct ts_param *params, size_t n, struct ts_check_val *vals)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ts_param *p = &params[i];
+		struct ts_check_val *v = &vals[i];
+		if (v->given)
+			continue;
+		v->num = p->def_num;
+		v->lo = p->def_lo;
+		v->hi = p->def_hi;
+		v->word = p->def_word;
+		v->h = v->w = (int)p->def_num;
+		v->is_auto = p->type == TS_PT_THREADS;
+	}
+}

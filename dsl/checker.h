@@ -1,0 +1,114 @@
+/*
+ * checker.h - the checker's parts, shared by dsl/check*.c only: the context
+ * every error goes through, an argument after conversion, and one entry
+ * point per concern (values, arguments, ops, sources, device, pipelines,
+ * serve settings). Not used outside dsl/.
+ */
+#ifndef TS_CHECKER_H
+#define TS_CHECKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "dsl.h"
+#include "registry.h"
+
+#define TS_CHECK_MAX_PARAMS 8
+
+/* One argument after let resolution and conversion to its param type. */
+struct ts_check_val {
+	bool given;
+	struct ts_loc loc;
+	double num;            /* INT, NUMBER, SIZE, COUNT, BOOL (0/1) */
+	double lo, hi;         /* RANGE */
+	int h, w;              /* SIZE_PAIR */
+	int word;              /* WORD: index into words */
+	const char *str;       /* STRING */
+	float nums[4];         /* NUMLIST */
+	int n_nums;
+	const struct ts_ast_value *items; /* STRLIST: first item */
+	size_t n_items;
+	bool is_auto;          /* THREADS */
+	bool samples;          /* COUNT: unit is samples, not batches */
+	bool bad;              /* reported (invalid or missing): a stand-in */
+};
+
+/* One ts_dsl_check call: the program, where errors go, and whether
+ * reporting one ran out of memory. */
+struct ts_check {
+	const struct ts_ast_program *prog;
+	struct ts_diags *d;
+	bool oom;
+};
+
+/* check.c: report an error (remembering out of memory in c->oom); the
+ * names of the statements of one kind; a value with let names followed
+ * (NULL for a cycle). */
+void ts_check_err(struct ts_check *c, struct ts_loc loc, const char *hint,
+		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+size_t ts_check_stmt_names(const struct ts_ast_program *p,
+			   enum ts_ast_stmt_kind kind, const char **out,
+			   size_t max);
+const struct ts_ast_value *ts_check_resolve(const struct ts_check *c,
+					    const struct ts_ast_value *v);
+
+/* check_value.c: convert one argument or setting to p's type (what is
+ * "parameter" or "setting", for messages); fill the defaults of the
+ * parameters not given. */
+int ts_check_convert(struct ts_check *c, const char *what,
+		     const struct ts_param *p, const struct ts_ast_value *raw,
+		     struct ts_check_val *out);
+void ts_check_defaults(const struct ts_param *params, size_t n,
+		       struct ts_check_val *vals);
+
+/* check_args.c: bind a call's arguments to def's parameters; a plugin
+ * call's (path, timeout_ms and its own, into op->plugin); the bound value
+ * of the parameter called name, and where it was written. */
+int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
+		       const struct ts_ast_call *call, struct ts_check_val *vals);
+int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
+			 const struct ts_ast_call *call,
+			 struct ts_check_val *vals, struct ts_op *op);
+const struct ts_check_val *ts_check_arg(const struct ts_opdef *def,
+					struct ts_check_val *vals,
+					const char *name);
+struct ts_loc ts_check_arg_loc(const struct ts_opdef *def,
+			       struct ts_check_val *vals,
+			       const struct ts_ast_call *call, const char *name);
+
+/* check_op.c: fill a transform's ts_op from its bound arguments; the
+ * error for mean and std lists of different lengths. */
+int ts_check_build_op(struct ts_check *c, const struct ts_opdef *def,
+		      struct ts_check_val *vals, const struct ts_ast_call *call,
+		      const struct ts_shape *in, struct ts_op *op);
+void ts_check_mean_std_counts(struct ts_check *c, const char *who,
+			      const struct ts_check_val *mean,
+			      const struct ts_check_val *std,
+			      const struct ts_shape *in);
+
+/* check_source.c: the source stage into plan->source and *shape. */
+int ts_check_source(struct ts_check *c, const struct ts_opdef *def,
+		    struct ts_check_val *vals, const struct ts_ast_call *call,
+		    struct ts_plan *plan, struct ts_shape *shape);
+
+/* check_device.c: the device(cuda) stage into *dev. */
+void ts_check_device(struct ts_check *c, const struct ts_opdef *def,
+		     struct ts_check_val *vals, const struct ts_ast_call *call,
+		     const struct ts_shape *shape,
+		     const struct ts_ast_call *prev,
+		     struct ts_plan_device *dev);
+
+/* check_pipeline.c: one pipeline statement into plan; a shape as
+ * "uint8 nhwc" or "encoded bytes". */
+int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
+		      struct ts_plan *plan, bool *size_reported);
+void ts_check_shape_str(const struct ts_shape *s, char *buf, size_t n);
+
+/* check_serve.c: the settings of one serve block into plan; the defaults
+ * of a plan without one. */
+int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
+		   struct ts_plan *plan, struct ts_loc *memory_loc,
+		   bool *has_memory);
+void ts_check_serve_defaults(struct ts_plan *plan);
+
+#endif

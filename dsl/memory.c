@@ -1,0 +1,195 @@
+/*
+ * memory.c - the memory estimate of a plan (ring, per-worker scratch,
+ * io buffers) and the budget check against a serve block's memory
+ * setting, with the hint that names what to shrink.
+ */
+#include "memory.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "lower.h"
+
+#define PAGE 4096u
+#define MIB (1024u * 1024u)
+#define VARIABLE_DECODE_SCRATCH (16u * MIB)
+#define IO_BUFFER (1u * MIB)
+#define RING_SLOT_EXTRA 16u /* label and stream position per sample */
+
+static uint64_t op_bytes(const struct ts_op *op)
+{
+	return (uint64_t)op->out_h * (uint64_t)op->out_w * (uint64_t)op->out_c *
+	       ts_dtype_size(op->out_dtype);
+}
+
+/* Largest per-sample buffer a worker holds, and whether some stage has a
+ * size only known at run time (a full decode of a file). */
+static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
+{
+	if (op->kind == TS_OP_DECODE)
+		*variable = true; /* the decoded frame before any crop */
+	if (op->kind != TS_OP_OUTPUT) {
+		if (op->out_h && op->out_w) {
+			uint64_t b = op_bytes(op);
+			if (b > *max_fixed)
+				*max_fixed = b;
+		} else {
+			*variable = true;
+		}
+	}
+	if (op->fused)
+		scan(op->fused, max_fixed, variable);
+	for (size_t i = 0; i < op->n_parts; i++)
+		scan(&op->parts[i], max_fixed, variable);
+}
+
+uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
+{
+	uint64_t ring;
+
+	/* saturate: an absurd ring must read as "too big", not wrap */
+	if (__builtin_mul_overflow((uint64_t)(samples > 0 ? samples : 0),
+				   (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA, &ring) ||
+	    ring > UINT64_MAX / 2)
+		ring = UINT64_MAX / 2;
+	return (ring + PAGE - 1) / PAGE * PAGE;
+}
+
+int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
+{
+	uint64_t slot = (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA;
+
+	/* n slots round up to at most `bytes` exactly when they fit in the
+	 * whole pages of it */
+	return (int64_t)(bytes / PAGE * PAGE / slot);
+}
+
+void ts_plan_estimate(struct ts_plan *plan, int cores)
+{
+	uint64_t max_fixed = 0, per_thread, ring;
+	bool variable = false;
+	int threads = plan->threads;
+
+	if (threads <= 0) {
+		threads = cores > 0 ? cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
+		if (threads <= 0)
+			threads = 1;
+	}
+	if (plan->source.kind == TS_SRC_SYNTHETIC) {
+		uint64_t b = (uint64_t)plan->source.height * plan->source.width *
+			     plan->source.channels * (plan->source.depth == 16 ? 2 : 1);
+		max_fixed = b;
+	}
+	for (size_t i = 0; i < plan->n_ops; i++)
+		scan(&plan->ops[i], &max_fixed, &variable);
+	per_thread = 2 * max_fixed;
+	if (variable && per_thread < VARIABLE_DECODE_SCRATCH)
+		per_thread = VARIABLE_DECODE_SCRATCH;
+	/* Each worker's plugin host shares a pixel memfd with it: input and
+	 * output of one image, grown by doubling from 1 MiB (so up to 4x
+	 * the image). The host process's own memory is not ours to count. */
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		const struct ts_op *op = &plan->ops[i];
+		uint64_t b = op->out_h && op->out_w ? 4 * op_bytes(op)
+						    : VARIABLE_DECODE_SCRATCH;
+		if (op->kind == TS_OP_PLUGIN)
+			per_thread += b > MIB ? b : MIB;
+	}
+
+	ring = ts_plan_ring_bytes(plan, plan->ring_samples);
+
+	plan->mem_threads = threads;
+	plan->mem_ring = ring;
+	plan->mem_scratch = (uint64_t)threads * per_thread;
+	plan->mem_io = plan->source.kind == TS_SRC_SYNTHETIC
+			       ? 0 : (uint64_t)plan->queue_depth * IO_BUFFER;
+	plan->mem_total = plan->mem_ring + plan->mem_scratch + plan->mem_io;
+}
+
+/* How many of the units (threads, queue slots) that make up term fit in
+ * what budget leaves after the other terms. */
+static uint64_t units_fit(uint64_t term, int units, uint64_t budget, uint64_t others)
+{
+	uint64_t per = term / (uint64_t)units;
+	uint64_t room = budget > others ? budget - others : 0;
+	return per ? room / per : 0;
+}
+
+/* The hint of a plan over its budget: name the term that dominates and
+ * the setting that shrinks it (ring: ring, scratch: threads, io:
+ * queue_depth) with the largest value that fits when the other terms stay
+ * as they are, and the memory that would fit the plan as it is. */
+static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
+{
+	uint64_t budget = plan->memory_budget;
+	uint64_t ring = plan->mem_ring, scratch = plan->mem_scratch,
+		 io = plan->mem_io;
+	uint64_t mib = 1024 * 1024;
+	char raise[64];
+
+	snprintf(raise, sizeof(raise), "raise memory to %llu MiB",
+		 (unsigned long long)((plan->mem_total + mib - 1) / mib));
+	if (ring >= scratch && ring >= io) {
+		uint64_t room = budget > scratch + io ? budget - scratch - io : 0;
+		int64_t fit = ts_plan_ring_fit(plan, room);
+		int batch = plan->batch > 0 ? plan->batch : 1;
+
+		if (fit >= batch && fit < plan->ring_samples && batch > 1)
+			snprintf(hint, n, "the ring dominates: use a smaller ring "
+				 "(ring = %lld batches fits) or %s",
+				 (long long)(fit / batch), raise);
+		else if (fit >= batch && fit < plan->ring_samples)
+			snprintf(hint, n, "the ring dominates: use a smaller ring "
+				 "(ring = %lld samples fits) or %s",
+				 (long long)fit, raise);
+		else
+			snprintf(hint, n, "the ring dominates, but even a ring of "
+				 "one batch does not fit: %s", raise);
+	} else if (scratch >= io) {
+		int threads = plan->mem_threads > 0 ? plan->mem_threads : 1;
+		uint64_t fit = units_fit(scratch, threads, budget, ring + io);
+
+		if (fit >= 1 && fit < (uint64_t)threads)
+			snprintf(hint, n, "scratch dominates: use fewer threads "
+				 "(threads = %llu fits) or %s",
+				 (unsigned long long)fit, raise);
+		else if (threads > 1)
+			snprintf(hint, n, "scratch dominates, but even threads = 1 "
+				 "does not fit: %s", raise);
+		else
+			snprintf(hint, n, "scratch dominates and threads is "
+				 "already 1: %s", raise);
+	} else {
+		int depth = plan->queue_depth > 0 ? plan->queue_depth : 1;
+		uint64_t fit = units_fit(io, depth, budget, ring + scratch);
+
+		if (fit >= 1 && fit < (uint64_t)depth)
+			snprintf(hint, n, "io dominates: lower queue_depth "
+				 "(queue_depth = %llu fits) or %s",
+				 (unsigned long long)fit, raise);
+		else
+			snprintf(hint, n, "io dominates, but even queue_depth = 1 "
+				 "does not fit: %s", raise);
+	}
+}
+
+bool ts_plan_over_budget(const struct ts_plan *plan, char *msg, size_t msg_n,
+			 char *hint, size_t hint_n)
+{
+	char total[32], ring[32], slot[32], scratch[32], io[32], budget[32];
+
+	if (!plan->memory_budget || plan->mem_total <= plan->memory_budget ||
+	    !plan->sample_bytes)
+		return false;
+	ts_plan_format_size(plan->mem_total, total, sizeof(total));
+	ts_plan_format_size(plan->mem_ring, ring, sizeof(ring));
+	ts_plan_format_size(plan->sample_bytes, slot, sizeof(slot));
+	ts_plan_format_size(plan->mem_scratch, scratch, sizeof(scratch));
+	ts_plan_format_size(plan->mem_io, io, sizeof(io));
+	ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
+	budget_hint(plan, hint, hint_n);
+	snprintf(msg, msg_n,
+		 "plan needs %s: ring %s (%lld samples x %s), scratch %s, io %s; budget is %s",
+		 total, ring, (long long)plan->ring_samples, slot, scratch, io, budget);
+	return true;
+}
