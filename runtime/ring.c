@@ -1,5 +1,6 @@
-/* ring.c - the shared sample ring: memfd layout, double mapping, publish,
- * space accounting over attached consumers, and the batch reader. */
+/* ring.c - the producer side of the shared sample ring: memfd layout,
+ * publish, space accounting over attached consumers, attach and detach,
+ * and the in-process consumer. The reader side is ring_reader.c. */
 #include "ring.h"
 
 #include <errno.h>
@@ -16,50 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier.h"
+#include "ring_shm.h"
 #include "util.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
-
-/*
- * Memory ordering. Every load/store of a field another process (or thread)
- * writes goes through one of these; each use says what it orders.
- *   smp_load_acquire / smp_store_release: the classic publish pair.
- *   READ_ONCE / WRITE_ONCE: a single untorn access, no ordering.
- *   smp_mb: a full fence, for the store-then-load (Dekker) handshakes of
- *   the sleep flags.
- */
-#define smp_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define smp_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-#define smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
-/* A store followed by a full fence: the store side of a Dekker pair. */
-#define smp_store_mb(x, v) \
-	do { WRITE_ONCE(x, v); smp_mb(); } while (0)
-/* Read-modify-writes: full barriers (seq_cst) on every architecture. */
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
-#define ATOMIC_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_SEQ_CST)
-#define ATOMIC_XCHG(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
-
-/* The 64-bit words other processes read (head, release) must be single
- * untorn accesses, not a libatomic lock that lives in one process. */
-_Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
-	       "the ring needs lock-free 64-bit atomics");
-
-#define SPIN_LOOPS 2000
-#define CONSUMER_SLICE_MS 100
-#define PRODUCER_SLICE_MS 50
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("pause" ::: "memory");
-#elif defined(__aarch64__)
-	__asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 struct ts_ring_consumer {
 	int ctl_fd;
@@ -113,62 +77,11 @@ struct ts_ring {
 	size_t n_departed;
 };
 
-struct ts_ring_reader {
-	const struct ts_ring_hdr *hdr;
-	const uint8_t *data;
-	const struct ts_ring_meta *meta;
-	size_t data_bytes, meta_bytes;
-	struct ts_ring_ctl *ctl;
-	uint64_t capacity, sample_bytes;
-	uint32_t batch;
-	bool drop_last;
-	uint32_t min_epoch;
-	bool align;            /* still skipping to a batch boundary */
-	bool align_epoch;      /* ... to an epoch start instead */
-	uint64_t pos;          /* next seq to hand out */
-	uint64_t released;     /* what we last stored in ctl->release */
-	uint64_t pending_end;  /* end of the batch handed out last */
-	int32_t *labels;
-	uint64_t sleeps;       /* futex waits: 0 for a reader that keeps up */
-};
-
 struct ts_ring_local {
 	struct ts_ring *ring;
 	struct ts_ring_consumer *c;
 	struct ts_ring_reader *rd;
 };
-
-static long futex_wait(uint32_t *addr, uint32_t val, int ms, bool priv)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	return syscall(SYS_futex, addr, priv ? FUTEX_WAIT_PRIVATE : FUTEX_WAIT,
-		       val, ms < 0 ? NULL : &ts, NULL, 0);
-}
-
-static void futex_wake(uint32_t *addr, bool priv)
-{
-	syscall(SYS_futex, addr, priv ? FUTEX_WAKE_PRIVATE : FUTEX_WAKE,
-		INT_MAX, NULL, NULL, 0);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Milliseconds left until deadline (a now_s() value); < 0 deadline means
- * forever and returns slice. */
-static int slice_ms(double deadline, int slice)
-{
-	if (deadline < 0)
-		return slice;
-	double left = (deadline - now_s()) * 1000.0;
-	if (left <= 0)
-		return 0;
-	return left < slice ? (int)left + 1 : slice;
-}
 
 static size_t dtype_bytes(enum ts_dtype t)
 {
@@ -194,32 +107,6 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 static uint64_t round_up(uint64_t v, uint64_t unit)
 {
 	return (v + unit - 1) / unit * unit;
-}
-
-/*
- * Map the data region twice back to back: reserve 2x address space, then
- * put the same file range at both halves, so slot capacity-1 runs on into
- * slot 0 and any span of <= capacity samples is contiguous. extra_flags
- * (MAP_POPULATE for the producer) apply to the first half only: the
- * second maps the same pages, faulted in only where a span wraps.
- */
-static int map_double(int fd, uint64_t off, size_t len, int prot,
-		      int extra_flags, uint8_t **out)
-{
-	uint8_t *base = mmap(NULL, 2 * len, PROT_NONE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
-		return -errno;
-	if (mmap(base, len, prot, MAP_SHARED | MAP_FIXED | extra_flags, fd,
-		 (off_t)off) == MAP_FAILED ||
-	    mmap(base + len, len, prot, MAP_SHARED | MAP_FIXED, fd,
-		 (off_t)off) == MAP_FAILED) {
-		int e = -errno;
-		munmap(base, 2 * len);
-		return e;
-	}
-	*out = base;
-	return 0;
 }
 
 int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
@@ -490,17 +377,6 @@ static void finish_now(struct ts_ring *r, int status);
 void ts_ring_stage_end(struct ts_ring *r, int status)
 {
 	finish_now(r, status);
-}
-
-/* Does an epoch start in [from, to)? Its first sample ends the batch a
- * consumer was filling, however short. */
-static bool epoch_starts(const struct ts_ring_meta *meta, uint64_t capacity,
-			 uint64_t from, uint64_t to)
-{
-	for (uint64_t s = from; s < to; s++)
-		if (meta[s % capacity].index == 0)
-			return true;
-	return false;
 }
 
 static void publish_visible(struct ts_ring *r, uint64_t head)
@@ -923,351 +799,9 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
 		free_consumer(r, c);
 }
 
-/* ---- reader --------------------------------------------------------- */
-
-int ts_ring_reader_open(int ring_fd, int ctl_fd,
-			const struct ts_ring_reader_opts *o,
-			struct ts_ring_reader **out, struct ts_error *err)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	struct ts_ring_reader *rd;
-	struct stat st;
-	int rc;
-
-	if (!o || o->batch == 0)
-		return ts_error_set(err, TS_E_ARG, "reader: batch must be > 0");
-	rd = calloc(1, sizeof(*rd));
-	if (!rd)
-		return ts_error_set(err, TS_E_NOMEM, "out of memory");
-	rd->hdr = MAP_FAILED;
-	rd->meta = MAP_FAILED;
-	rd->ctl = MAP_FAILED;
-	if (fstat(ring_fd, &st) < 0) {
-		rc = ts_error_set(err, -errno, "ring fd: %s", strerror(errno));
-		goto fail;
-	}
-	rd->hdr = mmap(NULL, page, PROT_READ, MAP_SHARED, ring_fd, 0);
-	rd->ctl = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_fd, 0);
-	if (rd->hdr == MAP_FAILED || rd->ctl == MAP_FAILED) {
-		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
-		goto fail;
-	}
-	const struct ts_ring_hdr *h = rd->hdr;
-	uint64_t cap = h->capacity, sb = h->sample_bytes;
-	/* Trust nothing: the layout must fit the file we were given. */
-	if (h->magic != TS_RING_MAGIC || h->version != TS_RING_VERSION ||
-	    rd->ctl->magic != TS_RING_CTL_MAGIC || cap < 2 || sb == 0 ||
-	    cap > (1ull << 32) || sb > (1ull << 40) ||
-	    h->data_bytes != cap * sb || h->data_offset % page ||
-	    h->meta_offset % page || h->data_bytes % page ||
-	    h->meta_bytes < cap * sizeof(struct ts_ring_meta) ||
-	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||
-	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size) {
-		rc = ts_error_set(err, TS_E_PROTOCOL,
-				  "not a tsrun ring (or another version)");
-		goto fail;
-	}
-	rd->capacity = cap;
-	rd->sample_bytes = sb;
-	rd->data_bytes = h->data_bytes;
-	rd->meta_bytes = h->meta_bytes;
-	rd->meta = mmap(NULL, rd->meta_bytes, PROT_READ, MAP_SHARED, ring_fd,
-			(off_t)h->meta_offset);
-	if (rd->meta == MAP_FAILED) {
-		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
-		goto fail;
-	}
-	uint8_t *d;
-	rc = map_double(ring_fd, h->data_offset, rd->data_bytes, PROT_READ, 0, &d);
-	if (rc < 0) {
-		ts_error_set(err, rc, "ring: double map: %s", strerror(-rc));
-		goto fail;
-	}
-	rd->data = d;
-	if (o->batch > cap) {
-		rc = ts_error_set(err, TS_E_ARG, "batch %u exceeds the ring (%llu)",
-				  o->batch, (unsigned long long)cap);
-		goto fail;
-	}
-	rd->labels = calloc(o->batch, sizeof(int32_t));
-	if (!rd->labels) {
-		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
-		goto fail;
-	}
-	rd->batch = o->batch;
-	rd->drop_last = o->drop_last;
-	rd->min_epoch = o->min_epoch;
-	rd->align = o->align || o->align_epoch;
-	rd->align_epoch = o->align_epoch;
-	rd->pos = o->start;
-	rd->released = o->start;
-	rd->pending_end = o->start;
-	*out = rd;
-	return 0;
-fail:
-	ts_ring_reader_destroy(rd);
-	return rc;
-}
-
-void ts_ring_reader_destroy(struct ts_ring_reader *rd)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	if (!rd)
-		return;
-	if (rd->data)
-		munmap((void *)rd->data, 2 * rd->data_bytes);
-	if (rd->meta != MAP_FAILED)
-		munmap((void *)rd->meta, rd->meta_bytes);
-	if (rd->hdr != MAP_FAILED)
-		munmap((void *)rd->hdr, page);
-	if (rd->ctl != MAP_FAILED)
-		munmap(rd->ctl, page);
-	free(rd->labels);
-	free(rd);
-}
-
-void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
-			     struct ts_ring_info *out)
-{
-	const struct ts_ring_hdr *h = rd->hdr;
-	out->height = (int)h->height;
-	out->width = (int)h->width;
-	out->channels = (int)h->channels;
-	out->dtype = (enum ts_dtype)h->dtype;
-	out->layout = (enum ts_layout)h->layout;
-	out->sample_bytes = h->sample_bytes;
-	out->capacity = h->capacity;
-	out->epochs = h->epochs;
-	out->samples_per_epoch = h->samples_per_epoch;
-	out->default_batch = h->default_batch;
-}
-
-uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
-{
-	return rd->sleeps;
-}
-
 uint64_t ts_ring_local_sleeps(const struct ts_ring_local *l)
 {
-	return l->rd->sleeps;
-}
-
-uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd)
-{
-	return rd->released;
-}
-
-/* Store our release position and wake a producer sleeping on us. */
-static void reader_release_to(struct ts_ring_reader *rd, uint64_t end)
-{
-	if (end <= rd->released)
-		return;
-	rd->released = end;
-	/* Release: our reads of every slot below end are done before the
-	 * producer (acquire in recompute_limit) may overwrite them. */
-	smp_store_release(&rd->ctl->release, end);
-	/* Dekker with the producer's "producer_waiting++; load release". */
-	smp_mb();
-	if (READ_ONCE(rd->ctl->producer_waiting)) {
-		/* Full barrier: the release store is visible before the
-		 * futex value changes. */
-		ATOMIC_ADD(&rd->ctl->wake_seq, 1);
-		futex_wake(&rd->ctl->wake_seq, false);
-	}
-}
-
-void ts_ring_reader_release(struct ts_ring_reader *rd,
-			    const struct ts_ring_batch *b)
-{
-	reader_release_to(rd, b->seq + b->n);
-}
-
-/* Samples released without being read: the producer's summaries
- * subtract them (ctl.skipped; only this reader writes it). */
-static void count_skipped(struct ts_ring_reader *rd, uint64_t n)
-{
-	WRITE_ONCE(rd->ctl->skipped, READ_ONCE(rd->ctl->skipped) + n);
-}
-
-static const struct ts_ring_meta *meta_at(const struct ts_ring_reader *rd,
-					  uint64_t seq)
-{
-	return &rd->meta[seq % rd->capacity];
-}
-
-static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
-		       size_t n)
-{
-	uint64_t seq = rd->pos;
-	b->data = rd->data + (seq % rd->capacity) * rd->sample_bytes;
-	b->n = n;
-	b->seq = seq;
-	b->epoch = meta_at(rd, seq)->epoch;
-	b->index = meta_at(rd, seq)->index;
-	for (size_t i = 0; i < n; i++)
-		rd->labels[i] = meta_at(rd, seq + i)->label;
-	b->labels = rd->labels;
-	rd->pos = seq + n;
-	rd->pending_end = rd->pos;
-}
-
-/*
- * Is what the reader waits for there: head at want, an epoch started since
- * *seen (which advances over samples checked), or the stream over?
- */
-static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want)
-{
-	const struct ts_ring_hdr *hd = rd->hdr;
-	/* Acquire: the metadata below head is complete. */
-	uint64_t head = smp_load_acquire(&hd->head);
-	if (head >= want || smp_load_acquire(&hd->state) != TS_RING_RUNNING)
-		return true;
-	if (head != *seen) {
-		if (epoch_starts(rd->meta, rd->capacity, *seen, head))
-			return true;
-		*seen = head;
-	}
-	return false;
-}
-
-/*
- * Sleep until the head reaches want (the end of the batch being filled),
- * a new epoch starts after h (the batch ends short), or the stream ends:
- * spin a little (a producer keeping up is usually there within
- * microseconds), then futex on head_seq with want in our control page, so
- * the producer wakes us once per batch and not per sample, in slices,
- * asking alive() between slices.
- */
-static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
-		       double deadline, int (*alive)(void *), void *arg)
-{
-	const struct ts_ring_hdr *hd = rd->hdr;
-	uint64_t seen = h;
-	for (int i = 0; i < SPIN_LOOPS; i++) {
-		if (wait_done(rd, &seen, want))
-			return 0;
-		cpu_relax();
-	}
-	for (;;) {
-		/* Acquire: the futex value is read before the flag goes
-		 * up, so a bump after it fails the wait. */
-		uint32_t v = smp_load_acquire(&hd->head_seq);
-		/* Dekker with publish's "store head; smp_mb; load
-		 * consumer_waiting": target store, full fence, head load.
-		 * Either we see the new head or publish sees the target. */
-		smp_store_mb(rd->ctl->consumer_waiting, want);
-		bool done = wait_done(rd, &seen, want);
-		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
-		if (!done && ms > 0) {
-			rd->sleeps++;
-			futex_wait((uint32_t *)&hd->head_seq, v, ms, false);
-		}
-		/* Unordered: a stale target costs the producer one futex
-		 * wake. */
-		WRITE_ONCE(rd->ctl->consumer_waiting, 0);
-		if (done || wait_done(rd, &seen, want))
-			return 0;
-		if (alive) {
-			int rc = alive(arg);
-			if (rc < 0)
-				return rc;
-		}
-		if (deadline >= 0 && now_s() >= deadline)
-			return -ETIMEDOUT;
-	}
-}
-
-int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
-			int timeout_ms, int (*alive)(void *arg), void *arg,
-			struct ts_error *err)
-{
-	const struct ts_ring_hdr *hd = rd->hdr;
-	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
-
-	reader_release_to(rd, rd->pending_end);
-	for (;;) {
-		/* Acquire: slots and metadata below h are complete. */
-		uint64_t h = smp_load_acquire(&hd->head);
-		if (h > rd->pos + rd->capacity) {
-			/* Cannot happen with an honest producer. */
-			return ts_error_set(err, TS_E_PROTOCOL,
-					    "producer overran this consumer");
-		}
-		/* Joiners with next_epoch skip what precedes their epoch. */
-		uint64_t skip = rd->pos;
-		while (skip < h && meta_at(rd, skip)->epoch < rd->min_epoch)
-			skip++;
-		/* "now" joiners mid-stream start at a batch boundary, so their
-		 * batches line up with those of a trainer there from the start
-		 * (an epoch's first sample is one). */
-		while (rd->align && skip < h) {
-			uint64_t index = meta_at(rd, skip)->index;
-			if (rd->align_epoch ? index == 0 : index % rd->batch == 0)
-				rd->align = false;
-			else
-				skip++;
-		}
-		if (skip != rd->pos) {
-			count_skipped(rd, skip - rd->pos);
-			rd->pos = skip;
-			rd->pending_end = skip;
-			reader_release_to(rd, skip);
-		}
-		uint64_t avail = h - rd->pos;
-		if (avail > 0) {
-			uint32_t e = meta_at(rd, rd->pos)->epoch;
-			size_t lim = avail < rd->batch ? (size_t)avail : rd->batch;
-			size_t k = 1;
-			while (k < lim && meta_at(rd, rd->pos + k)->epoch == e)
-				k++;
-			if (k == rd->batch) {
-				fill_batch(rd, b, k);
-				return 0;
-			}
-			if (k < lim) {
-				/* The epoch ends inside what is published. */
-				if (!rd->drop_last) {
-					fill_batch(rd, b, k);
-					return 0;
-				}
-				count_skipped(rd, k);
-				rd->pos += k;
-				rd->pending_end = rd->pos;
-				reader_release_to(rd, rd->pos);
-				continue;
-			}
-		}
-		/* Acquire: a final head published before the state change is
-		 * visible when we reload it below. */
-		uint32_t state = smp_load_acquire(&hd->state);
-		if (state != TS_RING_RUNNING) {
-			if (smp_load_acquire(&hd->head) != h)
-				continue;
-			if (avail > 0 && !rd->drop_last) {
-				fill_batch(rd, b, (size_t)avail);
-				return 0;
-			}
-			rd->pos = h;
-			rd->pending_end = h;
-			reader_release_to(rd, h);
-			if (state == TS_RING_EOS)
-				return ts_error_set(err, TS_E_EOS, "end of stream");
-			int status = READ_ONCE(hd->status);
-			if (status == TS_E_STOPPED)
-				return ts_error_set(err, TS_E_PRODUCER,
-						    "the producer was stopped (a signal) before "
-						    "the end of the stream");
-			return ts_error_set(err, TS_E_PRODUCER,
-					    "the producer failed: %s",
-					    ts_error_name(status));
-		}
-		int rc = reader_wait(rd, h, rd->pos + rd->batch, deadline, alive, arg);
-		if (rc == -ETIMEDOUT)
-			return ts_error_set(err, rc, "no batch within %d ms",
-					    timeout_ms);
-		if (rc < 0)
-			return ts_error_set(err, rc, "%s", ts_error_name(rc));
-	}
+	return ts_ring_reader_sleeps(l->rd);
 }
 
 /* ---- in-process consumer ------------------------------------------------ */

@@ -1,0 +1,375 @@
+/* ring_reader.c - the reader side of the shared sample ring: map a ring
+ * read-only from its fds, wait for batches, hand them out and release
+ * them. The C client (libtsclient) compiles this file and proto.c only;
+ * the producer side is ring.c. */
+#include "ring.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "ring_shm.h"
+#include "util.h"
+
+struct ts_ring_reader {
+	const struct ts_ring_hdr *hdr;
+	const uint8_t *data;
+	const struct ts_ring_meta *meta;
+	size_t data_bytes, meta_bytes;
+	struct ts_ring_ctl *ctl;
+	uint64_t capacity, sample_bytes;
+	uint32_t batch;
+	bool drop_last;
+	uint32_t min_epoch;
+	bool align;            /* still skipping to a batch boundary */
+	bool align_epoch;      /* ... to an epoch start instead */
+	uint64_t pos;          /* next seq to hand out */
+	uint64_t released;     /* what we last stored in ctl->release */
+	uint64_t pending_end;  /* end of the batch handed out last */
+	int32_t *labels;
+	uint64_t sleeps;       /* futex waits: 0 for a reader that keeps up */
+};
+
+int ts_ring_reader_open(int ring_fd, int ctl_fd,
+			const struct ts_ring_reader_opts *o,
+			struct ts_ring_reader **out, struct ts_error *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct ts_ring_reader *rd;
+	struct stat st;
+	int rc;
+
+	if (!o || o->batch == 0)
+		return ts_error_set(err, TS_E_ARG, "reader: batch must be > 0");
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	rd->hdr = MAP_FAILED;
+	rd->meta = MAP_FAILED;
+	rd->ctl = MAP_FAILED;
+	if (fstat(ring_fd, &st) < 0) {
+		rc = ts_error_set(err, -errno, "ring fd: %s", strerror(errno));
+		goto fail;
+	}
+	rd->hdr = mmap(NULL, page, PROT_READ, MAP_SHARED, ring_fd, 0);
+	rd->ctl = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_fd, 0);
+	if (rd->hdr == MAP_FAILED || rd->ctl == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	const struct ts_ring_hdr *h = rd->hdr;
+	uint64_t cap = h->capacity, sb = h->sample_bytes;
+	/* Trust nothing: the layout must fit the file we were given. */
+	if (h->magic != TS_RING_MAGIC || h->version != TS_RING_VERSION ||
+	    rd->ctl->magic != TS_RING_CTL_MAGIC || cap < 2 || sb == 0 ||
+	    cap > (1ull << 32) || sb > (1ull << 40) ||
+	    h->data_bytes != cap * sb || h->data_offset % page ||
+	    h->meta_offset % page || h->data_bytes % page ||
+	    h->meta_bytes < cap * sizeof(struct ts_ring_meta) ||
+	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||
+	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size) {
+		rc = ts_error_set(err, TS_E_PROTOCOL,
+				  "not a tsrun ring (or another version)");
+		goto fail;
+	}
+	rd->capacity = cap;
+	rd->sample_bytes = sb;
+	rd->data_bytes = h->data_bytes;
+	rd->meta_bytes = h->meta_bytes;
+	rd->meta = mmap(NULL, rd->meta_bytes, PROT_READ, MAP_SHARED, ring_fd,
+			(off_t)h->meta_offset);
+	if (rd->meta == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	uint8_t *d = NULL;
+	rc = map_double(ring_fd, h->data_offset, rd->data_bytes, PROT_READ, 0, &d);
+	if (rc < 0) {
+		ts_error_set(err, rc, "ring: double map: %s", strerror(-rc));
+		goto fail;
+	}
+	rd->data = d;
+	if (o->batch > cap) {
+		rc = ts_error_set(err, TS_E_ARG, "batch %u exceeds the ring (%llu)",
+				  o->batch, (unsigned long long)cap);
+		goto fail;
+	}
+	rd->labels = calloc(o->batch, sizeof(int32_t));
+	if (!rd->labels) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		goto fail;
+	}
+	rd->batch = o->batch;
+	rd->drop_last = o->drop_last;
+	rd->min_epoch = o->min_epoch;
+	rd->align = o->align || o->align_epoch;
+	rd->align_epoch = o->align_epoch;
+	rd->pos = o->start;
+	rd->released = o->start;
+	rd->pending_end = o->start;
+	*out = rd;
+	return 0;
+fail:
+	ts_ring_reader_destroy(rd);
+	return rc;
+}
+
+void ts_ring_reader_destroy(struct ts_ring_reader *rd)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (!rd)
+		return;
+	if (rd->data)
+		munmap((void *)rd->data, 2 * rd->data_bytes);
+	if (rd->meta != MAP_FAILED)
+		munmap((void *)rd->meta, rd->meta_bytes);
+	if (rd->hdr != MAP_FAILED)
+		munmap((void *)rd->hdr, page);
+	if (rd->ctl != MAP_FAILED)
+		munmap(rd->ctl, page);
+	free(rd->labels);
+	free(rd);
+}
+
+void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
+			     struct ts_ring_info *out)
+{
+	const struct ts_ring_hdr *h = rd->hdr;
+	out->height = (int)h->height;
+	out->width = (int)h->width;
+	out->channels = (int)h->channels;
+	out->dtype = (enum ts_dtype)h->dtype;
+	out->layout = (enum ts_layout)h->layout;
+	out->sample_bytes = h->sample_bytes;
+	out->capacity = h->capacity;
+	out->epochs = h->epochs;
+	out->samples_per_epoch = h->samples_per_epoch;
+	out->default_batch = h->default_batch;
+}
+
+uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
+{
+	return rd->sleeps;
+}
+
+uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd)
+{
+	return rd->released;
+}
+
+/* Store our release position and wake a producer sleeping on us. */
+static void reader_release_to(struct ts_ring_reader *rd, uint64_t end)
+{
+	if (end <= rd->released)
+		return;
+	rd->released = end;
+	/* Release: our reads of every slot below end are done before the
+	 * producer (acquire in recompute_limit) may overwrite them. */
+	smp_store_release(&rd->ctl->release, end);
+	/* Dekker with the producer's "producer_waiting++; load release". */
+	smp_mb();
+	if (READ_ONCE(rd->ctl->producer_waiting)) {
+		/* Full barrier: the release store is visible before the
+		 * futex value changes. */
+		ATOMIC_ADD(&rd->ctl->wake_seq, 1);
+		futex_wake(&rd->ctl->wake_seq, false);
+	}
+}
+
+void ts_ring_reader_release(struct ts_ring_reader *rd,
+			    const struct ts_ring_batch *b)
+{
+	reader_release_to(rd, b->seq + b->n);
+}
+
+/* Samples released without being read: the producer's summaries
+ * subtract them (ctl.skipped; only this reader writes it). */
+static void count_skipped(struct ts_ring_reader *rd, uint64_t n)
+{
+	WRITE_ONCE(rd->ctl->skipped, READ_ONCE(rd->ctl->skipped) + n);
+}
+
+static const struct ts_ring_meta *meta_at(const struct ts_ring_reader *rd,
+					  uint64_t seq)
+{
+	return &rd->meta[seq % rd->capacity];
+}
+
+static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+		       size_t n)
+{
+	uint64_t seq = rd->pos;
+	b->data = rd->data + (seq % rd->capacity) * rd->sample_bytes;
+	b->n = n;
+	b->seq = seq;
+	b->epoch = meta_at(rd, seq)->epoch;
+	b->index = meta_at(rd, seq)->index;
+	for (size_t i = 0; i < n; i++)
+		rd->labels[i] = meta_at(rd, seq + i)->label;
+	b->labels = rd->labels;
+	rd->pos = seq + n;
+	rd->pending_end = rd->pos;
+}
+
+/*
+ * Is what the reader waits for there: head at want, an epoch started since
+ * *seen (which advances over samples checked), or the stream over?
+ */
+static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	/* Acquire: the metadata below head is complete. */
+	uint64_t head = smp_load_acquire(&hd->head);
+	if (head >= want || smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+		return true;
+	if (head != *seen) {
+		if (epoch_starts(rd->meta, rd->capacity, *seen, head))
+			return true;
+		*seen = head;
+	}
+	return false;
+}
+
+/*
+ * Sleep until the head reaches want (the end of the batch being filled),
+ * a new epoch starts after h (the batch ends short), or the stream ends:
+ * spin a little (a producer keeping up is usually there within
+ * microseconds), then futex on head_seq with want in our control page, so
+ * the producer wakes us once per batch and not per sample, in slices,
+ * asking alive() between slices.
+ */
+static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
+		       double deadline, int (*alive)(void *), void *arg)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	uint64_t seen = h;
+	for (int i = 0; i < SPIN_LOOPS; i++) {
+		if (wait_done(rd, &seen, want))
+			return 0;
+		cpu_relax();
+	}
+	for (;;) {
+		/* Acquire: the futex value is read before the flag goes
+		 * up, so a bump after it fails the wait. */
+		uint32_t v = smp_load_acquire(&hd->head_seq);
+		/* Dekker with publish's "store head; smp_mb; load
+		 * consumer_waiting": target store, full fence, head load.
+		 * Either we see the new head or publish sees the target. */
+		smp_store_mb(rd->ctl->consumer_waiting, want);
+		bool done = wait_done(rd, &seen, want);
+		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
+		if (!done && ms > 0) {
+			rd->sleeps++;
+			futex_wait((uint32_t *)&hd->head_seq, v, ms, false);
+		}
+		/* Unordered: a stale target costs the producer one futex
+		 * wake. */
+		WRITE_ONCE(rd->ctl->consumer_waiting, 0);
+		if (done || wait_done(rd, &seen, want))
+			return 0;
+		if (alive) {
+			int rc = alive(arg);
+			if (rc < 0)
+				return rc;
+		}
+		if (deadline >= 0 && now_s() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+			int timeout_ms, int (*alive)(void *arg), void *arg,
+			struct ts_error *err)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+
+	reader_release_to(rd, rd->pending_end);
+	for (;;) {
+		/* Acquire: slots and metadata below h are complete. */
+		uint64_t h = smp_load_acquire(&hd->head);
+		if (h > rd->pos + rd->capacity) {
+			/* Cannot happen with an honest producer. */
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "producer overran this consumer");
+		}
+		/* Joiners with next_epoch skip what precedes their epoch. */
+		uint64_t skip = rd->pos;
+		while (skip < h && meta_at(rd, skip)->epoch < rd->min_epoch)
+			skip++;
+		/* "now" joiners mid-stream start at a batch boundary, so their
+		 * batches line up with those of a trainer there from the start
+		 * (an epoch's first sample is one). */
+		while (rd->align && skip < h) {
+			uint64_t index = meta_at(rd, skip)->index;
+			if (rd->align_epoch ? index == 0 : index % rd->batch == 0)
+				rd->align = false;
+			else
+				skip++;
+		}
+		if (skip != rd->pos) {
+			count_skipped(rd, skip - rd->pos);
+			rd->pos = skip;
+			rd->pending_end = skip;
+			reader_release_to(rd, skip);
+		}
+		uint64_t avail = h - rd->pos;
+		if (avail > 0) {
+			uint32_t e = meta_at(rd, rd->pos)->epoch;
+			size_t lim = avail < rd->batch ? (size_t)avail : rd->batch;
+			size_t k = 1;
+			while (k < lim && meta_at(rd, rd->pos + k)->epoch == e)
+				k++;
+			if (k == rd->batch) {
+				fill_batch(rd, b, k);
+				return 0;
+			}
+			if (k < lim) {
+				/* The epoch ends inside what is published. */
+				if (!rd->drop_last) {
+					fill_batch(rd, b, k);
+					return 0;
+				}
+				count_skipped(rd, k);
+				rd->pos += k;
+				rd->pending_end = rd->pos;
+				reader_release_to(rd, rd->pos);
+				continue;
+			}
+		}
+		/* Acquire: a final head published before the state change is
+		 * visible when we reload it below. */
+		uint32_t state = smp_load_acquire(&hd->state);
+		if (state != TS_RING_RUNNING) {
+			if (smp_load_acquire(&hd->head) != h)
+				continue;
+			if (avail > 0 && !rd->drop_last) {
+				fill_batch(rd, b, (size_t)avail);
+				return 0;
+			}
+			rd->pos = h;
+			rd->pending_end = h;
+			reader_release_to(rd, h);
+			if (state == TS_RING_EOS)
+				return ts_error_set(err, TS_E_EOS, "end of stream");
+			int status = READ_ONCE(hd->status);
+			if (status == TS_E_STOPPED)
+				return ts_error_set(err, TS_E_PRODUCER,
+						    "the producer was stopped (a signal) before "
+						    "the end of the stream");
+			return ts_error_set(err, TS_E_PRODUCER,
+					    "the producer failed: %s",
+					    ts_error_name(status));
+		}
+		int rc = reader_wait(rd, h, rd->pos + rd->batch, deadline, alive, arg);
+		if (rc == -ETIMEDOUT)
+			return ts_error_set(err, rc, "no batch within %d ms",
+					    timeout_ms);
+		if (rc < 0)
+			return ts_error_set(err, rc, "%s", ts_error_name(rc));
+	}
+}

@@ -1,0 +1,96 @@
+/*
+ * ring_shm.h - what the producer side (ring.c) and the reader side
+ * (ring_reader.c) of the ring both need: futex waits on shared words, the
+ * monotonic clock and time slices, and the double mapping of the data
+ * region. Internal to those two files.
+ */
+#ifndef TS_RING_SHM_H
+#define TS_RING_SHM_H
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+#define SPIN_LOOPS 2000
+#define CONSUMER_SLICE_MS 100
+#define PRODUCER_SLICE_MS 50
+
+static inline long futex_wait(uint32_t *addr, uint32_t val, int ms, bool priv)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	return syscall(SYS_futex, addr, priv ? FUTEX_WAIT_PRIVATE : FUTEX_WAIT,
+		       val, ms < 0 ? NULL : &ts, NULL, 0);
+}
+
+static inline void futex_wake(uint32_t *addr, bool priv)
+{
+	syscall(SYS_futex, addr, priv ? FUTEX_WAKE_PRIVATE : FUTEX_WAKE,
+		INT_MAX, NULL, NULL, 0);
+}
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Milliseconds left until deadline (a now_s() value); < 0 deadline means
+ * forever and returns slice. */
+static inline int slice_ms(double deadline, int slice)
+{
+	if (deadline < 0)
+		return slice;
+	double left = (deadline - now_s()) * 1000.0;
+	if (left <= 0)
+		return 0;
+	return left < slice ? (int)left + 1 : slice;
+}
+
+/*
+ * Map the data region twice back to back: reserve 2x address space, then
+ * put the same file range at both halves, so slot capacity-1 runs on into
+ * slot 0 and any span of <= capacity samples is contiguous. extra_flags
+ * (MAP_POPULATE for the producer) apply to the first half only: the
+ * second maps the same pages, faulted in only where a span wraps.
+ */
+static inline int map_double(int fd, uint64_t off, size_t len, int prot,
+			     int extra_flags, uint8_t **out)
+{
+	uint8_t *base = mmap(NULL, 2 * len, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	if (mmap(base, len, prot, MAP_SHARED | MAP_FIXED | extra_flags, fd,
+		 (off_t)off) == MAP_FAILED ||
+	    mmap(base + len, len, prot, MAP_SHARED | MAP_FIXED, fd,
+		 (off_t)off) == MAP_FAILED) {
+		int e = -errno;
+		munmap(base, 2 * len);
+		return e;
+	}
+	*out = base;
+	return 0;
+}
+
+/* Does an epoch start in [from, to)? Its first sample ends the batch a
+ * consumer was filling, however short. */
+static inline bool epoch_starts(const struct ts_ring_meta *meta, uint64_t capacity,
+				uint64_t from, uint64_t to)
+{
+	for (uint64_t s = from; s < to; s++)
+		if (meta[s % capacity].index == 0)
+			return true;
+	return false;
+}
+
+#endif
