@@ -1,0 +1,144 @@
+/*
+ * engine_internal.h - the engine's state, shared by its parts and by
+ * nothing else:
+ *   engine.c         create, destroy, stats; positions to items
+ *   engine_sample.c  the per-sample work: load, decode, augment, write
+ *                    (direct, staged or discarded), skipped-sample list
+ *   engine_pool.c    the worker threads, the I/O thread, start/stop/join
+ *   engine_reload.c  reload: checking a new plan, handover at the epoch
+ *                    boundary, takeover with fallback
+ */
+#ifndef TS_ENGINE_INTERNAL_H
+#define TS_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decode.h"
+#include "engine.h"
+#include "image.h"
+#include "plugin.h"
+#include "reader.h"
+#include "ring.h"
+#include "source.h"
+
+enum win_state { WIN_FREE, WIN_READING, WIN_READY };
+
+struct win_entry {
+	enum win_state state;
+	uint64_t pos;
+	int status;
+	uint8_t *data;
+	size_t len;
+};
+
+struct perm_cache {
+	uint64_t epoch;
+	uint32_t *perm;  /* NULL when empty */
+};
+
+struct worker {
+	struct ts_engine *e;
+	pthread_t thread;
+	bool started;
+	struct ts_decoder *dec;
+	struct ts_image img, tmp1, tmp2, tmp3;
+	/* staging for expanding pipelines */
+	uint8_t *stage;
+	int32_t stage_n;
+	int32_t stage_cap;      /* samples stage holds */
+	/* discard mode: where the output stage writes */
+	uint8_t *out;
+	size_t out_cap;
+	/* plugin ops: this worker's isolated host per plugin op, in op
+	 * order (runtime/plugin.h); the item being processed, for their
+	 * messages (NULL: synthetic) */
+	struct ts_plugin_host **plugins;
+	const char *path;
+};
+
+struct ts_engine {
+	const struct ts_plan *plan;
+	struct ts_ring *ring;
+	struct ts_index *ix;
+	uint64_t n;             /* items per epoch */
+	uint64_t total;         /* positions to run; UINT64_MAX: forever */
+	uint64_t start_epoch, start_index;
+	uint64_t seq_base;      /* ring sequence of position 0 */
+	bool handover;          /* ending early for a new plan: keep the ring */
+	int threads;
+	uint64_t capacity;
+
+	pthread_mutex_t mu;     /* window, claims, perms, skipped, fatal */
+	pthread_cond_t cv_ready;
+	pthread_cond_t cv_space;
+	struct ts_reader *reader;
+	char *reader_note;
+	pthread_t io_thread;
+	bool io_started;
+	struct win_entry *win;
+	uint64_t wsize;
+	uint64_t next_claim;
+	uint64_t next_submit;
+	bool io_idle;           /* the I/O thread sleeps on cv_space */
+	bool asked_stop;        /* ts_engine_stop() was called */
+	uint64_t freed;         /* window slots freed since it last woke */
+
+	struct perm_cache perms[3];
+	unsigned perm_next;
+
+	pthread_mutex_t head_mu;
+	uint8_t *done;          /* capacity flags, one-to-one pipelines */
+	uint64_t head;
+
+	/* expanding pipelines: ordered commit */
+	pthread_cond_t cv_commit;
+	uint64_t commit_pos;    /* next position to commit */
+	uint64_t out_seq;       /* next ring sequence */
+	uint64_t out_epoch;     /* epoch of the last committed sample */
+	uint64_t out_index;     /* next index in out_epoch */
+
+	atomic_bool stop;
+	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t skipped_n;
+	int fatal;
+	struct ts_error fatal_err;
+	char **skipped;         /* distinct "path: reason" lines */
+	size_t n_skipped, cap_skipped;
+	size_t *skip_tab;       /* open addressing over skipped, by hash;
+				   SIZE_MAX = empty; skip_tab_cap a power of 2 */
+	size_t skip_tab_cap;
+
+	/* Discard mode (ring == NULL): samples are produced, hashed and
+	 * dropped, for benchmarks of pipelines whose samples have no fixed
+	 * size (a decode-only pipeline). */
+	atomic_uint_fast64_t discarded;
+	atomic_uint_fast64_t unordered_digest;
+	struct worker *workers;
+	size_t n_plugins;       /* plugin ops in the plan */
+	atomic_int live_workers;
+	bool finished;          /* the ring got its end of stream or error */
+	bool joined;
+};
+
+/* engine.c: position p -> (epoch, index); the permutation of an epoch
+ * (under e->mu; NULL when out of memory); this machine's online cores. */
+void ts_engine_pos_split(const struct ts_engine *e, uint64_t p,
+			 uint64_t *epoch, uint64_t *index);
+const uint32_t *ts_engine_perm_get(struct ts_engine *e, uint64_t epoch);
+int ts_engine_online_cores(void);
+
+/* engine_pool.c: stop everything on the first fatal error, keeping it. */
+void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err);
+
+/* engine_sample.c: produce position p (its bytes, or read status, from
+ * the I/O thread; NULL data: read here) into the ring, staged in order
+ * for expanding pipelines, or into the worker's buffer in discard mode;
+ * count and list a skipped sample. */
+int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
+			 size_t len, int read_status, struct ts_error *err);
+void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why);
+
+#endif

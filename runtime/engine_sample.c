@@ -1,0 +1,581 @@
+/*
+ * engine_sample.c - the engine's per-sample work: position p's item
+ * loaded (from the I/O thread's bytes or read here), decoded with its
+ * fused crop, run through the middle ops and plugins, and written by the
+ * output stage straight into its ring slot (one-to-one pipelines), into
+ * staging committed in position order (tile, filter, plugin), or into a
+ * worker buffer folded into a digest (discard mode). A sample that fails
+ * under on_error = skip is counted and listed once.
+ */
+#include "engine_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "augment.h"
+#include "digest.h"
+#include "rng.h"
+#include "util.h"
+
+static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
+		   struct ts_item *it)
+{
+	pthread_mutex_lock(&e->mu);
+	const uint32_t *perm = ts_engine_perm_get(e, epoch);
+	uint32_t id = perm ? perm[index] : 0;
+	pthread_mutex_unlock(&e->mu);
+	if (!perm)
+		return -ENOMEM;
+	ts_source_item(e->ix, id, it);
+	return 0;
+}
+
+static uint64_t skip_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Whether line is already listed; if not, the table slot to take. Under
+ * e->mu. */
+static bool skip_seen(const struct ts_engine *e, const char *line, size_t *slot)
+{
+	size_t mask = e->skip_tab_cap - 1;
+	for (size_t i = (size_t)skip_hash(line) & mask;; i = (i + 1) & mask) {
+		size_t k = e->skip_tab[i];
+		if (k == SIZE_MAX) {
+			*slot = i;
+			return false;
+		}
+		if (strcmp(e->skipped[k], line) == 0)
+			return true;
+	}
+}
+
+/* Keep the table at most half full. Under e->mu. False when out of memory. */
+static bool skip_tab_room(struct ts_engine *e)
+{
+	if (e->skip_tab_cap && (e->n_skipped + 1) * 2 <= e->skip_tab_cap)
+		return true;
+	size_t cap = e->skip_tab_cap ? e->skip_tab_cap * 2 : 64;
+	size_t *t = malloc(cap * sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < cap; i++)
+		t[i] = SIZE_MAX;
+	for (size_t k = 0; k < e->n_skipped; k++) {
+		size_t i = (size_t)skip_hash(e->skipped[k]) & (cap - 1);
+		while (t[i] != SIZE_MAX)
+			i = (i + 1) & (cap - 1);
+		t[i] = k;
+	}
+	free(e->skip_tab);
+	e->skip_tab = t;
+	e->skip_tab_cap = cap;
+	return true;
+}
+
+/* Count a skipped sample and list its path and reason once: an endless
+ * stream (epochs = 0) that meets the same bad file every epoch keeps one
+ * line for it, so the list is bounded by the data set. */
+void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
+{
+	char *line = NULL;
+	size_t slot = 0;
+	if (asprintf(&line, "%s: %s", path ? path : "(synthetic)", why) < 0)
+		line = NULL;
+	pthread_mutex_lock(&e->mu);
+	if (line && skip_tab_room(e) && !skip_seen(e, line, &slot)) {
+		if (e->n_skipped == e->cap_skipped) {
+			size_t cap = e->cap_skipped ? e->cap_skipped * 2 : 16;
+			char **v = realloc(e->skipped, cap * sizeof(*v));
+			if (v) {
+				e->skipped = v;
+				e->cap_skipped = cap;
+			}
+		}
+		if (e->n_skipped < e->cap_skipped) {
+			e->skip_tab[slot] = e->n_skipped;
+			e->skipped[e->n_skipped++] = line;
+			line = NULL;
+		}
+	}
+	free(line);
+	pthread_mutex_unlock(&e->mu);
+	atomic_fetch_add(&e->skipped_n, 1);
+}
+
+/* Decode one encoded sample into w->img, with the fused crop or resize of
+ * the decode op done as an ROI + DCT-scaled decode and one resample. */
+static int decode_sample(struct worker *w, const struct ts_op *op,
+			 const uint8_t *buf, size_t len, uint64_t epoch,
+			 uint64_t index, struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	struct ts_decode_info info;
+	int rc = ts_decoder_info(w->dec, buf, len, &info, err);
+	if (rc)
+		return rc;
+	struct ts_decode_req req = {.color = op->color, .depth = op->depth};
+	const struct ts_op *f = op->fused;
+	bool resample = false, apply_after = false;
+	int tw = 0, th = 0;
+	if (f) {
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+		int x = 0, y = 0, cw = info.width, ch = info.height;
+		switch (f->kind) {
+		case TS_OP_RANDOM_RESIZED_CROP:
+			ts_aug_rrc_box(info.width, info.height, f, &rng, &x, &y, &cw, &ch);
+			tw = f->size_w;
+			th = f->size_h;
+			resample = true;
+			break;
+		case TS_OP_RESIZE:
+			ts_aug_resize_dims(info.width, info.height, f, &tw, &th);
+			resample = true;
+			break;
+		case TS_OP_CENTER_CROP:
+			cw = f->size_w;
+			ch = f->size_h;
+			if (cw > info.width || ch > info.height) {
+				apply_after = true; /* needs padding */
+				break;
+			}
+			ts_aug_center_box(info.width, info.height, cw, ch, &x, &y);
+			break;
+		case TS_OP_RANDOM_CROP:
+			cw = f->size_w;
+			ch = f->size_h;
+			if (f->padding > 0 || cw > info.width || ch > info.height) {
+				apply_after = true;
+				break;
+			}
+			ts_aug_random_crop_box(info.width, info.height, f, &rng, &x, &y);
+			break;
+		default:
+			apply_after = true;
+			break;
+		}
+		if (!apply_after) {
+			req.roi_x = x;
+			req.roi_y = y;
+			req.roi_w = cw;
+			req.roi_h = ch;
+			req.target_w = resample ? tw : 0;
+			req.target_h = resample ? th : 0;
+		}
+	}
+	struct ts_decode_geom geom;
+	rc = ts_decoder_decode(w->dec, buf, len, &req, &w->img, &geom, err);
+	if (rc)
+		return rc;
+	if (f && apply_after) {
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+		return ts_aug_apply(f, &w->img, &w->tmp1, &rng, err);
+	}
+	if (resample && (w->img.width != tw || w->img.height != th)) {
+		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
+		if (rc)
+			return ts_error_set(err, rc, "resize to %dx%d failed", tw, th);
+		ts_image_swap(&w->img, &w->tmp1);
+	}
+	return 0;
+}
+
+/* Everything between the decode (or synthetic source) and the output
+ * stage, for one image; ops[first..] up to OUTPUT, TILE, FILTER or PLUGIN. Returns
+ * the index of the op it stopped at. */
+static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
+			   uint64_t index, struct ts_image *img, int *rc,
+			   struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	size_t i = first;
+	*rc = 0;
+	for (; i < plan->n_ops; i++) {
+		const struct ts_op *op = &plan->ops[i];
+		if (op->kind == TS_OP_OUTPUT || op->kind == TS_OP_TILE ||
+		    op->kind == TS_OP_FILTER || op->kind == TS_OP_PLUGIN)
+			break;
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)op->index);
+		*rc = ts_aug_apply(op, img, &w->tmp1, &rng, err);
+		if (*rc)
+			break;
+	}
+	return i;
+}
+
+/* Load and decode the item of (epoch, index), with replacement under
+ * on_error = skip: the next indices of the permutation, deterministically.
+ * data/len is the pre-read item (may be NULL: read synchronously). On
+ * success w->img holds the decoded image and *label its label. */
+static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
+		       const uint8_t *data, size_t len, int read_status,
+		       int32_t *label, size_t *first_op, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	for (uint64_t k = 0; k < e->n; k++) {
+		struct ts_item it;
+		int rc = item_at(e, epoch, (index + k) % e->n, &it);
+		if (rc)
+			return ts_error_set(err, rc, "out of memory");
+		*label = it.label;
+		w->path = it.path;
+		if (plan->source.kind == TS_SRC_SYNTHETIC) {
+			*first_op = 0;
+			return ts_source_synthetic(&plan->source, it.offset, &w->img, label);
+		}
+		uint8_t *own = NULL;
+		const uint8_t *buf = NULL;
+		size_t blen = 0;
+		struct ts_error lerr = {0};
+		if (k == 0 && (data || read_status)) {
+			/* The I/O thread already read it (or failed to). */
+			buf = data;
+			blen = len;
+			rc = read_status;
+			if (rc)
+				ts_error_set(&lerr, rc, "%s", strerror(-rc));
+		} else {
+			rc = ts_source_read(&it, &own, &blen, &lerr);
+			buf = own;
+			/* Without io_uring the workers read: the same testing
+			 * hook (TSRUN_FAULT_READ, reader.h) as the reader's. */
+			int frc = e->reader ? rc : ts_reader_fault(it.is_range, rc, &blen);
+			if (frc != rc) {
+				rc = frc;
+				ts_error_set(&lerr, rc, "%s", strerror(-rc));
+			}
+		}
+		if (rc == 0) {
+			atomic_fetch_add(&e->bytes, blen);
+			rc = decode_sample(w, &plan->ops[0], buf, blen, epoch, index, &lerr);
+		}
+		free(own);
+		if (rc == 0) {
+			*first_op = 1;
+			return 0;
+		}
+		if (plan->on_error == TS_ON_ERROR_FAIL || rc == -ENOMEM || rc == TS_E_NOMEM)
+			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
+					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		data = NULL;
+		read_status = 0;
+	}
+	return ts_error_set(err, TS_E_SOURCE,
+			    "every item of epoch %llu failed to load; nothing to serve",
+			    (unsigned long long)epoch);
+}
+
+/* Wait until ring slot seq may be written, or the engine stops. */
+static int wait_slot(struct ts_engine *e, uint64_t seq)
+{
+	for (;;) {
+		if (atomic_load(&e->stop))
+			return -ECANCELED;
+		int rc = ts_ring_wait_writable(e->ring, seq, 100);
+		if (rc == 0)
+			return 0;
+		if (rc != -ETIMEDOUT && rc != -EAGAIN && rc != -EINTR)
+			return rc;
+	}
+}
+
+/* One-to-one: flag seq done and publish the contiguous prefix. */
+static void finish_seq(struct ts_engine *e, uint64_t seq)
+{
+	pthread_mutex_lock(&e->head_mu);
+	e->done[seq % e->capacity] = 1;
+	uint64_t h = e->head;
+	while (h < e->total && e->done[h % e->capacity]) {
+		e->done[h % e->capacity] = 0;
+		h++;
+	}
+	if (h != e->head) {
+		e->head = h;
+		ts_ring_publish(e->ring, e->seq_base + h);
+	}
+	pthread_mutex_unlock(&e->head_mu);
+}
+
+/* Load, decode and run the middle ops of position p into w->img; *op_at
+ * is the op the caller continues with (OUTPUT, TILE or FILTER). */
+static int prepare(struct worker *w, uint64_t p, const uint8_t *data,
+		   size_t len, int read_status, uint64_t *epoch, uint64_t *index,
+		   int32_t *label, size_t *op_at, struct ts_error *err)
+{
+	size_t first = 0;
+	ts_engine_pos_split(w->e, p, epoch, index);
+	*label = 0;
+	int rc = load_sample(w, *epoch, *index, data, len, read_status, label, &first, err);
+	if (rc)
+		return rc;
+	*op_at = apply_middle(w, first, *epoch, *index, &w->img, &rc, err);
+	return rc;
+}
+
+/* Produce position p of a one-to-one pipeline straight into its slot. */
+static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	int32_t label;
+	size_t i;
+	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
+	if (rc)
+		return rc;
+	uint64_t seq = e->seq_base + p;
+	rc = wait_slot(e, seq);
+	if (rc)
+		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
+	void *slot = ts_ring_slot(e->ring, seq);
+	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+			  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
+	if (rc)
+		return rc;
+	ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, index);
+	finish_seq(e, p);
+	return 0;
+}
+
+/* Run plugin op o on img through this worker's host for it. Returns 0
+ * (keep), 1 (dropped: by the plugin, or its failure skipped under
+ * on_error = skip, which notes it) or a fatal error naming the plugin,
+ * what happened and the file. tile is the tile number, or -1. */
+static int run_plugin(struct worker *w, const struct ts_op *o,
+		      struct ts_image *img, int tile, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	size_t k = 0;
+	for (const struct ts_op *q = e->plan->ops; q < o; q++)
+		k += q->kind == TS_OP_PLUGIN;
+	struct ts_error perr = {0};
+	int rc = ts_plugin_host_run(w->plugins[k], img, &perr);
+	if (rc >= 0)
+		return rc;
+	char where[32] = "";
+	if (tile >= 0)
+		snprintf(where, sizeof(where), " (tile %d)", tile);
+	if (rc != TS_E_PLUGIN || e->plan->on_error == TS_ON_ERROR_FAIL)
+		return ts_error_set(err, rc, "%s on %s%s", perr.msg,
+				    w->path ? w->path : "a synthetic sample", where);
+	char why[sizeof(perr.msg) + sizeof(where)];
+	snprintf(why, sizeof(why), "%s%s", perr.msg, where);
+	ts_engine_note_skip(e, w->path, why);
+	return 1;
+}
+
+/* Expanding pipelines: render every output of position p into staging,
+ * then commit them in position order. */
+static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	int32_t label;
+	size_t i;
+	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
+	if (rc)
+		return rc;
+	w->stage_n = 0;
+	const struct ts_op *op = &plan->ops[i];
+	/* Tiles: cut the image into the grid, each tile then goes through the
+	 * rest of the ops (a filter, the output) on its own. */
+	int nx = 1, ny = 1;
+	const struct ts_op *tile = NULL;
+	/* Plugins before any tile see the whole image; one that drops it
+	 * leaves nothing of this position to commit (ny = 0). */
+	while (ny && op->kind == TS_OP_PLUGIN) {
+		rc = run_plugin(w, op, &w->img, -1, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			ny = 0;
+			break;
+		}
+		i = apply_middle(w, i + 1, epoch, index, &w->img, &rc, err);
+		if (rc)
+			return rc;
+		op = &plan->ops[i];
+	}
+	if (ny && op->kind == TS_OP_TILE) {
+		tile = op;
+		ts_aug_tile_grid(w->img.width, w->img.height, tile, &nx, &ny);
+		i++;
+	}
+	for (int ty = 0; ty < ny; ty++) {
+		for (int tx = 0; tx < nx; tx++) {
+			struct ts_image *cur = &w->img;
+			if (tile) {
+				rc = ts_aug_crop(&w->img, &w->tmp3, tx * tile->stride_w,
+						 ty * tile->stride_h, tile->size_w, tile->size_h);
+				if (rc)
+					return ts_error_set(err, rc, "tile crop failed");
+				cur = &w->tmp3;
+			}
+			size_t j = i;
+			bool keep = true;
+			/* Each tile's random stream: (epoch, index, tile) folded
+			 * into one index that no other sample uses. */
+			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
+			for (; j < plan->n_ops && plan->ops[j].kind != TS_OP_OUTPUT; j++) {
+				const struct ts_op *o = &plan->ops[j];
+				if (o->kind == TS_OP_FILTER) {
+					if (!ts_aug_filter_keep(o, cur)) {
+						keep = false;
+						break;
+					}
+					continue;
+				}
+				if (o->kind == TS_OP_PLUGIN) {
+					rc = run_plugin(w, o, cur, tile ? ty * nx + tx : -1, err);
+					if (rc < 0)
+						return rc;
+					if (rc == 1) {
+						keep = false;
+						break;
+					}
+					continue;
+				}
+				struct ts_rng rng;
+				ts_rng_init(&rng, plan->source.seed, epoch, sub, (uint64_t)o->index);
+				rc = ts_aug_apply(o, cur, &w->tmp1, &rng, err);
+				if (rc)
+					return rc;
+			}
+			if (!keep)
+				continue;
+			if (w->stage_n == w->stage_cap) {
+				/* Tiles of a frame larger than any before: grow. The
+				 * plan's bound, when it has one, caps it. */
+				if (plan->max_out_per_in > 0 && w->stage_cap >= plan->max_out_per_in)
+					return ts_error_set(err, TS_E_STATE,
+							    "more than %d outputs from one sample",
+							    plan->max_out_per_in);
+				int32_t cap = w->stage_cap ? w->stage_cap * 2 : 16;
+				if (plan->max_out_per_in > 0 && cap > plan->max_out_per_in)
+					cap = plan->max_out_per_in;
+				uint8_t *ns = realloc(w->stage, plan->sample_bytes * (size_t)cap);
+				if (!ns)
+					return ts_error_set(err, -ENOMEM, "out of memory for %d tiles", cap);
+				w->stage = ns;
+				w->stage_cap = cap;
+			}
+			uint8_t *dst = w->stage + (size_t)w->stage_n * plan->sample_bytes;
+			rc = ts_out_write(&plan->ops[j], cur, plan->source.seed, epoch, sub,
+					  &w->tmp2, &w->tmp1, dst, plan->sample_bytes, err);
+			if (rc)
+				return rc;
+			w->stage_n++;
+		}
+	}
+	/* Commit in position order. */
+	pthread_mutex_lock(&e->mu);
+	while (e->commit_pos != p && !atomic_load(&e->stop))
+		pthread_cond_wait(&e->cv_commit, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	if (atomic_load(&e->stop))
+		return -ECANCELED;
+	if (epoch != e->out_epoch) {
+		e->out_epoch = epoch;
+		e->out_index = 0;
+	}
+	for (int32_t k = 0; k < w->stage_n; k++) {
+		uint64_t seq = e->out_seq;
+		rc = wait_slot(e, seq);
+		if (rc)
+			return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
+		memcpy(ts_ring_slot(e->ring, seq), w->stage + (size_t)k * plan->sample_bytes,
+		       plan->sample_bytes);
+		ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, e->out_index++);
+		e->out_seq = seq + 1;
+		ts_ring_publish(e->ring, e->out_seq);
+	}
+	pthread_mutex_lock(&e->mu);
+	e->commit_pos = p + 1;
+	pthread_cond_broadcast(&e->cv_commit);
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+/* Bytes the output stage writes for img: the plan's fixed sample size, or
+ * for a variable-size plan the size after the stage's own resize/crop. */
+static size_t out_bytes(const struct ts_op *out, const struct ts_image *img)
+{
+	int w = img->width, h = img->height;
+	enum ts_dtype t = img->dtype;
+	for (size_t i = 0; i < out->n_parts; i++) {
+		const struct ts_op *q = &out->parts[i];
+		if (q->kind == TS_OP_RESIZE)
+			ts_aug_resize_dims(w, h, q, &w, &h);
+		else if (q->kind == TS_OP_CENTER_CROP) {
+			w = q->size_w;
+			h = q->size_h;
+		} else if (q->kind == TS_OP_NORMALIZE)
+			t = TS_DTYPE_F32;
+		else if (q->kind == TS_OP_TO)
+			t = q->dtype;
+	}
+	return (size_t)w * (size_t)h * (size_t)img->channels * ts_dtype_size(t);
+}
+
+/* Discard mode: produce position p into the worker's own buffer and fold
+ * it into an order-independent digest. */
+static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
+		       size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	int32_t label;
+	size_t i;
+	if (plan->expands)
+		return ts_error_set(err, TS_E_ARG, "tile, filter and plugin pipelines need a ring");
+	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
+	if (rc)
+		return rc;
+	size_t n = plan->sample_bytes ? plan->sample_bytes : out_bytes(&plan->ops[i], &w->img);
+	if (n > w->out_cap) {
+		uint8_t *o = realloc(w->out, n);
+		if (!o)
+			return ts_error_set(err, -ENOMEM, "out of memory");
+		w->out = o;
+		w->out_cap = n;
+	}
+	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+			  &w->tmp2, &w->tmp3, w->out, n, err);
+	if (rc)
+		return rc;
+	struct ts_digest d;
+	ts_digest_init(&d);
+	ts_digest_sample(&d, w->out, n, label);
+	/* A sum of per-position hashes: the same for any completion order. */
+	uint64_t x = d.h ^ (p * 0x9e3779b97f4a7c15ULL);
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 29;
+	atomic_fetch_add(&e->unordered_digest, x);
+	atomic_fetch_add(&e->discarded, 1);
+	return 0;
+}
+
+int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
+			 size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	return !e->ring ? run_discard(w, p, data, len, read_status, err)
+	       : e->plan->expands ? run_staged(w, p, data, len, read_status, err)
+	       : run_direct(w, p, data, len, read_status, err);
+}
