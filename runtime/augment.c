@@ -14,16 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "resample.h"
 #include "util.h"
-
-/* GCC's -O2 cost model leaves the long, simple loops of the resample
- * passes scalar; ask for the vectorizer on those functions only (clang
- * vectorizes at -O2 already). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define TS_VECTORIZE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#else
-#define TS_VECTORIZE
-#endif
 
 /* ---- Box choices ---- */
 
@@ -160,6 +152,7 @@ static void scratch_key_init(void)
 void ts_aug_scratch_free(void)
 {
 	scratch_release(&tls_scratch);
+	ts_resample_scratch_free();
 }
 
 /* The thread's scratch, at least need bytes, 16-aligned. Growing
@@ -253,80 +246,23 @@ static void coeff_compute(int in_size, int out_size, double (*filter)(double),
 	}
 }
 
-static inline uint8_t clip8(int32_t v)
-{
-	if (v >= (1 << PRECISION_BITS << 8))
-		return 255;
-	if (v <= 0)
-		return 0;
-	return (uint8_t)(v >> PRECISION_BITS);
-}
-
-/* Horizontal pass, uint8: rows [y0, y0 + rows) of in into out. */
-TS_VECTORIZE static void resample_h_u8(const struct ts_image *in, int y0, int rows,
+/* Horizontal pass, uint8: rows [y0, y0 + rows) of in into out
+ * (resample.c: generic C or a vector kernel, bit-exact either way). */
+static void resample_h_u8(const struct ts_image *in, int y0, int rows,
 			  uint8_t *out, size_t ostride, int ow, int ksize,
 			  const int *bounds, const int32_t *kk)
 {
-	const int C = in->channels;
-	const int32_t half = 1 << (PRECISION_BITS - 1);
-	for (int y = 0; y < rows; y++) {
-		const uint8_t *s = in->data + (size_t)(y + y0) * in->stride;
-		uint8_t *d = out + (size_t)y * ostride;
-		for (int xx = 0; xx < ow; xx++) {
-			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
-			const int32_t *k = kk + (size_t)xx * ksize;
-			const uint8_t *p = s + (size_t)xmin * C;
-			if (C == 3) {
-				int32_t s0 = half, s1 = half, s2 = half;
-				for (int x = 0; x < n; x++, p += 3) {
-					s0 += p[0] * k[x];
-					s1 += p[1] * k[x];
-					s2 += p[2] * k[x];
-				}
-				d[0] = clip8(s0);
-				d[1] = clip8(s1);
-				d[2] = clip8(s2);
-				d += 3;
-			} else if (C == 1) {
-				int32_t s0 = half;
-				for (int x = 0; x < n; x++)
-					s0 += p[x] * k[x];
-				*d++ = clip8(s0);
-			} else {
-				int32_t acc[4] = { half, half, half, half };
-				for (int x = 0; x < n; x++, p += C)
-					for (int c = 0; c < C; c++)
-						acc[c] += p[c] * k[x];
-				for (int c = 0; c < C; c++)
-					*d++ = clip8(acc[c]);
-			}
-		}
-	}
+	ts_resample_h_u8(in->data + (size_t)y0 * in->stride, in->stride, rows,
+			 in->width, in->channels, out, ostride, ow, ksize, bounds, kk);
 }
 
-/* Vertical pass, uint8: row by row into an int32 accumulator so the inner
- * loop runs along contiguous memory. Rows of src are sstride apart and
+/* Vertical pass, uint8 (resample.c). Rows of src are sstride apart and
  * bounds are relative to src's first row. */
-TS_VECTORIZE static void resample_v_u8(const uint8_t *src, size_t sstride, int n_elems,
+static void resample_v_u8(const uint8_t *src, size_t sstride, int n_elems,
 			  uint8_t *out, size_t ostride, int oh, int ksize,
-			  const int *bounds, const int32_t *kk, int32_t *acc)
+			  const int *bounds, const int32_t *kk)
 {
-	const int32_t half = 1 << (PRECISION_BITS - 1);
-	for (int yy = 0; yy < oh; yy++) {
-		const int ymin = bounds[2 * yy], n = bounds[2 * yy + 1];
-		const int32_t *k = kk + (size_t)yy * ksize;
-		for (int i = 0; i < n_elems; i++)
-			acc[i] = half;
-		for (int y = 0; y < n; y++) {
-			const uint8_t *s = src + (size_t)(y + ymin) * sstride;
-			const int32_t ky = k[y];
-			for (int i = 0; i < n_elems; i++)
-				acc[i] += s[i] * ky;
-		}
-		uint8_t *d = out + (size_t)yy * ostride;
-		for (int i = 0; i < n_elems; i++)
-			d[i] = clip8(acc[i]);
-	}
+	ts_resample_v_u8(src, sstride, n_elems, out, ostride, oh, ksize, bounds, kk);
 }
 
 static inline float load_f(const uint8_t *row, enum ts_dtype t, size_t i)
@@ -462,7 +398,7 @@ int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 	const size_t mid_elem = u8 ? 1 : sizeof(float);
 
 	/* Carve one scratch block: coefficients of both axes, then the
-	 * horizontal pass' rows, then the vertical accumulator. */
+	 * horizontal pass' rows. */
 	size_t o_bh = 0;
 	size_t o_kdh = o_bh + align16(sizeof(int) * 2 * (size_t)ow);
 	size_t o_kih = o_kdh + align16(sizeof(double) * (size_t)ow * kh);
@@ -472,8 +408,7 @@ int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 	size_t o_mid = o_kiv + align16(sizeof(int32_t) * (size_t)oh * kv);
 	/* Rows the vertical pass reads: at most all input rows. */
 	size_t mid_rows = (size_t)in->height;
-	size_t o_acc = o_mid + align16(mid_elem * (size_t)ow * C * mid_rows);
-	size_t total = o_acc + align16(sizeof(int32_t) * (size_t)ow * C);
+	size_t total = o_mid + align16(mid_elem * (size_t)ow * C * mid_rows);
 	uint8_t *base = scratch_get(total);
 	if (!base)
 		return -ENOMEM;
@@ -484,7 +419,6 @@ int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 	double *kdv = (double *)(void *)(base + o_kdv);
 	int32_t *kiv = (int32_t *)(void *)(base + o_kiv);
 	uint8_t *mid = base + o_mid;
-	int32_t *acc = (int32_t *)(void *)(base + o_acc);
 
 	coeff_compute(in->width, ow, filter, support, antialias, kh, bh, kdh,
 		      kih);
@@ -510,7 +444,7 @@ int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 	}
 	if (!need_h) {
 		resample_v_u8(in->data, in->stride, ow * C, out->data,
-			      out->stride, oh, kv, bv, kiv, acc);
+			      out->stride, oh, kv, bv, kiv);
 		return 0;
 	}
 	size_t mstride = (size_t)ow * C;
@@ -519,7 +453,7 @@ int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 	for (int i = 0; i < oh; i++)
 		bv[2 * i] -= y_first;
 	resample_v_u8(mid, mstride, ow * C, out->data, out->stride, oh, kv, bv,
-		      kiv, acc);
+		      kiv);
 	return 0;
 }
 

@@ -1,0 +1,290 @@
+/*
+ * resample.c - Pillow's uint8 resample passes: the generic C path (the
+ * reference every vector kernel is tested against), the split of the Q22
+ * weights into int16 halves for the vector kernels, and the dispatch on
+ * simd.h's instruction set.
+ */
+#include "resample.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resample_kernels.h"
+#include "simd.h"
+
+/* ---- Per-thread scratch for the split weights ---- */
+
+struct rs_scratch {
+	void *buf;
+	size_t cap;
+};
+
+static __thread struct rs_scratch tls;
+static pthread_key_t key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int key_ok;
+
+static void release(void *p)
+{
+	struct rs_scratch *s = p;
+	free(s->buf);
+	s->buf = NULL;
+	s->cap = 0;
+}
+
+static void key_init(void)
+{
+	key_ok = pthread_key_create(&key, release) == 0;
+}
+
+void ts_resample_scratch_free(void)
+{
+	release(&tls);
+}
+
+/* At least need bytes, 32-aligned (the AVX2 kernels load weights with
+ * aligned loads), or NULL. */
+static void *scratch(size_t need)
+{
+	if (need <= tls.cap)
+		return tls.buf;
+	size_t cap = need + need / 2;
+	void *p = NULL;
+	if (posix_memalign(&p, 32, cap) != 0)
+		return NULL;
+	free(tls.buf);
+	tls.buf = p;
+	tls.cap = cap;
+	pthread_once(&key_once, key_init);
+	if (key_ok)
+		pthread_setspecific(key, &tls);
+	return p;
+}
+
+/* ---- The split: w = hi * 2^11 + lo, 0 <= lo < 2^11 ---- */
+
+static inline int16_t w_hi(int32_t w)
+{
+	return (int16_t)(w >> 11);
+}
+
+static inline int16_t w_lo(int32_t w)
+{
+	return (int16_t)(w & 0x7ff);
+}
+
+/* Weights of tap x of an output (0 past ksize: the zero padding a group of
+ * 4 needs). */
+static inline int32_t tap(const int32_t *k, int ksize, int x)
+{
+	return x < ksize ? k[x] : 0;
+}
+
+static void split_h_x86(int16_t *out, int ow, int ksize, int gmax,
+			const int32_t *weights)
+{
+	for (int xx = 0; xx < ow; xx++) {
+		const int32_t *k = weights + (size_t)xx * ksize;
+		for (int g = 0; g < gmax; g++) {
+			int16_t *hi = out + ((size_t)xx * gmax + g) * (TS_RS_X86_GROUP / 2);
+			int16_t *lo = hi + 16;
+			for (int half = 0; half < 2; half++) {
+				int32_t a = tap(k, ksize, 4 * g + 2 * half);
+				int32_t b = tap(k, ksize, 4 * g + 2 * half + 1);
+				for (int r = 0; r < 4; r++) {
+					hi[8 * half + 2 * r] = w_hi(a);
+					hi[8 * half + 2 * r + 1] = w_hi(b);
+					lo[8 * half + 2 * r] = w_lo(a);
+					lo[8 * half + 2 * r + 1] = w_lo(b);
+				}
+			}
+		}
+	}
+}
+
+#if defined(__aarch64__)
+static void split_h_neon(int16_t *out, int ow, int ksize, int gmax,
+			 const int32_t *weights)
+{
+	for (int xx = 0; xx < ow; xx++) {
+		const int32_t *k = weights + (size_t)xx * ksize;
+		for (int g = 0; g < gmax; g++) {
+			int16_t *hi = out + ((size_t)xx * gmax + g) * (TS_RS_NEON_GROUP / 2);
+			for (int t = 0; t < 4; t++) {
+				hi[t] = w_hi(tap(k, ksize, 4 * g + t));
+				hi[4 + t] = w_lo(tap(k, ksize, 4 * g + t));
+			}
+		}
+	}
+}
+#endif
+
+static inline int32_t pack16(int16_t a, int16_t b)
+{
+	return (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
+			const int32_t *weights)
+{
+	for (int yy = 0; yy < oh; yy++) {
+		const int32_t *k = weights + (size_t)yy * ksize;
+		int32_t *o = out + (size_t)yy * vpairs * 2;
+		for (int j = 0; j < vpairs; j++) {
+			int32_t a = tap(k, ksize, 2 * j), b = tap(k, ksize, 2 * j + 1);
+			o[2 * j] = pack16(w_hi(a), w_hi(b));
+			o[2 * j + 1] = pack16(w_lo(a), w_lo(b));
+		}
+	}
+}
+#endif
+
+/* ---- Generic C ---- */
+
+static void h_generic(const uint8_t *src, size_t sstride, int rows, int C,
+		      uint8_t *dst, size_t dstride, int ow, int ksize,
+		      const int *bounds, const int32_t *kk)
+{
+	const int32_t half = 1 << (TS_RESAMPLE_BITS - 1);
+	for (int y = 0; y < rows; y++) {
+		const uint8_t *s = src + (size_t)y * sstride;
+		uint8_t *d = dst + (size_t)y * dstride;
+		for (int xx = 0; xx < ow; xx++) {
+			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+			const int32_t *k = kk + (size_t)xx * ksize;
+			const uint8_t *p = s + (size_t)xmin * C;
+			if (C == 3) {
+				int32_t s0 = half, s1 = half, s2 = half;
+				for (int x = 0; x < n; x++, p += 3) {
+					s0 += p[0] * k[x];
+					s1 += p[1] * k[x];
+					s2 += p[2] * k[x];
+				}
+				d[0] = ts_rs_clip8(s0);
+				d[1] = ts_rs_clip8(s1);
+				d[2] = ts_rs_clip8(s2);
+				d += 3;
+			} else if (C == 1) {
+				int32_t s0 = half;
+				for (int x = 0; x < n; x++)
+					s0 += p[x] * k[x];
+				*d++ = ts_rs_clip8(s0);
+			} else {
+				ts_rs_h_pixel(p, n, C, k, d);
+				d += C;
+			}
+		}
+	}
+}
+
+/* Row by row into an int32 accumulator, a chunk of the row at a time so
+ * the accumulator stays on the stack and in L1. */
+static void v_generic(const uint8_t *src, size_t sstride, int n_elems,
+		      uint8_t *dst, size_t dstride, int oh, int ksize,
+		      const int *bounds, const int32_t *kk)
+{
+	enum { CHUNK = 512 };
+	int32_t acc[CHUNK];
+	const int32_t half = 1 << (TS_RESAMPLE_BITS - 1);
+	for (int yy = 0; yy < oh; yy++) {
+		const int ymin = bounds[2 * yy], n = bounds[2 * yy + 1];
+		const int32_t *k = kk + (size_t)yy * ksize;
+		uint8_t *d = dst + (size_t)yy * dstride;
+		for (int i0 = 0; i0 < n_elems; i0 += CHUNK) {
+			const int m = n_elems - i0 < CHUNK ? n_elems - i0 : CHUNK;
+			for (int i = 0; i < m; i++)
+				acc[i] = half;
+			for (int y = 0; y < n; y++) {
+				const uint8_t *s = src + (size_t)(y + ymin) * sstride + i0;
+				const int32_t ky = k[y];
+				for (int i = 0; i < m; i++)
+					acc[i] += s[i] * ky;
+			}
+			for (int i = 0; i < m; i++)
+				d[i0 + i] = ts_rs_clip8(acc[i]);
+		}
+	}
+}
+
+/* ---- Dispatch ---- */
+
+void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
+		      int channels, uint8_t *dst, size_t dstride, int ow,
+		      int ksize, const int *bounds, const int32_t *weights)
+{
+	const enum ts_simd_isa isa = channels == 3 ? ts_simd_isa() : TS_SIMD_GENERIC;
+	const int gmax = (ksize + 3) / 4;
+	int16_t *split = NULL;
+	if (isa == TS_SIMD_SSE41 || isa == TS_SIMD_AVX2) {
+		split = scratch((size_t)ow * gmax * TS_RS_X86_GROUP);
+		if (split)
+			split_h_x86(split, ow, ksize, gmax, weights);
+	}
+#if defined(__aarch64__)
+	if (isa == TS_SIMD_NEON) {
+		split = scratch((size_t)ow * gmax * TS_RS_NEON_GROUP);
+		if (split)
+			split_h_neon(split, ow, ksize, gmax, weights);
+	}
+#endif
+	if (!split) {
+		h_generic(src, sstride, rows, channels, dst, dstride, ow, ksize,
+			  bounds, weights);
+		return;
+	}
+	switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+	case TS_SIMD_AVX2:
+		ts_rs_h3_avx2(src, sstride, rows, in_w, dst, dstride, ow, ksize,
+			      bounds, weights, split, gmax);
+		return;
+	case TS_SIMD_SSE41:
+		ts_rs_h3_sse41(src, sstride, rows, in_w, dst, dstride, ow, ksize,
+			       bounds, weights, split, gmax);
+		return;
+#endif
+#if defined(__aarch64__)
+	case TS_SIMD_NEON:
+		ts_rs_h3_neon(src, sstride, rows, in_w, dst, dstride, ow, ksize,
+			      bounds, weights, split, gmax);
+		return;
+#endif
+	default:
+		h_generic(src, sstride, rows, channels, dst, dstride, ow, ksize,
+			  bounds, weights);
+	}
+}
+
+void ts_resample_v_u8(const uint8_t *src, size_t sstride, int n_elems,
+		      uint8_t *dst, size_t dstride, int oh, int ksize,
+		      const int *bounds, const int32_t *weights)
+{
+	const enum ts_simd_isa isa = ts_simd_isa();
+#if defined(__x86_64__) || defined(__i386__)
+	if (isa == TS_SIMD_SSE41 || isa == TS_SIMD_AVX2) {
+		const int vpairs = (ksize + 1) / 2;
+		int32_t *pairs = scratch((size_t)oh * vpairs * 2 * sizeof(int32_t));
+		if (pairs) {
+			split_v_x86(pairs, oh, ksize, vpairs, weights);
+			if (isa == TS_SIMD_AVX2)
+				ts_rs_v_avx2(src, sstride, n_elems, dst, dstride, oh,
+					     bounds, pairs, vpairs);
+			else
+				ts_rs_v_sse41(src, sstride, n_elems, dst, dstride, oh,
+					      bounds, pairs, vpairs);
+			return;
+		}
+	}
+#endif
+#if defined(__aarch64__)
+	if (isa == TS_SIMD_NEON) {
+		ts_rs_v_neon(src, sstride, n_elems, dst, dstride, oh, ksize, bounds,
+			     weights);
+		return;
+	}
+#endif
+	(void)isa;
+	v_generic(src, sstride, n_elems, dst, dstride, oh, ksize, bounds, weights);
+}

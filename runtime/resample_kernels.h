@@ -1,0 +1,74 @@
+/*
+ * resample_kernels.h - the vector kernels behind resample.h (internal to
+ * resample*.c). Each takes the weights already split by resample.c into
+ * int16 halves (see resample.h) in the layout its instruction set wants.
+ *
+ * x86 horizontal layout (TS_RS_X86_GROUP bytes per group of 4 taps, gmax
+ * groups per output pixel): 16 int16 "hi" then 16 int16 "lo"; in each, the
+ * first 8 are (w0, w1) repeated 4 times and the last 8 (w2, w3) repeated,
+ * so one 256-bit register (or two 128-bit ones) holds the weights of 4
+ * taps for the three channels of a pixel.
+ * NEON horizontal layout (TS_RS_NEON_GROUP bytes per group): hi0..hi3,
+ * lo0..lo3.
+ * x86 vertical layout: per output row, vpairs pairs of taps, each two
+ * int32 that pack two int16: (hi_a | hi_b << 16), (lo_a | lo_b << 16); an
+ * odd count ends with a pair whose second weight is 0.
+ */
+#ifndef TS_RESAMPLE_KERNELS_H
+#define TS_RESAMPLE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_RS_X86_GROUP 64
+#define TS_RS_NEON_GROUP 16
+
+/* One output pixel of the horizontal pass in plain C (the kernels use it
+ * where a vector load would read past the row). */
+static inline uint8_t ts_rs_clip8(int32_t v)
+{
+	if (v >= (1 << 30))
+		return 255;
+	if (v <= 0)
+		return 0;
+	return (uint8_t)(v >> 22);
+}
+
+static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
+				 const int32_t *k, uint8_t *d)
+{
+	int32_t acc[4] = { 1 << 21, 1 << 21, 1 << 21, 1 << 21 };
+	for (int x = 0; x < n; x++, p += C)
+		for (int c = 0; c < C; c++)
+			acc[c] += p[c] * k[x];
+	for (int c = 0; c < C; c++)
+		d[c] = ts_rs_clip8(acc[c]);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
+		    uint8_t *dst, size_t dstride, int ow, int ksize,
+		    const int *bounds, const int32_t *weights,
+		    const int16_t *split, int gmax);
+void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
+		   uint8_t *dst, size_t dstride, int ow, int ksize,
+		   const int *bounds, const int32_t *weights,
+		   const int16_t *split, int gmax);
+void ts_rs_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
+		   uint8_t *dst, size_t dstride, int oh, const int *bounds,
+		   const int32_t *pairs, int vpairs);
+void ts_rs_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
+		  uint8_t *dst, size_t dstride, int oh, const int *bounds,
+		  const int32_t *pairs, int vpairs);
+#endif
+#if defined(__aarch64__)
+void ts_rs_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
+		   uint8_t *dst, size_t dstride, int ow, int ksize,
+		   const int *bounds, const int32_t *weights,
+		   const int16_t *split, int gmax);
+void ts_rs_v_neon(const uint8_t *src, size_t sstride, int n_elems,
+		  uint8_t *dst, size_t dstride, int oh, int ksize,
+		  const int *bounds, const int32_t *weights);
+#endif
+
+#endif

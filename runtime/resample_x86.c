@@ -1,0 +1,260 @@
+/*
+ * resample_x86.c - SSE4.1 and AVX2 kernels of the uint8 resample passes
+ * (resample.h; weights split into int16 halves by resample.c, layout in
+ * resample_kernels.h). Each function carries its own target attribute, so
+ * the file builds with the project's plain x86-64 flags and resample.c
+ * calls a kernel only when simd.c found its instructions.
+ *
+ * Horizontal pass, three channels: per output pixel, groups of 4 taps; one
+ * 16-byte load covers 4 RGB pixels (12 bytes, 4 bytes spare), a byte
+ * shuffle makes int16 pairs (r0, r1) (g0, g1) (b0, b1) (0, 0) for taps
+ * 0-1 and the same for taps 2-3, and pmaddwd against the (w0, w1) and
+ * (w2, w3) weights gives per channel two taps' products summed, for the hi
+ * and the lo halves. Zero weights past a pixel's count make its padding
+ * taps vanish; a pixel whose last load would pass the end of the row runs
+ * the scalar ts_rs_h_pixel instead.
+ *
+ * Vertical pass: two input rows at a time, bytes interleaved into (a, b)
+ * int16 pairs and pmaddwd against the rows' packed weight pair, 16 output
+ * bytes per step with the accumulators in registers; the last step of a
+ * row overlaps the one before when the row is not a multiple of 16.
+ */
+#include "resample.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "resample_kernels.h"
+
+#define HALF (1 << (TS_RESAMPLE_BITS - 1))
+
+/* Store the three bytes of one output pixel: 4 bytes when a later pixel
+ * of the row will overwrite the fourth, else exactly 3. */
+static inline void store3(uint8_t *d, uint32_t v, int last)
+{
+	if (!last) {
+		memcpy(d, &v, 4);
+	} else {
+		d[0] = (uint8_t)v;
+		d[1] = (uint8_t)(v >> 8);
+		d[2] = (uint8_t)(v >> 16);
+	}
+}
+
+/* (hi << 11) + lo + half, >> 22, clipped to uint8 by the saturating packs
+ * (a negative sum gives 0, one of 2^30 or more gives 255, as clip8). */
+__attribute__((target("sse4.1")))
+static inline uint32_t combine3_sse41(__m128i h, __m128i l)
+{
+	__m128i s = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(h, 11), l),
+				  _mm_set1_epi32(HALF));
+	s = _mm_srai_epi32(s, TS_RESAMPLE_BITS);
+	s = _mm_packs_epi32(s, s);
+	s = _mm_packus_epi16(s, s);
+	return (uint32_t)_mm_cvtsi128_si32(s);
+}
+
+__attribute__((target("sse4.1")))
+void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
+		    uint8_t *dst, size_t dstride, int ow, int ksize,
+		    const int *bounds, const int32_t *weights,
+		    const int16_t *split, int gmax)
+{
+	const __m128i m01 = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+					  -1, -1, -1, -1);
+	const __m128i m23 = _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1,
+					  -1, -1, -1, -1);
+	const size_t row_bytes = (size_t)in_w * 3;
+	for (int y = 0; y < rows; y++) {
+		const uint8_t *s = src + (size_t)y * sstride;
+		uint8_t *d = dst + (size_t)y * dstride;
+		for (int xx = 0; xx < ow; xx++, d += 3) {
+			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+			const int G = (n + 3) >> 2;
+			const uint8_t *p = s + (size_t)xmin * 3;
+			if ((size_t)xmin * 3 + 12 * (size_t)G + 4 > row_bytes) {
+				ts_rs_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
+				continue;
+			}
+			const __m128i *kw = (const __m128i *)(const void *)
+				(split + (size_t)xx * gmax * (TS_RS_X86_GROUP / 2));
+			__m128i ah = _mm_setzero_si128(), al = _mm_setzero_si128();
+			for (int g = 0; g < G; g++, kw += 4) {
+				__m128i px = _mm_loadu_si128((const __m128i *)(const void *)(p + 12 * g));
+				__m128i v01 = _mm_shuffle_epi8(px, m01);
+				__m128i v23 = _mm_shuffle_epi8(px, m23);
+				ah = _mm_add_epi32(ah, _mm_add_epi32(_mm_madd_epi16(v01, _mm_load_si128(kw)),
+								     _mm_madd_epi16(v23, _mm_load_si128(kw + 1))));
+				al = _mm_add_epi32(al, _mm_add_epi32(_mm_madd_epi16(v01, _mm_load_si128(kw + 2)),
+								     _mm_madd_epi16(v23, _mm_load_si128(kw + 3))));
+			}
+			store3(d, combine3_sse41(ah, al), xx == ow - 1);
+		}
+	}
+}
+
+__attribute__((target("avx2")))
+void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
+		   uint8_t *dst, size_t dstride, int ow, int ksize,
+		   const int *bounds, const int32_t *weights,
+		   const int16_t *split, int gmax)
+{
+	const __m256i m = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+					   -1, -1, -1, -1,
+					   6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1,
+					   -1, -1, -1, -1);
+	const size_t row_bytes = (size_t)in_w * 3;
+	for (int y = 0; y < rows; y++) {
+		const uint8_t *s = src + (size_t)y * sstride;
+		uint8_t *d = dst + (size_t)y * dstride;
+		for (int xx = 0; xx < ow; xx++, d += 3) {
+			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+			const int G = (n + 3) >> 2;
+			const uint8_t *p = s + (size_t)xmin * 3;
+			if ((size_t)xmin * 3 + 12 * (size_t)G + 4 > row_bytes) {
+				ts_rs_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
+				continue;
+			}
+			const __m256i *kw = (const __m256i *)(const void *)
+				(split + (size_t)xx * gmax * (TS_RS_X86_GROUP / 2));
+			__m256i ah = _mm256_setzero_si256(), al = _mm256_setzero_si256();
+			for (int g = 0; g < G; g++, kw += 2) {
+				__m128i px = _mm_loadu_si128((const __m128i *)(const void *)(p + 12 * g));
+				__m256i v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(px), m);
+				ah = _mm256_add_epi32(ah, _mm256_madd_epi16(v, _mm256_load_si256(kw)));
+				al = _mm256_add_epi32(al, _mm256_madd_epi16(v, _mm256_load_si256(kw + 1)));
+			}
+			__m128i h = _mm_add_epi32(_mm256_castsi256_si128(ah),
+						  _mm256_extracti128_si256(ah, 1));
+			__m128i l = _mm_add_epi32(_mm256_castsi256_si128(al),
+						  _mm256_extracti128_si256(al, 1));
+			store3(d, combine3_sse41(h, l), xx == ow - 1);
+		}
+	}
+}
+
+/* The vertical pass of a row shorter than one vector step. */
+static void v_row_scalar(const uint8_t *base, size_t sstride, int n_elems,
+			 uint8_t *d, int n, const int32_t *pr)
+{
+	for (int i = 0; i < n_elems; i++) {
+		int32_t hi = 0, lo = 0;
+		for (int y = 0; y < n; y++) {
+			int32_t ph = pr[2 * (y / 2)], pl = pr[2 * (y / 2) + 1];
+			int sh = (y & 1) ? 16 : 0;
+			int32_t wh = (int16_t)(uint16_t)((uint32_t)ph >> sh);
+			int32_t wl = (int16_t)(uint16_t)((uint32_t)pl >> sh);
+			int v = base[(size_t)y * sstride + i];
+			hi += v * wh;
+			lo += v * wl;
+		}
+		d[i] = ts_rs_clip8((int32_t)((uint32_t)hi << 11) + lo + HALF);
+	}
+}
+
+__attribute__((target("sse4.1")))
+static inline __m128i fix4_sse41(__m128i h, __m128i l)
+{
+	__m128i s = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(h, 11), l),
+				  _mm_set1_epi32(HALF));
+	return _mm_srai_epi32(s, TS_RESAMPLE_BITS);
+}
+
+__attribute__((target("sse4.1")))
+void ts_rs_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
+		   uint8_t *dst, size_t dstride, int oh, const int *bounds,
+		   const int32_t *pairs, int vpairs)
+{
+	for (int yy = 0; yy < oh; yy++) {
+		const int ymin = bounds[2 * yy], n = bounds[2 * yy + 1];
+		const int32_t *pr = pairs + (size_t)yy * vpairs * 2;
+		const uint8_t *base = src + (size_t)ymin * sstride;
+		uint8_t *d = dst + (size_t)yy * dstride;
+		if (n_elems < 16) {
+			v_row_scalar(base, sstride, n_elems, d, n, pr);
+			continue;
+		}
+		for (int i = 0;; i += 16) {
+			if (i + 16 > n_elems)
+				i = n_elems - 16;
+			__m128i h[4], l[4];
+			for (int q = 0; q < 4; q++)
+				h[q] = l[q] = _mm_setzero_si128();
+			for (int y = 0; y < n; y += 2) {
+				const uint8_t *ra = base + (size_t)y * sstride + i;
+				const uint8_t *rb = y + 1 < n ? ra + sstride : ra;
+				__m128i a = _mm_loadu_si128((const __m128i *)(const void *)ra);
+				__m128i b = _mm_loadu_si128((const __m128i *)(const void *)rb);
+				__m128i lo8 = _mm_unpacklo_epi8(a, b), hi8 = _mm_unpackhi_epi8(a, b);
+				__m128i w[4] = {
+					_mm_cvtepu8_epi16(lo8), _mm_cvtepu8_epi16(_mm_srli_si128(lo8, 8)),
+					_mm_cvtepu8_epi16(hi8), _mm_cvtepu8_epi16(_mm_srli_si128(hi8, 8)),
+				};
+				__m128i kh = _mm_set1_epi32(pr[y]), kl = _mm_set1_epi32(pr[y + 1]);
+				for (int q = 0; q < 4; q++) {
+					h[q] = _mm_add_epi32(h[q], _mm_madd_epi16(w[q], kh));
+					l[q] = _mm_add_epi32(l[q], _mm_madd_epi16(w[q], kl));
+				}
+			}
+			__m128i p0 = _mm_packs_epi32(fix4_sse41(h[0], l[0]), fix4_sse41(h[1], l[1]));
+			__m128i p1 = _mm_packs_epi32(fix4_sse41(h[2], l[2]), fix4_sse41(h[3], l[3]));
+			_mm_storeu_si128((__m128i *)(void *)(d + i), _mm_packus_epi16(p0, p1));
+			if (i + 16 >= n_elems)
+				break;
+		}
+	}
+}
+
+__attribute__((target("avx2")))
+static inline __m256i fix8_avx2(__m256i h, __m256i l)
+{
+	__m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l),
+				     _mm256_set1_epi32(HALF));
+	return _mm256_srai_epi32(s, TS_RESAMPLE_BITS);
+}
+
+__attribute__((target("avx2")))
+void ts_rs_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
+		  uint8_t *dst, size_t dstride, int oh, const int *bounds,
+		  const int32_t *pairs, int vpairs)
+{
+	for (int yy = 0; yy < oh; yy++) {
+		const int ymin = bounds[2 * yy], n = bounds[2 * yy + 1];
+		const int32_t *pr = pairs + (size_t)yy * vpairs * 2;
+		const uint8_t *base = src + (size_t)ymin * sstride;
+		uint8_t *d = dst + (size_t)yy * dstride;
+		if (n_elems < 16) {
+			v_row_scalar(base, sstride, n_elems, d, n, pr);
+			continue;
+		}
+		for (int i = 0;; i += 16) {
+			if (i + 16 > n_elems)
+				i = n_elems - 16;
+			__m256i h0 = _mm256_setzero_si256(), h1 = h0, l0 = h0, l1 = h0;
+			for (int y = 0; y < n; y += 2) {
+				const uint8_t *ra = base + (size_t)y * sstride + i;
+				const uint8_t *rb = y + 1 < n ? ra + sstride : ra;
+				__m128i a = _mm_loadu_si128((const __m128i *)(const void *)ra);
+				__m128i b = _mm_loadu_si128((const __m128i *)(const void *)rb);
+				__m256i w0 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b));
+				__m256i w1 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b));
+				__m256i kh = _mm256_set1_epi32(pr[y]), kl = _mm256_set1_epi32(pr[y + 1]);
+				h0 = _mm256_add_epi32(h0, _mm256_madd_epi16(w0, kh));
+				h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(w1, kh));
+				l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(w0, kl));
+				l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w1, kl));
+			}
+			__m256i p16 = _mm256_permute4x64_epi64(
+				_mm256_packs_epi32(fix8_avx2(h0, l0), fix8_avx2(h1, l1)), 0xD8);
+			__m128i out = _mm_packus_epi16(_mm256_castsi256_si128(p16),
+						       _mm256_extracti128_si256(p16, 1));
+			_mm_storeu_si128((__m128i *)(void *)(d + i), out);
+			if (i + 16 >= n_elems)
+				break;
+		}
+	}
+}
+
+#endif
