@@ -150,6 +150,12 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				if (shuffled)
 					ts_check_err(c, call->name_loc, NULL,
 					    "'shuffle' given twice");
+				else if (sharded)
+					/* shard takes each node's share of the
+					 * epoch's order: the order comes first */
+					ts_check_err(c, call->name_loc,
+					    "write shuffle(...) | shard(...): the epoch's order is drawn over the whole data set, then each node takes its share of it",
+					    "'shuffle' after 'shard' would shuffle a fixed share; shard takes a fresh share of the shuffled epoch");
 				shuffled = true;
 				plan->source.shuffle = true;
 				plan->source.seed = (uint64_t)ts_check_arg(def, vals, "seed")->num;
@@ -162,7 +168,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				sharded = true;
 				if ((i == -1) != (n == -1)) {
 					ts_check_err(c, call->loc,
-					    "give both index and count, or neither to read them from RANK and WORLD_SIZE",
+					    "give both index and count, or neither to read them from GROUP_RANK and GROUP_WORLD_SIZE (or SLURM_NODEID and SLURM_NNODES)",
 					    "shard needs both index and count");
 				} else if (n != -1 && (n < 1 || i >= n)) {
 					char hint[192];
@@ -174,6 +180,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				}
 				plan->source.shard_index = i;
 				plan->source.shard_count = n;
+				plan->source.shard_drop = ts_check_arg(def, vals, "drop_last")->num != 0;
 			}
 			continue;
 		case TS_REG_SINK:

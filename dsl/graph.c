@@ -213,11 +213,16 @@ static void source_desc(const struct ts_source *s, char *buf, size_t n)
 
 static void shard_desc(const struct ts_source *s, char *buf, size_t n)
 {
+	const char *drop = s->shard_drop ? "true" : "false";
 	if (s->shard_count == -1)
-		snprintf(buf, n, "shard(index=-1, count=-1) (from RANK/WORLD_SIZE)");
+		snprintf(buf, n, "shard(drop_last=%s) (the node from GROUP_RANK/GROUP_WORLD_SIZE "
+			 "or SLURM_NODEID/SLURM_NNODES when it opens)", drop);
+	else if (s->shard_env)
+		snprintf(buf, n, "shard(index=%d, count=%d, drop_last=%s) (from %s)",
+			 s->shard_index, s->shard_count, drop, s->shard_env);
 	else
-		snprintf(buf, n, "shard(index=%d, count=%d)", s->shard_index,
-			 s->shard_count);
+		snprintf(buf, n, "shard(index=%d, count=%d, drop_last=%s)", s->shard_index,
+			 s->shard_count, drop);
 }
 
 static void line(FILE *f, int indent, const char *left, const char *right)
@@ -238,13 +243,13 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	fprintf(f, "pipeline %s (%s)\n", p->name, p->file);
 	source_desc(&p->source, a, sizeof(a));
 	line(f, 2, a, p->source.kind == TS_SRC_SYNTHETIC ? "" : "encoded");
-	if (p->source.shard_count != 0) {
-		shard_desc(&p->source, a, sizeof(a));
-		line(f, 2, a, "");
-	}
 	if (p->source.shuffle) {
 		snprintf(a, sizeof(a), "shuffle(seed=%llu)",
 			 (unsigned long long)p->source.seed);
+		line(f, 2, a, "");
+	}
+	if (p->source.shard_count != 0) {
+		shard_desc(&p->source, a, sizeof(a));
 		line(f, 2, a, "");
 	}
 	for (size_t i = 0; i < p->n_ops; i++) {
@@ -367,13 +372,13 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 	fprintf(f, " {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
 	source_desc(&p->source, a, sizeof(a));
 	at = (size_t)snprintf(label, sizeof(label), "%s", a);
+	if (p->source.shuffle && at < sizeof(label))
+		at += (size_t)snprintf(label + at, sizeof(label) - at, "\nshuffle(seed=%llu)",
+				       (unsigned long long)p->source.seed);
 	if (p->source.shard_count != 0 && at < sizeof(label)) {
 		shard_desc(&p->source, b, sizeof(b));
-		at += (size_t)snprintf(label + at, sizeof(label) - at, "\n%s", b);
+		snprintf(label + at, sizeof(label) - at, "\n%s", b);
 	}
-	if (p->source.shuffle && at < sizeof(label))
-		snprintf(label + at, sizeof(label) - at, "\nshuffle(seed=%llu)",
-			 (unsigned long long)p->source.seed);
 	dot_node(f, "source", label, "shape=folder");
 	for (size_t i = 0; i < p->n_ops; i++) {
 		const struct ts_op *op = &p->ops[i];

@@ -48,10 +48,15 @@ struct ts_source {
 	 * labels cycling over classes. */
 	int64_t count;
 	int height, width, channels, depth, classes;
-	/* shard(index, count): count == 0 means no sharding; index == -1 and
-	 * count == -1 mean "from RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS
-	 * at open time". */
+	/* shard(index, count, drop_last): count == 0 means no sharding; index
+	 * == -1 and count == -1 mean "the node's, from GROUP_RANK/
+	 * GROUP_WORLD_SIZE or SLURM_NODEID/SLURM_NNODES at open time"
+	 * (runtime/share.h). The share is taken each epoch after shuffle. */
 	int shard_index, shard_count;
+	bool shard_drop;
+	/* Set by whoever resolved -1/-1 for display (tsrun graph): the
+	 * variables read, a static string; NULL otherwise. */
+	const char *shard_env;
 	bool shuffle;
 	uint64_t seed;
 	/* Directory of the pipeline file: relative paths resolve against it. */

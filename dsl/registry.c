@@ -65,10 +65,13 @@ static const struct ts_param p_synthetic[] = {
 static const struct ts_param p_shard[] = {
 	{ .name = "index", .type = TS_PT_INT, .positional = true, .def = "-1",
 	  .def_num = -1, P_MIN(-1), P_MAX(1 << 20),
-	  .doc = "this process's shard, 0-based; -1: from RANK or SLURM_PROCID" },
+	  .doc = "this node's index, 0-based; -1: from GROUP_RANK or SLURM_NODEID" },
 	{ .name = "count", .type = TS_PT_INT, .positional = true, .def = "-1",
 	  .def_num = -1, P_MIN(-1), P_MAX(1 << 20),
-	  .doc = "number of shards; -1: from WORLD_SIZE or SLURM_NTASKS" },
+	  .doc = "number of nodes; -1: from GROUP_WORLD_SIZE or SLURM_NNODES" },
+	{ .name = "drop_last", .type = TS_PT_BOOL, .def = "false", .def_num = 0,
+	  .doc = "equal shares by dropping the epoch's last items (true) or by "
+		 "repeating its first ones (false), as DistributedSampler" },
 };
 
 static const struct ts_param p_shuffle[] = {
@@ -414,7 +417,7 @@ static const struct ts_opdef ops[] = {
 	OP("synthetic", TS_REG_SOURCE, -1, p_synthetic, NULL,
 	   "generated, already decoded images (tests, overhead benchmarks)"),
 	OP("shard", TS_REG_MODIFIER, -1, p_shard, NULL,
-	   "keep every count-th item, starting at index"),
+	   "this node's equal share of each epoch's order: items index, index + count, ..."),
 	OP("shuffle", TS_REG_MODIFIER, -1, p_shuffle, NULL,
 	   "a fresh permutation every epoch, from (seed, epoch)"),
 	OP("decode", TS_REG_TRANSFORM, TS_OP_DECODE, p_decode, shape_decode,

@@ -56,12 +56,12 @@ const uint32_t *ts_engine_perm_get(struct ts_engine *e, uint64_t epoch)
 			victim = i;
 	struct perm_cache *pc = &e->perms[victim];
 	if (!pc->perm) {
-		pc->perm = malloc(sizeof(uint32_t) * e->n);
+		pc->perm = malloc(sizeof(uint32_t) * e->node.total);
 		if (!pc->perm)
 			return NULL;
 	}
 	ts_shuffle_perm(e->plan->source.seed, epoch, e->plan->source.shuffle,
-			pc->perm, e->n);
+			pc->perm, e->node.total);
 	pc->epoch = epoch;
 	return pc->perm;
 }
@@ -96,14 +96,23 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	int rc = ts_source_open(&plan->source, &e->ix, err);
 	if (rc)
 		goto fail;
-	e->n = e->ix->n;
-	if (e->n == 0) {
-		rc = ts_error_set(err, TS_E_SOURCE, "the data source '%s' has no items",
-				  plan->source.path ? plan->source.path : "synthetic");
+	if (e->ix->n > UINT32_MAX) {
+		rc = ts_error_set(err, TS_E_SOURCE, "the data source has more than 2^32 items");
 		goto fail;
 	}
-	if (e->n > UINT32_MAX) {
-		rc = ts_error_set(err, TS_E_SOURCE, "the data source has more than 2^32 items");
+	int node = 0, nodes = 1;
+	rc = ts_share_node_resolve(plan->source.shard_index, plan->source.shard_count,
+				   &node, &nodes, NULL, err);
+	if (rc)
+		goto fail;
+	e->node = (struct ts_share_node){ e->ix->n, (uint32_t)node, (uint32_t)nodes,
+					  plan->source.shard_drop };
+	e->n = ts_share_node_size(&e->node);
+	if (e->n == 0) {
+		rc = ts_error_set(err, TS_E_SOURCE,
+				  "'%s' has %zu items: too few for one on each of %d nodes with "
+				  "drop_last = true; use shard(drop_last = false), which repeats some",
+				  e->ix->root, e->ix->n, nodes);
 		goto fail;
 	}
 	e->seq_base = o->seq_base;

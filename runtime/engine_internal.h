@@ -22,6 +22,7 @@
 #include "plugin.h"
 #include "reader.h"
 #include "ring.h"
+#include "share.h"
 #include "source.h"
 
 enum win_state { WIN_FREE, WIN_READING, WIN_READY };
@@ -63,7 +64,8 @@ struct ts_engine {
 	const struct ts_plan *plan;
 	struct ts_ring *ring;
 	struct ts_index *ix;
-	uint64_t n;             /* items per epoch */
+	uint64_t n;             /* items per epoch: this node's share */
+	struct ts_share_node node; /* shard(): the data set and our share */
 	uint64_t total;         /* positions to run; UINT64_MAX: forever */
 	uint64_t start_epoch, start_index;
 	uint64_t seq_base;      /* ring sequence of position 0 */

@@ -138,7 +138,7 @@ static void *io_main(void *arg)
 			if (!perm)
 				break;
 			struct ts_item it;
-			ts_source_item(e->ix, perm[index], &it);
+			ts_source_item(e->ix, perm[ts_share_node_pos(&e->node, index)], &it);
 			int rc = ts_reader_submit(e->reader, &it, p);
 			if (rc == -EBUSY)
 				break;

@@ -24,7 +24,8 @@ static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
 {
 	pthread_mutex_lock(&e->mu);
 	const uint32_t *perm = ts_engine_perm_get(e, epoch);
-	uint32_t id = perm ? perm[index] : 0;
+	/* The node's share of the epoch's order over the whole data set. */
+	uint32_t id = perm ? perm[ts_share_node_pos(&e->node, index)] : 0;
 	pthread_mutex_unlock(&e->mu);
 	if (!perm)
 		return -ENOMEM;

@@ -1,7 +1,7 @@
 /*
  * source.c - listing a data set once at open time: folder (ImageFolder),
- * list (path,label), tar (WebDataset shards) and synthetic; sharding;
- * brace expansion; the synchronous read used by the fallback path.
+ * list (path,label), tar (WebDataset shards) and synthetic; brace
+ * expansion; the synchronous read used by the fallback path.
  */
 #include "source.h"
 
@@ -1080,71 +1080,6 @@ void ts_source_strings_free(char **v, size_t n)
 }
 
 /* ---------------------------------------------------------------------
- * shard
- */
-static int env_int(const char *name, int *out, bool *present,
-		   struct ts_error *err)
-{
-	const char *v = getenv(name);
-	*present = v && *v;
-	if (!*present)
-		return 0;
-	char *end;
-	errno = 0;
-	long x = strtol(v, &end, 10);
-	if (errno || *end || x < 0 || x > INT32_MAX)
-		return ts_error_set(err, TS_E_SOURCE,
-				    "environment variable %s='%s' is not a non-negative integer",
-				    name, v);
-	*out = (int)x;
-	return 0;
-}
-
-int ts_source_shard_resolve(int index, int count, int *out_index,
-			    int *out_count, struct ts_error *err)
-{
-	int i = 0, c = 1;
-	if (count == 0) {
-		i = 0;
-		c = 1;
-	} else if (index == -1 && count == -1) {
-		static const char *pairs[][2] = {
-			{"RANK", "WORLD_SIZE"},
-			{"SLURM_PROCID", "SLURM_NTASKS"},
-		};
-		for (size_t p = 0; p < TS_ARRAY_LEN(pairs); p++) {
-			bool hi, hc;
-			int ri = 0, rc = 0;
-			int e = env_int(pairs[p][0], &ri, &hi, err);
-			if (e)
-				return e;
-			e = env_int(pairs[p][1], &rc, &hc, err);
-			if (e)
-				return e;
-			if (hi && hc) {
-				i = ri;
-				c = rc;
-				if (c < 1 || i >= c)
-					return ts_error_set(err, TS_E_SOURCE,
-							    "%s=%d and %s=%d do not name a shard",
-							    pairs[p][0], ri, pairs[p][1], rc);
-				break;
-			}
-		}
-	} else {
-		i = index;
-		c = count;
-		if (c < 1 || i < 0 || i >= c)
-			return ts_error_set(err, TS_E_SOURCE,
-					    "shard(%d, %d): the index must be in 0..count-1",
-					    index, count);
-	}
-	*out_index = i;
-	*out_count = c;
-	return 0;
-}
-
-/* ---------------------------------------------------------------------
  * open / destroy / item access
  */
 static int synthetic_check(const struct ts_source *src, struct ts_error *err)
@@ -1173,10 +1108,6 @@ int ts_source_open(const struct ts_source *src, struct ts_index **out,
 		goto fail;
 	}
 	ix->kind = src->kind;
-	rc = ts_source_shard_resolve(src->shard_index, src->shard_count,
-				     &ix->shard_index, &ix->shard_count, err);
-	if (rc)
-		goto fail;
 
 	if (src->kind != TS_SRC_SYNTHETIC) {
 		if (!src->path || !src->path[0]) {
@@ -1212,33 +1143,20 @@ int ts_source_open(const struct ts_source *src, struct ts_index **out,
 	if (rc)
 		goto fail;
 
-	uint64_t k = (uint64_t)ix->shard_count, s = (uint64_t)ix->shard_index;
+	/* Every node lists the whole data set: its share is taken per epoch,
+	 * after the epoch's order (runtime/share.h). */
 	if (src->kind == TS_SRC_SYNTHETIC) {
-		uint64_t total = (uint64_t)src->count;
-		ix->n_total = (size_t)total;
-		ix->n = total > s ? (size_t)((total - s + k - 1) / k) : 0;
-		ix->synth_first = s;
-		ix->synth_step = k;
+		ix->n_total = (size_t)src->count;
+		ix->n = ix->n_total;
 		ix->n_classes = src->classes > 0 ? (size_t)src->classes : 1;
 	} else {
-		/* Keep items i with i % count == index, in place. */
 		ix->n_total = items.n;
-		size_t j = 0;
-		for (size_t i = s; i < items.n; i += k)
-			items.v[j++] = items.v[i];
-		ix->n = j;
+		ix->n = items.n;
 		ix->items = items.v;
 		items.v = NULL;
-		if (j && j < ix->n_total) {
-			struct ts_item *p = realloc(ix->items, j * sizeof(*p));
-			if (p)
-				ix->items = p;
-		}
 	}
 	if (ix->n == 0) {
-		rc = ts_error_set(err, TS_E_SOURCE,
-				  "shard %d of %d of '%s' is empty (%zu items in all)",
-				  ix->shard_index, ix->shard_count, ix->root, ix->n_total);
+		rc = ts_error_set(err, TS_E_SOURCE, "'%s' has no items", ix->root);
 		goto fail;
 	}
 	*out = ix;
@@ -1270,7 +1188,7 @@ void ts_source_item(const struct ts_index *ix, size_t i, struct ts_item *out)
 		*out = ix->items[i];
 		return;
 	}
-	uint64_t id = ix->synth_first + (uint64_t)i * ix->synth_step;
+	uint64_t id = (uint64_t)i;
 	out->path = NULL;
 	out->label = (int32_t)(id % ix->n_classes);
 	out->offset = id;

@@ -1,7 +1,7 @@
 /*
  * source.h - the data set index: what a pipeline's source names, listed
- * once at open time, sharded, and handed to the engine as an array of
- * items (a file, or a byte range of a tar shard, plus a label).
+ * once at open time and handed to the engine as an array of items
+ * (a file, or a byte range of a tar shard, plus a label).
  *
  * Sources (struct ts_source in dsl/plan.h):
  *   folder     the ImageFolder layout: root/<class>/.../<file>. Labels are
@@ -21,7 +21,8 @@
  *   synthetic  `count` generated images; no files.
  * Relative source paths resolve against source->base_dir.
  *
- * Sharding keeps items i (in listing order) with i % count == index.
+ * Every node lists the whole data set; shard() takes the node's share per
+ * epoch, after the epoch's order (share.h).
  *
  * All functions return 0 or a negative code (-errno or TS_E_*) and fill
  * err when non-NULL; none prints. An index is immutable once opened and
@@ -51,31 +52,28 @@ struct ts_item {
 
 struct ts_index {
 	enum ts_source_kind kind;
-	struct ts_item *items;  /* n items after sharding, in listing order;
+	struct ts_item *items;  /* n items, in listing order;
 				   NULL for synthetic sources */
-	size_t n;               /* items after sharding */
-	size_t n_total;         /* items before sharding */
+	size_t n;               /* items */
+	size_t n_total;         /* the same: every node lists them all */
 	char **classes;         /* folder: the sorted class names (label i
 				   is classes[i]); NULL otherwise */
 	size_t n_classes;       /* folder: count of classes; others: highest
 				   label + 1 (synthetic: source->classes) */
-	int shard_index;        /* resolved shard: 0 of 1 when unsharded */
-	int shard_count;
 	char *root;             /* the resolved source path (for messages) */
 	/* private */
-	uint64_t synth_first, synth_step;
 	struct ts_source_arena *arena;
 };
 
 /*
- * List the data set that src names and apply its shard.
+ * List the data set that src names (all of it: shard() is the engine's).
  * src:  the plan's source; only read, not kept (the index copies what it
  *       needs).
  * out:  on success, a new index the caller frees with
  *       ts_source_index_destroy(); untouched on failure.
  * Returns 0; TS_E_SOURCE when the source is missing, empty, malformed
  * (err names the path, or file:line for a list, or shard and key for a
- * tar), or the shard is empty or invalid; TS_E_NOMEM; -errno for an I/O
+ * tar), or it is empty; TS_E_NOMEM; -errno for an I/O
  * failure while listing. Reentrant.
  */
 int ts_source_open(const struct ts_source *src, struct ts_index **out,
@@ -124,15 +122,5 @@ int ts_source_read(const struct ts_item *item, uint8_t **data, size_t *len,
 int ts_source_expand(const char *pattern, char ***out, size_t *n,
 		     struct ts_error *err);
 void ts_source_strings_free(char **v, size_t n);
-
-/*
- * Resolve shard (index, count) as in struct ts_source: count 0 means 0 of
- * 1; -1/-1 reads RANK and WORLD_SIZE, else SLURM_PROCID and SLURM_NTASKS,
- * else 0 of 1. Returns 0 or TS_E_SOURCE for an invalid pair or malformed
- * environment variable (err says which). Reads the environment: call it
- * where getenv is safe.
- */
-int ts_source_shard_resolve(int index, int count, int *out_index,
-			    int *out_count, struct ts_error *err);
 
 #endif

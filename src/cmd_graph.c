@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "lower.h"
 #include "memory.h"
+#include "share.h"
 
 static const char usage[] =
 	"usage: tsrun graph [--pipeline NAME] [--dot] [--cores N] FILE\n"
@@ -69,6 +70,19 @@ int ts_cmd_graph(int argc, char **argv)
 		return rc;
 	if (cores)
 		ts_plan_estimate(plan, cores);
+	if (plan->source.shard_count == -1) {
+		/* Show the node this process would be, as tsrun run takes it. */
+		struct ts_error e = {0};
+		struct ts_source *s = &plan->source;
+		if (ts_share_node_resolve(-1, -1, &s->shard_index, &s->shard_count,
+					  &s->shard_env, &e) < 0) {
+			ts_cli_error("graph", "%s", e.msg);
+			ts_plan_destroy(plan);
+			return TS_EXIT_INVALID;
+		}
+		if (!s->shard_env)
+			s->shard_env = "no GROUP_RANK or SLURM_NODEID: one node";
+	}
 	text = ts_plan_format(plan, dot);
 	ts_plan_destroy(plan);
 	if (!text) {

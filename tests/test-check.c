@@ -199,8 +199,8 @@ END_TEST
 START_TEST(test_source)
 {
 	struct ts_plan *p = compile_ok(
-		"pipeline p = folder(\"data\", ext = [\".JPG\", \".png\"]) | shard(1, 4)"
-		" | shuffle(seed = 7) | decode | center_crop(8) | batch(2)");
+		"pipeline p = folder(\"data\", ext = [\".JPG\", \".png\"]) | shuffle(seed = 7)"
+		" | shard(1, 4, drop_last = true) | decode | center_crop(8) | batch(2)");
 	ck_assert_int_eq(p->source.kind, TS_SRC_FOLDER);
 	ck_assert_str_eq(p->source.path, "data");
 	ck_assert_str_eq(p->source.base_dir, "dir");
@@ -208,6 +208,7 @@ START_TEST(test_source)
 	ck_assert_str_eq(p->source.exts[0], ".jpg");
 	ck_assert_int_eq(p->source.shard_index, 1);
 	ck_assert_int_eq(p->source.shard_count, 4);
+	ck_assert(p->source.shard_drop);
 	ck_assert(p->source.shuffle);
 	ck_assert_uint_eq(p->source.seed, 7);
 	ck_assert_str_eq(p->name, "p");
@@ -223,6 +224,7 @@ START_TEST(test_source)
 	ck_assert_int_eq(p->source.channels, 3);
 	ck_assert_int_eq(p->source.shard_index, -1);
 	ck_assert_int_eq(p->source.shard_count, -1);
+	ck_assert(!p->source.shard_drop);
 	ck_assert(!p->source.shuffle);
 	ts_plan_destroy(p);
 }
@@ -458,6 +460,11 @@ static const struct {
 	{ "pipeline p = synthetic(8)\nserve p { sockets = \"x\" }", 1, 2, 11, "unknown serve setting" },
 	{ "pipeline p = folder(\"x\") | decode\nserve p { }", 1, 2, 7, "no fixed size" },
 	{ "pipeline p = synthetic(8) | shuffle | batch(1)", 0, 0, 0, NULL },
+	/* shard takes each node's share of the epoch's order: shuffle first */
+	{ "pipeline p = synthetic(8) | shard | shuffle | batch(1)", 1, 1, 37,
+	  "'shuffle' after 'shard' would shuffle a fixed share" },
+	{ "pipeline p = synthetic(8) | shard(1) | batch(1)", 1, 1, 29,
+	  "shard needs both index and count" },
 	{ "pipeline p = synthetic(8) | to(float32) | flip | batch(1)", 1, 1, 43, "works on uint8" },
 	{ "pipeline p = synthetic(8, channels = 1) | to(float32) | normalize(0.5, 0.5) | batch(1)", 1, 1, 57,
 	  "must come before a conversion" },

@@ -449,80 +449,25 @@ END_TEST
 
 /* ------------------------------------------------------------------- shard */
 
-static const struct {
-	int index, count;
-	const char *env[4]; /* RANK, WORLD_SIZE, SLURM_PROCID, SLURM_NTASKS */
-	int want_index, want_count; /* -1: error */
-} shard_cases[] = {
-	{0, 0, {0}, 0, 1},
-	{2, 3, {0}, 2, 3},
-	{-1, -1, {0}, 0, 1},
-	{-1, -1, {"1", "4", "2", "3"}, 1, 4},
-	{-1, -1, {NULL, NULL, "2", "3"}, 2, 3},
-	{-1, -1, {"1", NULL, "2", "3"}, 2, 3},  /* RANK alone is not a pair */
-	{-1, -1, {"x", "4"}, -1, -1},
-	{-1, -1, {"4", "4"}, -1, -1},
-	{3, 3, {0}, -1, -1},
-	{-2, 3, {0}, -1, -1},
-};
-
-START_TEST(shard_resolve_table)
-{
-	static const char *names[] = {"RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"};
-	for (int k = 0; k < 4; k++) {
-		if (shard_cases[_i].env[k])
-			setenv(names[k], shard_cases[_i].env[k], 1);
-		else
-			unsetenv(names[k]);
-	}
-	int i = -7, c = -7;
-	struct ts_error err = {0};
-	int rc = ts_source_shard_resolve(shard_cases[_i].index, shard_cases[_i].count,
-					 &i, &c, &err);
-	if (shard_cases[_i].want_count < 0) {
-		ck_assert_int_eq(rc, TS_E_SOURCE);
-		ck_assert_int_eq(i, -7);
-		ck_assert(err.msg[0]);
-	} else {
-		ck_assert_int_eq(rc, 0);
-		ck_assert_int_eq(i, shard_cases[_i].want_index);
-		ck_assert_int_eq(c, shard_cases[_i].want_count);
-	}
-}
-END_TEST
-
-START_TEST(shard_list_and_env)
+/* shard() is taken per epoch by the engine (share.h): the index lists the
+ * whole data set whatever the shard and the node variables say. */
+START_TEST(shard_lists_everything)
 {
 	put("list.txt", "a,0\nb,1\nc,2\nd,3\ne,4\n");
 	struct ts_source s = src_of(TS_SRC_LIST, "list.txt");
 	s.shard_index = 1;
 	s.shard_count = 2;
+	setenv("GROUP_RANK", "1", 1);
+	setenv("GROUP_WORLD_SIZE", "3", 1);
 	struct ts_index *ix = NULL;
 	ck_assert_int_eq(ts_source_open(&s, &ix, NULL), 0);
-	ck_assert_uint_eq(ix->n, 2);
+	ck_assert_uint_eq(ix->n, 5);
 	ck_assert_uint_eq(ix->n_total, 5);
-	ck_assert_int_eq(ix->items[0].label, 1);
-	ck_assert_int_eq(ix->items[1].label, 3);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(ix->items[i].label, i);
 	ts_source_index_destroy(ix);
-
-	setenv("RANK", "2", 1);
-	setenv("WORLD_SIZE", "3", 1);
-	s.shard_index = s.shard_count = -1;
-	ck_assert_int_eq(ts_source_open(&s, &ix, NULL), 0);
-	ck_assert_int_eq(ix->shard_index, 2);
-	ck_assert_int_eq(ix->shard_count, 3);
-	ck_assert_uint_eq(ix->n, 1);
-	ck_assert_int_eq(ix->items[0].label, 2);
-	ts_source_index_destroy(ix);
-
-	/* More shards than items: the empty shard is an error. */
-	s.shard_index = 6;
-	s.shard_count = 7;
-	struct ts_error err = {0};
-	ix = NULL;
-	ck_assert_int_eq(ts_source_open(&s, &ix, &err), TS_E_SOURCE);
-	ck_assert_ptr_null(ix);
-	ck_assert_ptr_nonnull(strstr(err.msg, "shard 6 of 7"));
+	unsetenv("GROUP_RANK");
+	unsetenv("GROUP_WORLD_SIZE");
 }
 END_TEST
 
@@ -537,14 +482,12 @@ START_TEST(synthetic_source)
 	s.channels = 3;
 	s.depth = 8;
 	s.classes = 4;
-	s.shard_index = 1;
-	s.shard_count = 3;
 	struct ts_index *ix = NULL;
 	ck_assert_int_eq(ts_source_open(&s, &ix, NULL), 0);
-	ck_assert_uint_eq(ix->n, 3);
+	ck_assert_uint_eq(ix->n, 10);
 	ck_assert_uint_eq(ix->n_total, 10);
 	ck_assert_ptr_null(ix->items);
-	static const uint64_t ids[] = {1, 4, 7};
+	static const uint64_t ids[] = {0, 1, 2};
 	for (size_t i = 0; i < 3; i++) {
 		struct ts_item it;
 		ts_source_item(ix, i, &it);
@@ -680,8 +623,7 @@ static Suite *source_suite(void)
 
 	tc = tcase_create("shard");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, shard_resolve_table, 0, TS_ARRAY_LEN(shard_cases));
-	tcase_add_test(tc, shard_list_and_env);
+	tcase_add_test(tc, shard_lists_everything);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("synthetic");
