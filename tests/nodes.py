@@ -44,15 +44,40 @@ def clean_env(extra):
     return env
 
 
-def pipeline(tmp, name, sock, drop):
+def image_list(tmp):
+    """N real PNG files and a list naming them with label = item id: the
+    io_uring reader's path (synthetic sources have no files)."""
+    import zlib
+    import struct
+    d = os.path.join(tmp, "img")
+    os.makedirs(d, exist_ok=True)
+    lines = []
+    for i in range(N):
+        raw = b"".join(b"\0" + bytes([i % 256, 7, 200] * 4) for _ in range(4))
+        def chunk(t, data):
+            return (struct.pack(">I", len(data)) + t + data +
+                    struct.pack(">I", zlib.crc32(t + data) & 0xffffffff))
+        png = (b"\x89PNG\r\n\x1a\n" +
+               chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0)) +
+               chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+        with open(os.path.join(d, "%03d.png" % i), "wb") as f:
+            f.write(png)
+        lines.append("img/%03d.png,%d" % (i, i))
+    with open(os.path.join(tmp, "items.csv"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def pipeline(tmp, name, sock, drop, files=False):
     path = os.path.join(tmp, name + ".ts")
+    src = ("list(\"items.csv\") | shuffle(seed = 5) | shard(drop_last = %s) | decode(rgb) | center_crop(4)"
+           if files else
+           "synthetic(size = 4, count = %d, classes = %d) | shuffle(seed = 5)"
+           " | shard(drop_last = %%s)" % (N, N))
     with open(path, "w") as f:
-        f.write("pipeline p = synthetic(size = 4, count = %d, classes = %d)\n"
-                "    | shuffle(seed = 5)\n"
-                "    | shard(drop_last = %s)\n"
-                "    | batch(8)\n"
+        f.write("pipeline p = " + src % ("true" if drop else "false") +
+                "\n    | batch(8)\n"
                 "serve p { socket = \"%s\" epochs = %d ring = 4 batches }\n"
-                % (N, N, "true" if drop else "false", sock, EPOCHS))
+                % (sock, EPOCHS))
     return path
 
 
@@ -66,11 +91,11 @@ print(json.dumps({"spe": loader.info.samples_per_epoch, "seen": seen}))
 """
 
 
-def serve_node(tmp, name, drop, env):
+def serve_node(tmp, name, drop, env, files):
     """One node: its tsrun and one trainer; what the trainer read."""
     import json
     sock = os.path.join(tmp, name + ".sock")
-    ts = pipeline(tmp, name, sock, drop)
+    ts = pipeline(tmp, name, sock, drop, files)
     prod = subprocess.Popen([TSRUN, "run", ts, "--wait", "1", "-q"],
                             stderr=subprocess.PIPE, text=True,
                             env=clean_env(env))
@@ -90,17 +115,18 @@ def serve_node(tmp, name, drop, env):
     return out["spe"], {int(k): v for k, v in out["seen"].items()}
 
 
-def two_nodes(tmp, drop, names):
+def two_nodes(tmp, drop, names, files=False):
     k = 2
     got = []
     for node in range(k):
         env = {names[0]: str(node), names[1]: str(k)}
-        r = serve_node(tmp, "n%d%s" % (node, "d" if drop else "p"), drop, env)
+        r = serve_node(tmp, "n%d%s%s" % (node, "d" if drop else "p", "f" if files else ""),
+                       drop, env, files)
         if r is None:
             return
         got.append(r)
     share = N // k if drop else -(-N // k)
-    what = "%s, drop_last=%s" % (names[0], drop)
+    what = "%s, drop_last=%s%s" % (names[0], drop, ", files" if files else "")
     for node, (spe, seen) in enumerate(got):
         check(spe == share, "%s: node %d epoch size %d, want %d" % (what, node, spe, share))
         check(sorted(seen) == list(range(EPOCHS)),
@@ -160,6 +186,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tsrun-nodes.") as tmp:
         two_nodes(tmp, False, ("GROUP_RANK", "GROUP_WORLD_SIZE"))
         two_nodes(tmp, True, ("SLURM_NODEID", "SLURM_NNODES"))
+        image_list(tmp)
+        two_nodes(tmp, False, ("GROUP_RANK", "GROUP_WORLD_SIZE"), files=True)
         messages(tmp)
     if failures:
         print("%d failure(s)" % len(failures))
