@@ -102,6 +102,7 @@ size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
 		memset(t + 40, 0, 16);
 		memcpy(t + 40, d->pci_bus_id, strnlen(d->pci_bus_id, 15));
 		memcpy(t + 56, d->ipc, 64);
+		memcpy(t + 120, d->uuid, 16);
 	}
 	return TS_PROTO_HDR_LEN + len;
 }
@@ -205,6 +206,7 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 		d->pid = (int32_t)get32(t + 36);
 		memcpy(d->pci_bus_id, t + 40, 16);
 		memcpy(d->ipc, t + 56, 64);
+		memcpy(d->uuid, t + 120, 16);
 		/* the bus id: printable, then NUL padding to the end */
 		size_t idlen = strnlen(d->pci_bus_id, 16);
 		bool id_ok = idlen > 0 && idlen < 16;

@@ -21,7 +21,7 @@
 #define TS_PROTO_HDR_LEN 8
 #define TS_PROTO_HELLO_LEN 16
 #define TS_PROTO_WELCOME_LEN 80
-#define TS_PROTO_DEVICE_LEN 120      /* optional welcome tail: device ring */
+#define TS_PROTO_DEVICE_LEN 136      /* optional welcome tail: device ring */
 #define TS_PROTO_REFUSE_MAX 240      /* bytes of reason text */
 #define TS_PROTO_MAX_BODY 256
 
@@ -63,6 +63,8 @@ struct ts_proto_device {
 	int32_t pid;                  /* the producer */
 	char pci_bus_id[16];          /* "0000:3b:00.0", NUL padded */
 	uint8_t ipc[64];              /* cudaIpcMemHandle_t */
+	uint8_t uuid[16];             /* the GPU's (or MIG instance's) UUID:
+					 MIG instances share a PCI bus id */
 };
 
 struct ts_proto_welcome {

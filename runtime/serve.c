@@ -16,6 +16,10 @@
 #include "server.h"
 #include "util.h"
 
+/* How long the end of a device(cuda) stream waits for trainers to close
+ * the device ring (tsrun(1), "device(cuda)"). */
+#define TS_SERVE_DEVICE_WAIT_MS 10000
+
 struct ts_serve {
 	struct ts_plan *plan;          /* running */
 	struct ts_engine_reload reload;   /* a plan waiting for the boundary */
@@ -231,13 +235,29 @@ bool ts_serve_device_stats(struct ts_serve *s, struct ts_devserve_stats *out)
 	return true;
 }
 
+static unsigned serve_importers(void *arg)
+{
+	return ts_server_consumers(arg);
+}
+
 int ts_serve_destroy(struct ts_serve *s, struct ts_error *err)
 {
 	if (!s)
 		return 0;
+	/* Trainers may have the device ring open (CUDA IPC): end the stream
+	 * (the engine's join finishes the ring, also after a signal), then
+	 * give them TS_SERVE_DEVICE_WAIT_MS to close it and hang up before
+	 * it is freed (ts_devserve_wait_importers). */
+	unsigned importers = 0;
+	if (s->dsv && s->srv) {
+		ts_engine_destroy(s->eng);
+		s->eng = NULL;
+		importers = ts_devserve_wait_importers(serve_importers, s->srv,
+						       TS_SERVE_DEVICE_WAIT_MS);
+	}
 	ts_server_destroy(s->srv);
 	ts_engine_destroy(s->eng);
-	int rc = ts_devserve_stop(s->dsv, err);
+	int rc = ts_devserve_stop(s->dsv, importers, err);
 	ts_ring_destroy(s->ring);
 	ts_engine_reload_clear(&s->reload);
 	ts_plan_destroy(s->plan);

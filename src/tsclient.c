@@ -22,6 +22,7 @@ struct ts_client {
 	bool dead;
 	bool has_device;
 	struct ts_client_device_info dev;
+	unsigned char dev_uuid[16];   /* the producer's GPU (tsclient_cuda.c) */
 };
 
 TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
@@ -155,6 +156,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		memcpy(c->dev.pci_bus_id, d->pci_bus_id, sizeof(c->dev.pci_bus_id));
 		_Static_assert(sizeof(c->dev.ipc) == sizeof(d->ipc), "IPC handle sizes");
 		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
+		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
 	}
 	/* The mappings keep the memory; the descriptors are not needed. */
 	close(fds[0]);
@@ -185,6 +187,15 @@ TS_EXPORT int ts_client_device_info(const struct ts_client *c,
 				    "host ring's %s samples",
 				    c->info.dtype == TS_CLIENT_UINT8 ? "uint8" : "CPU");
 	*out = c->dev;
+	return 0;
+}
+
+TS_EXPORT int ts_client_device_uuid(const struct ts_client *c, unsigned char uuid[16],
+				    struct ts_error *err)
+{
+	if (!c->has_device)
+		return ts_error_set(err, TS_E_NODEV, "the producer serves no device ring");
+	memcpy(uuid, c->dev_uuid, sizeof(c->dev_uuid));
 	return 0;
 }
 

@@ -131,6 +131,12 @@ int ts_client_device_info(const struct ts_client *c,
 			  struct ts_client_device_info *out,
 			  struct ts_error *err);
 
+/* The UUID of the producer's GPU (cudaDeviceProp.uuid; a MIG instance's
+ * own when the GPU is partitioned, whose instances share one PCI bus id).
+ * 0, or TS_E_NODEV as ts_client_device_info. */
+int ts_client_device_uuid(const struct ts_client *c, unsigned char uuid[16],
+			  struct ts_error *err);
+
 /*
  * The next batch (releasing the previous one first). Blocks until a full
  * batch, the end of an epoch or the end of the stream. Returns 0 and *b,

@@ -40,11 +40,16 @@ struct ts_client_pinned {
 
 /*
  * Register the ring mapping that contains addr (e.g. a batch's data):
- * the whole run of adjacent mappings of the same shared file, which
- * covers both halves of the double-mapped ring. Returns 0 and *out, or
- * TS_E_NODEV (no CUDA), -ENOENT (addr is not in a file mapping), or
- * TS_E_NODEV with the CUDA error (cudaHostRegister refused). Unregister
- * with ts_client_unpin before ts_client_close unmaps the ring.
+ * exactly the double-mapped data region, i.e. the mapping holding addr
+ * and its twin (the adjacent mapping of the same file at the same offset
+ * and length, the other half of the ring), never a neighbouring mapping
+ * of the same file. Read-only registration (cudaHostRegisterReadOnly),
+ * asked only when the device reports
+ * cudaDevAttrHostRegisterReadOnlySupported. Returns 0 and *out, or
+ * TS_E_NODEV (no CUDA; the device cannot page-lock read-only memory;
+ * cudaHostRegister refused: err says which), -ENOENT (addr is not in a
+ * file mapping). Unregister with ts_client_unpin before ts_client_close
+ * unmaps the ring.
  */
 int ts_client_pin_mapping(const void *addr, struct ts_client_pinned *out,
 			  struct ts_error *err);
@@ -52,25 +57,60 @@ int ts_client_pin_mapping(const void *addr, struct ts_client_pinned *out,
 /* Undo ts_client_pin_mapping. A zeroed p is a no-op. */
 int ts_client_unpin(struct ts_client_pinned *p, struct ts_error *err);
 
+/*
+ * Error hygiene, for every call of this header: a CUDA call that fails
+ * inside libtsclient has its error cleared (cudaGetLastError) before the
+ * call returns, so the host program's next, unrelated CUDA call (a
+ * PyTorch kernel launch) does not report it. The runtime used is the one
+ * already loaded in the process when there is one (PyTorch's).
+ */
+
+/* The CUDA driver and runtime versions (1000 * major + 10 * minor; 0
+ * when unknown) of the runtime libtsclient uses: for messages when the
+ * runtime is unusable (a runtime newer than the driver). */
+void ts_client_cuda_versions(int *driver, int *runtime);
+
 /* ---- the producer's device ring (device(cuda) pipelines) --------------
  *
  * ts_client_device_open maps the producer's device ring into this
- * process with its CUDA IPC handle. On the producer's GPU (the same PCI
- * bus id), a batch is a device pointer straight into the producer's ring:
+ * process with its CUDA IPC handle. On the producer's GPU (the same
+ * device UUID: MIG instances of one GPU share a PCI bus id but not a
+ * UUID), a batch is a device pointer straight into the producer's ring:
  * no copy. On another GPU, each batch is copied peer to peer into a
  * buffer of this client on that GPU.
  *
- * Ordering: a device batch is valid, like its host view, until the next
- * ts_client_next / ts_client_release. GPU work queued on it must have
- * finished before then (synchronize your stream), or the producer may
- * refill the slots under it.
+ * Stream ordering. The CUDA runtime orders work per stream, and a
+ * device-to-device cudaMemcpy does not wait on the host, so every copy
+ * here either runs on the caller's stream (the _async calls: work the
+ * caller queues after it on that stream sees the data) or is finished
+ * before the call returns (the plain calls: queued on the legacy default
+ * stream of the batch's device, which is made current, then
+ * synchronised).
+ *
+ * Release. A device batch is valid, like its host view, until the next
+ * ts_client_next / ts_client_release. GPU work that reads it must have
+ * finished by then, or the producer may refill the slots under it: record
+ * it with ts_client_device_record_use on each stream that reads the batch
+ * (any device), and take batches with ts_client_device_next, which waits
+ * for exactly those uses (not the whole device) before it releases the
+ * batch. Without recorded uses, synchronise your streams yourself.
+ *
+ * Teardown. The producer frees its device ring only once no trainer holds
+ * it (it waits, bounded, for its consumers to hang up). At the end of the
+ * stream, ts_client_device_next closes the IPC mapping itself when no
+ * hold (ts_client_device_hold) remains, and the closing hold does it
+ * otherwise: hosts whose views outlive a batch (a framework tensor)
+ * hold the mapping while such a view exists. Device calls after the
+ * mapping closed return TS_E_EOS.
  */
 struct ts_client_device;
 
 /* Open on CUDA device `device` (an ordinal of this process; -1: the
- * current device). Makes it the calling thread's current device. Returns
- * 0, TS_E_NODEV (no device ring served, no CUDA runtime or device, the
- * handle cannot be opened: err says which) or TS_E_NOMEM. */
+ * current device). Makes it the calling thread's current device. c must
+ * outlive the returned object. Returns 0, TS_E_NODEV (no device ring
+ * served, no CUDA runtime or device, the device is in exclusive-process
+ * or prohibited compute mode, the handle cannot be opened: err says
+ * which) or TS_E_NOMEM. */
 int ts_client_device_open(struct ts_client *c, int device,
 			  struct ts_client_device **out, struct ts_error *err);
 
@@ -82,18 +122,61 @@ int ts_client_device_ordinal(const struct ts_client_device *d);
 
 /* The device address of b's finished samples: b->n * sample_bytes of
  * ts_client_device_info, float NCHW. b comes from ts_client_next on the
- * same client. 0 or TS_E_NODEV with the CUDA error. */
+ * same client. Zero-copy: a pointer into the ring. Peer: a copy into this
+ * client's buffer, finished when the call returns. 0, TS_E_EOS (the
+ * mapping closed at the end of the stream) or TS_E_NODEV with the CUDA
+ * error. */
 int ts_client_device_batch(struct ts_client_device *d, const struct ts_batch *b,
 			   void **ptr, struct ts_error *err);
 
+/* As ts_client_device_batch, but a peer copy is queued on stream (a
+ * cudaStream_t of the batch's device; NULL: the legacy default stream)
+ * and not waited for: work queued after it on stream sees the samples. */
+int ts_client_device_batch_async(struct ts_client_device *d, const struct ts_batch *b,
+				 void *stream, void **ptr, struct ts_error *err);
+
 /* Copy b's finished samples into dst, device memory of the caller's
- * (b->n * sample_bytes), on the GPU: for hosts that cannot wrap a device
- * pointer without a copy. 0 or TS_E_NODEV with the CUDA error. */
+ * (b->n * sample_bytes), on the GPU; finished when the call returns.
+ * 0, TS_E_EOS or TS_E_NODEV with the CUDA error. */
 int ts_client_device_copy(struct ts_client_device *d, const struct ts_batch *b,
 			  void *dst, struct ts_error *err);
 
-/* Close the mapping and free the copy buffer. NULL is a no-op. Call
- * before ts_client_close. */
+/* As ts_client_device_copy, queued on stream (cudaStream_t of dst's
+ * device or NULL) and not waited for. */
+int ts_client_device_copy_async(struct ts_client_device *d, const struct ts_batch *b,
+				void *dst, void *stream, struct ts_error *err);
+
+/* Record that work queued so far on stream (a cudaStream_t of the
+ * calling thread's current device, or NULL) reads the current batch:
+ * an event (cudaEventRecord) that ts_client_device_next waits for. Up to
+ * 16 uses per batch. 0, TS_E_ARG (too many) or TS_E_NODEV. */
+int ts_client_device_record_use(struct ts_client_device *d, void *stream,
+				struct ts_error *err);
+
+/* Wait on the host until every use recorded since the last batch has
+ * finished (cudaEventSynchronize on each), then forget them. 0 or
+ * TS_E_NODEV with the CUDA error. */
+int ts_client_device_wait_uses(struct ts_client_device *d, struct ts_error *err);
+
+/* The next batch for a device trainer: waits for the recorded uses of the
+ * previous batch, then ts_client_next. At the end of the stream (TS_E_EOS,
+ * or TS_E_PRODUCER) it closes the IPC mapping when no hold remains.
+ * Returns as ts_client_next. */
+int ts_client_device_next(struct ts_client_device *d, struct ts_batch *b,
+			  struct ts_error *err);
+
+/* Holds on the mapping: a view that may outlive its batch takes one and
+ * gives it back when it goes. The mapping stays open while holds remain;
+ * after the end of the stream, the last unhold closes it. */
+void ts_client_device_hold(struct ts_client_device *d);
+void ts_client_device_unhold(struct ts_client_device *d);
+
+/* Whether the IPC mapping is still open (0 after the end of the stream
+ * closed it). */
+int ts_client_device_mapped(const struct ts_client_device *d);
+
+/* Close the mapping (waiting for recorded uses first) and free the copy
+ * buffer and events. NULL is a no-op. Call before ts_client_close. */
 void ts_client_device_close(struct ts_client_device *d);
 
 #ifdef __cplusplus

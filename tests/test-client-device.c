@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -20,6 +22,7 @@
 #include "server.h"
 #include "tsclient.h"
 #include "tsclient_cuda.h"
+#include "tscuda.h"
 
 #define H 8
 #define W 8
@@ -105,6 +108,8 @@ START_TEST(test_two_gpus)
 		.capacity = cap, .mirror = mirror, .device = 0, .pid = (int32_t)getpid(),
 		.pci_bus_id = "0000:01:00.0",
 	};
+	for (int i = 0; i < 16; i++)
+		pd.uuid[i] = (uint8_t)(0xa0 + i);   /* the fake's device 0 */
 	snprintf((char *)pd.ipc, sizeof(pd.ipc), "fakecuda:%d", dev_fd);
 	struct ts_server *srv = NULL;
 	ck_assert_int_eq(ts_server_create_device(ring, sock, NULL, &pd, &srv, &err), 0);
@@ -183,12 +188,426 @@ START_TEST(test_two_gpus)
 }
 END_TEST
 
+/* ---- the CUDA semantics the fake keeps (tests/fakecuda) ---------------
+ * Each test below runs a producer thread and a server announcing a fake
+ * device ring, as test_two_gpus does, with the fake's knobs set. */
+
+struct fx {
+	char dir[32], sock[96];
+	struct ts_server *srv;
+	pthread_t producer;
+	void *rt;
+	int (*peek)(void);
+	int (*pending)(void);
+	int (*registered)(const void *, size_t *, unsigned *);
+	int (*stream_create)(void **, unsigned);
+	int (*stream_sync)(void *);
+	int (*memcpy_async)(void *, const void *, size_t, int, void *);
+	int (*cmalloc)(void **, size_t);
+	int *knob_fail_register, *knob_fail_ipc, *knob_mode, *knob_mig, *knob_ro;
+	int *registers, *closes, *errors;
+};
+
+static void *sym(void *h, const char *name)
+{
+	void *p = dlsym(h, name);
+	ck_assert_msg(p != NULL, "the fake runtime lacks %s", name);
+	return p;
+}
+
+/* A served stream of total samples behind a fake device ring. */
+static void fx_start(struct fx *f, uint32_t consumers)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ts-cdev-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f->dir));
+	snprintf(f->sock, sizeof(f->sock), "%s/s.sock", f->dir);
+	f->rt = dlopen("libcudart.so.13", RTLD_NOW);
+	ck_assert_msg(f->rt != NULL, "fake libcudart.so.13 not found: %s", dlerror());
+	*(void **)&f->peek = sym(f->rt, "cudaPeekAtLastError");
+	*(void **)&f->pending = sym(f->rt, "fake_cudart_pending");
+	*(void **)&f->registered = sym(f->rt, "fake_cudart_registered");
+	*(void **)&f->stream_create = sym(f->rt, "cudaStreamCreateWithFlags");
+	*(void **)&f->stream_sync = sym(f->rt, "cudaStreamSynchronize");
+	*(void **)&f->memcpy_async = sym(f->rt, "cudaMemcpyAsync");
+	*(void **)&f->cmalloc = sym(f->rt, "cudaMalloc");
+	f->knob_fail_register = sym(f->rt, "fake_cudart_fail_register");
+	f->knob_fail_ipc = sym(f->rt, "fake_cudart_fail_ipc_open");
+	f->knob_mode = sym(f->rt, "fake_cudart_compute_mode");
+	f->knob_mig = sym(f->rt, "fake_cudart_mig");
+	f->knob_ro = sym(f->rt, "fake_cudart_ro_register");
+	f->registers = sym(f->rt, "fake_cudart_registers");
+	f->closes = sym(f->rt, "fake_cudart_closes");
+	f->errors = sym(f->rt, "fake_cudart_errors");
+
+	struct ts_ring_params p = { .height = H, .width = W, .channels = C,
+				    .dtype = TS_DTYPE_U8, .capacity = 200,
+				    .epochs = 1, .samples_per_epoch = SPE,
+				    .min_consumers = consumers, .default_batch = 48 };
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_create(&p, &ring, &err), 0);
+	struct ts_ring_info in;
+	ts_ring_get_info(ring, &in);
+	cap = in.capacity;
+	mirror = cap / 2;
+	dev_fd = memfd_create("fake-device-ring", MFD_CLOEXEC);
+	ck_assert_int_ge(dev_fd, 0);
+	ck_assert_int_eq(ftruncate(dev_fd, (off_t)((cap + mirror) * DEV_SB)), 0);
+	dev = mmap(NULL, (cap + mirror) * DEV_SB, PROT_READ | PROT_WRITE, MAP_SHARED, dev_fd, 0);
+	ck_assert(dev != MAP_FAILED);
+	struct ts_proto_device pd = {
+		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = DEV_SB,
+		.capacity = cap, .mirror = mirror, .device = 0, .pid = (int32_t)getpid(),
+		.pci_bus_id = "0000:01:00.0",
+	};
+	for (int i = 0; i < 16; i++)
+		pd.uuid[i] = (uint8_t)(0xa0 + i);   /* the fake's device 0 */
+	snprintf((char *)pd.ipc, sizeof(pd.ipc), "fakecuda:%d", dev_fd);
+	ck_assert_int_eq(ts_server_create_device(ring, f->sock, NULL, &pd, &f->srv, &err), 0);
+}
+
+static struct ts_client *fx_connect(struct fx *f)
+{
+	struct ts_client *c = NULL;
+	struct ts_client_opts o;
+	struct ts_error err;
+	ts_client_opts_init(&o);
+	o.timeout_ms = 10000;
+	ck_assert_msg(ts_client_connect(f->sock, &o, &c, &err) == 0, "%s", err.msg);
+	return c;
+}
+
+static void fx_produce(struct fx *f)
+{
+	pthread_create(&f->producer, NULL, produce, NULL);
+}
+
+static void fx_stop(struct fx *f)
+{
+	pthread_join(f->producer, NULL);
+	ts_server_destroy(f->srv);
+	ts_ring_destroy(ring);
+	munmap(dev, (cap + mirror) * DEV_SB);
+	close(dev_fd);
+	rmdir(f->dir);
+}
+
+/* Item 1: a failing CUDA call inside libtsclient leaves no error behind
+ * for the host program's next call (PyTorch reports the runtime's last
+ * error at its next kernel launch). */
+START_TEST(test_errors_cleared)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+
+	/* an ordinal the runtime does not have */
+	int before = *f.errors;
+	ck_assert_int_eq(ts_client_device_open(a, 7, &d, &err), TS_E_NODEV);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cudaSetDevice"));
+	ck_assert_int_gt(*f.errors, before);          /* it did fail in CUDA */
+	ck_assert_int_eq(f.peek(), 0);                /* and left nothing */
+	/* the IPC handle cannot be opened */
+	*f.knob_fail_ipc = 1;
+	before = *f.errors;
+	ck_assert_int_eq(ts_client_device_open(a, 0, &d, &err), TS_E_NODEV);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cudaIpcOpenMemHandle"));
+	ck_assert_int_gt(*f.errors, before);
+	ck_assert_int_eq(f.peek(), 0);
+	*f.knob_fail_ipc = 0;
+	/* cudaHostRegister refused */
+	struct ts_batch b;
+	fx_produce(&f);
+	ck_assert_int_eq(ts_client_next(a, &b, &err), 0);
+	struct ts_client_pinned pin = {0};
+	*f.knob_fail_register = 1;
+	before = *f.errors;
+	ck_assert_int_eq(ts_client_pin_mapping(b.data, &pin, &err), TS_E_NODEV);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cudaHostRegister"));
+	ck_assert_int_gt(*f.errors, before);
+	ck_assert_int_eq(f.peek(), 0);
+	ck_assert_ptr_null(pin.base);
+	*f.knob_fail_register = 0;
+	/* registered twice: the runtime refuses, the error is cleared */
+	ck_assert_msg(ts_client_pin_mapping(b.data, &pin, &err) == 0, "%s", err.msg);
+	struct ts_client_pinned again = {0};
+	ck_assert_int_eq(ts_client_pin_mapping(b.data, &again, &err), TS_E_NODEV);
+	ck_assert_int_eq(f.peek(), 0);
+	ck_assert_int_eq(ts_client_unpin(&pin, &err), 0);
+	/* unpinning what is not pinned */
+	struct ts_client_pinned bogus = { .base = (void *)b.data, .len = 4096 };
+	ck_assert_int_eq(ts_client_unpin(&bogus, &err), TS_E_NODEV);
+	ck_assert_int_eq(f.peek(), 0);
+	while (ts_client_next(a, &b, &err) == 0)
+		;
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
+/* Item 5: the environment. Read-only registration only where the device
+ * supports it; exclusive-process compute mode said, not a crash later;
+ * MIG instances (one PCI bus id) told apart by UUID. */
+START_TEST(test_environments)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	struct ts_batch b;
+
+	fx_produce(&f);
+	ck_assert_int_eq(ts_client_next(a, &b, &err), 0);
+	struct ts_client_pinned pin = {0};
+	*f.knob_ro = 0;
+	int regs = *f.registers;
+	ck_assert_int_eq(ts_client_pin_mapping(b.data, &pin, &err), TS_E_NODEV);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cudaDevAttrHostRegisterReadOnlySupported"));
+	ck_assert_int_eq(*f.registers, regs);         /* asked first, not tried */
+	*f.knob_ro = 1;
+	ck_assert_msg(ts_client_pin_mapping(b.data, &pin, &err) == 0, "%s", err.msg);
+	size_t len = 0;
+	unsigned flags = 0;
+	ck_assert(f.registered(pin.base, &len, &flags));
+	ck_assert_uint_eq(len, pin.len);
+	ck_assert_uint_eq(flags & 0x08u, 0x08u);     /* cudaHostRegisterReadOnly */
+	ck_assert_int_eq(ts_client_unpin(&pin, &err), 0);
+
+	*f.knob_mode = 3;                               /* exclusive-process */
+	ck_assert_int_eq(ts_client_device_open(a, 0, &d, &err), TS_E_NODEV);
+	ck_assert_ptr_nonnull(strstr(err.msg, "exclusive-process"));
+	ck_assert_int_eq(f.peek(), 0);
+	*f.knob_mode = 0;
+
+	/* MIG: both fake devices are instances of GPU 0000:01:00.0 */
+	*f.knob_mig = 1;
+	ck_assert_msg(ts_client_device_open(a, 1, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_zero_copy(d), 0);   /* another instance */
+	ts_client_device_close(d);
+	ck_assert_msg(ts_client_device_open(a, 0, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_zero_copy(d), 1);
+	ts_client_device_close(d);
+	*f.knob_mig = 0;
+
+	int drv = 0, run = 0;
+	ts_client_cuda_versions(&drv, &run);
+	ck_assert_int_eq(drv, 13000);
+	ck_assert_int_eq(run, 13000);
+	while (ts_client_next(a, &b, &err) == 0)
+		;
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
+/* Item 6: pinning takes exactly the double-mapped data region, not a
+ * neighbouring mapping of the same file, even one the kernel merged
+ * with the first half (contiguous file offsets). */
+START_TEST(test_pin_exact)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 0);
+	size_t len = 16 * 4096;
+	int fd = memfd_create("pin-exact", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)(2 * len)), 0);
+	/* [file 0..len)[file len..2len)[file len..2len): the first two
+	 * merge into one mapping; the data region is the last two */
+	uint8_t *r = mmap(NULL, 3 * len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(r != MAP_FAILED);
+	ck_assert(mmap(r, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == r);
+	ck_assert(mmap(r + len, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)len) == r + len);
+	ck_assert(mmap(r + 2 * len, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)len) ==
+		  r + 2 * len);
+	struct ts_client_pinned pin = {0};
+	const uint8_t *at[] = { r + len + 100, r + 2 * len + 100 };   /* either half */
+	for (size_t k = 0; k < 2; k++) {
+		ck_assert_msg(ts_client_pin_mapping(at[k], &pin, &err) == 0, "%s", err.msg);
+		ck_assert_ptr_eq(pin.base, r + len);
+		ck_assert_uint_eq(pin.len, 2 * len);
+		ck_assert_int_eq(ts_client_unpin(&pin, &err), 0);
+	}
+	/* an address of the plain view: its own mapping only */
+	ck_assert_msg(ts_client_pin_mapping(r + 100, &pin, &err) == 0, "%s", err.msg);
+	ck_assert(pin.base == r && pin.len <= 2 * len);
+	ck_assert_int_eq(ts_client_unpin(&pin, &err), 0);
+	int x;
+	ck_assert_int_eq(ts_client_pin_mapping(&x, &pin, &err), -ENOENT);
+	munmap(r, 3 * len);
+	close(fd);
+	fx_stop(&f);
+}
+END_TEST
+
+/* Item 2: copies run on a stream and the plain calls wait for them. The
+ * fake carries out a device-to-device copy only at a sync, so a copy not
+ * waited for reads as stale bytes. */
+START_TEST(test_stream_copies)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *b1 = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	ck_assert_msg(ts_client_device_open(b1, 1, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_zero_copy(d), 0);
+	void *st = NULL, *own = NULL;
+	ck_assert_int_eq(f.stream_create(&st, 1), 0);
+	ck_assert_int_eq(f.cmalloc(&own, 48 * DEV_SB), 0);
+	fx_produce(&f);
+	struct ts_batch b;
+	int n = 0, rc;
+	while ((rc = ts_client_next(b1, &b, &err)) == 0) {
+		void *p = NULL;
+		/* the plain call: finished on return */
+		ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+		ck_assert_int_eq(f.pending(), 0);
+		check_samples(p, &b);
+		/* on the caller's stream: queued until that stream syncs */
+		memset(p, 0, b.n * DEV_SB);
+		ck_assert_int_eq(ts_client_device_batch_async(d, &b, st, &p, &err), 0);
+		ck_assert_int_ge(f.pending(), 1);
+		ck_assert_int_eq(((uint8_t *)p)[1], 0);   /* not yet there */
+		ck_assert_int_eq(f.stream_sync(st), 0);
+		check_samples(p, &b);
+		/* a copy out, both ways */
+		memset(own, 0, b.n * DEV_SB);
+		ck_assert_int_eq(ts_client_device_copy_async(d, &b, own, st, &err), 0);
+		ck_assert_int_ge(f.pending(), 1);
+		ck_assert_int_eq(f.stream_sync(st), 0);
+		check_samples(own, &b);
+		memset(own, 0, b.n * DEV_SB);
+		ck_assert_int_eq(ts_client_device_copy(d, &b, own, &err), 0);
+		check_samples(own, &b);
+		n += (int)b.n;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ck_assert_int_eq(n, TOTAL);
+	ts_client_device_close(d);
+	ts_client_close(b1);
+	fx_stop(&f);
+}
+END_TEST
+
+/* Item 3: release after the trainer's use. The trainer's use of a
+ * zero-copy batch (a copy out of the ring on its stream) is recorded;
+ * ts_client_device_next waits for exactly that before the slots go back,
+ * so the copy has read the right samples. Without the record the copy
+ * would still be queued when the slots are released. */
+START_TEST(test_release_after_use)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_zero_copy(d), 1);
+	void *st = NULL;
+	uint8_t *own = NULL;
+	ck_assert_int_eq(f.stream_create(&st, 1), 0);
+	ck_assert_int_eq(f.cmalloc((void **)&own, 48 * DEV_SB), 0);
+	fx_produce(&f);
+	struct ts_batch b, prev = {0};
+	int rc, k = 0, unrecorded = 0;
+	while ((rc = ts_client_device_next(d, &b, &err)) == 0) {
+		if (k > 0 && k % 2 == 0) {
+			/* the previous batch's use, recorded: done by now */
+			check_samples(own, &prev);
+		}
+		void *p = NULL;
+		ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+		ck_assert_int_eq(f.memcpy_async(own, p, b.n * DEV_SB, 3, st), 0);
+		if (k % 2 == 0) {
+			ck_assert_int_eq(ts_client_device_record_use(d, st, &err), 0);
+		} else {
+			/* not recorded: still queued at release */
+			unrecorded += f.pending() > 0;
+			ck_assert_int_eq(f.stream_sync(st), 0);
+		}
+		prev = b;
+		k++;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ck_assert_int_ge(unrecorded, 1);
+	ck_assert_int_eq(f.pending(), 0);
+	ts_client_device_close(d);
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
+static unsigned consumers_of(void *srv)
+{
+	return ts_server_consumers(srv);
+}
+
+/* Item 4: teardown. At the end of the stream the trainer closes its IPC
+ * mapping (at once without holds, at the last unhold with one); the
+ * producer waits, bounded, for its consumers before freeing the ring. */
+START_TEST(test_teardown)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 2);
+	struct ts_client *a = fx_connect(&f), *h = fx_connect(&f);
+	struct ts_client_device *da = NULL, *dh = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &da, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ts_client_device_open(h, 0, &dh, &err) == 0, "%s", err.msg);
+	ts_client_device_hold(dh);                      /* a view outliving its batch */
+	int closes = *f.closes;
+	fx_produce(&f);
+	struct ts_batch ba, bh;
+	int ra = 0, rh = 0;
+	while (ra == 0 || rh == 0) {
+		if (ra == 0)
+			ra = ts_client_device_next(da, &ba, &err);
+		if (rh == 0)
+			rh = ts_client_device_next(dh, &bh, &err);
+	}
+	ck_assert_int_eq(ra, TS_E_EOS);
+	ck_assert_int_eq(rh, TS_E_EOS);
+	ck_assert_int_eq(ts_client_device_mapped(da), 0);   /* closed at the end */
+	ck_assert_int_eq(ts_client_device_mapped(dh), 1);   /* held */
+	ck_assert_int_eq(*f.closes, closes + 1);
+	void *p = NULL;
+	ck_assert_int_eq(ts_client_device_batch(da, &ba, &p, &err), TS_E_EOS);
+	ts_client_device_unhold(dh);
+	ck_assert_int_eq(ts_client_device_mapped(dh), 0);
+	ck_assert_int_eq(*f.closes, closes + 2);
+	/* the producer's wait: bounded while a consumer stays */
+	ts_client_device_close(da);
+	ts_client_close(a);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 300), 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	ck_assert_msg(s >= 0.29 && s < 5.0, "waited %.3f s", s);
+	/* and done as soon as the last one hangs up */
+	ts_client_device_close(dh);
+	ts_client_close(h);
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 5000), 0);
+	fx_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("client-device");
 	TCase *tc = tcase_create("fake-cuda");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_two_gpus);
+	tcase_add_test(tc, test_errors_cleared);
+	tcase_add_test(tc, test_environments);
+	tcase_add_test(tc, test_pin_exact);
+	tcase_add_test(tc, test_stream_copies);
+	tcase_add_test(tc, test_release_after_use);
+	tcase_add_test(tc, test_teardown);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

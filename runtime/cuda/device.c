@@ -16,13 +16,22 @@ bool ts_cuda_built(void)
 
 int ts_cuda_probe(int *count, struct ts_error *err)
 {
-	int n = 0;
+	int n = 0, drv = 0, run = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
-	if (e != cudaSuccess)
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		/* tsrun links the runtime statically: it needs a driver at
+		 * least as new as itself, so say both */
+		ts_cuda_versions(&drv, &run);
 		return ts_error_set(err, TS_E_NODEV,
-				    "no CUDA device found (cudaGetDeviceCount: %s)",
-				    cudaGetErrorString(e));
+				    "no CUDA device found (cudaGetDeviceCount: %s; driver "
+				    "supports CUDA %d.%d, tsrun's runtime is CUDA %d.%d%s)",
+				    cudaGetErrorString(e), drv / 1000, drv % 1000 / 10,
+				    run / 1000, run % 1000 / 10,
+				    drv == 0 ? ", no driver" : drv < run ?
+				    ", a driver too old for this runtime" : "");
+	}
 	if (n <= 0)
 		return ts_error_set(err, TS_E_NODEV,
 				    "no CUDA device found (cudaGetDeviceCount: 0 devices)");
@@ -38,9 +47,11 @@ int ts_cuda_info(int dev, struct ts_cuda_info *out, struct ts_error *err)
 	int clock_khz = 0;
 	cudaError_t e = cudaGetDeviceProperties(&prop, dev);
 
-	if (e != cudaSuccess)
+	if (e != cudaSuccess) {
+		cudaGetLastError();
 		return ts_error_set(err, TS_E_NODEV, "device %d: %s", dev,
 				    cudaGetErrorString(e));
+	}
 	memcpy(in.name, prop.name, sizeof(in.name) - 1); /* both 256 */
 	in.major = prop.major;
 	in.minor = prop.minor;
@@ -58,9 +69,11 @@ int ts_cuda_info(int dev, struct ts_cuda_info *out, struct ts_error *err)
 int ts_cuda_set_device(int dev, struct ts_error *err)
 {
 	cudaError_t e = cudaSetDevice(dev);
-	if (e != cudaSuccess)
+	if (e != cudaSuccess) {
+		cudaGetLastError();
 		return ts_error_set(err, TS_E_NODEV, "cudaSetDevice(%d): %s", dev,
 				    cudaGetErrorString(e));
+	}
 	return 0;
 }
 
@@ -68,10 +81,59 @@ int ts_cuda_pci_bus_id(int dev, char *buf, size_t len, struct ts_error *err)
 {
 	char id[32] = "";
 	cudaError_t e = cudaDeviceGetPCIBusId(id, (int)sizeof(id), dev);
-	if (e != cudaSuccess)
+	if (e != cudaSuccess) {
+		cudaGetLastError();
 		return ts_error_set(err, TS_E_NODEV, "device %d: cudaDeviceGetPCIBusId: %s",
 				    dev, cudaGetErrorString(e));
+	}
 	snprintf(buf, len, "%s", id);
+	return 0;
+}
+
+void ts_cuda_versions(int *driver, int *runtime)
+{
+	if (cudaDriverGetVersion(driver) != cudaSuccess) {
+		cudaGetLastError();
+		*driver = 0;
+	}
+	if (cudaRuntimeGetVersion(runtime) != cudaSuccess) {
+		cudaGetLastError();
+		*runtime = 0;
+	}
+}
+
+int ts_cuda_uuid(int dev, uint8_t uuid[16], struct ts_error *err)
+{
+	struct cudaDeviceProp prop;
+	cudaError_t e = cudaGetDeviceProperties(&prop, dev);
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		return ts_error_set(err, TS_E_NODEV, "device %d: cudaGetDeviceProperties: %s",
+				    dev, cudaGetErrorString(e));
+	}
+	_Static_assert(sizeof(prop.uuid) == 16, "cudaUUID_t is 16 bytes");
+	memcpy(uuid, &prop.uuid, 16);
+	return 0;
+}
+
+int ts_cuda_check_shareable(int dev, struct ts_error *err)
+{
+	int mode = 0;
+	cudaError_t e = cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, dev);
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		return ts_error_set(err, TS_E_NODEV, "device %d: cudaDeviceGetAttribute"
+				    "(cudaDevAttrComputeMode): %s", dev, cudaGetErrorString(e));
+	}
+	if (mode == cudaComputeModeExclusiveProcess)
+		return ts_error_set(err, TS_E_NODEV,
+				    "device %d is in exclusive-process compute mode (one process "
+				    "per GPU, common under Slurm), so trainers cannot open a device "
+				    "ring on it; ask for the default mode (nvidia-smi -c DEFAULT)",
+				    dev);
+	if (mode == cudaComputeModeProhibited)
+		return ts_error_set(err, TS_E_NODEV,
+				    "device %d is in prohibited compute mode", dev);
 	return 0;
 }
 

@@ -37,6 +37,7 @@ struct ts_devring {
 
 static int cuda_fail(struct ts_error *err, const char *what, cudaError_t e)
 {
+	cudaGetLastError();   /* not the caller's next call's error */
 	return ts_error_set(err, e == cudaErrorMemoryAllocation ? TS_E_NOMEM : TS_E_NODEV,
 			    "%s: %s", what, cudaGetErrorString(e));
 }
@@ -92,15 +93,19 @@ void ts_devring_destroy(struct ts_devring *r)
 {
 	if (!r)
 		return;
+	/* copies still queued on the ring's stream read it: finish them */
+	if (r->stream) {
+		cudaStreamSynchronize(r->stream);
+		cudaStreamDestroy(r->stream);
+	}
 	if (r->imported) {
 		if (r->data)
 			cudaIpcCloseMemHandle(r->data);
 	} else {
-		if (r->stream)
-			cudaStreamDestroy(r->stream);
 		cudaFree(r->staging);
 		cudaFree(r->data);
 	}
+	cudaGetLastError();
 	free(r);
 }
 
@@ -119,20 +124,17 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r)
 	return r->sample_bytes;
 }
 
-/* Finish k staged samples into slots [slot, slot + k) (no wrap), and
- * again into the mirror slots capacity + slot.. for those below mirror. */
+/* Finish k staged samples into slots [slot, slot + k) (no wrap) and, in
+ * the same kernel, the mirror slots capacity + slot.. for those below
+ * mirror. */
 static int launch_piece(struct ts_devring *r, const uint8_t *src, uint64_t slot,
 			uint64_t k, struct ts_error *err)
 {
 	uint8_t *data = r->data;
-	int rc = ts_finish_launch(src, data + slot * r->sample_bytes, k, &r->p,
-				  r->stream, err);
-	if (rc == 0 && slot < r->mirror) {
-		uint64_t m = r->mirror - slot < k ? r->mirror - slot : k;
-		rc = ts_finish_launch(src, data + (r->capacity + slot) * r->sample_bytes,
-				      m, &r->p, r->stream, err);
-	}
-	return rc;
+	uint64_t m = slot < r->mirror ? (r->mirror - slot < k ? r->mirror - slot : k) : 0;
+	return ts_finish_launch_mirrored(src, data + slot * r->sample_bytes, k,
+					 m ? data + (r->capacity + slot) * r->sample_bytes : NULL,
+					 m, &r->p, r->stream, err);
 }
 
 int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
@@ -211,10 +213,17 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	 * driver enables peer access on first use */
 	e = cudaIpcOpenMemHandle(&r->data, ipc, cudaIpcMemLazyEnablePeerAccess);
 	if (e != cudaSuccess) {
+		cudaGetLastError();
 		free(r);
 		return ts_error_set(err, TS_E_NODEV,
 				    "devring import: cudaIpcOpenMemHandle (producer pid %d, device %d; this process on device %d): %s",
 				    (int)h->pid, (int)h->device, dev, cudaGetErrorString(e));
+	}
+	e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
+	if (e != cudaSuccess) {
+		cudaIpcCloseMemHandle(r->data);
+		free(r);
+		return cuda_fail(err, "devring import: cudaStreamCreate", e);
 	}
 	r->imported = true;
 	r->device = dev;
@@ -233,23 +242,30 @@ void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n)
 	return (uint8_t *)r->data + slot * r->sample_bytes;
 }
 
-int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
-			void *dst, struct ts_error *err)
+int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
+			void *dst, void *stream, struct ts_error *err)
 {
 	uint64_t slot, first;
+	cudaStream_t st;
 	cudaError_t e;
 
 	if (!r || !dst || n > r->capacity)
 		return ts_error_set(err, TS_E_ARG, "devring copy: bad arguments");
+	/* A device-to-device cudaMemcpy does not wait on the host and runs
+	 * on the legacy stream of the current device, racing the caller's
+	 * other streams: copy on a named stream, and wait when asked to. */
+	st = stream ? (cudaStream_t)stream : r->stream;
 	slot = seq % r->capacity;
 	first = r->capacity + r->mirror - slot < n ? r->capacity - slot : n;
 	/* cudaMemcpyDefault: unified addressing finds both devices; a peer
 	 * copy when dst is on another GPU */
-	e = cudaMemcpy(dst, (const uint8_t *)r->data + slot * r->sample_bytes,
-		       first * r->sample_bytes, cudaMemcpyDefault);
+	e = cudaMemcpyAsync(dst, (const uint8_t *)r->data + slot * r->sample_bytes,
+			    first * r->sample_bytes, cudaMemcpyDefault, st);
 	if (e == cudaSuccess && first < n)
-		e = cudaMemcpy((uint8_t *)dst + first * r->sample_bytes, r->data,
-			       (n - first) * r->sample_bytes, cudaMemcpyDefault);
+		e = cudaMemcpyAsync((uint8_t *)dst + first * r->sample_bytes, r->data,
+				    (n - first) * r->sample_bytes, cudaMemcpyDefault, st);
+	if (e == cudaSuccess && !stream)
+		e = cudaStreamSynchronize(st);
 	if (e != cudaSuccess)
 		return cuda_fail(err, "devring copy", e);
 	return 0;

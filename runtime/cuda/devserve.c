@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "finisher.h"
 #include "proto.h"
@@ -68,6 +69,11 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	rc = ts_cuda_set_device(dev, err);
 	if (rc < 0)
 		goto fail;
+	/* trainers open the ring from their own processes: a device that
+	 * admits one process only would refuse them all */
+	rc = ts_cuda_check_shareable(dev, err);
+	if (rc < 0)
+		goto fail;
 	rc = ts_cuda_info(dev, &d->info, err);
 	if (rc < 0)
 		goto fail;
@@ -93,6 +99,9 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	rc = ts_cuda_pci_bus_id(dev, d->desc.pci_bus_id, sizeof(d->desc.pci_bus_id), err);
 	if (rc < 0)
 		goto fail;
+	rc = ts_cuda_uuid(dev, d->desc.uuid, err);
+	if (rc < 0)
+		goto fail;
 
 	/* The finisher reads each run from the first mapping only (it never
 	 * crosses the wrap), so pinning that one is enough for DMA. */
@@ -110,7 +119,7 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	*out = d;
 	return 0;
 fail:
-	ts_devserve_stop(d, NULL);
+	ts_devserve_stop(d, 0, NULL);
 	return rc;
 }
 
@@ -133,14 +142,34 @@ void ts_devserve_stats(struct ts_devserve *d, struct ts_devserve_stats *out)
 	snprintf(out->pci_bus_id, sizeof(out->pci_bus_id), "%.15s", d->desc.pci_bus_id);
 }
 
-int ts_devserve_stop(struct ts_devserve *d, struct ts_error *err)
+unsigned ts_devserve_wait_importers(unsigned (*importers)(void *arg), void *arg,
+				    int timeout_ms)
+{
+	struct timespec t0, t, tick = { 0, 10 * 1000 * 1000 };
+	unsigned n;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((n = importers(arg)) > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
+		    timeout_ms)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	return n;
+}
+
+int ts_devserve_stop(struct ts_devserve *d, unsigned importers, struct ts_error *err)
 {
 	if (!d)
 		return 0;
 	int rc = ts_finisher_stop(d->fin, err);
 	if (d->pinned)
 		ts_cuda_host_unregister(d->pinned);
-	ts_devring_destroy(d->dr);
+	/* cudaFree of memory another process still has open through
+	 * cudaIpcOpenMemHandle is undefined behaviour: with importers left,
+	 * the block stays allocated and goes with this process's context */
+	if (importers == 0)
+		ts_devring_destroy(d->dr);
 	free(d);
 	return rc;
 }

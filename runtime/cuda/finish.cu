@@ -9,6 +9,9 @@
  * 4 * channels bytes as whole 32-bit words and stores one 16-byte (float)
  * or 8-byte (half) vector per channel plane, so both sides are coalesced.
  * Samples whose pixel count is not a multiple of 4 take the scalar path.
+ * The device ring's mirror slots (copies of the first ones after the
+ * last) are written by the same pass: a second destination for the
+ * first n2 samples, from the values already in registers.
  */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -44,7 +47,7 @@ __device__ __forceinline__ void store1(__half *dst, float v) { *dst = __float2ha
  * its source bytes start on a 4-byte boundary (4 * C * group). */
 template <typename T, int C>
 __global__ void finish_vec(const uint8_t *__restrict__ src, T *__restrict__ dst,
-			   size_t n, size_t hw, affine a)
+			   size_t n, size_t hw, affine a, T *__restrict__ dst2, size_t n2)
 {
 	size_t groups_per_sample = hw / 4;
 	size_t total = n * groups_per_sample;
@@ -60,6 +63,7 @@ __global__ void finish_vec(const uint8_t *__restrict__ src, T *__restrict__ dst,
 			w[k] = __ldg(in + k);
 		const uint8_t *b = reinterpret_cast<const uint8_t *>(w);
 		T *out = dst + s * C * hw + p;
+		T *out2 = s < n2 ? dst2 + s * C * hw + p : nullptr;
 #pragma unroll
 		for (int c = 0; c < C; c++) {
 			float v[4];
@@ -67,6 +71,8 @@ __global__ void finish_vec(const uint8_t *__restrict__ src, T *__restrict__ dst,
 			for (int i = 0; i < 4; i++)
 				v[i] = fmaf((float)b[i * C + c], a.scale[c], a.bias[c]);
 			store4(out + c * hw, v);
+			if (out2)
+				store4(out2 + c * hw, v);
 		}
 	}
 }
@@ -74,25 +80,32 @@ __global__ void finish_vec(const uint8_t *__restrict__ src, T *__restrict__ dst,
 /* Scalar path: one thread per pixel. */
 template <typename T>
 __global__ void finish_scalar(const uint8_t *__restrict__ src, T *__restrict__ dst,
-			      size_t n, size_t hw, int C, affine a)
+			      size_t n, size_t hw, int C, affine a, T *__restrict__ dst2,
+			      size_t n2)
 {
 	size_t total = n * hw;
 	for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < total;
 	     g += (size_t)gridDim.x * blockDim.x) {
 		size_t s = g / hw, p = g - s * hw;
-		for (int c = 0; c < C; c++)
-			store1(dst + (s * C + c) * hw + p,
-			       fmaf((float)src[g * C + c], a.scale[c], a.bias[c]));
+		for (int c = 0; c < C; c++) {
+			float v = fmaf((float)src[g * C + c], a.scale[c], a.bias[c]);
+			store1(dst + (s * C + c) * hw + p, v);
+			if (s < n2)
+				store1(dst2 + (s * C + c) * hw + p, v);
+		}
 	}
 }
 
 template <typename T>
 cudaError_t launch(const uint8_t *src, T *dst, size_t n, size_t hw, int C,
-		   const affine &a, cudaStream_t st)
+		   const affine &a, cudaStream_t st, T *dst2, size_t n2)
 {
 	const int threads = 256;
+	/* a vector store is 4 elements: 16 bytes of float, 8 of half; with
+	 * hw % 4 == 0 every sample and plane then starts aligned too */
+	const uintptr_t va = 4 * sizeof(T);
 	bool vec = hw % 4 == 0 && ((uintptr_t)src % 4) == 0 &&
-		   ((uintptr_t)dst % 16) == 0;
+		   ((uintptr_t)dst % va) == 0 && (n2 == 0 || ((uintptr_t)dst2 % va) == 0);
 	size_t work = vec ? n * hw / 4 : n * hw;
 	/* enough blocks to fill the device several times; the grid-stride
 	 * loop covers the rest */
@@ -102,15 +115,16 @@ cudaError_t launch(const uint8_t *src, T *dst, size_t n, size_t hw, int C,
 	if (blocks == 0)
 		return cudaSuccess;
 	if (!vec)
-		finish_scalar<T><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, C, a);
+		finish_scalar<T><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, C, a,
+								       dst2, n2);
 	else if (C == 1)
-		finish_vec<T, 1><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a);
+		finish_vec<T, 1><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
 	else if (C == 2)
-		finish_vec<T, 2><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a);
+		finish_vec<T, 2><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
 	else if (C == 3)
-		finish_vec<T, 3><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a);
+		finish_vec<T, 3><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
 	else
-		finish_vec<T, 4><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a);
+		finish_vec<T, 4><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
 	return cudaGetLastError();
 }
 
@@ -120,11 +134,19 @@ extern "C" int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
 				const struct ts_finish_params *p, void *stream,
 				struct ts_error *err)
 {
+	return ts_finish_launch_mirrored(src, dst, n, NULL, 0, p, stream, err);
+}
+
+extern "C" int ts_finish_launch_mirrored(const uint8_t *src, void *dst, size_t n,
+					 void *dst2, size_t n2,
+					 const struct ts_finish_params *p, void *stream,
+					 struct ts_error *err)
+{
 	affine a;
 	cudaError_t e;
 	size_t hw;
 
-	if (!src || !dst || !p || p->channels < 1 || p->channels > 4 ||
+	if (!src || !dst || !p || n2 > n || (n2 && !dst2) || p->channels < 1 || p->channels > 4 ||
 	    p->height < 1 || p->width < 1 ||
 	    (p->dtype != TS_DTYPE_F32 && p->dtype != TS_DTYPE_F16)) {
 		if (err) {
@@ -143,10 +165,10 @@ extern "C" int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
 	hw = (size_t)p->height * (size_t)p->width;
 	if (p->dtype == TS_DTYPE_F32)
 		e = launch(src, static_cast<float *>(dst), n, hw, p->channels, a,
-			   static_cast<cudaStream_t>(stream));
+			   static_cast<cudaStream_t>(stream), static_cast<float *>(dst2), n2);
 	else
 		e = launch(src, static_cast<__half *>(dst), n, hw, p->channels, a,
-			   static_cast<cudaStream_t>(stream));
+			   static_cast<cudaStream_t>(stream), static_cast<__half *>(dst2), n2);
 	if (e != cudaSuccess) {
 		if (err) {
 			err->code = TS_E_NODEV;

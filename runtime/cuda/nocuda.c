@@ -36,6 +36,14 @@ int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
 }
 
+int ts_finish_launch_mirrored(const uint8_t *src, void *dst, size_t n,
+			      void *dst2, size_t n2,
+			      const struct ts_finish_params *p, void *stream,
+			      struct ts_error *err)
+{
+	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
+}
+
 int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
 		      const struct ts_finish_params *p, size_t max_batch,
 		      struct ts_devring **out, struct ts_error *err)
@@ -80,8 +88,8 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
 }
 
-int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
-			void *dst, struct ts_error *err)
+int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
+			void *dst, void *stream, struct ts_error *err)
 {
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
 }
@@ -103,4 +111,20 @@ int ts_cuda_host_register(void *p, size_t len, struct ts_error *err)
 
 void ts_cuda_host_unregister(void *p)
 {
+}
+
+int ts_cuda_uuid(int dev, uint8_t uuid[16], struct ts_error *err)
+{
+	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
+}
+
+int ts_cuda_check_shareable(int dev, struct ts_error *err)
+{
+	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
+}
+
+void ts_cuda_versions(int *driver, int *runtime)
+{
+	*driver = 0;
+	*runtime = 0;
 }

@@ -66,6 +66,20 @@ int ts_cuda_set_device(int dev, struct ts_error *err);
  * CUDA_VISIBLE_DEVICES agree on a GPU. */
 int ts_cuda_pci_bus_id(int dev, char *buf, size_t len, struct ts_error *err);
 
+/* The UUID of dev (cudaDeviceProp.uuid): a MIG instance's own when the
+ * GPU is partitioned (its instances share one PCI bus id). */
+int ts_cuda_uuid(int dev, uint8_t uuid[16], struct ts_error *err);
+
+/* 0 when other processes may use dev alongside this one; TS_E_NODEV with
+ * the reason when its compute mode (cudaDevAttrComputeMode) is
+ * exclusive-process or prohibited, so trainers could not open the device
+ * ring on it. */
+int ts_cuda_check_shareable(int dev, struct ts_error *err);
+
+/* The driver's and the runtime's CUDA versions (1000 * major + 10 *
+ * minor; 0 when unknown, e.g. no driver). */
+void ts_cuda_versions(int *driver, int *runtime);
+
 /* Page-lock host memory (cudaHostRegister) so copies from it are DMA;
  * TS_E_NODEV with the reason when refused. Unregister before unmapping. */
 int ts_cuda_host_register(void *p, size_t len, struct ts_error *err);
@@ -101,6 +115,13 @@ size_t ts_finish_sample_bytes(const struct ts_finish_params *p);
 int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
 		     const struct ts_finish_params *p, void *stream,
 		     struct ts_error *err);
+
+/* As ts_finish_launch, and the first n2 (<= n) samples also into dst2
+ * (device memory), from the same pass: the device ring's mirror slots. */
+int ts_finish_launch_mirrored(const uint8_t *src, void *dst, size_t n,
+			      void *dst2, size_t n2,
+			      const struct ts_finish_params *p, void *stream,
+			      struct ts_error *err);
 
 /* The same computation on the CPU, the reference the tests compare with:
  * the same single-precision formula, x * scale[c] + bias[c]. dst holds
@@ -175,9 +196,13 @@ int ts_devring_import(const struct ts_devring_handle *h,
 void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n);
 
 /* Copy n samples from slot seq % capacity (wrapping) to dst, device
- * memory on any device (peer to peer when it is another one). Waits. */
-int ts_devring_copy_out(const struct ts_devring *r, uint64_t seq, size_t n,
-			void *dst, struct ts_error *err);
+ * memory on any device (peer to peer when it is another one). stream
+ * NULL: on the ring's own stream, and waited for (on return dst holds
+ * the samples). Otherwise queued on stream (a cudaStream_t of the
+ * calling thread's current device) and not waited for: work queued
+ * after it on that stream sees the samples. */
+int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
+			void *dst, void *stream, struct ts_error *err);
 
 /* ---- devserve.c: a producer's device ring behind its host ring --------
  *
@@ -215,9 +240,24 @@ void ts_devserve_describe(const struct ts_devserve *d, struct ts_proto_device *o
 
 void ts_devserve_stats(struct ts_devserve *d, struct ts_devserve_stats *out);
 
-/* Stop the finisher, unpin, free the device ring. Returns 0 or the error
- * that ended the stream on the device side (err filled). NULL: no-op. */
-int ts_devserve_stop(struct ts_devserve *d, struct ts_error *err);
+/*
+ * Trainers map the device ring with cudaIpcOpenMemHandle; freeing it
+ * while one still has it open is undefined behaviour (CUDA runtime,
+ * cudaIpcOpenMemHandle). So the end of a served stream waits: poll
+ * importers(arg), the number of processes that may hold it (the socket
+ * server's connected consumers: a trainer closes its mapping at the end
+ * of the stream, then hangs up), every 10 ms until it is 0 or timeout_ms
+ * passed. Returns the number left.
+ */
+unsigned ts_devserve_wait_importers(unsigned (*importers)(void *arg), void *arg,
+				    int timeout_ms);
+
+/* Stop the finisher, unpin, and free the device ring, unless importers
+ * (what ts_devserve_wait_importers returned) is not 0: then it is left
+ * allocated, for the process's exit to reclaim, rather than freed under
+ * a trainer. Returns 0 or the error that ended the stream on the device
+ * side (err filled). NULL: no-op. */
+int ts_devserve_stop(struct ts_devserve *d, unsigned importers, struct ts_error *err);
 
 #ifdef __cplusplus
 }

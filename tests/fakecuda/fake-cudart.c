@@ -1,14 +1,40 @@
 /*
  * fake-cudart.c - a stand-in CUDA runtime for testing libtsclient's device
- * path on a host without a GPU (tests/test-client-device.c). Built as
- * libcudart.so.13 in its own folder and found through LD_LIBRARY_PATH by
- * the client's dlopen. Two "GPUs" with PCI bus ids 0000:0N:00.0; "device
- * memory" is host memory; an IPC handle is the text "fakecuda:FD" of a
- * memfd that cudaIpcOpenMemHandle maps; copies are memcpy. Counters let
- * the test see which calls the client made. Only the calls tsclient_cuda.c
- * resolves exist.
+ * path on a host without a GPU (tests/test-client-device.c and the
+ * Python tests). Built as libcudart.so.13 in its own folder and found
+ * through LD_LIBRARY_PATH by the client's dlopen.
+ *
+ * It keeps the semantics of the real runtime that the client can get
+ * wrong, so that a mistake shows as a failed test rather than on a GPU:
+ *
+ *  - a last error per thread that sticks until cudaGetLastError reads it
+ *    (cudaPeekAtLastError leaves it): every failing call sets it, as the
+ *    real runtime does, and a library that does not clear it poisons the
+ *    host program's next kernel launch;
+ *  - streams and events: cudaMemcpyAsync, and a cudaMemcpy between two
+ *    device buffers ("no host-side synchronization is performed", the
+ *    runtime's API synchronization notes), are queued on their stream and
+ *    carried out later: at a synchronisation (stream, event, device, a
+ *    cudaMemcpy to the host on that stream) or, one operation per call,
+ *    when the host polls cudaStreamQuery / cudaEventQuery. A missing sync
+ *    shows as stale bytes;
+ *  - host registration is a table: overlapping ranges are refused
+ *    (cudaErrorHostMemoryAlreadyRegistered), the flags are checked against
+ *    the device's attributes, and a knob makes it fail;
+ *  - devices have compute modes, UUIDs, PCI bus ids and attributes that a
+ *    test can set: two GPUs 0000:01:00.0 and 0000:02:00.0 by default, or
+ *    two MIG instances of one GPU (one PCI bus id, two UUIDs).
+ *
+ * "Device memory" is host memory: cudaMalloc'd blocks and IPC mappings
+ * are tracked so that cudaMemcpyDefault can tell device from host. An IPC
+ * handle is the text "fakecuda:FD" of a memfd that cudaIpcOpenMemHandle
+ * maps. Knobs are exported ints (set through dlsym in-process) with
+ * FAKE_CUDART_* environment variables as their initial values (for
+ * subprocesses); counters let a test see which calls were made.
  */
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +43,95 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* cudaError_t values (driver_types.h) */
+enum {
+	OK = 0,
+	E_INVALID_VALUE = 1,
+	E_MEMORY_ALLOCATION = 2,
+	E_INSUFFICIENT_DRIVER = 35,
+	E_DEVICES_UNAVAILABLE = 46,
+	E_INVALID_DEVICE = 101,
+	E_INVALID_RESOURCE_HANDLE = 400,
+	E_NOT_READY = 600,
+	E_HOST_MEMORY_ALREADY_REGISTERED = 712,
+	E_HOST_MEMORY_NOT_REGISTERED = 713,
+	E_NOT_SUPPORTED = 801,
+};
+
+/* cudaDeviceAttr values used by the client */
+enum {
+	ATTR_COMPUTE_MODE = 20,
+	ATTR_UNIFIED_ADDRESSING = 41,
+	ATTR_HOST_REGISTER_SUPPORTED = 99,
+	ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED = 113,
+};
+
+#define REGISTER_READ_ONLY 0x08u
+#define NDEV 2
+
 struct ipc_handle {
 	char reserved[64];
 };
+
+/* ---- knobs and counters (read and set by the tests) ----------------- */
+EXPORT int fake_cudart_memcpys;           /* cudaMemcpy + cudaMemcpyAsync */
+EXPORT int fake_cudart_async_memcpys;     /* cudaMemcpyAsync */
+EXPORT int fake_cudart_opens;
+EXPORT int fake_cudart_closes;
+EXPORT int fake_cudart_registers;
+EXPORT int fake_cudart_errors;            /* calls that failed */
+EXPORT int fake_cudart_fail_register;     /* cudaHostRegister fails (E_MEMORY_ALLOCATION) */
+EXPORT int fake_cudart_fail_ipc_open;     /* cudaIpcOpenMemHandle fails */
+EXPORT int fake_cudart_fail_malloc;       /* cudaMalloc fails */
+EXPORT int fake_cudart_compute_mode;      /* cudaComputeMode of every device */
+EXPORT int fake_cudart_mig;               /* both devices: one GPU's MIG instances */
+EXPORT int fake_cudart_ro_register = 1;   /* HostRegisterReadOnlySupported */
+EXPORT int fake_cudart_no_device;         /* cudaGetDeviceCount: no device */
+EXPORT int fake_cudart_driver_version = 13000;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int last_error;
+static __thread int cur;                  /* current device */
+
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : def;
+}
+
+__attribute__((constructor)) static void fake_init(void)
+{
+	fake_cudart_fail_register = env_int("FAKE_CUDART_FAIL_REGISTER", 0);
+	fake_cudart_fail_ipc_open = env_int("FAKE_CUDART_FAIL_IPC_OPEN", 0);
+	fake_cudart_fail_malloc = env_int("FAKE_CUDART_FAIL_MALLOC", 0);
+	fake_cudart_compute_mode = env_int("FAKE_CUDART_COMPUTE_MODE", 0);
+	fake_cudart_mig = env_int("FAKE_CUDART_MIG", 0);
+	fake_cudart_ro_register = env_int("FAKE_CUDART_RO_REGISTER", 1);
+	fake_cudart_no_device = env_int("FAKE_CUDART_NO_DEVICE", 0);
+	fake_cudart_driver_version = env_int("FAKE_CUDART_DRIVER_VERSION", 13000);
+}
+
+/* Every failing call goes through here: the error sticks. */
+static int fail(int e)
+{
+	last_error = e;
+	__atomic_add_fetch(&fake_cudart_errors, 1, __ATOMIC_RELAXED);
+	return e;
+}
 
 /* The runtime API's C signatures (cudaError_t is an int enum). */
 int cudaGetDeviceCount(int *n);
 int cudaGetDevice(int *d);
 int cudaSetDevice(int d);
 int cudaDeviceGetPCIBusId(char *buf, int len, int d);
+int cudaDeviceGetAttribute(int *v, int attr, int d);
+int cudaGetDeviceProperties(void *prop, int d);
+int cudaGetDeviceProperties_v2(void *prop, int d);
+int cudaDriverGetVersion(int *v);
+int cudaRuntimeGetVersion(int *v);
 const char *cudaGetErrorString(int e);
+int cudaGetLastError(void);
+int cudaPeekAtLastError(void);
 int cudaHostRegister(void *p, size_t n, unsigned int flags);
 int cudaHostUnregister(void *p);
 int cudaIpcOpenMemHandle(void **p, struct ipc_handle h, unsigned int flags);
@@ -34,110 +139,574 @@ int cudaIpcCloseMemHandle(void *p);
 int cudaMalloc(void **p, size_t n);
 int cudaFree(void *p);
 int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
-extern int fake_cudart_memcpys, fake_cudart_opens, fake_cudart_closes;
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+int cudaStreamCreateWithFlags(void **s, unsigned int flags);
+int cudaStreamDestroy(void *s);
+int cudaStreamSynchronize(void *s);
+int cudaStreamQuery(void *s);
+int cudaStreamWaitEvent(void *s, void *e, unsigned int flags);
+int cudaDeviceSynchronize(void);
+int cudaEventCreateWithFlags(void **e, unsigned int flags);
+int cudaEventDestroy(void *e);
+int cudaEventRecord(void *e, void *s);
+int cudaEventQuery(void *e);
+int cudaEventSynchronize(void *e);
+int fake_cudart_registered(const void *p, size_t *len, unsigned *flags);
+int fake_cudart_pending(void);
 
-static int cur;                     /* current device */
-EXPORT int fake_cudart_memcpys;     /* read by the test */
-EXPORT int fake_cudart_opens;
-EXPORT int fake_cudart_closes;
+/* ---- devices ---------------------------------------------------------- */
 
 EXPORT int cudaGetDeviceCount(int *n)
 {
-	*n = 2;
-	return 0;
+	if (fake_cudart_no_device)
+		return fail(100);         /* cudaErrorNoDevice */
+	*n = NDEV;
+	return OK;
 }
 
 EXPORT int cudaGetDevice(int *d)
 {
 	*d = cur;
-	return 0;
+	return OK;
 }
 
 EXPORT int cudaSetDevice(int d)
 {
-	if (d < 0 || d > 1)
-		return 101;           /* cudaErrorInvalidDevice */
+	if (d < 0 || d >= NDEV)
+		return fail(E_INVALID_DEVICE);
+	/* exclusive-process: one process per device; this fake has no
+	 * other process, so the mode is only reported, as by the driver */
+	if (fake_cudart_compute_mode == 2)   /* prohibited */
+		return fail(E_DEVICES_UNAVAILABLE);
 	cur = d;
-	return 0;
+	return OK;
 }
 
 EXPORT int cudaDeviceGetPCIBusId(char *buf, int len, int d)
 {
-	snprintf(buf, (size_t)len, "0000:0%d:00.0", d + 1);
-	return 0;
+	if (d < 0 || d >= NDEV)
+		return fail(E_INVALID_DEVICE);
+	snprintf(buf, (size_t)len, "0000:0%d:00.0", fake_cudart_mig ? 1 : d + 1);
+	return OK;
+}
+
+EXPORT int cudaDeviceGetAttribute(int *v, int attr, int d)
+{
+	if (d < 0 || d >= NDEV)
+		return fail(E_INVALID_DEVICE);
+	switch (attr) {
+	case ATTR_COMPUTE_MODE: *v = fake_cudart_compute_mode; return OK;
+	case ATTR_UNIFIED_ADDRESSING: *v = 1; return OK;
+	case ATTR_HOST_REGISTER_SUPPORTED: *v = 1; return OK;
+	case ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED: *v = fake_cudart_ro_register; return OK;
+	default: return fail(E_INVALID_VALUE);
+	}
+}
+
+/* cudaDeviceProp starts with char name[256] and cudaUUID_t uuid (16
+ * bytes) in every runtime since CUDA 10; the rest is left zero. */
+EXPORT int cudaGetDeviceProperties(void *prop, int d)
+{
+	if (d < 0 || d >= NDEV)
+		return fail(E_INVALID_DEVICE);
+	char *p = prop;
+	memset(p, 0, 272);
+	snprintf(p, 256, fake_cudart_mig ? "Fake GPU MIG 1g.10gb (device %d)" : "Fake GPU %d", d);
+	for (int i = 0; i < 16; i++)
+		p[256 + i] = (char)(0xa0 + d * 16 + i);
+	return OK;
+}
+
+EXPORT int cudaGetDeviceProperties_v2(void *prop, int d)
+{
+	return cudaGetDeviceProperties(prop, d);
+}
+
+EXPORT int cudaDriverGetVersion(int *v)
+{
+	*v = fake_cudart_driver_version;
+	return OK;
+}
+
+EXPORT int cudaRuntimeGetVersion(int *v)
+{
+	*v = 13000;
+	return OK;
 }
 
 EXPORT const char *cudaGetErrorString(int e)
 {
-	return e == 101 ? "invalid device ordinal (fake)" : "fake cuda error";
+	switch (e) {
+	case OK: return "no error";
+	case E_INVALID_VALUE: return "invalid argument (fake)";
+	case E_MEMORY_ALLOCATION: return "out of memory (fake)";
+	case E_INSUFFICIENT_DRIVER: return "CUDA driver version is insufficient for CUDA runtime version (fake)";
+	case E_DEVICES_UNAVAILABLE: return "CUDA-capable device(s) is/are busy or unavailable (fake)";
+	case E_INVALID_DEVICE: return "invalid device ordinal (fake)";
+	case E_INVALID_RESOURCE_HANDLE: return "invalid resource handle (fake)";
+	case E_NOT_READY: return "device not ready (fake)";
+	case E_HOST_MEMORY_ALREADY_REGISTERED: return "part or all of the requested memory range is already mapped (fake)";
+	case E_HOST_MEMORY_NOT_REGISTERED: return "pointer does not correspond to a registered memory region (fake)";
+	case E_NOT_SUPPORTED: return "operation not supported (fake)";
+	default: return "fake cuda error";
+	}
+}
+
+EXPORT int cudaGetLastError(void)
+{
+	int e = last_error;
+	last_error = OK;
+	return e;
+}
+
+EXPORT int cudaPeekAtLastError(void)
+{
+	return last_error;
+}
+
+/* ---- memory: which ranges are "device" and which are registered ------- */
+
+struct range {
+	uint8_t *p;
+	size_t len;
+	unsigned flags;
+	int kind;                     /* 0 free, 1 cudaMalloc, 2 IPC, 3 registered */
+};
+
+static struct range ranges[64];
+
+static struct range *find_range(const void *p, int kind)
+{
+	const uint8_t *q = p;
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (ranges[i].kind == kind && q >= ranges[i].p && q < ranges[i].p + ranges[i].len)
+			return &ranges[i];
+	return NULL;
+}
+
+static struct range *add_range(void *p, size_t len, unsigned flags, int kind)
+{
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (ranges[i].kind == 0) {
+			ranges[i] = (struct range){ p, len, flags, kind };
+			return &ranges[i];
+		}
+	return NULL;
+}
+
+static int is_device(const void *p)
+{
+	return find_range(p, 1) || find_range(p, 2);
+}
+
+static int is_pinned(const void *p)
+{
+	return find_range(p, 3) != NULL;
 }
 
 EXPORT int cudaHostRegister(void *p, size_t n, unsigned int flags)
 {
-	(void)p, (void)n, (void)flags;
-	return 0;
+	int rc = OK;
+	pthread_mutex_lock(&mu);
+	fake_cudart_registers++;
+	if (!p || n == 0)
+		rc = E_INVALID_VALUE;
+	else if (fake_cudart_fail_register)
+		rc = E_MEMORY_ALLOCATION;
+	else if ((flags & REGISTER_READ_ONLY) && !fake_cudart_ro_register)
+		rc = E_NOT_SUPPORTED;
+	else if (find_range(p, 3) || find_range((uint8_t *)p + n - 1, 3))
+		rc = E_HOST_MEMORY_ALREADY_REGISTERED;
+	else if (!add_range(p, n, flags, 3))
+		rc = E_MEMORY_ALLOCATION;
+	pthread_mutex_unlock(&mu);
+	return rc ? fail(rc) : OK;
 }
 
 EXPORT int cudaHostUnregister(void *p)
 {
-	(void)p;
-	return 0;
+	int rc = E_HOST_MEMORY_NOT_REGISTERED;
+	pthread_mutex_lock(&mu);
+	struct range *r = find_range(p, 3);
+	if (r && r->p == p) {
+		r->kind = 0;
+		rc = OK;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc ? fail(rc) : OK;
 }
 
-static struct { void *p; size_t len; } maps[16];
+/* For the tests: 1 and the registered range's length and flags when p
+ * starts a registered range, else 0. */
+EXPORT int fake_cudart_registered(const void *p, size_t *len, unsigned *flags)
+{
+	pthread_mutex_lock(&mu);
+	struct range *r = find_range(p, 3);
+	int yes = r && r->p == p;
+	if (yes) {
+		*len = r->len;
+		*flags = r->flags;
+	}
+	pthread_mutex_unlock(&mu);
+	return yes;
+}
 
 EXPORT int cudaIpcOpenMemHandle(void **p, struct ipc_handle h, unsigned int flags)
 {
 	int fd = -1;
 	struct stat st;
 	(void)flags;
+	if (fake_cudart_fail_ipc_open)
+		return fail(E_INVALID_RESOURCE_HANDLE);
 	h.reserved[63] = 0;
 	if (sscanf(h.reserved, "fakecuda:%d", &fd) != 1 || fstat(fd, &st) != 0)
-		return 400;           /* cudaErrorInvalidResourceHandle */
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		if (maps[i].p)
-			continue;
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-		if (m == MAP_FAILED)
-			return 2;
-		maps[i].p = m;
-		maps[i].len = (size_t)st.st_size;
+		return fail(E_INVALID_RESOURCE_HANDLE);
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return fail(E_MEMORY_ALLOCATION);
+	pthread_mutex_lock(&mu);
+	struct range *r = add_range(m, (size_t)st.st_size, 0, 2);
+	if (r)
 		fake_cudart_opens++;
-		*p = m;
-		return 0;
+	pthread_mutex_unlock(&mu);
+	if (!r) {
+		munmap(m, (size_t)st.st_size);
+		return fail(E_MEMORY_ALLOCATION);
 	}
-	return 2;
+	*p = m;
+	return OK;
 }
+
+int fake_cudart_pending(void);
+static void drain_all(void);
 
 EXPORT int cudaIpcCloseMemHandle(void *p)
 {
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		if (maps[i].p == p) {
-			munmap(p, maps[i].len);
-			maps[i].p = NULL;
-			fake_cudart_closes++;
-			return 0;
-		}
+	/* queued copies that read the mapping run first (the driver keeps
+	 * the mapping until then); afterwards a read of it faults */
+	drain_all();
+	pthread_mutex_lock(&mu);
+	struct range *r = find_range(p, 2);
+	int ok = r && r->p == p;
+	if (ok) {
+		munmap(r->p, r->len);
+		r->kind = 0;
+		fake_cudart_closes++;
 	}
-	return 400;
+	pthread_mutex_unlock(&mu);
+	return ok ? OK : fail(E_INVALID_RESOURCE_HANDLE);
 }
 
 EXPORT int cudaMalloc(void **p, size_t n)
 {
-	*p = malloc(n);
-	return *p ? 0 : 2;
+	if (fake_cudart_fail_malloc)
+		return fail(E_MEMORY_ALLOCATION);
+	void *m = malloc(n ? n : 1);
+	if (!m)
+		return fail(E_MEMORY_ALLOCATION);
+	pthread_mutex_lock(&mu);
+	struct range *r = add_range(m, n ? n : 1, 0, 1);
+	pthread_mutex_unlock(&mu);
+	if (!r) {
+		free(m);
+		return fail(E_MEMORY_ALLOCATION);
+	}
+	*p = m;
+	return OK;
 }
 
 EXPORT int cudaFree(void *p)
 {
+	if (!p)
+		return OK;
+	drain_all();
+	pthread_mutex_lock(&mu);
+	struct range *r = find_range(p, 1);
+	int ok = r && r->p == p;
+	if (ok)
+		r->kind = 0;
+	pthread_mutex_unlock(&mu);
+	if (!ok)
+		return fail(E_INVALID_VALUE);
 	free(p);
-	return 0;
+	return OK;
+}
+
+/* ---- streams, events and queued copies --------------------------------
+ * A stream is a FIFO of operations: copies (carried out when they come
+ * off the queue, reading the source then, as a DMA engine would) and
+ * event markers. The legacy default stream is NULL. */
+
+struct op {
+	struct op *next;
+	uint8_t *dst;
+	const uint8_t *src;
+	uint8_t *snapshot;            /* pageable source, staged at the call */
+	size_t n;
+	struct event *ev;             /* an event marker instead of a copy */
+};
+
+struct stream {
+	struct op *head, *tail;
+	struct stream *next_all;
+};
+
+struct event {
+	struct stream *s;             /* recorded on, NULL: never recorded */
+	uint64_t pending;             /* markers of it still queued */
+};
+
+static struct stream legacy;
+static struct stream *all_streams = &legacy;
+
+static struct stream *stream_of(void *s)
+{
+	/* NULL, cudaStreamLegacy (1) and cudaStreamPerThread (2): the
+	 * default stream */
+	return (uintptr_t)s <= 2 ? &legacy : s;
+}
+
+static void run_op(struct op *o)
+{
+	if (o->ev)
+		o->ev->pending--;
+	else
+		memcpy(o->dst, o->snapshot ? o->snapshot : o->src, o->n);
+	free(o->snapshot);
+	free(o);
+}
+
+/* Carry out up to max operations of s (mu held); returns how many. */
+static int drain(struct stream *s, int max)
+{
+	int done = 0;
+	while (s->head && done < max) {
+		struct op *o = s->head;
+		s->head = o->next;
+		if (!s->head)
+			s->tail = NULL;
+		run_op(o);
+		done++;
+	}
+	return done;
+}
+
+static void drain_all(void)
+{
+	pthread_mutex_lock(&mu);
+	for (struct stream *s = all_streams; s; s = s->next_all)
+		drain(s, 1 << 30);
+	pthread_mutex_unlock(&mu);
+}
+
+static void enqueue(struct stream *s, struct op *o)
+{
+	o->next = NULL;
+	if (s->tail)
+		s->tail->next = o;
+	else
+		s->head = o;
+	s->tail = o;
+}
+
+/* For the tests: operations queued on all streams, not yet carried out. */
+EXPORT int fake_cudart_pending(void)
+{
+	int n = 0;
+	pthread_mutex_lock(&mu);
+	for (struct stream *s = all_streams; s; s = s->next_all)
+		for (struct op *o = s->head; o; o = o->next)
+			n += o->ev == NULL;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+EXPORT int cudaStreamCreateWithFlags(void **out, unsigned int flags)
+{
+	(void)flags;
+	struct stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return fail(E_MEMORY_ALLOCATION);
+	pthread_mutex_lock(&mu);
+	s->next_all = all_streams;
+	all_streams = s;
+	pthread_mutex_unlock(&mu);
+	*out = s;
+	return OK;
+}
+
+EXPORT int cudaStreamDestroy(void *p)
+{
+	struct stream *s = stream_of(p);
+	if (s == &legacy)
+		return fail(E_INVALID_RESOURCE_HANDLE);
+	pthread_mutex_lock(&mu);
+	/* "work still pending completes, then the resources go" */
+	drain(s, 1 << 30);
+	for (struct stream **q = &all_streams; *q; q = &(*q)->next_all)
+		if (*q == s) {
+			*q = s->next_all;
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+	free(s);
+	return OK;
+}
+
+EXPORT int cudaStreamSynchronize(void *p)
+{
+	pthread_mutex_lock(&mu);
+	drain(stream_of(p), 1 << 30);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+/* The host polls: the GPU gets on with one operation meanwhile. */
+EXPORT int cudaStreamQuery(void *p)
+{
+	pthread_mutex_lock(&mu);
+	struct stream *s = stream_of(p);
+	drain(s, 1);
+	int busy = s->head != NULL;
+	pthread_mutex_unlock(&mu);
+	return busy ? E_NOT_READY : OK;   /* not an error: not sticky */
+}
+
+EXPORT int cudaDeviceSynchronize(void)
+{
+	drain_all();
+	return OK;
+}
+
+EXPORT int cudaEventCreateWithFlags(void **e, unsigned int flags)
+{
+	(void)flags;
+	struct event *ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return fail(E_MEMORY_ALLOCATION);
+	*e = ev;
+	return OK;
+}
+
+EXPORT int cudaEventDestroy(void *e)
+{
+	struct event *ev = e;
+	if (!ev)
+		return fail(E_INVALID_RESOURCE_HANDLE);
+	/* markers still queued keep a pointer: complete them first */
+	while (ev->pending && ev->s)
+		cudaStreamSynchronize(ev->s == &legacy ? NULL : ev->s);
+	free(ev);
+	return OK;
+}
+
+EXPORT int cudaEventRecord(void *e, void *p)
+{
+	struct event *ev = e;
+	struct op *o = calloc(1, sizeof(*o));
+	if (!ev || !o) {
+		free(o);
+		return fail(ev ? E_MEMORY_ALLOCATION : E_INVALID_RESOURCE_HANDLE);
+	}
+	pthread_mutex_lock(&mu);
+	ev->s = stream_of(p);
+	ev->pending++;
+	o->ev = ev;
+	enqueue(ev->s, o);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+EXPORT int cudaEventQuery(void *e)
+{
+	struct event *ev = e;
+	if (!ev)
+		return fail(E_INVALID_RESOURCE_HANDLE);
+	pthread_mutex_lock(&mu);
+	if (ev->pending && ev->s)
+		drain(ev->s, 1);
+	int busy = ev->pending != 0;
+	pthread_mutex_unlock(&mu);
+	return busy ? E_NOT_READY : OK;
+}
+
+EXPORT int cudaEventSynchronize(void *e)
+{
+	struct event *ev = e;
+	if (!ev)
+		return fail(E_INVALID_RESOURCE_HANDLE);
+	pthread_mutex_lock(&mu);
+	while (ev->pending && ev->s && drain(ev->s, 1))
+		;
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+/* Work queued on s after this waits for e: this fake carries out e's
+ * stream up to the event now, which orders the same way. */
+EXPORT int cudaStreamWaitEvent(void *s, void *e, unsigned int flags)
+{
+	(void)s, (void)flags;
+	return cudaEventSynchronize(e);
+}
+
+/* cudaMemcpyKind: 0 H2H, 1 H2D, 2 D2H, 3 D2D, 4 default (inferred) */
+static int copy(void *dst, const void *src, size_t n, int kind, void *p, int async)
+{
+	int dst_dev, src_dev;
+	if (kind < 0 || kind > 4 || (n && (!dst || !src)))
+		return fail(E_INVALID_VALUE);
+	dst_dev = kind == 4 ? is_device(dst) : kind == 1 || kind == 3;
+	src_dev = kind == 4 ? is_device(src) : kind == 2 || kind == 3;
+	if (kind != 4 && (dst_dev != is_device(dst) || src_dev != is_device(src)))
+		return fail(E_INVALID_VALUE);  /* a direction that lies */
+	__atomic_add_fetch(&fake_cudart_memcpys, 1, __ATOMIC_RELAXED);
+	if (async)
+		__atomic_add_fetch(&fake_cudart_async_memcpys, 1, __ATOMIC_RELAXED);
+	struct stream *s = stream_of(p);
+	if (!dst_dev && !src_dev) {
+		memcpy(dst, src, n);          /* host to host: synchronous */
+		return OK;
+	}
+	if (!dst_dev && (!async || !is_pinned(dst))) {
+		/* to pageable host memory (or any cudaMemcpy to the host):
+		 * returns once the copy is done, after the stream's work */
+		pthread_mutex_lock(&mu);
+		drain(s, 1 << 30);
+		pthread_mutex_unlock(&mu);
+		memcpy(dst, src, n);
+		return OK;
+	}
+	struct op *o = calloc(1, sizeof(*o));
+	if (!o)
+		return fail(E_MEMORY_ALLOCATION);
+	o->dst = dst;
+	o->src = src;
+	o->n = n;
+	if (!src_dev && !is_pinned(src)) {
+		/* pageable source: staged at the call */
+		o->snapshot = malloc(n ? n : 1);
+		if (!o->snapshot) {
+			free(o);
+			return fail(E_MEMORY_ALLOCATION);
+		}
+		memcpy(o->snapshot, src, n);
+	}
+	pthread_mutex_lock(&mu);
+	enqueue(s, o);
+	if (!async && !src_dev)
+		drain(s, 1 << 30);            /* cudaMemcpy from the host: synchronous */
+	pthread_mutex_unlock(&mu);
+	return OK;
 }
 
 EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
-	(void)kind;
-	memcpy(dst, src, n);
-	fake_cudart_memcpys++;
-	return 0;
+	/* device to device: queued on the legacy stream, no host sync */
+	return copy(dst, src, n, kind, NULL, 0);
+}
+
+EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream)
+{
+	return copy(dst, src, n, kind, stream, 1);
 }

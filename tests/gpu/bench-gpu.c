@@ -122,10 +122,10 @@ static int trainer(int reps)
 	CHECK(ts_devring_import(&h, &r, &err) == 0, "%s", err.msg);
 	bytes = ts_devring_capacity(r) * ts_devring_sample_bytes(r);
 	CHECK(cudaMalloc(&dst, bytes) == cudaSuccess, "alloc");
-	ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, &err); /* warm */
+	ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, NULL, &err); /* warm */
 	t = now();
 	for (int i = 0; i < reps; i++)
-		CHECK(ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, &err) == 0, "%s", err.msg);
+		CHECK(ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, NULL, &err) == 0, "%s", err.msg);
 	printf("%.2f\n", (double)bytes * reps / (now() - t) / 1e9);
 	cudaFree(dst);
 	ts_devring_destroy(r);

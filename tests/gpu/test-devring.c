@@ -36,7 +36,7 @@ static int child(int dev)
 	CHECK(ts_devring_import(&h, &r, &err) == 0, "%s", err.msg);
 	CHECK(ts_devring_capacity(r) == CAP && ts_devring_sample_bytes(r) == sb, "geometry");
 	CHECK(cudaMalloc(&dst, BATCH * sb) == cudaSuccess, "cudaMalloc");
-	CHECK(ts_devring_copy_out(r, 8, BATCH, dst, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_copy_out(r, 8, BATCH, dst, NULL, &err) == 0, "%s", err.msg);
 	CHECK(cudaMemcpy(got, dst, BATCH * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
 	fill_pixels(src, BATCH * in, 3); /* the producer's third batch */
 	ts_finish_reference(src, want, BATCH, &P);
