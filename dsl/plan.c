@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lower.h"
 #include "util.h"
@@ -130,4 +131,58 @@ bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b)
 		if (x->mean[c] != y->mean[c] || x->std[c] != y->std[c])
 			return false;
 	return true;
+}
+
+int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
+			size_t keep)
+{
+	if (keep < 1 || keep >= plan->n_ops)
+		return TS_E_ARG;
+	for (size_t i = 0; i < keep; i++) {
+		enum ts_op_kind k = plan->ops[i].kind;
+		if (k == TS_OP_TILE || k == TS_OP_FILTER || k == TS_OP_PLUGIN || k == TS_OP_OUTPUT)
+			return TS_E_ARG;
+	}
+	struct ts_op *ops = calloc(keep + 1, sizeof(*ops));
+	if (!ops)
+		return TS_E_NOMEM;
+	memcpy(ops, plan->ops, keep * sizeof(*ops));
+	const struct ts_op *last = &plan->ops[keep - 1];
+	memset(pre, 0, sizeof(*pre));
+	pre->plan = *plan;
+	/* The OUTPUT of a plan always ends in a TO naming the dtype and
+	 * layout (lower.h): here the stage's own, so nothing is converted. */
+	pre->out_part = (struct ts_op){
+		.kind = TS_OP_TO, .index = -1, .loc = last->loc,
+		.dtype = last->out_dtype, .layout = TS_LAYOUT_NHWC,
+		.out_h = last->out_h, .out_w = last->out_w, .out_c = last->out_c,
+		.out_dtype = last->out_dtype, .out_layout = TS_LAYOUT_NHWC,
+	};
+	ops[keep] = (struct ts_op){
+		.kind = TS_OP_OUTPUT, .index = -1, .loc = last->loc,
+		.parts = &pre->out_part, .n_parts = 1,
+		.out_h = last->out_h, .out_w = last->out_w, .out_c = last->out_c,
+		.out_dtype = last->out_dtype, .out_layout = TS_LAYOUT_NHWC,
+	};
+	pre->plan.ops = ops;
+	pre->plan.n_ops = keep + 1;
+	pre->plan.height = 0;
+	pre->plan.width = 0;
+	pre->plan.channels = last->out_c;
+	pre->plan.dtype = last->out_dtype;
+	pre->plan.layout = TS_LAYOUT_NHWC;
+	pre->plan.sample_bytes = 0;
+	pre->plan.expands = false;
+	pre->plan.max_out_per_in = 1;
+	pre->plan.device = (struct ts_plan_device){0};
+	return 0;
+}
+
+void ts_plan_prefix_fini(struct ts_plan_prefix *pre)
+{
+	if (!pre)
+		return;
+	free(pre->plan.ops);
+	pre->plan.ops = NULL;
+	pre->plan.n_ops = 0;
 }

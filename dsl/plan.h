@@ -225,4 +225,24 @@ bool ts_plan_same_sample(const struct ts_plan *a, const struct ts_plan *b);
  * one): what a running device ring can keep serving across a reload. */
 bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b);
 
+/*
+ * The plan cut after op `keep - 1` (1 <= keep < plan->n_ops), as the
+ * runtime would run it: ops[0..keep) unchanged (same RNG stream ids, same
+ * fusion), then an OUTPUT that only writes the image as it is (NHWC, its
+ * own dtype), so an engine in discard mode hands out what stage keep - 1
+ * made (`tsrun preview --stages`). The plan's shape fields say "variable
+ * size" (sample_bytes 0) and expands is false, so the prefix must end
+ * before any tile, filter or plugin. Everything but the op array is
+ * borrowed from plan, which must outlive the prefix; free it with
+ * ts_plan_prefix_fini, never ts_plan_destroy. Returns 0, TS_E_ARG (keep
+ * out of range, or a tile, filter or plugin before it) or TS_E_NOMEM.
+ */
+struct ts_plan_prefix {
+	struct ts_plan plan;
+	struct ts_op out_part;     /* the OUTPUT's one TO part */
+};
+int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
+			size_t keep);
+void ts_plan_prefix_fini(struct ts_plan_prefix *pre);
+
 #endif

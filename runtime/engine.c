@@ -133,6 +133,10 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	} else {
 		e->total = ((uint64_t)epochs - e->start_epoch) * e->n - e->start_index;
 	}
+	if (o->limit && o->limit < e->total)
+		e->total = o->limit;
+	e->sink = o->sink;
+	e->sink_arg = o->sink_arg;
 	e->threads = o->threads > 0 ? o->threads : plan->threads > 0 ? plan->threads : ts_engine_online_cores();
 	struct ts_ring_info ri = {.capacity = (uint64_t)e->threads * 4,
 				  .sample_bytes = plan->sample_bytes};
@@ -212,6 +216,11 @@ fail:
 uint64_t ts_engine_epoch_size(const struct ts_engine *e)
 {
 	return e->n;
+}
+
+const struct ts_index *ts_engine_index(const struct ts_engine *e)
+{
+	return e->ix;
 }
 
 void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)

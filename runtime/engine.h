@@ -18,6 +18,20 @@
 struct ts_ring;
 struct ts_engine;
 
+/* Discard mode's view of one finished sample (ts_engine_opts.sink). */
+struct ts_engine_sample {
+	uint64_t pos;           /* stream position, from the start (0, 1, ...) */
+	uint64_t epoch, index;
+	int32_t label;
+	const char *path;       /* the file it came from; NULL: synthetic */
+	const void *data;       /* what the output stage wrote; valid during
+				   the call only */
+	size_t bytes;
+	int height, width, channels;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+};
+
 struct ts_engine_opts {
 	int threads;            /* 0: plan->threads, and 0 there: online cores */
 	int epochs;             /* -1: plan->epochs; 0: forever */
@@ -26,6 +40,13 @@ struct ts_engine_opts {
 	uint64_t seq_base;      /* ring sequence of the first sample (a plan
 				   taking over a running ring starts at its
 				   head) */
+	uint64_t limit;         /* run at most this many positions; 0: as
+				   epochs says */
+	/* Discard mode only: called with every sample, from the worker
+	 * threads (concurrently, in any order), after the output stage wrote
+	 * it; `tsrun preview` keeps the few it shows. NULL: none. */
+	void (*sink)(void *arg, const struct ts_engine_sample *s);
+	void *sink_arg;
 };
 
 struct ts_engine_stats {
@@ -53,6 +74,11 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 /* Samples per epoch, known after create (source items; tile/filter may
  * change what reaches the ring). */
 uint64_t ts_engine_epoch_size(const struct ts_engine *e);
+
+/* The listed source (folder class names, item paths), known after
+ * create; owned by the engine. */
+struct ts_index;
+const struct ts_index *ts_engine_index(const struct ts_engine *e);
 
 /* Start the reader and worker threads. */
 int ts_engine_start(struct ts_engine *e, struct ts_error *err);

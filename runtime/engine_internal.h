@@ -102,6 +102,10 @@ struct ts_engine {
 	uint64_t out_epoch;     /* epoch of the last committed sample */
 	uint64_t out_index;     /* next index in out_epoch */
 
+	/* discard mode: ts_engine_opts.sink */
+	void (*sink)(void *arg, const struct ts_engine_sample *s);
+	void *sink_arg;
+
 	atomic_bool stop;
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t skipped_n;

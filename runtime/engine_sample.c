@@ -511,12 +511,15 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	return 0;
 }
 
-/* Bytes the output stage writes for img: the plan's fixed sample size, or
- * for a variable-size plan the size after the stage's own resize/crop. */
-static size_t out_bytes(const struct ts_op *out, const struct ts_image *img)
+/* Shape the output stage writes for img in a variable-size plan: img's,
+ * after the stage's own resize/crop (the only geometry lowering leaves in
+ * the output of such a plan) and its dtype and layout. */
+static void out_shape(const struct ts_op *out, const struct ts_image *img,
+		      struct ts_engine_sample *s)
 {
 	int w = img->width, h = img->height;
 	enum ts_dtype t = img->dtype;
+	enum ts_layout l = TS_LAYOUT_NHWC;
 	for (size_t i = 0; i < out->n_parts; i++) {
 		const struct ts_op *q = &out->parts[i];
 		if (q->kind == TS_OP_RESIZE)
@@ -526,10 +529,17 @@ static size_t out_bytes(const struct ts_op *out, const struct ts_image *img)
 			h = q->size_h;
 		} else if (q->kind == TS_OP_NORMALIZE)
 			t = TS_DTYPE_F32;
-		else if (q->kind == TS_OP_TO)
+		else if (q->kind == TS_OP_TO) {
 			t = q->dtype;
+			l = q->layout;
+		}
 	}
-	return (size_t)w * (size_t)h * (size_t)img->channels * ts_dtype_size(t);
+	s->width = w;
+	s->height = h;
+	s->channels = img->channels;
+	s->dtype = t;
+	s->layout = l;
+	s->bytes = (size_t)w * (size_t)h * (size_t)img->channels * ts_dtype_size(t);
 }
 
 /* Discard mode: produce position p into the worker's own buffer and fold
@@ -547,7 +557,18 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
 	if (rc)
 		return rc;
-	size_t n = plan->sample_bytes ? plan->sample_bytes : out_bytes(&plan->ops[i], &w->img);
+	struct ts_engine_sample smp = {.pos = p, .epoch = epoch, .index = index,
+				       .label = label, .path = w->path};
+	out_shape(&plan->ops[i], &w->img, &smp);
+	if (plan->sample_bytes) {
+		smp.height = plan->height;
+		smp.width = plan->width;
+		smp.channels = plan->channels;
+		smp.dtype = plan->dtype;
+		smp.layout = plan->layout;
+		smp.bytes = plan->sample_bytes;
+	}
+	size_t n = smp.bytes;
 	if (n > w->out_cap) {
 		uint8_t *o = realloc(w->out, n);
 		if (!o)
@@ -559,6 +580,10 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 			  &w->tmp2, &w->tmp3, w->out, n, err);
 	if (rc)
 		return rc;
+	if (e->sink) {
+		smp.data = w->out;
+		e->sink(e->sink_arg, &smp);
+	}
 	struct ts_digest d;
 	ts_digest_init(&d);
 	ts_digest_sample(&d, w->out, n, label);

@@ -32,6 +32,7 @@ TS_CMD(consume);
 TS_CMD(stat);
 TS_CMD(make_dataset);
 TS_CMD(reload);
+TS_CMD(preview);
 #undef TS_CMD
 
 /* Colour for diagnostics: "auto" (a terminal and no NO_COLOR), "always"

@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "check", ts_cmd_check, "check pipeline files and report every error" },
 	{ "graph", ts_cmd_graph, "print a pipeline's plan: stages, shapes, memory" },
 	{ "bench", ts_cmd_bench, "measure a pipeline's throughput" },
+	{ "preview", ts_cmd_preview, "write a PNG grid of a pipeline's samples" },
 	{ "consume", ts_cmd_consume, "connect to a running pipeline and read batches" },
 	{ "stat", ts_cmd_stat, "show a running pipeline's consumers and rates" },
 	{ "reload", ts_cmd_reload, "ask a running pipeline to load a new plan" },

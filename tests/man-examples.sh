@@ -58,6 +58,8 @@ tsrun make-dataset data --images 200
 tsrun check examples/quickstart.ts
 tsrun graph examples/quickstart.ts
 tsrun bench examples/quickstart.ts --epochs 1
+tsrun preview examples/quickstart.ts --samples 8 -o grid.png
+tsrun preview examples/quickstart.ts --stages --samples 2 -o stages.png
 tsrun examples/quickstart.ts --epochs 0 --wait 2 --socket /tmp/qs.sock &
 tsrun consume /tmp/qs.sock --batch 32 &
 tsrun consume /tmp/qs.sock --batch 16 --delay-ms 20 &
@@ -94,7 +96,7 @@ while IFS= read -r line; do
 		set -- $jobs
 		kill -INT "$1"
 		wait "$1"; rc=$?
-		[ "$rc" -eq 0 ] || fail "'$line': the run exited $rc: $(tail -3 "$T/out.5")"
+		[ "$rc" -eq 0 ] || fail "'$line': the run exited $rc: $(tail -3 "$T/out.7")"
 		[ ! -e "$S" ] || fail "'$line': socket left behind"
 		# its trainers see the producer go and exit 1 at once
 		for p in $2 $3; do
@@ -117,6 +119,8 @@ while IFS= read -r line; do
 	*check*) want="" ;;
 	*graph*) want="quickstart" ;;
 	*bench*) want="^images: 200$" ;;
+	*"preview"*"--stages"*) want="^stages.png: [0-9]*x[0-9]* pixels, 4 cells$" ;;
+	*preview*) want="^grid.png: [0-9]*x[0-9]* pixels, 8 cells$" ;;
 	*"stat --json"*) want="\"pid\":$2,\"batch\":32,.*\"pid\":$3,\"batch\":16,\|\"pid\":$3,\"batch\":16,.*\"pid\":$2,\"batch\":32," ;;
 	*stat*) want="^consumers: 2$" ;;
 	*) want="" ;;

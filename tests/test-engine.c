@@ -927,6 +927,141 @@ START_TEST(missing_or_empty_source)
 }
 END_TEST
 
+
+/* ---- discard mode's sink and limit (tsrun preview) ----------------------- */
+
+struct sunk {
+	size_t n;
+	int calls[32];
+	uint8_t *data[32];
+	size_t bytes[32];
+	int32_t label[32];
+	uint64_t epoch[32], index[32];
+	char *path[32];
+	int h[32], w[32], c[32];
+	enum ts_dtype dtype[32];
+};
+
+static void sink_keep(void *arg, const struct ts_engine_sample *s)
+{
+	struct sunk *k = arg;
+	ck_assert_uint_lt(s->pos, k->n);
+	size_t p = (size_t)s->pos;
+	k->calls[p]++;
+	k->data[p] = malloc(s->bytes);
+	ck_assert_ptr_nonnull(k->data[p]);
+	memcpy(k->data[p], s->data, s->bytes);
+	k->bytes[p] = s->bytes;
+	k->label[p] = s->label;
+	k->epoch[p] = s->epoch;
+	k->index[p] = s->index;
+	k->path[p] = s->path ? strdup(s->path) : NULL;
+	k->h[p] = s->height;
+	k->w[p] = s->width;
+	k->c[p] = s->channels;
+	k->dtype[p] = s->dtype;
+}
+
+static void sink_run(const struct ts_plan *pl, int threads, uint64_t e0, uint64_t i0,
+		     struct sunk *k)
+{
+	struct ts_engine_opts eo = {
+		.threads = threads, .epochs = 0, .start_epoch = e0, .start_index = i0,
+		.limit = k->n, .sink = sink_keep, .sink_arg = k,
+	};
+	struct ts_engine *e = NULL;
+	struct ts_error err = {0};
+	ck_assert_msg(ts_engine_create(pl, &eo, NULL, &e, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_engine_start(e, &err), 0);
+	ck_assert_msg(ts_engine_join(e, &err) == 0, "%s", err.msg);
+	struct ts_engine_stats st;
+	ts_engine_stats(e, &st);
+	ck_assert_uint_eq(st.samples, k->n); /* the limit, not "forever" */
+	ts_engine_destroy(e);
+}
+
+static void sunk_free(struct sunk *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		free(k->data[i]);
+		free(k->path[i]);
+	}
+}
+
+/* The sink sees each position once, with the bytes, label and position a
+ * ring consumer reads there, and the file it came from; a plan cut after
+ * a stage (ts_plan_prefix_init) hands out that stage's image. */
+START_TEST(sink_is_the_stream)
+{
+	struct ts_plan *pl = train_plan(ds_train());
+	struct run full;
+	run_plan(pl, &(struct ropts){.threads = 2, .epochs = 3}, &full);
+	assert_ok(&full);
+	struct sunk k = {.n = 20};
+	uint64_t from = 1 * N_IMAGES + 29;   /* 1:29, on into epoch 2 */
+	sink_run(pl, 3, 1, 29, &k);
+	for (size_t i = 0; i < k.n; i++) {
+		ck_assert_int_eq(k.calls[i], 1);
+		ck_assert_uint_eq(k.bytes[i], full.sb);
+		ck_assert_msg(memcmp(k.data[i], sample(&full, from + i), full.sb) == 0,
+			      "sink sample %zu differs from the ring's", i);
+		ck_assert_int_eq(k.label[i], full.label[from + i]);
+		ck_assert_uint_eq(k.epoch[i], full.epoch[from + i]);
+		ck_assert_uint_eq(k.index[i], full.index[from + i]);
+		ck_assert_int_eq(k.h[i], 40);
+		ck_assert_int_eq(k.c[i], 3);
+		ck_assert_int_eq(k.dtype[i], TS_DTYPE_F32);
+		/* label i is the i-th class folder, sorted */
+		ck_assert_ptr_nonnull(k.path[i]);
+		char cls[8];
+		snprintf(cls, sizeof(cls), "/%03d-", k.label[i]);
+		ck_assert_msg(strstr(k.path[i], cls), "%s is not in class %d", k.path[i],
+			      k.label[i]);
+	}
+	/* Cut after decode+random_resized_crop and after the flip: 40x40
+	 * uint8 NHWC, the same for any thread count, and the flip stage is
+	 * the crop stage mirrored or not. */
+	ck_assert_uint_ge(pl->n_ops, 4);
+	struct ts_plan_prefix pre1, pre2;
+	ck_assert_int_eq(ts_plan_prefix_init(&pre1, pl, 1), 0);
+	ck_assert_int_eq(ts_plan_prefix_init(&pre2, pl, 2), 0);
+	struct sunk c1 = {.n = 6}, c1b = {.n = 6}, c2 = {.n = 6};
+	sink_run(&pre1.plan, 1, 0, 3, &c1);
+	sink_run(&pre1.plan, 3, 0, 3, &c1b);
+	sink_run(&pre2.plan, 2, 0, 3, &c2);
+	int flipped = 0;
+	for (size_t i = 0; i < c1.n; i++) {
+		ck_assert_int_eq(c1.dtype[i], TS_DTYPE_U8);
+		ck_assert_int_eq(c1.w[i], 40);
+		ck_assert_int_eq(c1.h[i], 40);
+		ck_assert_uint_eq(c1.bytes[i], 40 * 40 * 3);
+		ck_assert(memcmp(c1.data[i], c1b.data[i], c1.bytes[i]) == 0);
+		ck_assert_int_eq(c1.label[i], full.label[3 + i]);
+		ck_assert_str_eq(c1.path[i], c2.path[i]);
+		const uint8_t *a = c1.data[i], *b = c2.data[i];
+		bool same = memcmp(a, b, c1.bytes[i]) == 0, mirror = true;
+		for (int y = 0; y < 40 && mirror; y++)
+			for (int x = 0; x < 40 && mirror; x++)
+				mirror = memcmp(a + (y * 40 + x) * 3, b + (y * 40 + 39 - x) * 3, 3) == 0;
+		ck_assert_msg(same || mirror, "stage 2 of sample %zu is not stage 1 flipped or not", i);
+		flipped += !same;
+	}
+	ck_assert_msg(flipped > 0 && flipped < 6, "%d of 6 flipped at p = 0.5", flipped);
+	/* A cut at or past the output, or at nothing, is refused. */
+	struct ts_plan_prefix bad;
+	ck_assert_int_eq(ts_plan_prefix_init(&bad, pl, 0), TS_E_ARG);
+	ck_assert_int_eq(ts_plan_prefix_init(&bad, pl, pl->n_ops), TS_E_ARG);
+	ts_plan_prefix_fini(&pre1);
+	ts_plan_prefix_fini(&pre2);
+	sunk_free(&k);
+	sunk_free(&c1);
+	sunk_free(&c1b);
+	sunk_free(&c2);
+	run_free(&full);
+	ts_plan_destroy(pl);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -967,6 +1102,11 @@ static Suite *engine_suite(void)
 	tc = tcase_create("source");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, missing_or_empty_source);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sink");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, sink_is_the_stream);
 	suite_add_tcase(s, tc);
 	return s;
 }
