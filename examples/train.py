@@ -146,7 +146,7 @@ def main(argv):
     t0 = time.monotonic()
     failed = None
     try:
-        for images, labels in loader:
+        for images, labels in every_epoch(loader):
             # images view the ring until the next iteration: the forward
             # pass reads them now, and nothing keeps them afterwards.
             if int(labels.max()) >= a.classes or int(labels.min()) < 0:
@@ -185,6 +185,18 @@ def main(argv):
     rc = report(a, failed, losses, images_seen, time.monotonic() - t0)
     loader.close()
     return rc
+
+
+def every_epoch(loader):
+    """The whole stream: one pass of the loader per epoch, until a pass
+    yields nothing (the stream has ended)."""
+    while True:
+        n = 0
+        for batch in loader:
+            n += 1
+            yield batch
+        if n == 0:
+            return
 
 
 def report(a, failed, losses, images_seen, dt):

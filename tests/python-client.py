@@ -67,18 +67,19 @@ def side_by_side(tmp):
     check(len(loader) == 8, f"len(loader) = {len(loader)}")
     h = 0xcbf29ce484222325
     n_total, epochs_seen = 0, set()
-    for images, labels in loader:
-        check(images.dtype == torch.uint8 and tuple(images.shape[1:]) == (8, 8, 3),
-              f"batch shape {tuple(images.shape)}")
-        e, i0 = loader.epoch, loader.index
-        epochs_seen.add(e)
-        for k in (0, images.shape[0] - 1):
-            check(torch.equal(images[k], expected(e, i0 + k, 8, 8, 3)),
-                  f"sample {e}/{i0 + k} differs")
-            check(int(labels[k]) == ((i0 + k) * 7 + e) % 1000, "label")
-        check(labels.dtype == torch.int64, "labels dtype")
-        h = fnv(images.numpy().tobytes(), h)
-        n_total += images.shape[0]
+    for _ in range(epochs):  # one pass per epoch
+        for images, labels in loader:
+            check(images.dtype == torch.uint8 and tuple(images.shape[1:]) == (8, 8, 3),
+                  f"batch shape {tuple(images.shape)}")
+            e, i0 = loader.epoch, loader.index
+            epochs_seen.add(e)
+            for k in (0, images.shape[0] - 1):
+                check(torch.equal(images[k], expected(e, i0 + k, 8, 8, 3)),
+                      f"sample {e}/{i0 + k} differs")
+                check(int(labels[k]) == ((i0 + k) * 7 + e) % 1000, "label")
+            check(labels.dtype == torch.int64, "labels dtype")
+            h = fnv(images.numpy().tobytes(), h)
+            n_total += images.shape[0]
     loader.close()
     check(c.wait(timeout=60) == 0, "C consumer failed")
     prod.wait(timeout=30)
@@ -93,7 +94,7 @@ def per_epoch_and_zero_copy(tmp):
     prod = start_producer(sock, "--samples-per-epoch", "300", "--epochs", "3",
                           "--shape", "4x4x1", "--min-consumers", "1",
                           "--capacity", "512")
-    loader = tsrun.Loader(sock, batch_size=64, drop_last=True, per_epoch=True)
+    loader = tsrun.Loader(sock, batch_size=64, drop_last=True)
     counts = []
     for _ in range(3):
         batches = list(loader)

@@ -65,7 +65,9 @@ def make_tree(tmp, name):
     os.makedirs(pkg)
     os.makedirs(os.path.join(tree, "examples"))
     open(os.path.join(tree, "meson.build"), "w").close()
-    shutil.copy(os.path.join(SRC, "src", "python", "tsrun", "__init__.py"), pkg)
+    for name in os.listdir(os.path.join(SRC, "src", "python", "tsrun")):
+        if name.endswith(".py"):
+            shutil.copy(os.path.join(SRC, "src", "python", "tsrun", name), pkg)
     shutil.copy(os.path.join(SRC, "examples", "train.py"),
                 os.path.join(tree, "examples"))
     return tree

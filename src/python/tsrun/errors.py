@@ -1,0 +1,45 @@
+"""The exceptions of the tsrun client and the libtsclient codes they carry
+(dsl/error.h)."""
+
+import errno
+
+E_PROTOCOL = -5006
+E_REFUSED = -5007
+E_PRODUCER = -5008
+E_EOS = -5009
+E_STATE = -5012
+E_NODEV = -5014
+E_TIMEDOUT = -errno.ETIMEDOUT
+
+
+class TsrunError(RuntimeError):
+    """A libtsclient call failed; ``code`` is the negative return code."""
+
+    def __init__(self, code, msg):
+        super().__init__(msg)
+        self.code = code
+
+
+class ProducerGone(TsrunError):
+    """The producer died, stopped or failed before the end of the stream;
+    when it failed, the message carries its reason (what and where, as
+    the producer reported it)."""
+
+
+class Timeout(TsrunError, TimeoutError):
+    """No batch arrived within the Loader's ``timeout``."""
+
+
+class LibraryNotFound(OSError):
+    """libtsclient could not be found or loaded; the message says where it
+    looked and how to fix it (build tsrun, or set TSRUN_LIBTSCLIENT)."""
+
+
+def raise_for(code, err):
+    """Raise the exception for libtsclient's return code and ts_error."""
+    msg = err.msg.decode("utf-8", "replace")
+    if code == E_PRODUCER:
+        raise ProducerGone(code, msg)
+    if code == E_TIMEDOUT:
+        raise Timeout(code, msg)
+    raise TsrunError(code, msg)

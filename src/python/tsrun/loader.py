@@ -1,0 +1,474 @@
+"""tsrun.Loader: batches of a tsrun producer as PyTorch tensors, with the
+iteration contract of torch.utils.data.DataLoader (one pass = one epoch,
+len(), drop_last, timeout, state_dict)."""
+
+import ctypes
+import math
+import operator
+import os
+import time
+import warnings
+
+from . import _lib
+from .errors import (E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
+                     raise_for)
+
+# The longest libtsclient wait: between two waits Python runs its signal
+# handlers, so Ctrl-C raises KeyboardInterrupt within this (and the
+# loader's own timeout is kept to this precision).
+_SLICE_MS = 50
+
+_DTYPES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
+
+
+class _CudaView:
+    """A device span in __cuda_array_interface__ form (for torch.as_tensor,
+    which then views it without a copy)."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__cuda_array_interface__ = {
+            # read-only by contract (documented); torch refuses the flag
+            "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
+            "strides": None, "version": 2}
+
+
+def _batch_size(value):
+    """A Loader's batch_size as the uint32 libtsclient takes, checked here:
+    ctypes would wrap -1 into 4294967295 and 2**32 into 0 without a word."""
+    what = ("batch_size must be a positive integer (or 0 for the pipeline's "
+            "batch(n)), got %r" % (value,))
+    if isinstance(value, bool):
+        raise TypeError(what)
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(what) from None
+    if n < 0 or n > 0xFFFFFFFF:
+        raise ValueError(what)
+    return n
+
+
+def _timeout(value):
+    if value is None:
+        return None
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise TypeError("timeout must be a number of seconds or None, got %r"
+                        % (value,)) from None
+    if not t > 0 or math.isinf(t):
+        raise ValueError("timeout must be a positive number of seconds (or None "
+                         "for no limit), got %r" % (value,))
+    return t
+
+
+class Loader:
+    """Batches from a tsrun producer, as (images, labels) torch tensors.
+
+    socket      the producer's Unix socket path
+    batch_size  samples per batch, a positive integer; 0 = the pipeline's
+                batch(n) (ValueError for a negative one, TypeError for
+                one that is not an integer)
+    join        "now" (start at the producer's head, at the next batch
+                boundary of the epoch) or "next_epoch" (start at a whole
+                epoch)
+    drop_last   drop each epoch's short last batch
+    pin_memory  page-lock the shared ring with cudaHostRegister (once), so
+                ``.cuda(non_blocking=True)`` is an asynchronous DMA; when
+                registration fails, a warning and a copy into pinned
+                memory per batch; without CUDA a warning and the plain
+                CPU path
+    timeout     seconds to wait for one batch (None: no limit); Timeout
+                (a TsrunError and a TimeoutError) when none came
+    device      None (CPU tensors) or a CUDA device ("cuda", "cuda:1", a
+                torch.device): CUDA tensors, from the producer's device
+                ring when it serves one (``loader.source`` says
+                "device-ring (zero-copy)", "device-ring (peer copy)" or
+                "host-ring (copy)"); without CUDA a warning and CPU tensors
+
+    Each ``for images, labels in loader`` is one epoch of the stream (the
+    first one from where this trainer joined); the stream's end ends the
+    last one, and later passes yield nothing. ``len(loader)`` is the
+    number of batches the current (or next) pass yields. ``loader.epoch``
+    is the epoch of the current pass; ``state_dict()`` the position to
+    resume from. Ctrl-C while waiting raises KeyboardInterrupt within
+    about 50 ms.
+
+    Raises LibraryNotFound when libtsclient cannot be loaded, TsrunError
+    when the producer refuses or cannot be reached, ProducerGone (with
+    the producer's reason) when it fails or dies mid-stream.
+    """
+
+    def __init__(self, socket, batch_size=0, join="now", drop_last=False,
+                 pin_memory=False, timeout=None, device=None):
+        import torch  # noqa: F401 (fail early when torch is missing)
+        self._client = None
+        if join not in ("now", "next_epoch"):
+            raise ValueError("join must be 'now' or 'next_epoch', got %r" % (join,))
+        batch_size = _batch_size(batch_size)
+        self._timeout = _timeout(timeout)
+        self._lib = _lib.load_library()
+        opts = _lib.Opts()
+        self._lib.ts_client_opts_init(ctypes.byref(opts))
+        opts.batch_size = batch_size
+        opts.join = 1 if join == "next_epoch" else 0
+        opts.drop_last = 1 if drop_last else 0
+        opts.timeout_ms = _SLICE_MS
+        self.socket = os.fspath(socket)
+        client = ctypes.c_void_p()
+        err = _lib.Error()
+        rc = self._lib.ts_client_connect(os.fsencode(socket), ctypes.byref(opts),
+                                         ctypes.byref(client), ctypes.byref(err))
+        if rc < 0:
+            raise_for(rc, err)
+        self._client = client
+        self.info = _lib.Info()
+        self._lib.ts_client_info(self._client, ctypes.byref(self.info))
+        self.batch_size = self.info.batch_size
+        self.drop_last = bool(drop_last)
+        self.epoch = None      # epoch of the current (or last) pass
+        self.index = None      # index in its epoch of the last batch's first
+        self._pending = None   # a batch read but not yielded yet
+        self._done = False     # the stream ended
+        self._pass_index = None  # first index of the pass in progress
+        self._next_pos = None    # (epoch, index) of the next sample unread
+        self._resume = None      # (epoch, index) load_state_dict asked for
+        self._pin = False
+        self._pinned = None  # Pinned once the ring is registered
+        self._device = None  # torch.device of CUDA batches
+        self._dev = None     # ts_client_device handle (device ring)
+        self._dev_info = None
+        self._dev_copy = False  # torch cannot wrap the pointer: copy on the GPU
+        self.source = "host-ring"
+        if device is not None:
+            self._open_device(torch, device)
+            if self._device is not None and self._dev is None:
+                pin_memory = True  # host batches: copy from the pinned ring
+        if pin_memory:
+            if torch.cuda.is_available():
+                self._pin = True
+            else:
+                warnings.warn("tsrun.Loader: pin_memory=True needs CUDA, but "
+                              "torch.cuda.is_available() is false; batches stay "
+                              "in pageable CPU memory", RuntimeWarning, stacklevel=2)
+
+    # ---- the iteration contract ------------------------------------------
+
+    def _epoch_batches(self, index):
+        """Batches a pass yields when it starts at sample index of an epoch
+        (a batch boundary: the reader aligns joiners to one)."""
+        spe = self.info.samples_per_epoch
+        left = max(spe - index, 0)
+        if self.drop_last:
+            return left // self.batch_size
+        return -(-left // self.batch_size)
+
+    def __len__(self):
+        """Batches of the current pass (or of the next one, between
+        passes: that needs its first batch, so it may wait for it); 0
+        once the stream has ended. TypeError when the producer does not
+        know its epoch size (tile and filter pipelines)."""
+        if not self.info.samples_per_epoch:
+            raise TypeError("len(): the producer does not know its epoch size "
+                            "(its pipeline tiles or filters samples)")
+        if self._pass_index is not None:
+            return self._epoch_batches(self._pass_index)
+        b = self._peek()
+        if b is None:
+            return 0
+        return self._epoch_batches(b.index)
+
+    def __iter__(self):
+        if self._client is None:
+            raise TsrunError(E_STATE, "tsrun.Loader: the loader is closed")
+        return self._one_pass()
+
+    def _one_pass(self):
+        """One epoch: batches until the first of another epoch (kept for
+        the next pass) or the end of the stream."""
+        first = self._peek()
+        if first is None:
+            return
+        epoch = first.epoch
+        self.epoch = epoch
+        self._pass_index = first.index
+        try:
+            while True:
+                b = self._peek()
+                if b is None or b.epoch != epoch:
+                    return
+                self._pending = None
+                out = self._tensors(b)
+                self.index = b.index
+                end = b.index + b.n
+                spe = self.info.samples_per_epoch
+                self._next_pos = (b.epoch + 1, 0) if spe and end >= spe else (b.epoch, end)
+                yield out
+        finally:
+            self._pass_index = None
+
+    def state_dict(self):
+        """Where to resume: the epoch and index of the first sample not
+        yet yielded, with the batch size and epoch size for a check.
+        Before the first batch, epoch and index are None (resume from
+        wherever the producer is)."""
+        e, i = self._next_pos if self._next_pos else (None, None)
+        return {"epoch": e, "index": i, "batch_size": self.batch_size,
+                "samples_per_epoch": self.info.samples_per_epoch}
+
+    def load_state_dict(self, state):
+        """Resume from state (a state_dict() of an earlier loader), before
+        the first pass. Batches before the saved position are skipped, so
+        a producer restarted with ``tsrun run --start EPOCH:INDEX`` at
+        (or before) it resumes exactly; when the producer has moved past
+        it, the loader starts at the next whole epoch and warns, saying
+        what was lost."""
+        if self._next_pos is not None or self._pending is not None:
+            raise TsrunError(E_STATE, "tsrun.Loader.load_state_dict: call it before "
+                             "the first batch")
+        try:
+            e, i = state["epoch"], state["index"]
+        except (TypeError, KeyError):
+            raise ValueError("load_state_dict: not a tsrun.Loader state_dict "
+                             "(wants 'epoch' and 'index'), got %r" % (state,)) from None
+        if e is None:
+            return
+        if not isinstance(e, int) or not isinstance(i, int) or e < 0 or i < 0:
+            raise ValueError("load_state_dict: epoch and index must be integers "
+                             ">= 0, got %r, %r" % (e, i))
+        spe = state.get("samples_per_epoch")
+        if spe and self.info.samples_per_epoch and spe != self.info.samples_per_epoch:
+            warnings.warn("tsrun.Loader.load_state_dict: the state was saved with "
+                          "%d samples per epoch, the producer has %d"
+                          % (spe, self.info.samples_per_epoch), RuntimeWarning,
+                          stacklevel=2)
+        self._resume = (e, i)
+
+    def _peek(self):
+        """The next batch, read (and kept pending) when not read yet;
+        None at the end of the stream."""
+        if self._pending is None and not self._done:
+            self._pending = self._fetch()
+        return self._pending
+
+    def _fetch(self):
+        """The next batch of the stream, past a resume position."""
+        while True:
+            b = self._next_raw()
+            if b is None or self._resume is None:
+                return b
+            e, i = self._resume
+            if (b.epoch, b.index + b.n) <= (e, i):
+                continue  # wholly before the saved position
+            if b.epoch == e and b.index <= i:
+                if b.index < i:
+                    self._trim(b, i - b.index)  # another batch size then
+                self._resume = None
+                return b
+            # The producer has moved on: start at the next whole epoch.
+            if b.index == 0 and b.epoch == e + 1 and self._tail_dropped(e, i):
+                self._resume = None
+                return b
+            if b.index == 0:
+                target = b.epoch
+            else:
+                target = b.epoch + 1
+            warnings.warn("tsrun.Loader: the producer is past the saved position "
+                          "(epoch %d index %d; its stream is at epoch %d index %d): "
+                          "resuming at the start of epoch %d"
+                          % (e, i, b.epoch, b.index, target), RuntimeWarning,
+                          stacklevel=4)
+            if target == b.epoch:
+                self._resume = None
+                return b
+            self._resume = (target, 0)
+
+    def _tail_dropped(self, e, i):
+        """Was only a short last batch of epoch e left at index i, which
+        drop_last drops anyway?"""
+        spe = self.info.samples_per_epoch
+        return bool(spe) and self.drop_last and spe - i < self.batch_size
+
+    def _trim(self, b, k):
+        """Drop the first k samples of b (resuming inside it)."""
+        b.data += k * b.sample_bytes
+        b.labels = ctypes.cast(ctypes.addressof(b.labels.contents) + 4 * k,
+                               ctypes.POINTER(ctypes.c_int32))
+        b.index += k
+        b.seq += k
+        b.n -= k
+
+    def _next_raw(self):
+        """libtsclient's next batch, waiting in slices of _SLICE_MS so that
+        signal handlers run (Ctrl-C) and the timeout holds; None at the
+        end of the stream."""
+        self._gpu_done()  # the slots of the previous batch go back
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        b, err = _lib.Batch(), _lib.Error()
+        while True:
+            rc = self._lib.ts_client_next(self._client, ctypes.byref(b),
+                                          ctypes.byref(err))
+            if rc == 0:
+                return b
+            if rc == E_EOS:
+                self._done = True
+                return None
+            if rc != E_TIMEDOUT:
+                raise_for(rc, err)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise Timeout(rc, "tsrun.Loader: no batch from %s within %g s "
+                              "(timeout=%g)" % (self.socket, self._timeout,
+                                                self._timeout))
+
+    @property
+    def shape(self):
+        i = self.info
+        if i.layout == 1:
+            return (i.channels, i.height, i.width)
+        return (i.height, i.width, i.channels)
+
+    # ---- tensors ---------------------------------------------------------
+
+    def _open_device(self, torch, device):
+        dev = torch.device(device)
+        if dev.type != "cuda":
+            raise ValueError("device must be a CUDA device such as 'cuda' or 'cuda:0', "
+                             "got %r" % (device,))
+        if not torch.cuda.is_available():
+            warnings.warn("tsrun.Loader: device=%r, but torch.cuda.is_available() is "
+                          "false; batches stay CPU tensors" % (device,),
+                          RuntimeWarning, stacklevel=3)
+            return
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        self._device = torch.device("cuda", index)
+        torch.cuda.init()
+        torch.cuda.set_device(index)
+        self.source = "host-ring (copy)"
+        lib = self._lib
+        if not hasattr(lib, "ts_client_device_open"):
+            return
+        info, err = _lib.DevInfo(), _lib.Error()
+        if lib.ts_client_device_info(self._client, ctypes.byref(info), ctypes.byref(err)) < 0:
+            return  # no device ring served: host batches, copied
+        handle = ctypes.c_void_p()
+        rc = lib.ts_client_device_open(self._client, index, ctypes.byref(handle),
+                                       ctypes.byref(err))
+        if rc < 0:
+            warnings.warn("tsrun.Loader: cannot open the producer's device ring: %s; "
+                          "copying host batches instead"
+                          % err.msg.decode("utf-8", "replace"), RuntimeWarning, stacklevel=3)
+            return
+        self._dev = handle
+        self._dev_info = info
+        zero = lib.ts_client_device_zero_copy(handle)
+        self.source = "device-ring (%s)" % ("zero-copy" if zero else "peer copy")
+
+    def _device_tensors(self, b):
+        import torch
+        info = self._dev_info
+        ptr, err = ctypes.c_void_p(), _lib.Error()
+        rc = self._lib.ts_client_device_batch(self._dev, ctypes.byref(b), ctypes.byref(ptr),
+                                              ctypes.byref(err))
+        if rc < 0:
+            raise_for(rc, err)
+        shape = (b.n, info.channels, info.height, info.width)
+        images = None
+        if not self._dev_copy:
+            typestr = {2: "<f2", 3: "<f4"}[info.dtype]
+            try:
+                images = torch.as_tensor(_CudaView(ptr.value, shape, typestr),
+                                         device=self._device)
+            except (TypeError, RuntimeError, ValueError) as e:
+                warnings.warn("tsrun.Loader: torch cannot view the device ring (%s); "
+                              "copying each batch on the GPU instead" % e,
+                              RuntimeWarning, stacklevel=4)
+                self._dev_copy = True
+                self.source = "device-ring (device copy)"
+        if images is None:
+            images = torch.empty(shape, device=self._device,
+                                 dtype={2: torch.float16, 3: torch.float32}[info.dtype])
+            rc = self._lib.ts_client_device_copy(self._dev, ctypes.byref(b),
+                                                 images.data_ptr(), ctypes.byref(err))
+            if rc < 0:
+                raise_for(rc, err)
+        labels = torch.tensor(b.labels[:b.n], dtype=torch.int64).to(self._device)
+        return images, labels
+
+    def _tensors(self, b):
+        import torch
+        if self._dev is not None:
+            return self._device_tensors(b)
+        nbytes = b.n * b.sample_bytes
+        buf = (ctypes.c_uint8 * nbytes).from_address(b.data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # read-only memory: documented
+            images = torch.frombuffer(buf, dtype=getattr(torch, _DTYPES[b.dtype]))
+        images = images.view(b.n, *self.shape)
+        if b.dtype == 1:
+            warnings.warn("uint16 samples are returned as int16 bits",
+                          RuntimeWarning, stacklevel=3)
+        labels = torch.tensor(b.labels[:b.n], dtype=torch.int64)
+        if self._pin:
+            if self._pinned is None:
+                self._pin_ring(b.data)
+            if not self._pinned:
+                images = images.pin_memory()  # fallback: a pinned copy
+        if self._device is not None:
+            images = images.to(self._device, non_blocking=True)
+            labels = labels.to(self._device)
+        return images, labels
+
+    def _gpu_done(self):
+        """Before the slots go back: the GPU work queued on the batch
+        (our copy, the trainer's kernels) has finished."""
+        if self._device is not None:
+            import torch
+            torch.cuda.synchronize(self._device)
+
+    def _pin_ring(self, addr):
+        """Register the ring mapping holding addr (libtsclient,
+        tsclient_cuda.h); on failure warn once and copy per batch."""
+        lib = self._lib
+        self._pinned = False
+        if not hasattr(lib, "ts_client_pin_mapping"):
+            warnings.warn("tsrun.Loader: this libtsclient cannot pin the ring; "
+                          "copying each batch into pinned memory instead",
+                          RuntimeWarning, stacklevel=4)
+            return
+        pinned, err = _lib.Pinned(), _lib.Error()
+        rc = lib.ts_client_pin_mapping(addr, ctypes.byref(pinned), ctypes.byref(err))
+        if rc < 0:
+            warnings.warn("tsrun.Loader: pin_memory: %s; copying each batch into "
+                          "pinned memory instead" % err.msg.decode("utf-8", "replace"),
+                          RuntimeWarning, stacklevel=4)
+            return
+        self._pinned = pinned
+
+    # ---- lifetime ---------------------------------------------------------
+
+    def close(self):
+        """Disconnect; the producer stops waiting for this trainer at once."""
+        if getattr(self, "_dev", None):
+            self._gpu_done()
+            self._lib.ts_client_device_close(self._dev)
+            self._dev = None
+        if getattr(self, "_pinned", None):
+            # unregister before the ring is unmapped
+            self._lib.ts_client_unpin(ctypes.byref(self._pinned), None)
+            self._pinned = None
+        if getattr(self, "_client", None) is not None:
+            self._pending = None
+            self._lib.ts_client_close(self._client)
+            self._client = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
