@@ -85,8 +85,13 @@ TRAINER = r"""
 import json, sys, tsrun
 loader = tsrun.Loader(sys.argv[1], join="next_epoch", timeout=60)
 seen = {}
-for images, labels in loader:
-    seen.setdefault(loader.epoch, []).extend(int(x) for x in labels)
+while True:  # one pass per epoch, to the end of the stream
+    n = 0
+    for images, labels in loader:
+        seen.setdefault(loader.epoch, []).extend(int(x) for x in labels)
+        n += 1
+    if n == 0:
+        break
 print(json.dumps({"spe": loader.info.samples_per_epoch, "seen": seen}))
 """
 
