@@ -188,7 +188,7 @@ static const char *plugin_text(struct ts_check *c, const struct ts_ast_arg *a,
 }
 
 /* plugin("path.so", key = value, ...): path (positional or named) and the
- * reserved timeout_ms bind like any operator's parameters; every other
+ * reserved timeout_ms and memory bind like any operator's parameters; every other
  * named argument is the plugin's own and goes into op->plugin as text.
  * Reports every problem; op->plugin is built whenever memory allows (so
  * checking goes on), and -1 is returned after any error. */
@@ -198,8 +198,10 @@ int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
 {
 	const struct ts_param *path_p = ts_registry_param(def, "path");
 	const struct ts_param *tmo_p = ts_registry_param(def, "timeout_ms");
+	const struct ts_param *mem_p = ts_registry_param(def, "memory");
 	struct ts_check_val *path = &vals[path_p - def->params];
 	struct ts_check_val *tmo = &vals[tmo_p - def->params];
+	struct ts_check_val *mem = &vals[mem_p - def->params];
 	const struct ts_ast_arg *a;
 	size_t n_own = 0, bytes = 0;
 	bool named_seen = false;
@@ -232,6 +234,9 @@ int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
 			} else if (strcmp(a->name, "timeout_ms") == 0) {
 				p = tmo_p;
 				v = tmo;
+			} else if (strcmp(a->name, "memory") == 0) {
+				p = mem_p;
+				v = mem;
 			}
 		}
 		if (p) {
@@ -285,9 +290,10 @@ int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
 	pl->path = strcpy(at, pathstr);
 	at += strlen(pathstr) + 1;
 	pl->timeout_ms = (int)tmo->num;
+	pl->memory = (uint64_t)mem->num;
 	for (a = call->args; a; a = a->next) {
 		if (!a->name || strcmp(a->name, "path") == 0 ||
-		    strcmp(a->name, "timeout_ms") == 0)
+		    strcmp(a->name, "timeout_ms") == 0 || strcmp(a->name, "memory") == 0)
 			continue;
 		const struct ts_ast_value *v = ts_check_resolve(c, a->value);
 		if (!v || v->kind == TS_AST_LIST || v->kind == TS_AST_RANGE)

@@ -45,8 +45,8 @@ static void list_desc(const float *v, int n, char *buf, size_t len)
 		snprintf(buf + at, len - at, "]");
 }
 
-/* plugin("x.so", key=value, ..., timeout_ms=N): the plugin's own
- * parameters as the text it receives. */
+/* plugin("x.so", key=value, ..., timeout_ms=N, memory=SIZE): the
+ * plugin's own parameters as the text it receives. */
 static void plugin_desc(const struct ts_op_plugin *pl, char *buf, size_t n)
 {
 	size_t at;
@@ -59,8 +59,12 @@ static void plugin_desc(const struct ts_op_plugin *pl, char *buf, size_t n)
 	for (int i = 0; i < pl->n_params && at < n; i++)
 		at += (size_t)snprintf(buf + at, n - at, ", %s=%s", pl->names[i],
 				       pl->values[i]);
-	if (at < n)
-		snprintf(buf + at, n - at, ", timeout_ms=%d)", pl->timeout_ms);
+	if (at < n) {
+		char mem[32];
+		ts_plan_format_size(pl->memory, mem, sizeof(mem));
+		snprintf(buf + at, n - at, ", timeout_ms=%d, memory=%s)", pl->timeout_ms,
+			 pl->memory ? mem : "0");
+	}
 }
 
 /* One op as the call that would produce it, with every parameter shown

@@ -86,11 +86,13 @@ const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
 /* plugin("path.so", key = value, ...): what the runtime needs to run it.
  * path is as written in the pipeline (a relative one resolves against
  * source.base_dir at engine creation); every named parameter but the
- * reserved timeout_ms is passed to the plugin as text, in the order
- * written. Allocated as one block together with its strings. */
+ * reserved timeout_ms and memory is passed to the plugin as text, in the
+ * order written. Allocated as one block together with its strings. */
 struct ts_op_plugin {
 	char *path;
 	int timeout_ms;           /* per sample: 1..600000, default 1000 */
+	uint64_t memory;          /* the plugin process's address space limit
+				     (RLIMIT_AS, beyond its start); 0: none */
 	int n_params;
 	char **names;             /* n_params each */
 	char **values;

@@ -190,6 +190,9 @@ static const struct ts_param p_plugin[] = {
 	{ .name = "timeout_ms", .type = TS_PT_INT, .def = "1000", .def_num = 1000,
 	  P_MIN(1), P_MAX(600000),
 	  .doc = "time limit per sample; past it the plugin process is killed" },
+	{ .name = "memory", .type = TS_PT_SIZE, .def = "1 GiB", .def_num = 1073741824.0,
+	  P_MIN(0), P_MAX(1152921504606846976.0),
+	  .doc = "address space the plugin process may use (RLIMIT_AS); 0 = no limit" },
 };
 
 static const struct ts_param p_batch[] = {

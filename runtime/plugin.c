@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lower.h"
 #include "util.h"
 
 #ifndef TS_PLUGIN_HOST_DEFAULT
@@ -28,6 +29,7 @@
 #endif
 #define HOST_EXE "tsrun-plugin-host"
 #define START_TIMEOUT_MS 10000  /* spawn + dlopen + the plugin's constructors */
+#define STOP_TIMEOUT_MS 2000    /* the guard kills and reaps the plugin's processes */
 #define PAGE 4096u
 
 extern char **environ;
@@ -44,6 +46,9 @@ struct ts_plugin_host {
 	pid_t pid;              /* 0: no child */
 	int sock;               /* -1: no child */
 };
+
+static int grow(struct ts_plugin_host *h, size_t need, struct ts_error *err);
+static void stop_child(struct ts_plugin_host *h);
 
 static char *join_path(const char *dir, const char *name)
 {
@@ -91,7 +96,7 @@ int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,
 	const char *base = strrchr(pl->path, '/');
 	h->name = ts_strdup(base ? base + 1 : pl->path);
 	h->exe = find_helper();
-	h->argc = pl->n_params + 3;
+	h->argc = pl->n_params + 4;
 	h->argv = calloc((size_t)h->argc + 1, sizeof(char *));
 	if (!h->name || !h->exe || !h->argv)
 		goto fail;
@@ -100,11 +105,13 @@ int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,
 		   : join_path(base_dir ? base_dir : ".", pl->path);
 	if (asprintf(&h->argv[2], "%d", (int)getpid()) < 0)
 		h->argv[2] = NULL;
-	if (!h->argv[0] || !h->argv[1] || !h->argv[2])
+	if (asprintf(&h->argv[3], "%llu", (unsigned long long)pl->memory) < 0)
+		h->argv[3] = NULL;
+	if (!h->argv[0] || !h->argv[1] || !h->argv[2] || !h->argv[3])
 		goto fail;
 	for (int i = 0; i < pl->n_params; i++)
-		if (asprintf(&h->argv[3 + i], "%s=%s", pl->names[i], pl->values[i]) < 0) {
-			h->argv[3 + i] = NULL;
+		if (asprintf(&h->argv[4 + i], "%s=%s", pl->names[i], pl->values[i]) < 0) {
+			h->argv[4 + i] = NULL;
 			goto fail;
 		}
 	if (access(h->exe, X_OK) != 0) {
@@ -114,12 +121,9 @@ int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,
 				  h->name, h->exe, strerror(errno));
 		goto out;
 	}
-	h->memfd = memfd_create("tsrun-plugin", MFD_CLOEXEC);
-	if (h->memfd < 0) {
-		rc = ts_error_set(err, -errno, "plugin '%s': memfd_create: %s", h->name,
-				  strerror(errno));
+	rc = grow(h, 1, err);  /* the first pixel buffer: 1 MiB */
+	if (rc)
 		goto out;
-	}
 	*out = h;
 	return 0;
 fail:
@@ -141,8 +145,29 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Reap the child (it has exited, or was just killed) and say how it
- * ended into why: "crashed with SIGSEGV", "exited with status 3". */
+/* Wait up to ms for the child to end; then SIGKILL its process group
+ * and it (the guard is ours and ends at once; this is the fallback) and
+ * wait for good. Returns waitpid's result, *st filled. */
+static pid_t wait_child(pid_t pid, int *st, int ms)
+{
+	pid_t r;
+	for (int waited = 0;; waited++) {
+		do
+			r = waitpid(pid, st, waited < ms ? WNOHANG : 0);
+		while (r < 0 && errno == EINTR);
+		if (r != 0)
+			return r;
+		if (waited == ms) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		struct timespec ms1 = {0, 1000000};
+		nanosleep(&ms1, NULL);
+	}
+}
+
+/* Reap the child (it has exited, or was just asked to stop) and say how
+ * it ended into why: "crashed with SIGSEGV", "exited with status 3". */
 static void reap(struct ts_plugin_host *h, char *why, size_t n)
 {
 	int st = 0;
@@ -152,9 +177,7 @@ static void reap(struct ts_plugin_host *h, char *why, size_t n)
 	h->sock = -1;
 	if (h->pid <= 0)
 		return;
-	do
-		r = waitpid(h->pid, &st, 0);
-	while (r < 0 && errno == EINTR);
+	r = wait_child(h->pid, &st, STOP_TIMEOUT_MS);
 	h->pid = 0;
 	if (!why)
 		return;
@@ -173,17 +196,21 @@ static void reap(struct ts_plugin_host *h, char *why, size_t n)
 	}
 }
 
+/* SIGTERM to the guard: it SIGKILLs the plugin and whatever it started
+ * (setsid included), reaps them and exits; reap() waits for that. */
 static void stop_child(struct ts_plugin_host *h)
 {
 	if (h->pid > 0)
-		kill(h->pid, SIGKILL);
+		kill(h->pid, SIGTERM);
 	reap(h, NULL, 0);
 }
 
 /* Wait up to ms for one message from the child. Returns 0 with *m
- * filled, -ETIMEDOUT, or -EPIPE when the child is gone (closed its end:
- * exited or crashed). */
-static int recv_msg(struct ts_plugin_host *h, struct ts_plugin_msg *m, int ms)
+ * filled, -ETIMEDOUT, -EPIPE when the child is gone (closed its end:
+ * exited or crashed), or -EPROTO when it sent something that is not a
+ * message (*got: its length). */
+static int recv_msg(struct ts_plugin_host *h, struct ts_plugin_msg *m, int ms,
+		    ssize_t *got)
 {
 	int64_t deadline = now_ms() + ms;
 	for (;;) {
@@ -198,16 +225,35 @@ static int recv_msg(struct ts_plugin_host *h, struct ts_plugin_msg *m, int ms)
 			return -errno;
 		if (r == 0)
 			return -ETIMEDOUT;
-		ssize_t got = recv(h->sock, m, sizeof(*m), 0);
-		if (got < 0 && errno == EINTR)
+		/* MSG_TRUNC: the real length of a longer datagram */
+		*got = recv(h->sock, m, sizeof(*m), MSG_TRUNC);
+		if (*got < 0 && errno == EINTR)
 			continue;
-		if (got == (ssize_t)sizeof(*m) && m->magic == TS_PLUGIN_MAGIC) {
+		if (*got == (ssize_t)sizeof(*m) && m->magic == TS_PLUGIN_MAGIC) {
 			m->msg[sizeof(m->msg) - 1] = '\0';
 			return 0;
 		}
-		/* EOF, a reset, or garbage: the child is not usable */
-		return -EPIPE;
+		if (*got > 0)
+			return -EPROTO;
+		return -EPIPE; /* EOF or a reset: the child is gone */
 	}
+}
+
+/* The reason for a reply that was not one, or for a death reported as
+ * out of memory, into why. */
+static void protocol_why(ssize_t got, char *why, size_t n)
+{
+	snprintf(why, n, "broke the plugin protocol (sent %zd bytes that are not a "
+		 "tsrun-plugin-host message; a plugin must not use descriptor %d)",
+		 got, TS_PLUGIN_FD_SOCK);
+}
+
+static void nomem_why(struct ts_plugin_host *h, char *why, size_t n)
+{
+	char died[64], lim[32];
+	reap(h, died, sizeof(died));
+	ts_plan_format_size(h->op->plugin->memory, lim, sizeof(lim));
+	snprintf(why, n, "ran out of memory (its limit: memory = %s) and %s", lim, died);
 }
 
 /* Start a child and wait for its hello. */
@@ -262,12 +308,20 @@ static int start_child(struct ts_plugin_host *h, struct ts_error *err)
 	sv[0] = -1;
 
 	struct ts_plugin_msg hello;
-	char why[96];
-	rc = recv_msg(h, &hello, START_TIMEOUT_MS);
+	char why[160];
+	ssize_t got = 0;
+	rc = recv_msg(h, &hello, START_TIMEOUT_MS, &got);
 	if (rc == -ETIMEDOUT) {
 		stop_child(h);
 		rc = ts_error_set(err, TS_E_PLUGIN, "plugin '%s': did not load within %d ms",
 				  h->name, START_TIMEOUT_MS);
+	} else if (rc == -EPROTO) {
+		stop_child(h);
+		protocol_why(got, why, sizeof(why));
+		rc = ts_error_set(err, TS_E_PLUGIN, "plugin '%s' %s while loading", h->name, why);
+	} else if (rc == 0 && hello.status == TS_PLUGIN_ST_NOMEM) {
+		nomem_why(h, why, sizeof(why));
+		rc = ts_error_set(err, TS_E_PLUGIN, "plugin '%s' %s while loading", h->name, why);
 	} else if (rc) {
 		reap(h, why, sizeof(why));
 		rc = ts_error_set(err, TS_E_PLUGIN, "plugin '%s': %s while loading", h->name, why);
@@ -292,7 +346,11 @@ int ts_plugin_host_probe(struct ts_plugin_host *h, struct ts_error *err)
 	return rc;
 }
 
-/* Make the memfd (and our mapping of it) hold need bytes. */
+/* Make the pixel memfd (and our mapping of it) hold need bytes. A
+ * sealed memfd cannot grow, so a bigger one replaces it, sealed in its
+ * turn, and a running child (which holds the old one) is stopped: the
+ * next request starts one with the new memfd. Sizes double from 1 MiB,
+ * so this happens a few times per run at most. */
 static int grow(struct ts_plugin_host *h, size_t need, struct ts_error *err)
 {
 	if (need <= h->map_bytes)
@@ -300,13 +358,23 @@ static int grow(struct ts_plugin_host *h, size_t need, struct ts_error *err)
 	size_t size = h->map_bytes ? h->map_bytes : 1u << 20;
 	while (size < need)
 		size *= 2;
+	stop_child(h);
 	if (h->map)
 		munmap(h->map, h->map_bytes);
+	if (h->memfd >= 0)
+		close(h->memfd);
 	h->map = NULL;
 	h->map_bytes = 0;
+	h->memfd = memfd_create("tsrun-plugin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (h->memfd < 0)
+		return ts_error_set(err, -errno, "plugin '%s': memfd_create: %s", h->name,
+				    strerror(errno));
 	if (ftruncate(h->memfd, (off_t)size) < 0)
-		return ts_error_set(err, -errno, "plugin '%s': cannot grow its pixel buffer "
+		return ts_error_set(err, -errno, "plugin '%s': cannot size its pixel buffer "
 				    "to %zu bytes: %s", h->name, size, strerror(errno));
+	if (fcntl(h->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return ts_error_set(err, -errno, "plugin '%s': cannot seal its pixel buffer: %s",
+				    h->name, strerror(errno));
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, h->memfd, 0);
 	if (p == MAP_FAILED)
 		return ts_error_set(err, -errno, "plugin '%s': mmap: %s", h->name,
@@ -340,17 +408,26 @@ int ts_plugin_host_run(struct ts_plugin_host *h, struct ts_image *img,
 		.stride = img->stride, .out_offset = off, .map_bytes = h->map_bytes,
 	};
 	struct ts_plugin_msg rep;
-	char why[96];
-	ssize_t sent;
+	char why[160];
+	ssize_t sent, got = 0;
 	do
 		sent = send(h->sock, &req, sizeof(req), MSG_NOSIGNAL);
 	while (sent < 0 && errno == EINTR);
-	rc = sent == (ssize_t)sizeof(req) ? recv_msg(h, &rep, h->op->plugin->timeout_ms)
+	rc = sent == (ssize_t)sizeof(req) ? recv_msg(h, &rep, h->op->plugin->timeout_ms, &got)
 					   : -EPIPE;
 	if (rc == -ETIMEDOUT) {
 		stop_child(h);
 		return ts_error_set(err, TS_E_PLUGIN, "plugin '%s' timed out after %d ms",
 				    h->name, h->op->plugin->timeout_ms);
+	}
+	if (rc == -EPROTO) {
+		stop_child(h);
+		protocol_why(got, why, sizeof(why));
+		return ts_error_set(err, TS_E_PLUGIN, "plugin '%s' %s", h->name, why);
+	}
+	if (rc == 0 && rep.status == TS_PLUGIN_ST_NOMEM) {
+		nomem_why(h, why, sizeof(why));
+		return ts_error_set(err, TS_E_PLUGIN, "plugin '%s' %s", h->name, why);
 	}
 	if (rc) {
 		reap(h, why, sizeof(why));

@@ -11,8 +11,13 @@
  * request is one small message each way.
  *
  * The host waits for each reply with poll() and the op's timeout_ms. A
- * child that overruns is SIGKILLed and reaped; one that dies (the socket
- * reads EOF) is reaped and its signal named. Either way the sample fails
+ * child that overruns is stopped (SIGTERM to its guard, which SIGKILLs
+ * the plugin and everything it started; see src/plugin_host.c) and
+ * reaped; one that dies (the socket reads EOF) is reaped and its signal
+ * named; one that sends anything but a reply is stopped and named as
+ * breaking the protocol. The plugin's address space is limited to the
+ * op's memory (RLIMIT_AS), and a death just after a failed allocation is
+ * reported as running out of it. Either way the sample fails
  * with TS_E_PLUGIN and a message ("plugin 'crash.so' crashed with
  * SIGSEGV"), and the next request starts a fresh child. Children are
  * started lazily by the thread that uses them and set PR_SET_PDEATHSIG,
@@ -35,7 +40,11 @@
 
 /* The wire format between ts_plugin_host and tsrun-plugin-host. The
  * helper gets the socket as descriptor 3 and the pixel memfd as 4, and
- * argv: helper, plugin path, parent pid, then "name=value" parameters. */
+ * argv: helper, plugin path, parent pid, the memory limit in bytes (0:
+ * none), then "name=value" parameters. The memfd is sealed against
+ * shrinking, growing and further seals (F_SEAL_SHRINK | F_SEAL_GROW |
+ * F_SEAL_SEAL), so nothing the plugin does to it can make tsrun's
+ * mapping fault; a bigger image gets a new memfd and a new child. */
 #define TS_PLUGIN_MAGIC 0x74737031u /* "tsp1" */
 #define TS_PLUGIN_FD_SOCK 3
 #define TS_PLUGIN_FD_PIXELS 4
@@ -43,7 +52,9 @@
 
 /* helper -> tsrun, once after loading; and after every request. status:
  * hello 0 or -1 (msg says why); reply 0 keep, 1 drop, < 0 the plugin's
- * error. */
+ * error; TS_PLUGIN_ST_NOMEM: the plugin is dying of a signal just after
+ * an allocation failed (its memory limit), the socket closes next. */
+#define TS_PLUGIN_ST_NOMEM INT32_MIN
 struct ts_plugin_msg {
 	uint32_t magic;
 	int32_t status;

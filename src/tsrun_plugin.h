@@ -11,6 +11,10 @@
  * pipeline's on_error policy (fail: the run stops naming the plugin and
  * the file; skip: the sample is dropped and listed as skipped); the host
  * is started again for the next sample. tsrun itself never goes down.
+ * Its process may grow by at most the reserved parameter memory (default
+ * 1 GiB, RLIMIT_AS): a malloc beyond it returns NULL. Processes it starts
+ * are killed when its host stops, and the pixel buffers are sealed memfds
+ * it cannot resize.
  *
  * Build one with:  cc -shared -fPIC -o myop.so myop.c
  *

@@ -96,7 +96,7 @@ fi
 # --- the working plugin: exact filtering --------------------------------------
 pipe cloud fail 'plugin("cloudmask.so", threshold = 0.8, max_fraction = 0.5)'
 "$TSRUN" graph "$T/cloud.ts" >"$T/graph.txt" 2>&1 || fail "graph of a plugin pipeline"
-grep -q 'plugin("cloudmask.so", threshold=0.8, max_fraction=0.5, timeout_ms=1000)' "$T/graph.txt" ||
+grep -q 'plugin("cloudmask.so", threshold=0.8, max_fraction=0.5, timeout_ms=1000, memory=1 GiB)' "$T/graph.txt" ||
 	{ fail "graph does not show the plugin call"; cat "$T/graph.txt"; }
 run cloud
 expect_served cloud 0 6 0
@@ -105,11 +105,12 @@ expect_served cloud 0 6 0
 cat >"$T/text.ts" <<EOF
 let g = 3/4
 pipeline p = synthetic(8, count = 2)
-    | plugin("x.so", a = g, b = true, c = word, d = "s t", e = 4 KiB, f = -2, timeout_ms = 7)
+    | plugin("x.so", a = g, b = true, c = word, d = "s t", e = 4 KiB, f = -2, timeout_ms = 7,
+             memory = 64 MiB)
     | batch(1)
 EOF
 "$TSRUN" graph "$T/text.ts" >"$T/text.txt" 2>&1 || fail "graph of text.ts"
-grep -q 'plugin("x.so", a=0.75, b=true, c=word, d=s t, e=4096, f=-2, timeout_ms=7)' "$T/text.txt" ||
+grep -q 'plugin("x.so", a=0.75, b=true, c=word, d=s t, e=4096, f=-2, timeout_ms=7, memory=64 MiB)' "$T/text.txt" ||
 	{ fail "plugin parameters as text"; cat "$T/text.txt"; }
 
 # mask mode keeps everything
@@ -193,6 +194,46 @@ else
 	echo "note: /usr/bin/python3 with torch not found; pixel check skipped"
 fi
 
+# --- a plugin cannot hurt tsrun through what it shares with it ----------------
+# attack: ftruncate to 0 and to twice the size, fallocate past the end,
+# F_ADD_SEALS (write, future write), pwrite past the end of the pixel
+# memfd, mprotect of its own mapping. Any memfd attack that works makes
+# it return -9 (a skipped sample); a shrunk memfd would end tsrun with
+# SIGBUS. All 12 must be served, none skipped.
+pipe attack skip 'plugin("crash.so", mode = attack, when = always)'
+run attack
+expect_served attack 0 12 0
+
+# garbage on the socket is named as such, not as the exit that follows
+pipe garbage skip 'plugin("crash.so", mode = garbage, timeout_ms = 5000)'
+run garbage
+expect_served garbage 0 6 6
+grep -q "^tsrun: skipped .*data/a/01.png: plugin 'crash.so' broke the plugin protocol (sent 5 bytes that are not a tsrun-plugin-host message; a plugin must not use descriptor 3)\$" "$T/garbage.err" ||
+	{ fail "garbage: not named as protocol garbage"; cat "$T/garbage.err"; }
+
+# memory: a 20 GiB allocation fails at the limit, reported as such (not
+# the machine's OOM killer, not a bare SIGSEGV)
+pipe hog skip 'plugin("crash.so", mode = hog, memory = 64 MiB, timeout_ms = 20000)'
+t0=$(date +%s)
+run hog
+t1=$(date +%s)
+expect_served hog 0 6 6
+grep -q "^tsrun: skipped .*data/a/01.png: plugin 'crash.so' ran out of memory (its limit: memory = 64 MiB) and crashed with SIGSEGV\$" "$T/hog.err" ||
+	{ fail "hog: not reported as out of memory"; cat "$T/hog.err"; }
+[ $((t1 - t0)) -lt 60 ] || fail "hog took $((t1 - t0)) s"
+pipe hogfail fail 'plugin("crash.so", mode = hog, timeout_ms = 20000)'
+run hogfail
+[ "$rc" -eq 1 ] || fail "hogfail: exit $rc, want 1"
+grep -q "^tsrun run: plugin 'crash.so' ran out of memory (its limit: memory = 1 GiB) and crashed with SIGSEGV on .*data/a/[01][13579].png\$" "$T/hogfail.err" ||
+	{ fail "hogfail: no out-of-memory message with the default limit"; cat "$T/hogfail.err"; }
+
+# a plugin that starts daemons (fork, setsid, fork) on every sample
+# leaves none behind: they keep the host's command line, so hosts()
+# (checked by run) counts them too
+pipe spawn skip 'plugin("crash.so", mode = spawn, when = always)'
+run spawn
+expect_served spawn 0 12 0
+
 # --- no zombies while running, no orphans after a SIGKILL ---------------------
 cat >"$T/forever.ts" <<EOF
 pipeline p = folder("data") | decode(gray) | center_crop(32)
@@ -230,8 +271,8 @@ EOF
 "$TSRUN" run "$T/hung.ts" --wait 0 --quiet >/dev/null 2>&1 &
 bg=$!
 n=0
-while [ "$(hosts)" -lt 2 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-[ "$(hosts)" -eq 2 ] || fail "hung: $(hosts) plugin hosts, want 2 busy ones"
+while [ "$(hosts)" -lt 4 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+[ "$(hosts)" -eq 4 ] || fail "hung: $(hosts) plugin host processes, want 2 busy hosts (a guard and a worker each)"
 kill -9 "$bg"
 wait "$bg" 2>/dev/null
 bg=""

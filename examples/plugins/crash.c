@@ -9,13 +9,25 @@
  *   mode = hang    loop forever (until tsrun's timeout_ms kills it)
  *   mode = error   return -7
  *   mode = exit    exit(3) in the middle of a sample
+ *   mode = hog     allocate 20 GiB and touch it (a failed malloc is not
+ *                  checked: the plugin dies of SIGSEGV at its limit)
+ *   mode = garbage write 5 bytes of garbage to tsrun's socket (fd 3)
+ *   mode = spawn   start a process that calls setsid and sleeps (a
+ *                  daemon tsrun must still clean up), then go on
+ *   mode = attack  try to ftruncate, grow, fallocate, reseal and write
+ *                  past the end of the pixel memfd (fd 4), and mprotect
+ *                  its mapping; return -9 if any of the memfd attacks
+ *                  worked, else go on
  *
  * Every other sample it inverts (x -> max - x), so a test can also see
  * that the plugin's output reaches the ring.
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tsrun_plugin.h"
@@ -45,9 +57,48 @@ int tsrun_plugin_process(const struct tsrun_plugin_image *in,
 				pause();
 		} else if (strcmp(mode, "exit") == 0) {
 			exit(3);
+		} else if (strcmp(mode, "hog") == 0) {
+			/* volatile: so that no compiler elides the pair */
+			static char *volatile hog;
+			size_t n = (size_t)20 << 30;
+			hog = malloc(n);
+			memset(hog, 1, n);
+			free(hog);
+		} else if (strcmp(mode, "garbage") == 0) {
+			if (write(3, "junk!", 5) != 5)
+				return -8;
+			for (;;)
+				pause();
+		} else if (strcmp(mode, "spawn") == 0) {
+			if (fork() == 0) {
+				setsid();
+				if (fork() == 0)
+					for (;;)
+						pause();
+				_exit(0);
+			}
+			goto keep;
+		} else if (strcmp(mode, "attack") == 0) {
+			struct stat st;
+			int worked = 0;
+			if (fstat(4, &st) < 0)
+				return -10;
+			worked += ftruncate(4, 0) == 0;
+			worked += ftruncate(4, st.st_size * 2) == 0;
+			worked += fallocate(4, 0, 0, st.st_size * 2) == 0;
+			worked += fcntl(4, F_ADD_SEALS, F_SEAL_WRITE) == 0;
+			worked += fcntl(4, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) == 0;
+			worked += pwrite(4, "x", 1, st.st_size) == 1;
+			/* our own mapping only: tsrun's is not ours to change */
+			mprotect(in->data, 4096, PROT_NONE);
+			mprotect(in->data, 4096, PROT_READ | PROT_WRITE);
+			if (worked)
+				return -9;
+			goto keep;
 		}
 		return -7;
 	}
+keep:;
 	const uint64_t n = (uint64_t)in->height * in->stride;
 	if (in->depth == 16) {
 		uint16_t *p = out->data;
