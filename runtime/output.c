@@ -4,6 +4,8 @@
  * normalizes, converts the dtype and lays out the sample straight into its
  * ring slot.
  *
+ * uint8 to float32 (ToTensor, Normalize) runs in outpass.c (vectorised,
+ * same bits on every path); the other uint8 cases below.
  * Numerics: for uint8 input the pass is a table lookup per channel whose
  * entries are computed exactly as torchvision does, float32(x) / 255 then
  * (v - mean) / std in float32, so CenterCrop + ToTensor + Normalize matches
@@ -11,6 +13,7 @@
  * -ffp-contract=fast FMA; the two operations are separate statements).
  */
 #include "augment.h"
+#include "outpass.h"
 
 #include <errno.h>
 #include <math.h>
@@ -173,8 +176,23 @@ static inline const uint8_t *row_of(const struct ts_image *img,
 static void pass_u8(const struct ts_image *img, const struct tail *t, void *dst)
 {
 	const int W = img->width, H = img->height, C = img->channels;
+	if (t->dtype == TS_DTYPE_F32) {
+		/* The common case (ToTensor, Normalize): outpass.c, vectorised. */
+		static const float zero[4], one[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+		ts_outpass_u8_f32(img->data, img->stride, W, H, C, t->hflip, t->vflip,
+				  t->layout == TS_LAYOUT_NCHW, t->normalize ? t->mean : zero,
+				  t->normalize ? t->std : one, dst);
+		return;
+	}
+	if (t->dtype == TS_DTYPE_U8 && !t->normalize && !t->hflip &&
+	    t->layout == TS_LAYOUT_NHWC) {
+		/* uint8 HWC as it is (device(cuda)'s host half): row copies. */
+		for (int y = 0; y < H; y++)
+			memcpy((uint8_t *)dst + (size_t)y * W * C,
+			       row_of(img, t, y), (size_t)W * C);
+		return;
+	}
 	union {
-		float f[4][256];
 		uint16_t h[4][256];
 		uint8_t b[4][256];
 	} lut;
@@ -183,8 +201,7 @@ static void pass_u8(const struct ts_image *img, const struct tail *t, void *dst)
 			float u = (float)v / 255.0f;
 			float n = t->normalize ? norm(u, t, c) : u;
 			switch (t->dtype) {
-			case TS_DTYPE_F32:
-				lut.f[c][v] = n;
+			case TS_DTYPE_F32: /* ts_outpass_u8_f32 above */
 				break;
 			case TS_DTYPE_F16:
 				lut.h[c][v] = ts_out_f16_from_f32(n);
@@ -205,7 +222,6 @@ static void pass_u8(const struct ts_image *img, const struct tail *t, void *dst)
 	const size_t first = t->hflip ? (size_t)(W - 1) * C : 0;
 	switch (t->dtype) {
 	case TS_DTYPE_F32:
-		U8_PASS(float, lut.f);
 		break;
 	case TS_DTYPE_F16:
 	case TS_DTYPE_U16:

@@ -120,12 +120,12 @@ static void split_h_neon(int16_t *out, int ow, int ksize, int gmax,
 }
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
 static inline int32_t pack16(int16_t a, int16_t b)
 {
 	return (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
 static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
 			const int32_t *weights)
 {
