@@ -2,7 +2,7 @@
  * digest.h - the stream digest printed by `tsrun bench` and `tsrun
  * consume`: a 64-bit hash over every sample's bytes and label, in stream
  * order. Two runs, thread counts or consumers that saw the same samples
- * print the same digest. Not cryptographic; fast (8 bytes a step).
+ * print the same digest. Not cryptographic; XXH3 (libxxhash), fast.
  */
 #ifndef TS_DIGEST_H
 #define TS_DIGEST_H

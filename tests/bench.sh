@@ -53,7 +53,7 @@ num='[0-9][0-9]*\(\.[0-9]*\)\{0,1\}'
 for f in 'pipeline:val ('"$dir"'/val.ts)' "images:$num" "batches:$num" "seconds:$num" \
 	"images/s:$num" "MB/s:$num" "input MB/s:$num" "cpu:$num s" "cpu/image:$num ms" \
 	"peak_rss:$num MiB" "threads:2" 'reader:\(io_uring\|plain reads\)' "skipped:0" \
-	'digest:[0-9a-f]\{16\}'; do
+	"digest_cpu:$num s" "cpu/image_no_digest:$num ms" 'digest:[0-9a-f]\{16\}'; do
 	name=${f%%:*}
 	re=${f#*:}
 	v=$(field "$name")
@@ -66,6 +66,17 @@ awk -v r="$(field images/s)" -v m="$(field MB/s)" -v c="$(field cpu | cut -d' ' 
 	'BEGIN { exit !(r > 0 && c > 0 && m > r * 3 * 64 * 64 * 4 / 1e6 * 0.99 && m < r * 3 * 64 * 64 * 4 / 1e6 * 1.01) }' ||
 	bad "images/s, MB/s and cpu disagree: $(field images/s) $(field MB/s) $(field cpu)"
 full=$(field digest)
+awk -v c="$(field cpu | cut -d' ' -f1)" -v d="$(field digest_cpu | cut -d' ' -f1)" \
+	-v a="$(field cpu/image | cut -d' ' -f1)" -v b="$(field cpu/image_no_digest | cut -d' ' -f1)" \
+	'BEGIN { exit !(d > 0 && d < c && b <= a && b > 0) }' ||
+	bad "digest_cpu $(field digest_cpu) and cpu/image_no_digest $(field cpu/image_no_digest) against cpu $(field cpu)"
+
+# --no-digest: the same stream, not hashed.
+run_bench "$dir/val.ts" --epochs 3 --threads 2 --no-digest
+[ $st = 0 ] || bad "bench --no-digest exited $st: $(cat "$dir/bench.err")"
+[ "$(field images)" = 90 ] || bad "--no-digest: images $(field images), want 90"
+[ "$(field digest)" = "off (--no-digest)" ] || bad "--no-digest: digest line '$(field digest)'"
+[ "$(field digest_cpu)" = "0.000000 s" ] || bad "--no-digest: digest_cpu $(field digest_cpu)"
 
 run_bench "$dir/val.ts" --epochs 2 --batch 30 --threads 1
 [ "$(field images) $(field batches)" = "60 2" ] ||
