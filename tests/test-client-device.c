@@ -5,7 +5,10 @@
  * libcudart, and two trainers read the same stream: one on the producer's
  * GPU (zero-copy pointers into the ring, the mirror keeping a batch that
  * wraps contiguous), one on the other GPU (peer copies into its own
- * buffer). Every finished sample is checked. */
+ * buffer). Every finished sample is checked. The tests after it hold
+ * libtsclient to the runtime's semantics that the fake keeps (issue 19):
+ * errors cleared, copies on a stream, release after the recorded use,
+ * teardown at the end of the stream, compute mode, MIG, exact pinning. */
 #include <check.h>
 #include <dlfcn.h>
 #include <pthread.h>

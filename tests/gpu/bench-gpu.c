@@ -2,7 +2,9 @@
  * bench-gpu.c - GPU figures for tests/gpu/run: host-to-device bandwidth
  * from pageable against pinned (cudaHostRegister'd) memory, the finishing
  * kernel's throughput against the device's peak memory bandwidth, and N
- * trainer processes reading one device ring in place over CUDA IPC.
+ * trainer processes reading one device ring in place over CUDA IPC,
+ * started together from a barrier, as total bytes over the span from the
+ * first start to the last end.
  * Prints "key: value" lines; exits 77 without a device.
  */
 #include <cuda_runtime_api.h>
@@ -34,11 +36,13 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-/* GB/s of REPS host-to-device copies of len bytes; median. */
+/* GB/s of REPS host-to-device copies of len bytes, each timed between
+ * two synchronisations; median. */
 static double h2d(void *dev, const void *host, size_t len)
 {
 	double r[REPS];
 	for (int i = 0; i < REPS; i++) {
+		CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
 		double t = now();
 		CHECK(cudaMemcpyAsync(dev, host, len, cudaMemcpyHostToDevice, 0) == cudaSuccess, "H2D");
 		CHECK(cudaStreamSynchronize(0) == cudaSuccess, "sync");
@@ -107,31 +111,49 @@ static void bench_kernel(double peak)
 	}
 }
 
-/* Trainer: import the ring, copy it whole `reps` times into its own
- * buffer (what a training step's first read costs), print its GB/s. */
+/* Trainer: import the ring, warm up, tell the parent it is ready (a byte
+ * on stdout) and wait for the start (stdin closes: every trainer starts
+ * at once), then copy the ring whole `reps` times into its own buffer
+ * (what a training step's first read costs) on its own stream, and
+ * synchronise before taking the end time. Prints "bytes start end" with
+ * CLOCK_MONOTONIC times, which all processes share. */
 static int trainer(int reps)
 {
 	struct ts_devring_handle h;
 	struct ts_devring *r = NULL;
 	struct ts_error err = {0};
+	cudaStream_t st;
 	void *dst = NULL;
 	size_t bytes;
-	double t;
+	char go;
 
 	CHECK(read(0, &h, sizeof(h)) == (ssize_t)sizeof(h), "handle");
 	CHECK(ts_devring_import(&h, &r, &err) == 0, "%s", err.msg);
 	bytes = ts_devring_capacity(r) * ts_devring_sample_bytes(r);
 	CHECK(cudaMalloc(&dst, bytes) == cudaSuccess, "alloc");
-	ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, NULL, &err); /* warm */
-	t = now();
+	CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess, "stream");
+	CHECK(ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, st, &err) == 0, "%s",
+	      err.msg); /* warm */
+	CHECK(cudaStreamSynchronize(st) == cudaSuccess, "sync");
+	CHECK(write(1, "r", 1) == 1, "ready");
+	CHECK(read(0, &go, 1) == 0, "start");     /* EOF: the barrier */
+	double t0 = now();
 	for (int i = 0; i < reps; i++)
-		CHECK(ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, NULL, &err) == 0, "%s", err.msg);
-	printf("%.2f\n", (double)bytes * reps / (now() - t) / 1e9);
+		CHECK(ts_devring_copy_out(r, 0, ts_devring_capacity(r), dst, st, &err) == 0, "%s",
+		      err.msg);
+	CHECK(cudaStreamSynchronize(st) == cudaSuccess, "sync");
+	double t1 = now();
+	printf("%zu %.9f %.9f\n", bytes * (size_t)reps, t0, t1);
+	fflush(stdout);
+	cudaStreamDestroy(st);
 	cudaFree(dst);
 	ts_devring_destroy(r);
 	return 0;
 }
 
+/* N trainer processes from a barrier; the figure is the bytes all of them
+ * copied over the span from the first start to the last end, and the
+ * slowest trainer's own rate. */
 static void bench_trainers(void)
 {
 	struct ts_finish_params p = { .height = 224, .width = 224, .channels = 3,
@@ -146,7 +168,7 @@ static void bench_trainers(void)
 	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 		int n = ns[k], in[8], out[8];
 		pid_t pid[8];
-		double sum = 0, min = 1e30;
+		double first = 1e300, last = 0, min = 1e300, total = 0;
 		for (int i = 0; i < n; i++) {
 			int a[2], b[2];
 			CHECK(pipe(a) == 0 && pipe(b) == 0, "pipe");
@@ -155,6 +177,8 @@ static void bench_trainers(void)
 			if (pid[i] == 0) {
 				dup2(a[0], 0);
 				dup2(b[1], 1);
+				close(a[1]);
+				close(b[0]);
 				execl("/proc/self/exe", "bench-gpu", "trainer", (char *)NULL);
 				_exit(127);
 			}
@@ -163,22 +187,32 @@ static void bench_trainers(void)
 			in[i] = a[1];
 			out[i] = b[0];
 			CHECK(write(in[i], &h, sizeof(h)) == (ssize_t)sizeof(h), "handle");
-			close(in[i]);
 		}
 		for (int i = 0; i < n; i++) {
-			char buf[64] = "";
+			char c;
+			CHECK(read(out[i], &c, 1) == 1 && c == 'r', "trainer %d did not get ready", i);
+		}
+		for (int i = 0; i < n; i++)
+			close(in[i]);               /* go */
+		for (int i = 0; i < n; i++) {
+			char buf[128] = "";
 			int st;
 			ssize_t got = read(out[i], buf, sizeof(buf) - 1);
-			double g = got > 0 ? atof(buf) : 0;
+			double bytes = 0, t0 = 0, t1 = 0;
 			close(out[i]);
 			CHECK(waitpid(pid[i], &st, 0) == pid[i] && WIFEXITED(st) &&
 			      WEXITSTATUS(st) == 0, "trainer %d failed", i);
-			sum += g;
-			if (g < min)
-				min = g;
+			CHECK(got > 0 && sscanf(buf, "%lf %lf %lf", &bytes, &t0, &t1) == 3 && t1 > t0,
+			      "trainer %d: %s", i, buf);
+			total += bytes;
+			first = t0 < first ? t0 : first;
+			last = t1 > last ? t1 : last;
+			double g = bytes / (t1 - t0) / 1e9;
+			min = g < min ? g : min;
 		}
-		printf("trainers_%d_total_GBps: %.1f\n", n, sum);
+		printf("trainers_%d_total_GBps: %.1f\n", n, total / (last - first) / 1e9);
 		printf("trainers_%d_min_per_trainer_GBps: %.1f\n", n, min);
+		fflush(stdout);
 	}
 	ts_devring_destroy(r);
 }
@@ -190,11 +224,13 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "trainer") == 0)
 		return trainer(20);
+	setvbuf(stdout, NULL, _IOLBF, 0);   /* lines survive a timeout */
 	need_gpu("bench-gpu");
 	CHECK(ts_cuda_info(0, &info, &err) == 0, "%s", err.msg);
 	printf("device: %s (sm_%d%d, %d SMs, %.0f GiB)\n", info.name, info.major, info.minor,
 	       info.sm_count, (double)info.total_mem / (1u << 30));
 	printf("device_peak_mem_GBps: %.0f\n", info.mem_bandwidth / 1e9);
+	fflush(stdout);
 	bench_h2d();
 	bench_kernel(info.mem_bandwidth);
 	bench_trainers();

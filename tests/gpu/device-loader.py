@@ -5,6 +5,11 @@ tsrun.Loader(device="cuda") and a plain CPU Loader consume the same
 samples. The device batches must view the producer's device ring without
 a copy (same GPU) and equal torch's own finishing of the host ring's
 uint8 NHWC samples: (x / 255 - mean) / std, NCHW. float32 and float16.
+The device ring must really be used: the loader's source is checked
+after the first batch (a loader falls back to copying host batches, or
+to copying device batches, with a RuntimeWarning, and says so in
+``source`` only once it tried), every RuntimeWarning is an error, and on
+the producer's own GPU nothing but "device-ring (zero-copy)" passes.
 Exit 77 (skip) without torch, without CUDA or without a GPU.
 """
 import os
@@ -12,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 SKIP = 77
 
@@ -56,19 +62,25 @@ serve train {{
                     if os.path.exists(sock):
                         break
                     time.sleep(0.05)
+                # a fallback of the loader warns: here that is a failure
+                warnings.simplefilter("error", RuntimeWarning)
                 dev = tsrun.Loader(sock, batch_size=32, join="next_epoch",
-                                   device="cuda", timeout=60)
+                                   device="cuda:0", timeout=60)
                 host = tsrun.Loader(sock, batch_size=32, join="next_epoch", timeout=60)
-                print(f"{dtype}: device loader source: {dev.source}")
-                if not dev.source.startswith("device-ring"):
-                    print(f"FAIL: {dtype}: the device loader is not on the device ring")
-                    failures += 1
-                    continue
                 m = torch.tensor(mean).view(1, 3, 1, 1)
                 s = torch.tensor(std).view(1, 3, 1, 1)
                 n = worst = 0
                 # two epochs: one pass of both loaders each
                 for (di, dl), (hi, hl) in (p for _ in range(2) for p in zip(dev, host)):
+                    if n == 0:
+                        # what the loader settled on, once it has a batch
+                        print(f"{dtype}: device loader source: {dev.source}")
+                        if dev.source != "device-ring (zero-copy)":
+                            print(f"FAIL: {dtype}: tsrun runs on cuda:0, the loader too, "
+                                  f"but it reads {dev.source!r}, not the device ring "
+                                  f"in place")
+                            failures += 1
+                            break
                     assert di.is_cuda and di.dtype == getattr(torch, dtype), di.dtype
                     assert di.shape == (hi.shape[0], 3, 40, 40), di.shape
                     ref = (hi.permute(0, 3, 1, 2).float() / 255 - m) / s

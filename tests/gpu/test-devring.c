@@ -48,6 +48,17 @@ static int child(int dev)
 	CHECK(cudaMemcpy(got, span, BATCH * sb, cudaMemcpyDefault) == cudaSuccess, "span D2H");
 	CHECK(memcmp(got, want, BATCH * sb) == 0, "device %d: the mirrored span differs", dev);
 	CHECK(ts_devring_span(r, 8, CAP) == NULL, "a span longer than the mirror allows");
+	/* on the caller's stream: there once that stream is synchronised */
+	cudaStream_t st;
+	CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess, "stream");
+	CHECK(cudaMemset(dst, 0, BATCH * sb) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess,
+	      "clear");
+	CHECK(ts_devring_copy_out(r, 8, BATCH, dst, st, &err) == 0, "%s", err.msg);
+	CHECK(cudaStreamSynchronize(st) == cudaSuccess, "sync");
+	CHECK(cudaMemcpy(got, dst, BATCH * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+	CHECK(memcmp(got, want, BATCH * sb) == 0, "device %d: copy on a stream differs", dev);
+	cudaStreamDestroy(st);
+	CHECK(cudaGetLastError() == cudaSuccess, "an error left behind");
 	cudaFree(dst);
 	ts_devring_destroy(r);
 	free(src);

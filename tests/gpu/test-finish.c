@@ -1,7 +1,9 @@
 /*
  * test-finish.c - the finishing kernel against the CPU reference, bit for
  * bit: float32 and float16, with and without normalize, 1, 3 and 4
- * channels, the vector path (pixels % 4 == 0) and the scalar one.
+ * channels, the vector path (pixels % 4 == 0) and the scalar one; the
+ * mirrored launch (the device ring's mirror slots, a second destination
+ * from the same pass, at an odd sample offset: 8-byte aligned for half).
  */
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -59,6 +61,21 @@ int main(void)
 			      k, t->h, t->w, t->c, ts_dtype_name(t->dtype),
 			      t->normalize ? " normalized" : "", t->n, i);
 		}
+		/* mirrored: all n into ddst, the first n2 also into a second
+		 * buffer one sample in (an odd slot) */
+		size_t sb = ts_finish_sample_bytes(&p), n2 = (t->n + 1) / 2;
+		uint8_t *d2 = NULL;
+		CHECK(cudaMalloc((void **)&d2, (n2 + 1) * sb) == cudaSuccess, "cudaMalloc");
+		CHECK(cudaMemset(ddst, 0xff, out) == cudaSuccess && cudaMemset(d2, 0xff, (n2 + 1) * sb) ==
+		      cudaSuccess, "memset");
+		CHECK(ts_finish_launch_mirrored(dsrc, ddst, t->n, d2 + sb, n2, &p, NULL, &err) == 0,
+		      "%s", err.msg);
+		CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
+		CHECK(cudaMemcpy(got, ddst, out, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+		CHECK(memcmp(got, want, out) == 0, "case %zu: mirrored launch, main output differs", k);
+		CHECK(cudaMemcpy(got, d2 + sb, n2 * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+		CHECK(memcmp(got, want, n2 * sb) == 0, "case %zu: the mirror copy differs", k);
+		cudaFree(d2);
 		printf("case %zu: %dx%dx%d %s%s x%zu: identical\n", k, t->h, t->w, t->c,
 		       ts_dtype_name(t->dtype), t->normalize ? " normalized" : "", t->n);
 		cudaFree(dsrc);

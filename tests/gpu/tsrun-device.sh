@@ -38,6 +38,16 @@ wait "$pid"
 rc=$?
 pid=
 [ $rc -eq 0 ] || fail "tsrun run exited $rc"
+# A GPU host (tests/gpu/run sets TS_EXPECT_GPU=1 once nvidia-smi lists
+# one): the CPU path passes only for a build without CUDA.
+gpu=0
+if [ "${TS_EXPECT_GPU:-0}" = 1 ] || nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+	gpu=1
+fi
+if [ $gpu = 1 ] && ! grep -q 'finishing on GPU' "$tmp/run.err" &&
+   ! grep -q 'built without CUDA' "$tmp/run.err"; then
+	fail "a GPU is present, but tsrun served the CPU ring"
+fi
 if grep -q 'finishing on GPU' "$tmp/run.err"; then
 	# a GPU host: the device ring is served; a CPU trainer still reads
 	# the host ring's uint8 NHWC samples (the staged ring shows them
