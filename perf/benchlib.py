@@ -17,15 +17,82 @@ ROOT = os.path.dirname(PERF)
 TORCH_PYTHON = "/usr/bin/python3"   # Debian's python3-torch lives here
 
 
+def build_options(build_dir):
+    """{option: value} of a meson build folder (meson-info), or None."""
+    import json
+    path = os.path.join(build_dir, "meson-info", "intro-buildoptions.json")
+    try:
+        with open(path) as fh:
+            return {o["name"]: o["value"] for o in json.load(fh)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def is_release(opts):
+    san = opts.get("b_sanitize", "none")
+    if isinstance(san, list):
+        san = ",".join(san) or "none"
+    return opts.get("buildtype") == "release" and san in ("none", "")
+
+
+def release_build():
+    """The build folder the figures come from: $TSRUN_BUILD if set, else
+    ROOT/build when it is a release build without sanitizers, else the
+    newest such ROOT/build*. Never an ASan or debug build (scripts/test
+    leaves one newer than the release)."""
+    if os.environ.get("TSRUN_BUILD"):
+        d = os.environ["TSRUN_BUILD"]
+        opts = build_options(d)
+        if opts is None:
+            sys.exit(f"TSRUN_BUILD={d} is not a meson build folder")
+        if not is_release(opts):
+            print(f"warning: TSRUN_BUILD={d} is buildtype {opts.get('buildtype')}, "
+                  f"b_sanitize {opts.get('b_sanitize')}: figures will not be a release's",
+                  file=sys.stderr)
+        return d
+    cands = []
+    for d in glob.glob(os.path.join(ROOT, "build*")):
+        opts = build_options(d) if os.path.isdir(d) else None
+        if opts is not None and is_release(opts):
+            cands.append(d)
+    if not cands:
+        sys.exit(f"no release build under {ROOT}/build*: "
+                 f"meson setup build --buildtype=release && meson compile -C build, "
+                 f"or set TSRUN_BUILD")
+    main = os.path.join(ROOT, "build")
+    return main if main in cands else max(cands, key=os.path.getmtime)
+
+
 def find_build_file(rel, env=None):
-    """$env if set, else ROOT/build*/rel (the newest)."""
+    """$env if set, else rel inside release_build()."""
     if env and os.environ.get(env):
         return os.environ[env]
-    cands = [p for p in glob.glob(os.path.join(ROOT, "build*", rel)) if os.access(p, os.X_OK)]
-    if not cands:
-        sys.exit(f"cannot find {rel} under {ROOT}/build*: build first "
-                 f"(meson setup build && meson compile -C build) or set {env}")
-    return max(cands, key=os.path.getmtime)
+    build = release_build()
+    path = os.path.join(build, rel)
+    if not os.access(path, os.X_OK):
+        sys.exit(f"{path} is missing: meson compile -C {build}"
+                 + (f", or set {env}" if env else ""))
+    return path
+
+
+def split_dir(data, recipe):
+    """The class-folder tree a recipe reads: DATA/val for val and DATA/train
+    otherwise when DATA is a made data set (or any folder with those), else
+    DATA itself (any ImageFolder: DATA/CLASS/IMAGE)."""
+    for sub in (["val", "train"] if recipe == "val" else ["train"]):
+        if os.path.isdir(os.path.join(data, sub)):
+            return os.path.join(data, sub)
+    return data
+
+
+def prepare_data(tsrun, data, images, explicit):
+    """Use the ImageFolder at data when one is there (explicit --data: any
+    ImageFolder, never modified); otherwise make it with make-dataset."""
+    if explicit and os.path.isdir(data):
+        if not image_files(data):
+            sys.exit(f"--data {data}: no .jpg, .jpeg or .png files under it")
+        return
+    make_dataset(tsrun, data, images, max(images // 10, 10))
 
 
 def cpu_list(spec):
@@ -77,18 +144,17 @@ def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
     """A pipeline file for the data set: examples/imagenet.ts (train) or
     examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
     and socket replaced; "decode" is folder | decode only (no batch)."""
-    split_dir = os.path.join(data, "val" if recipe == "val" and
-                             os.path.isdir(os.path.join(data, "val")) else "train")
+    split = split_dir(data, recipe)
     if recipe == "decode":
         # No serve block: a pipeline without a fixed sample size cannot be
         # served, only benched.
-        return f'pipeline decode =\n    folder("{split_dir}")\n    | decode(rgb)\n'
+        return f'pipeline decode =\n    folder("{split}")\n    | decode(rgb)\n'
 
     else:
         src = os.path.join(ROOT, "examples", "imagenet.ts" if recipe == "train" else "imagenet-val.ts")
         with open(src) as fh:
             text = fh.read()
-        text = re.sub(r'folder\("[^"]*"', f'folder("{split_dir}"', text, count=1)
+        text = re.sub(r'folder\("[^"]*"', f'folder("{split}"', text, count=1)
         text = re.sub(r"batch\(\d+\)", f"batch({batch})", text, count=1)
         text = re.sub(r"epochs\s*=\s*\d+", f"epochs = {epochs}", text, count=1)
         text = re.sub(r"\n\s*threads\s*=.*", "", text)
@@ -116,14 +182,63 @@ def parse_kv(text):
     return out
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_busy(cpus):
+    """Busy seconds so far (user, nice, system, irq, softirq, steal) of the
+    given cores and of the whole machine, from /proc/stat."""
+    ours = total = 0.0
+    want = {f"cpu{c}" for c in cpus}
+    try:
+        with open("/proc/stat") as fh:
+            for line in fh:
+                w = line.split()
+                if not w or not w[0].startswith("cpu"):
+                    continue
+                busy = sum(int(x) for x in (w[1], w[2], w[3], w[6], w[7], w[8])) / CLK_TCK
+                if w[0] == "cpu":
+                    total = busy
+                elif w[0] in want:
+                    ours += busy
+    except (OSError, IndexError, ValueError):
+        return None
+    return ours, total
+
+
+class LoadMeter:
+    """What else ran on some cores over an interval: started now, read by
+    stop(own_cpu) with the CPU seconds of what was measured (and its
+    reaped children)."""
+
+    def __init__(self, cpus=None):
+        self.cpus = cpus if cpus is not None else sorted(os.sched_getaffinity(0))
+        self.busy0 = cpu_busy(self.cpus)
+        self.t0 = time.monotonic()
+
+    def stop(self, own_cpu):
+        """other_cpu (seconds of CPU on the cores that were not own_cpu),
+        other_load (that over the wall time, in cores) and other_load_all
+        (the same on the whole machine); NaN without /proc/stat."""
+        busy1 = cpu_busy(self.cpus)
+        if self.busy0 is None or busy1 is None:
+            return {"other_cpu": float("nan"), "other_load": float("nan"),
+                    "other_load_all": float("nan")}
+        wall = max(time.monotonic() - self.t0, 1e-9)
+        ours = max(0.0, busy1[0] - self.busy0[0] - own_cpu)
+        total = max(0.0, busy1[1] - self.busy0[1] - own_cpu)
+        return {"other_cpu": ours, "other_load": ours / wall, "other_load_all": total / wall}
+
+
 class Proc:
     """A started process whose output is drained by threads and which is
     reaped with os.wait4, so its own CPU time and peak RSS are known (not
     the whole session's). Several may run at once."""
 
-    def __init__(self, cmd, env=None):
+    def __init__(self, cmd, env=None, cpus=None):
         import threading
         self.cmd = cmd
+        self.load = LoadMeter(cpus)
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env)
@@ -150,6 +265,7 @@ class Proc:
                 self.p.kill()
                 t.join()
         _, status, ru = os.wait4(self.p.pid, 0)
+        load = self.load.stop(ru.ru_utime + ru.ru_stime)
         self.p.returncode = os.waitstatus_to_exitcode(status)
         out, err = "".join(self._bufs["out"]), "".join(self._bufs["err"])
         res = parse_kv(out)
@@ -159,6 +275,9 @@ class Proc:
             "ext_wall": time.monotonic() - self.t0,
             "ext_cpu": ru.ru_utime + ru.ru_stime,
             "ext_max_rss": ru.ru_maxrss / 1024.0,
+            # Processes measured at the same time count as each other's
+            # load: a group is measured with its own LoadMeter.
+            **load,
             "stdout": out,
             "stderr": err,
         })
@@ -171,9 +290,10 @@ class Proc:
             self.p.send_signal(signal.SIGINT)
 
 
-def run_measured(cmd, timeout=None):
-    """Run cmd to the end; see Proc.finish for the result."""
-    return Proc(cmd).finish(timeout)
+def run_measured(cmd, timeout=None, cpus=None):
+    """Run cmd to the end; see Proc.finish for the result (other_load over
+    cpus, default this process' affinity)."""
+    return Proc(cmd, cpus=cpus).finish(timeout)
 
 
 def summary(values):

@@ -3,7 +3,7 @@
 
     perf/compare.py [--mode train|val|decode] [--pairs 3] [--data DIR]
                     [--images 2000] [--epochs 1] [--batch 256] [--batches N]
-                    [--cpus 0-1] [--json FILE]
+                    [--cpus 0-1] [--noisy 0.1] [--retries 2] [--json FILE]
 
 Modes (side A = the baseline, side B = `tsrun bench`):
   train   A: PyTorch DataLoader + torchvision, ImageNet train recipe
@@ -20,11 +20,22 @@ peak RSS are printed beside, both as each side reports them and as measured
 from outside (wait4). Goals: train >= 3 (aim 5), decode >= 0.8 (within
 1.25x of libjpeg-turbo).
 
-TSRUN and DECODE_LIMIT override the binaries' paths (default: the newest
-build*/src/tsrun and build*/perf/decode-limit).
+--data is any ImageFolder (DIR/CLASS/IMAGE, or DIR/train and DIR/val
+of one); without it a data set of --images photos is made in $TMPDIR.
+
+The machine's other load is recorded for every run, from /proc/stat: the
+CPU time its cores spent on anything but the run (other_load, in cores).
+A pair where either run saw more than --noisy cores of it is noisy: it is
+run again (up to --retries times), and one still noisy is flagged and
+left out of the result, which also says how many pairs it rests on.
+
+The binaries come from the release build (build/, or the newest release
+build*/ without sanitizers, never an ASan or debug one); TSRUN_BUILD
+names the folder, TSRUN and DECODE_LIMIT the binaries themselves.
 """
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -36,7 +47,7 @@ import benchlib as bl  # noqa: E402
 def side_a(args, cpus, data):
     if args.mode == "decode":
         exe = bl.find_build_file("perf/decode-limit", "DECODE_LIMIT")
-        cmd = [exe, os.path.join(data, "train"), "--rounds", str(args.epochs)]
+        cmd = [exe, bl.split_dir(data, "train"), "--rounds", str(args.epochs)]
     else:
         cmd = [bl.TORCH_PYTHON, os.path.join(bl.PERF, "dataloader.py"), data,
                "--recipe", args.mode, "--batch", str(args.batch),
@@ -59,8 +70,26 @@ def show(name, r):
     cpu = r.get("cpu", float("nan"))
     rss = r["rss"]
     print(f"  {name:9s} {ips:9.1f} img/s  cpu {cpu:7.2f} s (ext {r['ext_cpu']:7.2f})  "
-          f"peak_rss {rss:7.1f} MiB (ext max {r['ext_max_rss']:7.1f})  wall {r['ext_wall']:6.2f} s",
+          f"peak_rss {rss:7.1f} MiB (ext max {r['ext_max_rss']:7.1f})  wall {r['ext_wall']:6.2f} s  "
+          f"other load {r['other_load']:.2f} cores (machine {r['other_load_all']:.2f})",
           flush=True)
+
+
+def run_pair(args, cpus, data, tsrun, pipeline, files):
+    """One A B pair, each side after the page cache is warmed alike."""
+    pair = {}
+    for name, cmd in (("baseline", side_a(args, cpus, data)),
+                      ("tsrun", side_b(args, cpus, tsrun, pipeline))):
+        bl.warm_cache(files)
+        r = bl.run_measured(cmd, timeout=args.timeout, cpus=cpus)
+        if r["rc"] != 0 or "images/s" not in r:
+            sys.exit(f"{' '.join(cmd)} failed (exit {r['rc']}):\n{r['stderr'][-3000:]}")
+        # Images processed, and the memory figure to compare: the
+        # DataLoader's sum over its processes, tsrun's one process.
+        r["n_images"] = float(r.get("images", float("nan"))) * r.get("rounds", 1.0)
+        r["rss"] = r.get("peak_rss_sum", r.get("peak_rss", float("nan")))
+        pair[name] = r
+    return pair
 
 
 def main():
@@ -75,16 +104,23 @@ def main():
                     help="stop both sides after this many batches (0 = whole epochs)")
     ap.add_argument("--cpus", help="cores for both sides, e.g. 0-3 (default: all of ours)")
     ap.add_argument("--timeout", type=float, default=600, help="per run, seconds")
+    ap.add_argument("--noisy", type=float, default=0.1,
+                    help="other load (cores, on our cores) above which a run is noisy")
+    ap.add_argument("--retries", type=int, default=2,
+                    help="times a noisy pair is run again")
     ap.add_argument("--json", help="write every run's figures here")
     args = ap.parse_args()
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
+    if args.retries < 0:
+        ap.error("--retries must be at least 0")
 
     tsrun = bl.find_build_file("src/tsrun", "TSRUN")
+    print(f"tsrun: {tsrun}", flush=True)
     cpus = bl.cpu_list(args.cpus)
     data = args.data or os.path.join(tempfile.gettempdir(), f"tsrun-bench-data-{args.images}")
-    bl.make_dataset(tsrun, data, args.images, max(args.images // 10, 10))
-    files = bl.image_files(os.path.join(data, "val" if args.mode == "val" else "train"))
+    bl.prepare_data(tsrun, data, args.images, args.data is not None)
+    files = bl.image_files(bl.split_dir(data, args.mode))
 
     with tempfile.TemporaryDirectory(prefix="tsrun-compare-") as tmp:
         pipeline = os.path.join(tmp, f"{args.mode}.ts")
@@ -94,37 +130,55 @@ def main():
               f"{args.pairs} pairs, {args.epochs} epoch(s)", flush=True)
         runs = []
         ratios = []
+        noisy_ratios = []
         digests = set()
         for i in range(args.pairs):
-            pair = {}
-            for name, cmd in (("baseline", side_a(args, cpus, data)),
-                              ("tsrun", side_b(args, cpus, tsrun, pipeline))):
-                bl.warm_cache(files)
-                r = bl.run_measured(cmd, timeout=args.timeout)
-                if r["rc"] != 0 or "images/s" not in r:
-                    sys.exit(f"{' '.join(cmd)} failed (exit {r['rc']}):\n{r['stderr'][-3000:]}")
-                # Images processed, and the memory figure to compare: the
-                # DataLoader's sum over its processes, tsrun's one process.
-                r["n_images"] = float(r.get("images", float("nan"))) * r.get("rounds", 1.0)
-                r["rss"] = r.get("peak_rss_sum", r.get("peak_rss", float("nan")))
-                pair[name] = r
-            print(f"pair {i + 1}:", flush=True)
-            show("baseline", pair["baseline"])
-            show("tsrun", pair["tsrun"])
-            if "digest" in pair["tsrun"]:
-                digests.add(pair["tsrun"]["digest"])
-            ratio = pair["tsrun"]["images/s"] / pair["baseline"]["images/s"]
-            print(f"  ratio tsrun/baseline: {ratio:.2f}", flush=True)
-            ratios.append(ratio)
-            runs.append({k: {kk: vv for kk, vv in v.items() if kk not in ("stdout", "stderr")}
-                         for k, v in pair.items()})
+            for attempt in range(args.retries + 1):
+                pair = run_pair(args, cpus, data, tsrun, pipeline, files)
+                load = max(pair["baseline"]["other_load"], pair["tsrun"]["other_load"])
+                noisy = not load <= args.noisy   # NaN (no /proc/stat) counts as noisy
+                print(f"pair {i + 1}" + (f" (retry {attempt})" if attempt else "") +
+                      (f": NOISY, other load {load:.2f} > {args.noisy} cores" if noisy else ":"),
+                      flush=True)
+                show("baseline", pair["baseline"])
+                show("tsrun", pair["tsrun"])
+                ratio = pair["tsrun"]["images/s"] / pair["baseline"]["images/s"]
+                print(f"  ratio tsrun/baseline: {ratio:.2f}", flush=True)
+                if "digest" in pair["tsrun"]:
+                    digests.add(pair["tsrun"]["digest"])
+                rec = {k: {kk: vv for kk, vv in v.items() if kk not in ("stdout", "stderr")}
+                       for k, v in pair.items()}
+                rec.update({"pair": i + 1, "attempt": attempt, "ratio": ratio, "noisy": noisy})
+                runs.append(rec)
+                if not noisy:
+                    ratios.append(ratio)
+                    break
+            else:
+                noisy_ratios.append(ratio)
+
+    # The figures below come from the quiet runs, or from all of them
+    # (and say so) when none was quiet.
+    quiet = [r for r in runs if not r["noisy"]]
+    if not quiet:
+        quiet = runs
 
     def med(side, key):
-        vals = [r[side][key] for r in runs if isinstance(r[side].get(key), float)]
+        vals = [r[side][key] for r in quiet if isinstance(r[side].get(key), float)]
         return bl.summary(vals)[0] if vals else float("nan")
 
     print()
-    print(f"result ({args.mode}): tsrun/baseline images/s = {bl.fmt_range(ratios)}")
+    if ratios:
+        print(f"result ({args.mode}): tsrun/baseline images/s = {bl.fmt_range(ratios)}"
+              f" over {len(ratios)} quiet pair(s) of {args.pairs}")
+    else:
+        print(f"result ({args.mode}): NONE: every pair was noisy "
+              f"(other load above {args.noisy} cores); ratios "
+              f"{', '.join(f'{x:.2f}' for x in noisy_ratios)}")
+    if noisy_ratios:
+        print(f"  WARNING: {len(noisy_ratios)} pair(s) still noisy after {args.retries} "
+              f"retries, left out: ratios {', '.join(f'{x:.2f}' for x in noisy_ratios)}")
+    if not ratios:
+        print("  (the medians below are of noisy runs: not a result)")
     for side in ("baseline", "tsrun"):
         # The side's own CPU figure covers its loading loop only (not the
         # interpreter start or torch's import); ext_cpu covers everything.
@@ -132,14 +186,19 @@ def main():
         print(f"  {side:9s} images/s median {med(side, 'images/s'):.1f}, "
               f"cpu {cpu:.2f} s ({cpu / n_img * 1e3:.3f} ms/image; whole process "
               f"{med(side, 'ext_cpu'):.2f} s), "
-              f"peak_rss {med(side, 'rss'):.1f} MiB, wall {med(side, 'ext_wall'):.2f} s")
+              f"peak_rss {med(side, 'rss'):.1f} MiB, wall {med(side, 'ext_wall'):.2f} s, "
+              f"other load {med(side, 'other_load'):.2f} cores")
+        if side == "tsrun" and not math.isnan(med(side, "cpu/image_no_digest")):
+            print(f"  {'':9s} cpu/image without the bench's digest "
+                  f"{med(side, 'cpu/image_no_digest'):.3f} ms")
     if len(digests) > 1:
         print(f"  WARNING: tsrun digests differ between runs: {sorted(digests)}")
     elif digests:
         print(f"  tsrun digest identical in every run: {digests.pop()}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"mode": args.mode, "cpus": cpus, "data": data, "ratios": ratios,
+            json.dump({"mode": args.mode, "cpus": cpus, "data": data, "tsrun": tsrun,
+                       "ratios": ratios, "noisy_ratios": noisy_ratios, "noisy": args.noisy,
                        "runs": runs}, fh, indent=1)
     return 0
 

@@ -3,7 +3,7 @@
 
     perf/sharing.py [--n 1,2,4,8] [--rounds 1] [--data DIR] [--images 2000]
                     [--epochs 1] [--batch 64] [--cpus 0-1] [--dl-workers N]
-                    [--json FILE]
+                    [--noisy 0.1] [--json FILE]
 
 For each N, in turn (tsrun, then DataLoaders, repeated --rounds times):
   tsrun:       `tsrun run PIPELINE` (examples/imagenet.ts on the data set,
@@ -14,6 +14,11 @@ For each N, in turn (tsrun, then DataLoaders, repeated --rounds times):
                num_workers = --dl-workers (default: the cores, as each job
                would be configured alone); they split the cores.
 Everything runs on the same cores (taskset) after the same cache warming.
+
+The machine's other load (CPU on these cores not spent by the measured
+processes, /proc/stat) is printed per round and side; a round above
+--noisy cores is flagged NOISY. --data is any ImageFolder; binaries come
+from the release build (see compare.py).
 
 Prints per N the mean per-trainer images/s of both, each relative to its
 own N = 1 figure (goal for tsrun: >= 0.9 up to N = 8), the tsrun/DataLoader
@@ -48,6 +53,7 @@ def run_tsrun(args, tsrun, cpus, data, n, tmp):
     pipeline = os.path.join(tmp, f"share-{n}.ts")
     with open(pipeline, "w") as fh:
         fh.write(bl.pipeline_text(data, "train", args.batch, args.epochs, len(cpus), socket=sock))
+    meter = bl.LoadMeter(cpus)
     producer = bl.Proc(bl.pin([tsrun, "run", pipeline], cpus))
     deadline = time.monotonic() + 30
     while not os.path.exists(sock):
@@ -64,6 +70,7 @@ def run_tsrun(args, tsrun, cpus, data, n, tmp):
     for r in results:
         if r["rc"] != 0:
             sys.exit(f"tsrun consume failed (exit {r['rc']}):\n{r['stderr'][-3000:]}")
+    prod.update(meter.stop(prod["ext_cpu"] + sum(r["ext_cpu"] for r in results)))
     return [trainer_rate(r) for r in results], prod
 
 
@@ -72,12 +79,13 @@ def run_dataloaders(args, cpus, data, n):
     cmd = bl.pin([bl.TORCH_PYTHON, os.path.join(bl.PERF, "dataloader.py"), data,
                   "--recipe", "train", "--batch", str(args.batch), "--workers", str(workers),
                   "--epochs", str(args.epochs)], cpus)
+    meter = bl.LoadMeter(cpus)
     procs = [bl.Proc(cmd) for _ in range(n)]
     results = [p.finish(args.timeout) for p in procs]
     for r in results:
         if r["rc"] != 0:
             sys.exit(f"dataloader.py failed (exit {r['rc']}):\n{r['stderr'][-3000:]}")
-    return [trainer_rate(r) for r in results]
+    return [trainer_rate(r) for r in results], meter.stop(sum(r["ext_cpu"] for r in results))
 
 
 def main():
@@ -91,15 +99,18 @@ def main():
     ap.add_argument("--cpus")
     ap.add_argument("--dl-workers", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--noisy", type=float, default=0.1,
+                    help="other load (cores) above which a round is flagged NOISY")
     ap.add_argument("--json")
     args = ap.parse_args()
 
     tsrun = bl.find_build_file("src/tsrun", "TSRUN")
+    print(f"tsrun: {tsrun}", flush=True)
     cpus = bl.cpu_list(args.cpus)
     ns = sorted({1} | {int(x) for x in args.n.split(",")})
     data = args.data or os.path.join(tempfile.gettempdir(), f"tsrun-bench-data-{args.images}")
-    bl.make_dataset(tsrun, data, args.images, max(args.images // 10, 10))
-    files = bl.image_files(os.path.join(data, "train"))
+    bl.prepare_data(tsrun, data, args.images, args.data is not None)
+    files = bl.image_files(bl.split_dir(data, "train"))
     print(f"{len(files)} files, cores {cpus}, N in {ns}, {args.rounds} round(s)", flush=True)
 
     res = {n: {"tsrun": [], "dl": [], "prod_cpu": []} for n in ns}
@@ -111,11 +122,15 @@ def main():
                 res[n]["tsrun"].append(statistics.mean(rates))
                 res[n]["prod_cpu"].append(prod["ext_cpu"])
                 bl.warm_cache(files)
-                dl = run_dataloaders(args, cpus, data, n)
+                dl, dl_load = run_dataloaders(args, cpus, data, n)
                 res[n]["dl"].append(statistics.mean(dl))
+                res[n].setdefault("other_load", []).append(
+                    max(prod["other_load"], dl_load["other_load"]))
                 print(f"round {rnd + 1} N={n}: tsrun per-trainer {res[n]['tsrun'][-1]:.1f} img/s "
                       f"(min {min(rates):.1f}), producer cpu {prod['ext_cpu']:.2f} s; "
-                      f"DataLoader per-trainer {res[n]['dl'][-1]:.1f} img/s (min {min(dl):.1f})",
+                      f"DataLoader per-trainer {res[n]['dl'][-1]:.1f} img/s (min {min(dl):.1f}); "
+                      f"other load {prod['other_load']:.2f} / {dl_load['other_load']:.2f} cores"
+                      + ("  NOISY" if not res[n]["other_load"][-1] <= args.noisy else ""),
                       flush=True)
 
     med = {n: {k: statistics.median(v) for k, v in d.items()} for n, d in res.items()}

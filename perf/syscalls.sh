@@ -22,14 +22,23 @@ while [ $# -gt 0 ]; do
 done
 command -v strace >/dev/null || { echo "syscalls.sh: strace is not installed (apt-get install strace)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
-tsrun=${TSRUN:-$(ls -t "$root"/build*/src/tsrun 2>/dev/null | head -1)}
+# The release build's tsrun (perf/benchlib.py's choice, as compare.py's).
+tsrun=${TSRUN:-$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import benchlib; print(benchlib.find_build_file("src/tsrun"))' "$root/perf")} || exit 2
 [ -x "$tsrun" ] || { echo "syscalls.sh: no built tsrun (meson compile -C build, or TSRUN=...)" >&2; exit 2; }
-[ -n "$data" ] || data="${TMPDIR:-/tmp}/tsrun-bench-data-$images"
-"$tsrun" make-dataset "$data" --images "$images" --quiet >/dev/null
+# --data: any ImageFolder as it is; otherwise a data set made here.
+if [ -n "$data" ] && [ -d "$data" ]; then
+	[ -d "$data/train" ] && data="$data/train"
+else
+	[ -n "$data" ] || data="${TMPDIR:-/tmp}/tsrun-bench-data-$images"
+	"$tsrun" make-dataset "$data" --images "$images" --quiet >/dev/null
+	data="$data/train"
+fi
+images=$(find "$data" -type f \( -iname '*.jpg' -o -iname '*.jpeg' -o -iname '*.png' \) | wc -l)
+[ "$images" -gt 0 ] || { echo "syscalls.sh: no .jpg, .jpeg or .png files under $data" >&2; exit 2; }
 T=$(mktemp -d /tmp/tsrun-syscalls.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cat >"$T/p.ts" <<EOT
-pipeline p = folder("$data/train") | decode(rgb) | resize(64, 64) | to(uint8, nhwc) | batch(32)
+pipeline p = folder("$data") | decode(rgb) | resize(64, 64) | to(uint8, nhwc) | batch(32)
 serve p { epochs = 1  threads = $threads }
 EOT
 # side NAME ROUND: strace one bench; "name count" lines per call name.
