@@ -544,15 +544,24 @@ static int span(struct ts_client_device *d, const struct ts_batch *b, uint8_t **
 static int copy(struct ts_client_device *d, void *dst, const void *src, size_t n,
 		void *stream, bool sync, const char *what, struct ts_error *err)
 {
-	int e;
-	if (sync && (e = rt.set_device(d->device)) != 0)
+	int e, cur = d->device;
+	if (!sync) {
+		e = rt.memcpy_async(dst, src, n, CUDA_MEMCPY_DEFAULT, stream);
+		return e ? rt_fail(err, TS_E_NODEV, what, e) : 0;
+	}
+	/* the caller's current device is put back afterwards (PyTorch
+	 * keeps its own notion of it) */
+	if ((e = rt.get_device(&cur)) != 0)
+		return rt_fail(err, TS_E_NODEV, "cudaGetDevice", e);
+	if (cur != d->device && (e = rt.set_device(d->device)) != 0)
 		return rt_fail(err, TS_E_NODEV, "cudaSetDevice", e);
-	e = rt.memcpy_async(dst, src, n, CUDA_MEMCPY_DEFAULT, sync ? NULL : stream);
-	if (e == 0 && sync)
+	e = rt.memcpy_async(dst, src, n, CUDA_MEMCPY_DEFAULT, NULL);
+	if (e == 0)
 		e = rt.stream_sync(NULL);
-	if (e != 0)
-		return rt_fail(err, TS_E_NODEV, what, e);
-	return 0;
+	int rc = e ? rt_fail(err, TS_E_NODEV, what, e) : 0;
+	if (cur != d->device && rt.set_device(cur) != 0)
+		rt.get_last_error();
+	return rc;
 }
 
 static int batch(struct ts_client_device *d, const struct ts_batch *b, void *stream,

@@ -15,7 +15,9 @@
  * message and the caller keeps using the (unpinned) batches.
  *
  * Conventions as tsclient.h: 0 or a negative code, err filled on failure,
- * out-parameters written only on success, nothing printed. Thread safe.
+ * out-parameters written only on success, nothing printed. The pinning
+ * calls are thread safe; a struct ts_client_device is used by one thread
+ * at a time, like its client.
  */
 #ifndef TSCLIENT_CUDA_H
 #define TSCLIENT_CUDA_H
@@ -84,8 +86,8 @@ void ts_client_cuda_versions(int *driver, int *runtime);
  * here either runs on the caller's stream (the _async calls: work the
  * caller queues after it on that stream sees the data) or is finished
  * before the call returns (the plain calls: queued on the legacy default
- * stream of the batch's device, which is made current, then
- * synchronised).
+ * stream of the batch's device, made current for the copy, then
+ * synchronised; the caller's current device is restored).
  *
  * Release. A device batch is valid, like its host view, until the next
  * ts_client_next / ts_client_release. GPU work that reads it must have

@@ -207,6 +207,8 @@ struct fx {
 	int (*stream_sync)(void *);
 	int (*memcpy_async)(void *, const void *, size_t, int, void *);
 	int (*cmalloc)(void **, size_t);
+	int (*set_device)(int);
+	int (*get_device)(int *);
 	int *knob_fail_register, *knob_fail_ipc, *knob_mode, *knob_mig, *knob_ro;
 	int *registers, *closes, *errors;
 };
@@ -234,6 +236,8 @@ static void fx_start(struct fx *f, uint32_t consumers)
 	*(void **)&f->stream_sync = sym(f->rt, "cudaStreamSynchronize");
 	*(void **)&f->memcpy_async = sym(f->rt, "cudaMemcpyAsync");
 	*(void **)&f->cmalloc = sym(f->rt, "cudaMalloc");
+	*(void **)&f->set_device = sym(f->rt, "cudaSetDevice");
+	*(void **)&f->get_device = sym(f->rt, "cudaGetDevice");
 	f->knob_fail_register = sym(f->rt, "fake_cudart_fail_register");
 	f->knob_fail_ipc = sym(f->rt, "fake_cudart_fail_ipc_open");
 	f->knob_mode = sym(f->rt, "fake_cudart_compute_mode");
@@ -466,9 +470,15 @@ START_TEST(test_stream_copies)
 	int n = 0, rc;
 	while ((rc = ts_client_next(b1, &b, &err)) == 0) {
 		void *p = NULL;
-		/* the plain call: finished on return */
+		/* the plain call: finished on return, on the batch's device,
+		 * and the caller's current device is left as it was */
+		ck_assert_int_eq(f.set_device(0), 0);
 		ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
 		ck_assert_int_eq(f.pending(), 0);
+		int cur = -1;
+		ck_assert_int_eq(f.get_device(&cur), 0);
+		ck_assert_int_eq(cur, 0);
+		ck_assert_int_eq(f.set_device(1), 0);
 		check_samples(p, &b);
 		/* on the caller's stream: queued until that stream syncs */
 		memset(p, 0, b.n * DEV_SB);
