@@ -214,6 +214,36 @@ serve g {{
         ok = all(np.array_equal(cell[:, :, c], want) for c in range(3))
         check(f"uint16 gray cell {e}:{i} equals the trainer's", ok)
 
+    # A tile + filter pipeline is read from a ring, as its trainer reads it.
+    sockt = os.path.join(tmp, "t.sock")
+    tst = os.path.join(tmp, "t.ts")
+    with open(tst, "w") as f:
+        f.write(f"""pipeline t =
+    folder("data/train")
+    | decode(gray)
+    | tile(32, stride = 32)
+    | filter(threshold = 0.9, max_fraction = 0.5)
+    | batch(8)
+
+serve t {{
+    socket = "{sockt}"
+    epochs = 1
+}}
+""")
+    tp = os.path.join(tmp, "t.png")
+    rt = preview(tst, "--samples", "9", "--no-labels", "-o", tp)
+    tc = cells_of(rt.stdout)
+    check("9 tile cells", len(tc) == 9, str(len(tc)))
+    check("tile grid size", Image.open(tp).size == grid_size(9, 32, 32, False))
+    check("tile caption says file names are unknown",
+          "file names are not known" in rt.stdout)
+    tpx = np.asarray(Image.open(tp))
+    gott = trainer(tst, sockt, 8)
+    for (x, y, w, h, e, i, label) in tc:
+        want = gott[(e, i)][0].reshape(32, 32)
+        ok = all(np.array_equal(tpx[y:y + h, x:x + w, c], want) for c in range(3))
+        check(f"tile cell {e}:{i} equals the trainer's", ok and label == gott[(e, i)][1])
+
     # --stages: one row per sample, one column per plan stage; the last
     # column is the grid's sample.
     st = os.path.join(tmp, "st.png")
