@@ -83,10 +83,17 @@ def trainer(ts_file, sock, batch):
             time.sleep(0.05)
         got = {}
         loader = tsrun.Loader(sock, batch_size=batch, join="next_epoch", timeout=60)
-        for images, labels in loader:
-            e, i0 = loader.epoch, loader.index
-            for k in range(images.shape[0]):
-                got[(e, i0 + k)] = (images[k].clone().numpy(), int(labels[k]))
+        # one pass of the loader is one epoch (DataLoader's contract): pass
+        # after pass until one yields nothing, the end of the stream
+        for _ in range(100):
+            n = 0
+            for images, labels in loader:
+                e, i0 = loader.epoch, loader.index
+                n += images.shape[0]
+                for k in range(images.shape[0]):
+                    got[(e, i0 + k)] = (images[k].clone().numpy(), int(labels[k]))
+            if n == 0:
+                break
         loader.close()
         run.wait(timeout=60)
         check("tsrun run exits 0", run.returncode == 0, run.stderr.read()[-400:])
