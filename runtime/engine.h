@@ -126,7 +126,7 @@ int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
 		       bool *fell_back, struct ts_error *err);
 
 /* A reloaded plan waiting for the running engine's epoch boundary: what
- * `tsrun run` (serve.c) and the embedding API (tsrun.c) both keep. Zero it
+ * `tsrun run` (session.c) and the embedding API (tsrun.c) both keep. Zero it
  * to start; ts_engine_reload_clear frees a pending plan. */
 struct ts_engine_reload {
 	struct ts_plan *pending;   /* owned; NULL: none */

@@ -1,7 +1,7 @@
 /*
  * cmd_dataset.c - `tsrun make-dataset DIR [--images N] [--png]
  * [--classes K] [--seed S] [--val N] [--threads N] [--quiet]`: the thin
- * CLI over runtime/dataset.h. It parses, shows progress on a terminal
+ * CLI over src/dataset.h. It parses, shows progress on a terminal
  * and prints the summary; the library does the work.
  */
 #include <errno.h>

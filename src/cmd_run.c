@@ -20,7 +20,7 @@
 
 #include "cli.h"
 #include "lower.h"
-#include "serve.h"
+#include "session.h"
 #include "status.h"
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /*
- * test-dataset.c - the built-in data set (runtime/dataset.c) and its CLI,
+ * test-dataset.c - the built-in data set (src/dataset.c) and its CLI,
  * `tsrun make-dataset`. Needs mate-backgrounds' photos; exits 77 (skip)
  * when they are not installed.
  */

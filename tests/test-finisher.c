@@ -1,5 +1,5 @@
 /* test-finisher.c - staged publication (ring.h) and the finisher thread
- * (finisher.h) with a CPU fill standing in for the device ring: consumers
+ * (ring_finisher.h) with a CPU fill standing in for the device ring: consumers
  * see a sample only after its fill, the end of stream waits for the last
  * fill, a failing fill ends the stream with an error, and a fill never
  * crosses the ring's wrap. */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "finisher.h"
+#include "ring_finisher.h"
 #include "ring.h"
 #include "util.h"
 

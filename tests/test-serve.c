@@ -1,5 +1,5 @@
 /*
- * test-serve.c - one served pipeline (runtime/serve.h) with a real trainer
+ * test-serve.c - one served pipeline (runtime/session.h) with a real trainer
  * over the socket: it sees every sample of every epoch in whole batches;
  * a reload of another shape or of a missing folder is refused and changes
  * nothing; a valid one takes over at the epoch boundary (the event, the
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "dsl.h"
-#include "serve.h"
+#include "session.h"
 #include "tsclient.h"
 
 static char dir[64], sock[128];

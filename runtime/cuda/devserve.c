@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "finisher.h"
+#include "ring_finisher.h"
 #include "proto.h"
 #include "ring.h"
 #include "util.h"

@@ -207,7 +207,7 @@ int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
 /* ---- devserve.c: a producer's device ring behind its host ring --------
  *
  * With device(cuda), `tsrun run` writes uint8 NHWC samples into a staged
- * host ring (ring.h); a finisher thread (finisher.h) copies each published
+ * host ring (ring.h); a finisher thread (ring_finisher.h) copies each published
  * run to the GPU, runs the finishing kernel into the device ring, and only
  * then shows the run to consumers. Both rings share seq numbers, capacity
  * and release positions, so a device slot is rewritten only when every

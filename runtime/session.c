@@ -1,12 +1,12 @@
 /*
- * serve.c - one served pipeline (serve.h): the host ring, the device ring
- * behind it for device(cuda), the engine, the socket server, and hot
+ * session.c - one served pipeline (session.h): the host ring, the device
+ * ring behind it for device(cuda), the engine, the socket server, and hot
  * reload. The plan that runs is owned here; a reloaded plan waits
  * (ts_engine_reload) until the engine reaches the epoch boundary, then an
  * engine for it goes on in the same ring from its head (or, if it cannot
  * start, one for the old plan does).
  */
-#include "serve.h"
+#include "session.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * finisher.h - the one thread between a staged ring's writers and its
+ * ring_finisher.h - the one thread between a staged ring's writers and its
  * consumers (ring.h, "staged publication"). It takes what the writers
  * published, passes it through a fill function in chunks that never
  * cross the ring's wrap (the device ring's filler: copy to the GPU and run
@@ -9,8 +9,8 @@
  *
  * Nothing here prints or exits. One finisher per ring.
  */
-#ifndef TS_FINISHER_H
-#define TS_FINISHER_H
+#ifndef TS_RING_FINISHER_H
+#define TS_RING_FINISHER_H
 
 #include <stddef.h>
 #include <stdint.h>

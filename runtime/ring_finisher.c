@@ -1,5 +1,5 @@
-/* finisher.c - the staged ring's finisher thread (finisher.h). */
-#include "finisher.h"
+/* ring_finisher.c - the staged ring's finisher thread (ring_finisher.h). */
+#include "ring_finisher.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,12 +1,12 @@
 /*
- * serve.h - one served pipeline: the sample ring, the engine filling it,
- * the socket server handing it to trainers, the device ring when the plan
+ * session.h - one served pipeline (functions ts_serve_*): the sample
+ * ring, the engine filling it, the socket server handing it to trainers, the device ring when the plan
  * ends in device(cuda) and a GPU is there, and hot reload (a checked plan
  * waiting for the epoch boundary, then taking over in the same ring).
  * What `tsrun run` drives; it prints, this does not.
  */
-#ifndef TS_SERVE_H
-#define TS_SERVE_H
+#ifndef TS_SESSION_H
+#define TS_SESSION_H
 
 #include <stdbool.h>
 #include <stdint.h>
