@@ -5,6 +5,7 @@
  * position order; start, stop and join.
  */
 #include "engine_internal.h"
+#include "profile.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -87,6 +88,7 @@ static void *worker_main(void *arg)
 		}
 	}
 	ts_aug_scratch_free();
+	ts_prof_add_thread(TS_PROF_WORKER);
 	/* Plugin hosts would die with this thread anyway (PR_SET_PDEATHSIG);
 	 * reap them now rather than leave zombies until destroy. */
 	for (size_t k = 0; k < e->n_plugins; k++)
@@ -177,6 +179,7 @@ static void *io_main(void *arg)
 			if (done[i].data)
 				ts_reader_release(e->reader, done[i].data);
 	}
+	ts_prof_add_thread(TS_PROF_READ_IO);
 	return NULL;
 }
 

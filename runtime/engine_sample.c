@@ -16,6 +16,7 @@
 
 #include "augment.h"
 #include "digest.h"
+#include "profile.h"
 #include "rng.h"
 #include "util.h"
 
@@ -110,6 +111,28 @@ void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
 	atomic_fetch_add(&e->skipped_n, 1);
 }
 
+/* The fused op's work left after the ROI decode: the op itself when the
+ * decoder could not do its crop, else the resample to its size. */
+static int crop_after_decode(struct worker *w, const struct ts_op *f,
+			     bool apply_after, bool resample, int tw, int th,
+			     uint64_t epoch, uint64_t index, struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	int rc;
+	if (f && apply_after) {
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+		return ts_aug_apply(f, &w->img, &w->tmp1, &rng, err);
+	}
+	if (resample && (w->img.width != tw || w->img.height != th)) {
+		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
+		if (rc)
+			return ts_error_set(err, rc, "resize to %dx%d failed", tw, th);
+		ts_image_swap(&w->img, &w->tmp1);
+	}
+	return 0;
+}
+
 /* Decode one encoded sample into w->img, with the fused crop or resize of
  * the decode op done as an ROI + DCT-scaled decode and one resample. */
 static int decode_sample(struct worker *w, const struct ts_op *op,
@@ -118,6 +141,7 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 {
 	const struct ts_plan *plan = w->e->plan;
 	struct ts_decode_info info;
+	uint64_t t = ts_prof_now();
 	int rc = ts_decoder_info(w->dec, buf, len, &info, err);
 	if (rc)
 		return rc;
@@ -173,20 +197,14 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 	}
 	struct ts_decode_geom geom;
 	rc = ts_decoder_decode(w->dec, buf, len, &req, &w->img, &geom, err);
+	ts_prof_add(TS_PROF_DECODE, t);
 	if (rc)
 		return rc;
-	if (f && apply_after) {
-		struct ts_rng rng;
-		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
-		return ts_aug_apply(f, &w->img, &w->tmp1, &rng, err);
-	}
-	if (resample && (w->img.width != tw || w->img.height != th)) {
-		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
-		if (rc)
-			return ts_error_set(err, rc, "resize to %dx%d failed", tw, th);
-		ts_image_swap(&w->img, &w->tmp1);
-	}
-	return 0;
+	/* The rest is crop / resample (ts_prof_add on the way out). */
+	t = ts_prof_now();
+	rc = crop_after_decode(w, f, apply_after, resample, tw, th, epoch, index, err);
+	ts_prof_add(TS_PROF_RESAMPLE, t);
+	return rc;
 }
 
 /* Everything between the decode (or synthetic source) and the output
@@ -246,7 +264,9 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 			if (rc)
 				ts_error_set(&lerr, rc, "%s", strerror(-rc));
 		} else {
+			uint64_t t = ts_prof_now();
 			rc = ts_source_read(&it, &own, &blen, &lerr);
+			ts_prof_add(TS_PROF_READ, t);
 			buf = own;
 			/* Without io_uring the workers read: the same testing
 			 * hook (TSRUN_FAULT_READ, reader.h) as the reader's. */
@@ -320,7 +340,9 @@ static int prepare(struct worker *w, uint64_t p, const uint8_t *data,
 	int rc = load_sample(w, *epoch, *index, data, len, read_status, label, &first, err);
 	if (rc)
 		return rc;
+	uint64_t t = ts_prof_now();
 	*op_at = apply_middle(w, first, *epoch, *index, &w->img, &rc, err);
+	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
 }
 
@@ -337,7 +359,9 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	if (rc)
 		return rc;
 	uint64_t seq = e->seq_base + p;
+	uint64_t t = ts_prof_now();
 	rc = wait_slot(e, seq);
+	ts_prof_add(TS_PROF_RING, t);
 	if (rc)
 		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
 	void *slot = ts_ring_slot(e->ring, seq);
@@ -345,8 +369,10 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 			  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
 	if (rc)
 		return rc;
+	t = ts_prof_now();
 	ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, index);
 	finish_seq(e, p);
+	ts_prof_add(TS_PROF_RING, t);
 	return 0;
 }
 

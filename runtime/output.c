@@ -14,6 +14,7 @@
  */
 #include "augment.h"
 #include "outpass.h"
+#include "profile.h"
 
 #include <errno.h>
 #include <math.h>
@@ -284,6 +285,7 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 	struct ts_rng rng;
 	size_t i = 0;
 	int rc = 0;
+	uint64_t pt = ts_prof_now();
 
 	/* Geometry and colour, each reading view and writing the tmp that
 	 * view does not live in. */
@@ -352,6 +354,8 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		view = *next;
 		owner = next;
 	}
+	ts_prof_add(TS_PROF_RESAMPLE, pt);
+	pt = ts_prof_now();
 	for (; i < output->n_parts; i++) {
 		const struct ts_op *p = &output->parts[i];
 		switch (p->kind) {
@@ -394,5 +398,6 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		pass_u8(&view, &t, dst);
 	else
 		pass_generic(&view, &t, dst);
+	ts_prof_add(TS_PROF_OUTPUT, pt);
 	return 0;
 }

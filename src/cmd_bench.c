@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "digest.h"
 #include "engine.h"
+#include "profile.h"
 #include "tsrun.h"
 #include "tsrun_internal.h"
 
@@ -26,6 +27,43 @@ static double thread_cpu(void)
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
 		return 0.0;
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* `--profile`: where the CPU went, per image, from profile.h's counters
+ * (every worker and the I/O thread) and this thread's own figures (setup:
+ * opening the stream, indexing, the ring's allocation; consumer: reading
+ * the ring; digest); "other" is what no row covers (the kernel's I/O
+ * workers, thread start and end, the rest of the process), so the rows
+ * add up to cpu/image. */
+static void print_profile(uint64_t images, double cpu, double setup_cpu,
+			  double consumer_cpu, double digest_cpu)
+{
+	uint64_t ns[TS_PROF_N];
+	ts_prof_get(ns);
+	const double per = images ? 1e3 / (double)images : 0.0;
+	double s[TS_PROF_N];
+	for (int i = 0; i < TS_PROF_N; i++)
+		s[i] = (double)ns[i] * 1e-9;
+	const double read = s[TS_PROF_READ_IO] + s[TS_PROF_READ];
+	double in_stages = s[TS_PROF_READ] + s[TS_PROF_DECODE] + s[TS_PROF_RESAMPLE] +
+			   s[TS_PROF_OUTPUT] + s[TS_PROF_RING];
+	double worker_other = s[TS_PROF_WORKER] > in_stages ? s[TS_PROF_WORKER] - in_stages : 0.0;
+	double consumer = consumer_cpu > digest_cpu ? consumer_cpu - digest_cpu : 0.0;
+	double known = read + s[TS_PROF_DECODE] + s[TS_PROF_RESAMPLE] + s[TS_PROF_OUTPUT] +
+		       s[TS_PROF_RING] + worker_other + setup_cpu + consumer + digest_cpu;
+	double other = cpu > known ? cpu - known : 0.0;
+	printf("profile: CPU ms/image over %" PRIu64 " images, all threads\n", images);
+	printf("profile read: %.3f ms/image\n", read * per);
+	printf("profile decode: %.3f ms/image\n", s[TS_PROF_DECODE] * per);
+	printf("profile crop/resample: %.3f ms/image\n", s[TS_PROF_RESAMPLE] * per);
+	printf("profile output: %.3f ms/image\n", s[TS_PROF_OUTPUT] * per);
+	printf("profile ring: %.3f ms/image\n", s[TS_PROF_RING] * per);
+	printf("profile worker other: %.3f ms/image\n", worker_other * per);
+	printf("profile setup: %.3f ms/image\n", setup_cpu * per);
+	printf("profile consumer: %.3f ms/image\n", consumer * per);
+	printf("profile digest: %.3f ms/image\n", digest_cpu * per);
+	printf("profile other: %.3f ms/image\n", other * per);
+	printf("profile total: %.3f ms/image\n", cpu * per);
 }
 
 static void print_common(const struct ts_plan *pl, const char *file, uint64_t images,
@@ -49,7 +87,7 @@ static void print_common(const struct ts_plan *pl, const char *file, uint64_t im
  * hashed and dropped, and print the same figures. */
 static int bench_discard(const char *file, const struct ts_plan *pl, int threads,
 			 unsigned long long start_epoch, unsigned long long start_index,
-			 int epochs)
+			 int epochs, bool profile)
 {
 	struct ts_engine_opts eo = {
 		.threads = threads, .epochs = epochs,
@@ -75,12 +113,15 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 	size_t n_skipped = ts_engine_skipped(e, &skipped);
 	for (size_t i = 0; i < n_skipped; i++)
 		fprintf(stderr, "tsrun bench: skipped %s\n", skipped[i]);
-	print_common(pl, file, es.samples, wall, 0.0, es.bytes, ts_cli_cpu_seconds() - cpu0);
+	double cpu = ts_cli_cpu_seconds() - cpu0;
+	print_common(pl, file, es.samples, wall, 0.0, es.bytes, cpu);
 	printf("threads: %d\n", es.threads);
 	printf("reader: %s\n", es.uring ? "io_uring" : "plain reads");
 	printf("skipped: %" PRIu64 "\n", es.skipped);
 	printf("digest: %016llx (unordered: samples of varying size)\n",
 	       (unsigned long long)ts_engine_unordered_digest(e));
+	if (profile)
+		print_profile(es.samples, cpu, 0.0, 0.0, 0.0);
 	ts_engine_destroy(e);
 	return TS_EXIT_OK;
 }
@@ -89,6 +130,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tsrun bench FILE [--pipeline NAME] [--epochs N] [--threads N]\n"
 		   "                  [--batches N] [--batch N] [--start EPOCH:INDEX] [--no-digest]\n"
+		   "                  [--profile]\n"
 		   "Run a pipeline in this process, read its batches as fast as it makes\n"
 		   "them and print images/s, MB/s, CPU time, peak memory and the digest.\n"
 		   "  --pipeline NAME      the pipeline to run (default: the served or first one)\n"
@@ -97,7 +139,8 @@ static void usage(FILE *f)
 		   "  --batches N          stop after N batches (default: every batch)\n"
 		   "  --batch N            samples per batch (default: the pipeline's batch(n))\n"
 		   "  --start EPOCH:INDEX  start at this position, as a resumed run does\n"
-		   "  --no-digest          do not hash the samples (the figures without that work)\n");
+		   "  --no-digest          do not hash the samples (the figures without that work)\n"
+		   "  --profile            also print the CPU per image of each stage\n");
 }
 
 int ts_cmd_bench(int argc, char **argv)
@@ -110,17 +153,18 @@ int ts_cmd_bench(int argc, char **argv)
 		{"batch", required_argument, NULL, 'b'},
 		{"start", required_argument, NULL, 's'},
 		{"no-digest", no_argument, NULL, 'D'},
+		{"profile", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *pipeline = NULL;
 	long epochs = 1, threads = 0, batches = -1, batch = 0;
 	unsigned long long start_epoch = 0, start_index = 0;
-	bool digest = true;
+	bool digest = true, profile = false;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:Dh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:DPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'e':
@@ -144,6 +188,7 @@ int ts_cmd_bench(int argc, char **argv)
 				return TS_EXIT_USAGE;
 			break;
 		case 'D': digest = false; break;
+		case 'P': profile = true; break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
 		default:
 			ts_cli_bad_option("bench", c, argv, opts);
@@ -171,9 +216,13 @@ int ts_cmd_bench(int argc, char **argv)
 	}
 	plan = NULL;
 	const struct ts_plan *pl = ts_pipeline_plan(p);
+	if (profile) {
+		ts_prof_reset();
+		ts_prof_enable(true);
+	}
 	if (pl->sample_bytes == 0) {
 		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
-					(int)(start_epoch + (uint64_t)epochs));
+					(int)(start_epoch + (uint64_t)epochs), profile);
 		ts_pipeline_destroy(p);
 		return st2;
 	}
@@ -186,13 +235,14 @@ int ts_cmd_bench(int argc, char **argv)
 	};
 	struct ts_error err = {0};
 	struct ts_stream *s = NULL;
-	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_cli_now();
+	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_cli_now(), me0 = thread_cpu();
 	int rc = ts_pipeline_open(p, &so, &s, &err);
 	if (rc) {
 		ts_cli_error("bench", "%s", err.msg);
 		ts_pipeline_destroy(p);
 		return TS_EXIT_INVALID;
 	}
+	const double me1 = thread_cpu();
 	if (ts_stream_note(s))
 		fprintf(stderr, "tsrun bench: note: %s; using plain reads in the workers\n",
 			ts_stream_note(s));
@@ -220,6 +270,7 @@ int ts_cmd_bench(int argc, char **argv)
 		nb++;
 	}
 	double wall = ts_cli_now() - t0;
+	double setup_cpu = me1 - me0, consumer_cpu = thread_cpu() - me1;
 	struct ts_stream_stats ss;
 	ts_stream_stats(s, &ss);
 	const char *const *skipped = NULL;
@@ -245,6 +296,8 @@ int ts_cmd_bench(int argc, char **argv)
 	printf("cpu/image_no_digest: %.3f ms\n",
 	       images ? (cpu - digest_cpu) * 1e3 / (double)images : 0.0);
 	printf("digest: %s\n", digest ? hex : "off (--no-digest)");
+	if (profile)
+		print_profile(images, cpu, setup_cpu, consumer_cpu, digest_cpu);
 	ts_pipeline_destroy(p);
 	return status;
 }

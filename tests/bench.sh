@@ -71,6 +71,24 @@ awk -v c="$(field cpu | cut -d' ' -f1)" -v d="$(field digest_cpu | cut -d' ' -f1
 	'BEGIN { exit !(d > 0 && d < c && b <= a && b > 0) }' ||
 	bad "digest_cpu $(field digest_cpu) and cpu/image_no_digest $(field cpu/image_no_digest) against cpu $(field cpu)"
 
+# --profile: a row per stage, in ms/image, that add up to the total, which
+# is cpu/image; decode and crop/resample are there for this recipe.
+run_bench "$dir/val.ts" --epochs 3 --threads 2 --profile
+[ $st = 0 ] || bad "bench --profile exited $st: $(cat "$dir/bench.err")"
+rows=""
+for r in read decode crop/resample output ring "worker other" setup consumer digest other; do
+	v=$(field "profile $r" | sed -n 's/^\([0-9.]*\) ms\/image$/\1/p')
+	[ -n "$v" ] || { bad "--profile: no 'profile $r: N ms/image' line"; continue; }
+	rows="$rows $v"
+done
+tot=$(field "profile total" | cut -d' ' -f1)
+awk -v rows="$rows" -v tot="$tot" -v cpi="$(field cpu/image | cut -d' ' -f1)" \
+	-v dec="$(field 'profile decode' | cut -d' ' -f1)" -v rs="$(field 'profile crop/resample' | cut -d' ' -f1)" \
+	'BEGIN { n = split(rows, a, " "); for (i = 1; i <= n; i++) s += a[i];
+		 d = s - tot; if (d < 0) d = -d; dc = tot - cpi; if (dc < 0) dc = -dc;
+		 exit !(n == 10 && d <= 0.006 * n && dc <= 0.002 && dec > 0 && rs > 0) }' ||
+	bad "--profile rows ($rows) do not add up to total $tot (cpu/image $(field cpu/image)), or decode/resample is 0"
+
 # --no-digest: the same stream, not hashed.
 run_bench "$dir/val.ts" --epochs 3 --threads 2 --no-digest
 [ $st = 0 ] || bad "bench --no-digest exited $st: $(cat "$dir/bench.err")"
