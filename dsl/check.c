@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memory.h"
 #include "util.h"
@@ -83,8 +84,18 @@ static int new_plan(const struct ts_ast_stmt *st, const char *file,
 	plan->name = ts_strdup(st->name ? st->name : "");
 	plan->file = ts_strdup(file ? file : "<string>");
 	plan->source.base_dir = ts_strdup(base_dir ? base_dir : ".");
-	if (asprintf(&plan->socket, "/tmp/tsrun-%s.sock", st->name ? st->name : "") < 0)
+	/* The default socket lives in a folder only this user can write, so
+	 * no other user can bind it first or plant files next to it:
+	 * $XDG_RUNTIME_DIR/tsrun/, else /tmp/tsrun-UID/ (tsrun run makes it,
+	 * 0700, and refuses one it does not own). */
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n = xdg && xdg[0] == '/'
+		? asprintf(&plan->socket, "%s/tsrun/%s.sock", xdg, st->name ? st->name : "")
+		: asprintf(&plan->socket, "/tmp/tsrun-%u/%s.sock", (unsigned)geteuid(),
+			   st->name ? st->name : "");
+	if (n < 0)
 		plan->socket = NULL;
+	plan->socket_private = true;
 	if (!plan->name || !plan->file || !plan->source.base_dir || !plan->socket) {
 		ts_plan_destroy(plan);
 		return TS_E_NOMEM;

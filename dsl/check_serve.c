@@ -120,6 +120,7 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 		if (strcmp(name, "socket") == 0 && v->given) {
 			if (set_str(&plan->socket, v->str) < 0)
 				return TS_E_NOMEM;
+			plan->socket_private = false;
 		} else if (strcmp(name, "group") == 0 && v->given) {
 			if (set_str(&plan->group, v->str) < 0)
 				return TS_E_NOMEM;

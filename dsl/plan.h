@@ -199,6 +199,9 @@ struct ts_plan {
 	/* serve block (defaults when the pipeline is not served) */
 	bool served;
 	char *socket;
+	bool socket_private;      /* the default: in tsrun's private folder
+				     ($XDG_RUNTIME_DIR/tsrun or /tmp/tsrun-UID),
+				     which tsrun run creates */
 	char *group;              /* NULL: socket mode 0600 */
 	int epochs;               /* 0 = forever */
 	int64_t ring_samples;     /* ring capacity in samples */

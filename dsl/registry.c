@@ -218,7 +218,7 @@ static const struct ts_param p_device[] = {
 };
 
 static const struct ts_param serve_params[] = {
-	{ .name = "socket", .type = TS_PT_STRING, .def = "\"/tmp/tsrun-NAME.sock\"",
+	{ .name = "socket", .type = TS_PT_STRING, .def = "\"$XDG_RUNTIME_DIR/tsrun/NAME.sock\"",
 	  .doc = "Unix socket path trainers connect to" },
 	{ .name = "group", .type = TS_PT_STRING,
 	  .doc = "group allowed to connect (socket mode 0660); default: owner only" },

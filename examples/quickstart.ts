@@ -23,6 +23,7 @@ pipeline quickstart =
     | batch(64)
 
 serve quickstart {
+    socket = "/tmp/tsrun-quickstart.sock"   # the default would be $XDG_RUNTIME_DIR/tsrun/quickstart.sock
     epochs = 4
     ring   = 16 batches
 }

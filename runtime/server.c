@@ -299,6 +299,53 @@ int ts_server_create(struct ts_ring *ring, const char *socket_path,
 	return ts_server_create_device(ring, socket_path, group, NULL, out, err);
 }
 
+int ts_server_private_dir(const char *socket_path, const char *group,
+			  struct ts_error *err)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	const char *slash = strrchr(socket_path, '/');
+	if (!slash || slash == socket_path || (size_t)(slash - socket_path) >= sizeof(dir))
+		return ts_error_set(err, TS_E_ARG, "socket path %s has no folder", socket_path);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - socket_path), socket_path);
+	gid_t gid = (gid_t)-1;
+	if (group) {
+		struct group gr, *res = NULL;
+		char buf[4096];
+		if (getgrnam_r(group, &gr, buf, sizeof(buf), &res) != 0 || !res)
+			return ts_error_set(err, TS_E_ARG, "unknown group '%s'", group);
+		gid = gr.gr_gid;
+	}
+	mode_t want = group ? 0710 : 0700;
+	if (mkdir(dir, want) < 0 && errno != EEXIST)
+		return ts_error_set(err, TS_E_STATE, "cannot make the socket folder %s: %s; "
+				    "set the serve block's socket (or --socket) elsewhere",
+				    dir, strerror(errno));
+	struct stat st;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+		int e = errno;
+		bool other = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+		if (other)
+			return ts_error_set(err, TS_E_STATE, "the socket folder %s belongs to uid "
+					    "%u, not to you: another user made it; remove it, or "
+					    "set XDG_RUNTIME_DIR or the serve block's socket",
+					    dir, (unsigned)st.st_uid);
+		return ts_error_set(err, TS_E_STATE, "the socket folder %s is %s; remove it, "
+				    "or set XDG_RUNTIME_DIR or the serve block's socket", dir,
+				    e == ELOOP || e == ENOTDIR ? "not a folder (a symlink?)"
+							       : strerror(e));
+	}
+	/* ours: make its mode and group what this run needs */
+	int rc = 0;
+	if ((group && fchown(fd, (uid_t)-1, gid) < 0) || fchmod(fd, want) < 0)
+		rc = ts_error_set(err, TS_E_STATE, "cannot set the mode of the socket folder "
+				  "%s: %s", dir, strerror(errno));
+	close(fd);
+	return rc;
+}
+
 int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 			    const char *group, const struct ts_proto_device *dev,
 			    struct ts_server **out, struct ts_error *err)

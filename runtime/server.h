@@ -40,6 +40,14 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 			    const char *group, const struct ts_proto_device *dev,
 			    struct ts_server **out, struct ts_error *err);
 
+/* Make the private folder of a default socket path (its parent: see
+ * struct ts_plan's socket_private) if it is not there, mode 0700 (0710
+ * with group: the group may reach the socket, not list or write), and
+ * check it: a real folder (not a symlink) of this user that no one else
+ * can write. 0, or TS_E_STATE naming the folder and what to do. */
+int ts_server_private_dir(const char *socket_path, const char *group,
+			  struct ts_error *err);
+
 /* Stop the thread, hang up on every consumer (detaching them), close and
  * unlink the socket. NULL is a no-op. */
 void ts_server_destroy(struct ts_server *s);

@@ -143,6 +143,11 @@ int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
 	struct ts_proto_device pdev;
 	if (s->dsv)
 		ts_devserve_describe(s->dsv, &pdev);
+	if (!o->socket_path && plan->socket_private) {
+		rc = ts_server_private_dir(s->socket_path, plan->group, err);
+		if (rc)
+			goto fail;
+	}
 	rc = ts_server_create_device(s->ring, s->socket_path, plan->group,
 				     s->dsv ? &pdev : NULL, &s->srv, err);
 	if (rc)

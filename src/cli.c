@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -83,6 +84,102 @@ out:
 	free(buf);
 	if (fd != STDIN_FILENO)
 		close(fd);
+	return rc;
+}
+
+int ts_cli_read_side_file(const char *path, size_t max, unsigned owner, char **out,
+			  size_t *len, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	char *buf = NULL;
+	if (fstat(fd, st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (st->st_uid != geteuid() && st->st_uid != (uid_t)owner) {
+		rc = -EPERM;
+		goto out;
+	}
+	if ((uint64_t)st->st_size > max) {
+		rc = -EFBIG;
+		goto out;
+	}
+	buf = malloc(max + 1);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	size_t n = 0;
+	while (n < max) {
+		ssize_t r = read(fd, buf + n, max - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+FILE *ts_cli_side_create(const char *path, char **tmp)
+{
+	*tmp = NULL;
+	if (asprintf(tmp, "%s.XXXXXX", path) < 0) {
+		*tmp = NULL;
+		errno = ENOMEM;
+		return NULL;
+	}
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+		return NULL;
+	}
+	fchmod(fd, 0644);
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+	}
+	return f;
+}
+
+int ts_cli_side_commit(FILE *f, char *tmp, const char *path)
+{
+	int rc = 0;
+	if (fflush(f) != 0 || ferror(f))
+		rc = -(errno ? errno : EIO);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	free(tmp);
 	return rc;
 }
 

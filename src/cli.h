@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include "dsl.h"
 
 /* Exit statuses, documented in tsrun(1). */
@@ -44,6 +45,25 @@ bool ts_cli_color(FILE *f);
 /* Read a whole file ("-" is standard input) into a malloc'd,
  * NUL-terminated buffer. Returns 0 with *out and *len set, or -errno. */
 int ts_cli_read_file(const char *path, char **out, size_t *len);
+
+/* Side files: the status file, reload requests and answers, which live
+ * next to the socket, in a folder other users may write (/tmp). Read
+ * one: opened with O_NOFOLLOW | O_NONBLOCK (a planted symlink or FIFO
+ * neither redirects nor blocks us), only a regular file owned by this
+ * user or by owner (another uid, e.g. the socket's; (uid_t)-1: none),
+ * at most max bytes. Returns 0 with *out (malloc'd, NUL-terminated),
+ * *len and *st set; -ELOOP (a symlink), -EINVAL (not a regular file),
+ * -EPERM (another user's), -EFBIG, or another -errno. */
+int ts_cli_read_side_file(const char *path, size_t max, unsigned owner, char **out,
+			  size_t *len, struct stat *st);
+/* Write one: a new file of a random name next to path, created
+ * exclusively (mkostemp: no symlink or existing file is followed), mode
+ * 0644, that ts_cli_side_commit renames onto path. Returns the stream
+ * with *tmp (malloc'd) set, or NULL with errno. */
+FILE *ts_cli_side_create(const char *path, char **tmp);
+/* Close f, then rename tmp onto path (or remove it after an error);
+ * frees tmp. Returns 0 or -errno (a full disk: -ENOSPC). */
+int ts_cli_side_commit(FILE *f, char *tmp, const char *path);
 
 /* Print rendered diagnostics to stderr, coloured when ts_cli_color(). */
 void ts_cli_print_diags(const struct ts_diags *d);

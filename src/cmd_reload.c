@@ -69,21 +69,16 @@ static int await_answer(const char *ans, long pid, const char *file)
 	double end = ts_cli_now() + ANSWER_TIMEOUT_S;
 	char buf[1024];
 	while (ts_cli_now() < end) {
-		int fd = open(ans, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		/* only a regular file of ours: a FIFO or a symlink planted
+		 * there is neither waited on nor followed */
 		struct stat st;
-		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-				st.st_uid != geteuid())) {
-			close(fd);
-			fd = -1;
-		}
-		FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-		if (fd >= 0 && !f)
-			close(fd);
-		if (f) {
-			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
+		char *text = NULL;
+		size_t n = 0;
+		if (ts_cli_read_side_file(ans, sizeof(buf) - 1, (unsigned)-1, &text, &n,
+					  &st) == 0) {
+			memcpy(buf, text, n + 1);
+			free(text);
 			unlink(ans);
-			buf[n] = 0;
 			buf[strcspn(buf, "\n")] = 0;
 			if (strncmp(buf, "ok", 2) == 0) {
 				printf("tsrun reload: %s accepted by tsrun (pid %ld): %s\n", file,
@@ -144,22 +139,23 @@ int ts_cmd_reload(int argc, char **argv)
 	 * overwrite each other, and each gets its answer. */
 	char *tmp = NULL, *req = NULL, *ans = NULL;
 	long me = (long)getpid();
-	int ok = asprintf(&tmp, "%s.%ld.tmp", rpath, me) >= 0 &&
-		 asprintf(&req, "%s.%ld.req", rpath, me) >= 0 &&
+	int ok = asprintf(&req, "%s.%ld.req", rpath, me) >= 0 &&
 		 asprintf(&ans, "%s.%ld", rpath, me) >= 0;
 	if (ans)
 		unlink(ans);
-	FILE *f = ok ? fopen(tmp, "we") : NULL;
-	ok = f && fprintf(f, "%s\n", abs) > 0;
-	if (f && fclose(f) != 0)
-		ok = 0;
-	if (ok && rename(tmp, req) != 0)
-		ok = 0;
+	/* created exclusively under a random name, then renamed: a symlink
+	 * planted at either name is not followed */
+	FILE *f = ok ? ts_cli_side_create(req, &tmp) : NULL;
+	int e = f ? 0 : -errno;
+	if (f) {
+		fprintf(f, "%s\n", abs);
+		e = ts_cli_side_commit(f, tmp, req);
+		tmp = NULL;
+	}
 	int st_out = TS_EXIT_INVALID;
-	if (!ok) {
-		ts_cli_error("reload", "cannot write %s: %s", req ? req : rpath, strerror(errno));
-		if (tmp)
-			unlink(tmp);
+	if (!ok || e) {
+		ts_cli_error("reload", "cannot write %s: %s", req ? req : rpath,
+			     strerror(e ? -e : ENOMEM));
 	} else if (kill((pid_t)pid, SIGHUP) != 0) {
 		ts_cli_error("reload", "cannot signal tsrun (pid %ld): %s", pid, strerror(errno));
 		unlink(req);

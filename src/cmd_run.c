@@ -95,24 +95,27 @@ static size_t take_requests(const char *socket_path, struct reload_req *out, siz
 			continue;
 		char full[8192];
 		snprintf(full, sizeof(full), "%s/%s", dir, name);
-		int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		/* O_NOFOLLOW | O_NONBLOCK: a symlink or FIFO planted here
+		 * neither redirects nor blocks us */
 		struct stat st;
-		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid()) {
-			if (fd >= 0)
-				fprintf(stderr, "tsrun: reload: ignoring %s: not a regular file "
-					"of this user\n", full);
-			if (fd >= 0)
-				close(fd);
+		char *text = NULL;
+		size_t got = 0;
+		struct reload_req *r = &out[n];
+		int e = ts_cli_read_side_file(full, sizeof(r->path) - 1, (unsigned)-1, &text,
+					      &got, &st);
+		if (e == -ELOOP || e == -EINVAL || e == -EPERM || e == -EFBIG) {
+			fprintf(stderr, "tsrun: reload: ignoring %s: %s\n", full,
+				e == -EFBIG ? "too long for a reload request"
+					    : "not a regular file of this user");
 			continue;
 		}
-		struct reload_req *r = &out[n];
-		ssize_t got = read(fd, r->path, sizeof(r->path) - 1);
-		close(fd);
-		unlink(full);
-		if (got <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+		if (e)
 			continue;
-		r->path[got] = 0;
+		memcpy(r->path, text, got + 1);
+		free(text);
+		unlink(full);
+		if (got == 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+			continue;
 		r->path[strcspn(r->path, "\n")] = 0;
 		r->pid = pid;
 		r->mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
@@ -158,22 +161,22 @@ static void reload_answer(const char *socket_path, long asker, const char *fmt, 
 		return;
 	char *rpath = ts_cmd_run_reload_path(socket_path);
 	char *ans = NULL, *tmp = NULL;
-	if (rpath && asprintf(&ans, "%s.%ld", rpath, asker) >= 0 &&
-	    asprintf(&tmp, "%s.tmp", ans) >= 0) {
-		FILE *f = fopen(tmp, "we");
+	if (rpath && asprintf(&ans, "%s.%ld", rpath, asker) >= 0) {
+		/* exclusively created, renamed: nothing planted is followed */
+		FILE *f = ts_cli_side_create(ans, &tmp);
+		int e = f ? 0 : -errno;
 		if (f) {
 			va_list ap;
 			va_start(ap, fmt);
 			vfprintf(f, fmt, ap);
 			va_end(ap);
 			fputc('\n', f);
-			if (fclose(f) == 0)
-				rename(tmp, ans);
-			else
-				unlink(tmp);
+			e = ts_cli_side_commit(f, tmp, ans);
 		}
+		if (e)
+			fprintf(stderr, "tsrun: reload: cannot write the answer %s: %s\n", ans,
+				strerror(-e));
 	}
-	free(tmp);
 	free(ans);
 	free(rpath);
 }

@@ -38,6 +38,8 @@ struct ts_status {
 	bool line_drawn;
 	double t0, last_t, last_plain, last_emit;
 	bool emitted_final;     /* the end-of-stream snapshot is out */
+	bool status_failed;     /* the last status write failed (said once) */
+	bool json_failed;       /* a --stats-json write failed (said once) */
 	uint64_t last_samples;
 	double rate;
 	struct seen seen[MAX_SEEN];
@@ -185,18 +187,21 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 static void write_status_file(struct ts_status *s, const struct ts_engine_stats *es,
 			      const struct ts_ring_stat *rs, double t)
 {
+	/* A new file of a random name, created exclusively (a symlink or
+	 * FIFO planted at a fixed name is neither followed nor waited on),
+	 * renamed onto the status file. */
 	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp", s->status_path) < 0)
-		return;
-	FILE *f = fopen(tmp, "we");
+	FILE *f = ts_cli_side_create(s->status_path, &tmp);
+	int e = f ? 0 : -errno;
 	if (f) {
 		write_json(s, es, rs, f, t);
-		if (fclose(f) == 0)
-			rename(tmp, s->status_path);
-		else
-			unlink(tmp);
+		e = ts_cli_side_commit(f, tmp, s->status_path);
 	}
-	free(tmp);
+	if (e && !s->status_failed)
+		fprintf(stderr, "tsrun: cannot write the status file %s: %s (tsrun stat and "
+			"reload will not see this run; reported once)\n", s->status_path,
+			strerror(-e));
+	s->status_failed = e != 0;
 }
 
 void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
@@ -227,7 +232,11 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	s->last_emit = t;
 	if (json) {
 		write_json(s, es, rs, json, t);
-		fflush(json);
+		if ((fflush(json) != 0 || ferror(json)) && !s->json_failed) {
+			fprintf(stderr, "tsrun: cannot write --stats-json: %s (reported once)\n",
+				strerror(errno ? errno : EIO));
+			s->json_failed = true;
+		}
 	}
 	write_status_file(s, es, rs, t);
 	if (s->quiet)

@@ -71,6 +71,9 @@ void ts_status_info_free(struct ts_status_info *st);
 /* A serving tsrun rewrites its status file every second; one older than
  * this is stale (a stopped or killed tsrun). */
 #define TS_STATUS_STALE_S 5.0
+/* A status file is a few KiB (one line per trainer); a bigger one is
+ * not tsrun's. */
+#define TS_STATUS_MAX_BYTES (1u << 20)
 
 /* Read and parse the status file of socket_path (ts_status_path): *text
  * (malloc'd, len bytes) as read, *st parsed, *age seconds since it was

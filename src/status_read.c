@@ -291,15 +291,16 @@ int ts_status_load(const char *socket_path, char **text, size_t *len,
 		   struct ts_status_info *st, double *age)
 {
 	char *spath = ts_status_path(socket_path);
-	struct stat sb;
+	struct stat sb, sock;
 	*text = NULL;
 	*len = 0;
 	*age = 0;
 	if (!spath)
 		return -ENOMEM;
-	int rc = ts_cli_read_file(spath, text, len);
-	if (rc == 0 && stat(spath, &sb) < 0)
-		rc = -errno;
+	/* Only a regular file (not a symlink or FIFO another user planted)
+	 * of this user or of the socket's owner (a group-shared tsrun). */
+	unsigned owner = lstat(socket_path, &sock) == 0 ? (unsigned)sock.st_uid : (unsigned)-1;
+	int rc = ts_cli_read_side_file(spath, TS_STATUS_MAX_BYTES, owner, text, len, &sb);
 	free(spath);
 	if (rc < 0)
 		return rc;

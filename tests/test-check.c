@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsl.h"
 #include "lower.h"
@@ -247,7 +248,32 @@ START_TEST(test_serve)
 	ck_assert_str_eq(p->group, "ml");
 	ck_assert_int_eq(p->queue_depth, 8);
 	ck_assert_uint_eq(p->memory_budget, 2ull << 30);
-	ck_assert_str_eq(p->socket, "/tmp/tsrun-b.sock");
+	/* the default socket: in a folder of this user's only */
+	char want[128];
+	char *xdg = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+	if (xdg && xdg[0] == '/')
+		snprintf(want, sizeof(want), "%s/tsrun/b.sock", xdg);
+	else
+		snprintf(want, sizeof(want), "/tmp/tsrun-%u/b.sock", (unsigned)geteuid());
+	ck_assert_str_eq(p->socket, want);
+	ck_assert(p->socket_private);
+	ts_plan_destroy(p);
+	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+	p = compile_ok("pipeline b = synthetic(16) | batch(10)\n");
+	ck_assert_str_eq(p->socket, "/run/user/4242/tsrun/b.sock");
+	ts_plan_destroy(p);
+	unsetenv("XDG_RUNTIME_DIR");
+	p = compile_ok("pipeline b = synthetic(16) | batch(10)\n");
+	snprintf(want, sizeof(want), "/tmp/tsrun-%u/b.sock", (unsigned)geteuid());
+	ck_assert_str_eq(p->socket, want);
+	ts_plan_destroy(p);
+	if (xdg)
+		setenv("XDG_RUNTIME_DIR", xdg, 1);
+	free(xdg);
+	p = compile_ok("pipeline b = synthetic(16) | batch(10)\n"
+		       "serve b { socket = \"/tmp/x.sock\" }\n");
+	ck_assert_str_eq(p->socket, "/tmp/x.sock");
+	ck_assert(!p->socket_private);
 	ts_plan_destroy(p);
 
 	struct ts_diags d;
