@@ -400,6 +400,7 @@ struct layout {
 	int header;             /* stages: the stage names above the columns */
 	int caption_lines;
 	int top;                /* y of the first row of cells */
+	bool varied;            /* the grid's samples differ in size */
 	int width, height;
 };
 
@@ -446,8 +447,11 @@ static void draw_band(struct ts_preview *p, const struct layout *L,
 		      const struct ts_preview_cell *c, int x, int y, bool stages)
 {
 	char line[96];
-	snprintf(line, sizeof(line), "%" PRIu64 ":%" PRIu64 " label %" PRId32,
-		 c->epoch, c->index, c->label);
+	int at = snprintf(line, sizeof(line), "%" PRIu64 ":%" PRIu64 " label %" PRId32,
+			  c->epoch, c->index, c->label);
+	if (L->varied && !stages && at > 0 && (size_t)at < sizeof(line))
+		snprintf(line + at, sizeof(line) - (size_t)at, " %dx%d", c->src_width,
+			 c->src_height);
 	draw_fit(&p->canvas, x, y, L->cell_w, line, INK, false);
 	y += TS_FONT_LINE;
 	if (stages) {
@@ -574,6 +578,9 @@ static int compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 		if (p->shots[i].height > L.box_h)
 			L.box_h = p->shots[i].height;
 	}
+	for (size_t i = 0; i < n; i++)
+		L.varied = L.varied || p->shots[i].width != L.box_w ||
+			   p->shots[i].height != L.box_h;
 	L.cols = grid_cols((int)n);
 	L.rows = ((int)n + L.cols - 1) / L.cols;
 	layout_finish(&L, o->labels);
