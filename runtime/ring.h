@@ -365,6 +365,26 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 void ts_ring_reader_release(struct ts_ring_reader *rd,
 			    const struct ts_ring_batch *b);
 
+/*
+ * Hold mode, for hosts whose batches outlive the next call (the Python
+ * client's tensors): once on, ts_ring_reader_next releases nothing at or
+ * after the floor, which is the first seq of the oldest batch still in
+ * use. A batch handed out lowers the floor to its start; the caller
+ * raises it with ts_ring_reader_release_below once older batches are
+ * done (UINT64_MAX: none held), and everything below it, skipped
+ * samples included, goes back. ts_ring_reader_next returns -EAGAIN
+ * instead of waiting when the next batch cannot be published without
+ * the held slots (floor + capacity < its end): release some, retry.
+ */
+void ts_ring_reader_set_hold(struct ts_ring_reader *rd, bool on);
+void ts_ring_reader_release_below(struct ts_ring_reader *rd, uint64_t floor);
+
+/* Where the data region lies in the ring memfd (page aligned, a page
+ * multiple long): sample seq is at data_offset + (seq % capacity) *
+ * sample_bytes. */
+void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
+				uint64_t *data_offset, uint64_t *data_bytes);
+
 /* Samples released by this reader so far (its release position). */
 uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd);
 

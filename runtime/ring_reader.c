@@ -32,6 +32,9 @@ struct ts_ring_reader {
 	uint64_t pending_end;  /* end of the batch handed out last */
 	int32_t *labels;
 	uint64_t sleeps;       /* futex waits: 0 for a reader that keeps up */
+	bool hold;             /* hold mode: release nothing at or past floor */
+	uint64_t floor;        /* first seq of the oldest batch held */
+	uint64_t data_offset;  /* of the data region in the memfd */
 };
 
 int ts_ring_reader_open(int ring_fd, int ctl_fd,
@@ -78,6 +81,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	}
 	rd->capacity = cap;
 	rd->sample_bytes = sb;
+	rd->data_offset = h->data_offset;
 	rd->data_bytes = h->data_bytes;
 	rd->meta_bytes = h->meta_bytes;
 	rd->meta = mmap(NULL, rd->meta_bytes, PROT_READ, MAP_SHARED, ring_fd,
@@ -111,6 +115,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->pos = o->start;
 	rd->released = o->start;
 	rd->pending_end = o->start;
+	rd->floor = UINT64_MAX;
 	*out = rd;
 	return 0;
 fail:
@@ -164,6 +169,8 @@ uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd)
 /* Store our release position and wake a producer sleeping on us. */
 static void reader_release_to(struct ts_ring_reader *rd, uint64_t end)
 {
+	if (rd->hold && end > rd->floor)
+		end = rd->floor;  /* a batch from there on is still in use */
 	if (end <= rd->released)
 		return;
 	rd->released = end;
@@ -184,6 +191,29 @@ void ts_ring_reader_release(struct ts_ring_reader *rd,
 			    const struct ts_ring_batch *b)
 {
 	reader_release_to(rd, b->seq + b->n);
+}
+
+void ts_ring_reader_set_hold(struct ts_ring_reader *rd, bool on)
+{
+	rd->hold = on;
+	rd->floor = UINT64_MAX;
+	if (!on)
+		reader_release_to(rd, rd->pending_end);
+}
+
+/* Everything below pending_end was handed out or skipped: what lies
+ * below the caller's floor too is done with. */
+void ts_ring_reader_release_below(struct ts_ring_reader *rd, uint64_t floor)
+{
+	rd->floor = floor;
+	reader_release_to(rd, floor < rd->pending_end ? floor : rd->pending_end);
+}
+
+void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
+				uint64_t *data_offset, uint64_t *data_bytes)
+{
+	*data_offset = rd->data_offset;
+	*data_bytes = rd->data_bytes;
 }
 
 /* Samples released without being read: the producer's summaries
@@ -213,6 +243,8 @@ static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	b->labels = rd->labels;
 	rd->pos = seq + n;
 	rd->pending_end = rd->pos;
+	if (rd->hold && seq < rd->floor)
+		rd->floor = seq;
 }
 
 /*
@@ -365,6 +397,12 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 					    "the producer failed: %s",
 					    ts_error_name(status));
 		}
+		/* Held batches pin the producer at floor + capacity: waiting
+		 * for a batch that ends past it would never end. */
+		if (rd->hold && rd->floor != UINT64_MAX &&
+		    rd->pos + rd->batch > rd->floor + rd->capacity)
+			return ts_error_set(err, -EAGAIN, "the batches held keep the "
+					    "producer from publishing the next one");
 		int rc = reader_wait(rd, h, rd->pos + rd->batch, deadline, alive, arg);
 		if (rc == -ETIMEDOUT)
 			return ts_error_set(err, rc, "no batch within %d ms",

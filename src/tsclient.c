@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -14,8 +15,19 @@
 #include "ring.h"
 #include "util.h"
 
+/* Linux 5.14's madvise advice values, for older headers. */
+#ifdef MADV_POPULATE_READ
+#define TS_MADV_POPULATE_READ MADV_POPULATE_READ
+#define TS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define TS_MADV_POPULATE_READ 22
+#define TS_MADV_POPULATE_WRITE 23
+#endif
+
 struct ts_client {
 	int sock;
+	int ring_fd;       /* kept for ts_client_span_map */
+	bool held;         /* ts_client_next_held's hold mode is on */
 	struct ts_ring_reader *rd;
 	struct ts_client_info info;
 	int timeout_ms;
@@ -71,6 +83,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	if (!c)
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	c->timeout_ms = o.timeout_ms;
+	c->ring_fd = -1;
 	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->sock < 0) {
 		rc = ts_error_set(err, -errno, "socket: %s", strerror(errno));
@@ -158,8 +171,9 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
 		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
 	}
-	/* The mappings keep the memory; the descriptors are not needed. */
-	close(fds[0]);
+	/* The mappings keep the memory; the ring's descriptor stays for
+	 * the private mappings of ts_client_span_map. */
+	c->ring_fd = fds[0];
 	close(fds[1]);
 	*out = c;
 	return 0;
@@ -199,14 +213,12 @@ TS_EXPORT int ts_client_device_uuid(const struct ts_client *c, unsigned char uui
 	return 0;
 }
 
-TS_EXPORT int ts_client_next(struct ts_client *c, struct ts_batch *b,
-			     struct ts_error *err)
+static int client_next(struct ts_client *c, struct ts_batch *b,
+		       struct ts_error *err)
 {
 	struct ts_ring_batch rb;
 	int rc;
 
-	if (!c || !b)
-		return ts_error_set(err, TS_E_ARG, "NULL client or batch");
 	if (c->dead)
 		return ts_error_set(err, TS_E_PRODUCER, "the producer is gone");
 	rc = ts_ring_reader_next(c->rd, &rb, c->timeout_ms, client_alive, c, err);
@@ -230,6 +242,18 @@ TS_EXPORT int ts_client_next(struct ts_client *c, struct ts_batch *b,
 	return 0;
 }
 
+TS_EXPORT int ts_client_next(struct ts_client *c, struct ts_batch *b,
+			     struct ts_error *err)
+{
+	if (!c || !b)
+		return ts_error_set(err, TS_E_ARG, "NULL client or batch");
+	if (c->held) {
+		ts_ring_reader_set_hold(c->rd, false);
+		c->held = false;
+	}
+	return client_next(c, b, err);
+}
+
 TS_EXPORT void ts_client_release(struct ts_client *c, const struct ts_batch *b)
 {
 	if (!c || !b)
@@ -245,7 +269,101 @@ TS_EXPORT void ts_client_close(struct ts_client *c)
 	ts_ring_reader_destroy(c->rd);
 	if (c->sock >= 0)
 		close(c->sock);
+	if (c->ring_fd >= 0)
+		close(c->ring_fd);
 	free(c);
+}
+
+TS_EXPORT int ts_client_next_held(struct ts_client *c, struct ts_batch *b,
+				  struct ts_error *err)
+{
+	if (!c || !b)
+		return ts_error_set(err, TS_E_ARG, "NULL client or batch");
+	if (!c->held) {
+		ts_ring_reader_set_hold(c->rd, true);
+		c->held = true;
+	}
+	return client_next(c, b, err);
+}
+
+TS_EXPORT void ts_client_release_below(struct ts_client *c, uint64_t seq)
+{
+	if (c && c->held)
+		ts_ring_reader_release_below(c->rd, seq);
+}
+
+/*
+ * MAP_PRIVATE with PROT_WRITE needs no write access to the file (a
+ * read-only descriptor of a write-sealed memfd allows it): pages are the
+ * ring's until written, then this process's own. The data region is a
+ * page multiple, so a batch that wraps is two mappings back to back, as
+ * the reader's double mapping is.
+ */
+TS_EXPORT int ts_client_span_map(struct ts_client *c, const struct ts_batch *b,
+				 struct ts_client_span *out, struct ts_error *err)
+{
+	uint64_t off, bytes;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (!c || !b || !out || b->n == 0)
+		return ts_error_set(err, TS_E_ARG, "NULL client, batch or span");
+	ts_ring_reader_data_region(c->rd, &off, &bytes);
+	uint64_t start = (b->seq % c->info.capacity) * c->info.sample_bytes;
+	uint64_t end = start + (uint64_t)b->n * c->info.sample_bytes;
+	uint64_t lo = start / page * page;
+	uint64_t hi = (end + page - 1) / page * page;
+	if (end > 2 * bytes)
+		return ts_error_set(err, TS_E_ARG, "batch larger than the ring");
+	uint8_t *base = mmap(NULL, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return ts_error_set(err, -errno, "span: mmap: %s", strerror(errno));
+	uint64_t first = (hi < bytes ? hi : bytes) - lo;
+	int prot = PROT_READ | PROT_WRITE;
+	if (mmap(base, first, prot, MAP_PRIVATE | MAP_FIXED, c->ring_fd,
+		 (off_t)(off + lo)) == MAP_FAILED ||
+	    (hi > bytes && mmap(base + first, hi - bytes, prot, MAP_PRIVATE | MAP_FIXED,
+				c->ring_fd, (off_t)off) == MAP_FAILED)) {
+		int rc = -errno;
+		munmap(base, hi - lo);
+		return ts_error_set(err, rc, "span: private mapping of the ring: %s",
+				    strerror(-rc));
+	}
+	/* Page tables filled now, in one call, rather than by a fault per
+	 * 64 KiB on first read; a kernel before 5.14 faults lazily. */
+	madvise(base, hi - lo, TS_MADV_POPULATE_READ);
+	out->base = base;
+	out->len = hi - lo;
+	out->data = base + (start - lo);
+	return 0;
+}
+
+TS_EXPORT int ts_client_span_own(const struct ts_client_span *s, struct ts_error *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (!s || !s->base)
+		return 0;
+	/* A write fault on every page copies what was not copied yet and
+	 * changes no byte, also under concurrent writers. */
+	if (madvise(s->base, s->len, TS_MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return ts_error_set(err, -errno, "span: copying its pages: %s",
+				    strerror(errno));
+	/* Before Linux 5.14: an atomic add of 0 is such a write too. */
+	for (size_t i = 0; i < s->len; i += page)
+		__atomic_fetch_add((uint8_t *)s->base + i, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+TS_EXPORT void ts_client_span_unmap(struct ts_client_span *s)
+{
+	if (!s || !s->base)
+		return;
+	munmap(s->base, s->len);
+	s->base = NULL;
+	s->len = 0;
+	s->data = NULL;
 }
 
 TS_EXPORT const char *ts_client_strerror(int code)

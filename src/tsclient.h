@@ -151,8 +151,49 @@ int ts_client_next(struct ts_client *c, struct ts_batch *b,
  * must not be read afterwards. Optional: ts_client_next implies it. */
 void ts_client_release(struct ts_client *c, const struct ts_batch *b);
 
+/* ---- batches that outlive the next call (the Python client) ------------
+ *
+ * ts_client_next_held is ts_client_next without the implied release: the
+ * batches it hands out stay held, in any number and released in any
+ * order, until ts_client_release_below(c, seq) says that no batch from
+ * seq on is still in use (the first seq of the oldest one still held, or
+ * UINT64_MAX for none): everything below seq goes back, skipped samples
+ * included. It returns -EAGAIN, instead of waiting forever, when the
+ * next batch cannot be published while the oldest held batch keeps its
+ * slots: release (or copy out) that one and call again. A ts_client_next
+ * afterwards ends hold mode and releases everything handed out.
+ *
+ * ts_client_span_map gives a batch its own mapping of its samples:
+ * private (copy on write) and writable, of the ring's pages, so reading
+ * it is zero-copy, a write copies only the pages it touches into this
+ * process and never reaches the ring, and the mapping outlives the
+ * client, the producer and the batch's release. Until the batch is
+ * released, its bytes are the ring's; ts_client_span_own copies the
+ * pages not yet copied, after which the span no longer depends on the
+ * ring and the batch may be released. ts_client_span_unmap frees it.
+ */
+struct ts_client_span {
+	void *base;     /* the mapping (page aligned) */
+	size_t len;     /* its length */
+	void *data;     /* the batch's first sample, n * sample_bytes */
+};
+
+int ts_client_next_held(struct ts_client *c, struct ts_batch *b,
+			struct ts_error *err);
+void ts_client_release_below(struct ts_client *c, uint64_t seq);
+
+/* 0 and *out, or -errno (mmap refused: err says why; copy the batch
+ * instead). b comes from ts_client_next_held on c and is still held. */
+int ts_client_span_map(struct ts_client *c, const struct ts_batch *b,
+		       struct ts_client_span *out, struct ts_error *err);
+/* 0, or -errno when the pages cannot all be copied (out of memory). Safe
+ * while other threads read or write the span. */
+int ts_client_span_own(const struct ts_client_span *s, struct ts_error *err);
+/* Unmap; any thread; a zeroed span is a no-op. */
+void ts_client_span_unmap(struct ts_client_span *s);
+
 /* Disconnect (the producer stops waiting for us at once) and free.
- * NULL is a no-op. */
+ * NULL is a no-op. Spans stay valid. */
 void ts_client_close(struct ts_client *c);
 
 /* A short English text for a return code ("end of stream", "producer

@@ -55,6 +55,11 @@ class DevInfo(ctypes.Structure):
                 ("ipc", ctypes.c_ubyte * 64)]
 
 
+class Span(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t),
+                ("data", ctypes.c_void_p)]
+
+
 class Pinned(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
@@ -214,6 +219,33 @@ def load_library():
         lib.ts_client_device_copy.restype = ctypes.c_int
         lib.ts_client_device_close.argtypes = [ctypes.c_void_p]
         lib.ts_client_device_close.restype = None
+    if hasattr(lib, "ts_client_device_next"):
+        lib.ts_client_device_copy_async.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch),
+                                                    ctypes.c_void_p, ctypes.c_void_p,
+                                                    ctypes.POINTER(Error)]
+        lib.ts_client_device_copy_async.restype = ctypes.c_int
+        lib.ts_client_device_record_use.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                                    ctypes.POINTER(Error)]
+        lib.ts_client_device_record_use.restype = ctypes.c_int
+        lib.ts_client_device_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch),
+                                              ctypes.POINTER(Error)]
+        lib.ts_client_device_next.restype = ctypes.c_int
+        lib.ts_client_device_hold.argtypes = [ctypes.c_void_p]
+        lib.ts_client_device_hold.restype = None
+        lib.ts_client_device_unhold.argtypes = [ctypes.c_void_p]
+        lib.ts_client_device_unhold.restype = None
+    lib.ts_client_next_held.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch),
+                                        ctypes.POINTER(Error)]
+    lib.ts_client_next_held.restype = ctypes.c_int
+    lib.ts_client_release_below.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.ts_client_release_below.restype = None
+    lib.ts_client_span_map.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch),
+                                       ctypes.POINTER(Span), ctypes.POINTER(Error)]
+    lib.ts_client_span_map.restype = ctypes.c_int
+    lib.ts_client_span_own.argtypes = [ctypes.POINTER(Span), ctypes.POINTER(Error)]
+    lib.ts_client_span_own.restype = ctypes.c_int
+    lib.ts_client_span_unmap.argtypes = [ctypes.POINTER(Span)]
+    lib.ts_client_span_unmap.restype = None
     if hasattr(lib, "ts_client_pin_mapping"):
         lib.ts_client_pin_mapping.argtypes = [ctypes.c_void_p, ctypes.POINTER(Pinned),
                                               ctypes.POINTER(Error)]

@@ -10,6 +10,7 @@ E_EOS = -5009
 E_STATE = -5012
 E_NODEV = -5014
 E_TIMEDOUT = -errno.ETIMEDOUT
+E_AGAIN = -errno.EAGAIN
 
 
 class TsrunError(RuntimeError):

@@ -10,7 +10,8 @@ import time
 import warnings
 
 from . import _lib
-from .errors import (E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
+from ._batches import Keeper
+from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
                      raise_for)
 
 # The longest libtsclient wait: between two waits Python runs its signal
@@ -23,13 +24,22 @@ _DTYPES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
 
 class _CudaView:
     """A device span in __cuda_array_interface__ form (for torch.as_tensor,
-    which then views it without a copy)."""
+    which then views it without a copy, and keeps this object while a
+    tensor views it): a hold on the device ring's mapping for as long."""
 
-    def __init__(self, ptr, shape, typestr):
+    def __init__(self, lib, dev, ptr, shape, typestr):
         self.__cuda_array_interface__ = {
-            # read-only by contract (documented); torch refuses the flag
+            # read-only by contract (raw_views); torch refuses the flag
             "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
             "strides": None, "version": 2}
+        self._lib, self._dev = lib, dev
+        lib.ts_client_device_hold(dev)
+
+    def __del__(self):
+        try:
+            self._lib.ts_client_device_unhold(self._dev)
+        except Exception:  # interpreter shutdown
+            pass
 
 
 def _batch_size(value):
@@ -73,18 +83,39 @@ class Loader:
                 boundary of the epoch) or "next_epoch" (start at a whole
                 epoch)
     drop_last   drop each epoch's short last batch
-    pin_memory  page-lock the shared ring with cudaHostRegister (once), so
-                ``.cuda(non_blocking=True)`` is an asynchronous DMA; when
-                registration fails, a warning and a copy into pinned
-                memory per batch; without CUDA a warning and the plain
-                CPU path
+    pin_memory  batches in pinned memory, so ``.cuda(non_blocking=True)``
+                is an asynchronous DMA: a copy into pinned memory; with
+                raw_views, the shared ring itself is page-locked
+                (cudaHostRegister, once) and the slots of a batch go back
+                only once the work queued on the current CUDA stream (the
+                trainer's copies) is done; without CUDA a warning and
+                the plain CPU path
     timeout     seconds to wait for one batch (None: no limit); Timeout
                 (a TsrunError and a TimeoutError) when none came
     device      None (CPU tensors) or a CUDA device ("cuda", "cuda:1", a
-                torch.device): CUDA tensors, from the producer's device
-                ring when it serves one (``loader.source`` says
-                "device-ring (zero-copy)", "device-ring (peer copy)" or
-                "host-ring (copy)"); without CUDA a warning and CPU tensors
+                torch.device): CUDA tensors, the trainer's own: copied on
+                the GPU from the producer's device ring when it serves one
+                (``loader.source`` "device-ring (device copy)"), else
+                from the pinned host ring ("host-ring (copy)"); without
+                CUDA a warning and CPU tensors
+    raw_views   False (the default): every batch is an ordinary tensor
+                (below). True: read-only zero-copy views of the shared
+                ring, valid only until the next batch is asked for; a
+                write to one ends the process with SIGSEGV, a read after
+                that returns other samples or, after close(), ends it too.
+                With device, raw views of the device ring
+                ("device-ring (zero-copy)" or "(peer copy)"): a write
+                there changes every trainer's batch.
+
+    A batch (the default) is safe like any tensor: in-place ops work and
+    never reach the ring or another trainer (CPU batches are private
+    copy-on-write mappings of the ring: reading them is zero-copy, a
+    write copies only the pages it touches), a batch kept longer keeps
+    its values (one the trainer still holds when the loader waits for the
+    next one but one, or at close(), is copied out of the ring once), and
+    no tensor op can crash, also after close() or the producer's death.
+    With pin_memory and no device, each batch is a copy in pinned memory
+    (as DataLoader's pin_memory makes), and its slots go back at once.
 
     Each ``for images, labels in loader`` is one epoch of the stream (the
     first one from where this trainer joined); the stream's end ends the
@@ -100,7 +131,7 @@ class Loader:
     """
 
     def __init__(self, socket, batch_size=0, join="now", drop_last=False,
-                 pin_memory=False, timeout=None, device=None):
+                 pin_memory=False, timeout=None, device=None, raw_views=False):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
@@ -139,6 +170,10 @@ class Loader:
         self._dev = None     # ts_client_device handle (device ring)
         self._dev_info = None
         self._dev_copy = False  # torch cannot wrap the pointer: copy on the GPU
+        self._raw = bool(raw_views)
+        self._keeper = None  # the held batches of the safe CPU path
+        self._event = None   # our last copy out of the pinned ring (CUDA)
+        self._warned_copy = False
         self.source = "host-ring"
         if device is not None:
             self._open_device(torch, device)
@@ -151,6 +186,8 @@ class Loader:
                 warnings.warn("tsrun.Loader: pin_memory=True needs CUDA, but "
                               "torch.cuda.is_available() is false; batches stay "
                               "in pageable CPU memory", RuntimeWarning, stacklevel=2)
+        if not self._raw and self._device is None and not self._pin:
+            self._keeper = Keeper(self._lib, self._client)
 
     # ---- the iteration contract ------------------------------------------
 
@@ -192,18 +229,21 @@ class Loader:
         epoch = first.epoch
         self.epoch = epoch
         self._pass_index = first.index
+        first = None  # this frame keeps no batch alive: the trainer decides
         try:
             while True:
                 b = self._peek()
                 if b is None or b.epoch != epoch:
                     return
                 self._pending = None
-                out = self._tensors(b)
+                out, b.tensors = b.tensors, None
                 self.index = b.index
                 end = b.index + b.n
                 spe = self.info.samples_per_epoch
                 self._next_pos = (b.epoch + 1, 0) if spe and end >= spe else (b.epoch, end)
+                b = None
                 yield out
+                out = None
         finally:
             self._pass_index = None
 
@@ -252,7 +292,14 @@ class Loader:
         return self._pending
 
     def _fetch(self):
-        """The next batch of the stream, past a resume position."""
+        """The next batch of the stream, past a resume position, with its
+        tensors (made at once: a batch read is one the trainer owns)."""
+        b = self._fetch_raw()
+        if b is not None:
+            b.tensors = self._tensors(b)
+        return b
+
+    def _fetch_raw(self):
         while True:
             b = self._next_raw()
             if b is None or self._resume is None:
@@ -302,17 +349,27 @@ class Loader:
         """libtsclient's next batch, waiting in slices of _SLICE_MS so that
         signal handlers run (Ctrl-C) and the timeout holds; None at the
         end of the stream."""
-        self._gpu_done()  # the slots of the previous batch go back
+        self._before_next()
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         b, err = _lib.Batch(), _lib.Error()
+        lib, ref, e = self._lib, ctypes.byref(b), ctypes.byref(err)
         while True:
-            rc = self._lib.ts_client_next(self._client, ctypes.byref(b),
-                                          ctypes.byref(err))
+            if self._dev is not None:
+                rc = lib.ts_client_device_next(self._dev, ref, e)
+            elif self._keeper is not None:
+                rc = lib.ts_client_next_held(self._client, ref, e)
+            else:
+                rc = lib.ts_client_next(self._client, ref, e)
             if rc == 0:
                 return b
             if rc == E_EOS:
                 self._done = True
                 return None
+            if rc == E_AGAIN and self._keeper is not None and self._keeper.held:
+                # The batch the trainer still holds keeps the producer
+                # from publishing the next one: make it the trainer's own.
+                self._keeper.settle(keep=len(self._keeper.held) - 1)
+                continue
             if rc != E_TIMEDOUT:
                 raise_for(rc, err)
             if deadline is not None and time.monotonic() >= deadline:
@@ -361,69 +418,120 @@ class Loader:
         self._dev = handle
         self._dev_info = info
         zero = lib.ts_client_device_zero_copy(handle)
-        self.source = "device-ring (%s)" % ("zero-copy" if zero else "peer copy")
+        if not self._raw:
+            self.source = "device-ring (device copy)"  # the trainer's own
+        else:
+            self.source = "device-ring (%s)" % ("zero-copy" if zero else "peer copy")
+
+    def _before_next(self):
+        """Before the slots of earlier batches go back: batches the
+        trainer still holds are made its own (all but the newest, which
+        stays zero-copy), and the GPU work that reads the ring has
+        finished (events recorded after that work, not a device-wide
+        synchronize)."""
+        if self._keeper is not None:
+            self._keeper.settle(keep=1)
+        if self._event is not None:
+            self._event.synchronize()  # our copy out of the pinned ring
+            self._event = None
+        if not self._raw or self._device is None and not self._pin:
+            return
+        import torch
+        if self._dev is not None:
+            # The trainer's kernels queued so far on the current stream
+            # read the batch: ts_client_device_next waits for them.
+            stream = torch.cuda.current_stream(self._device).cuda_stream
+            self._lib.ts_client_device_record_use(self._dev, stream, None)
+        elif self._device is None and self._pinned:
+            # Raw views of the pinned ring: the trainer's non_blocking
+            # copies, queued on the current stream, must be done.
+            ev = torch.cuda.Event()
+            ev.record()
+            ev.synchronize()
 
     def _device_tensors(self, b):
         import torch
         info = self._dev_info
-        ptr, err = ctypes.c_void_p(), _lib.Error()
-        rc = self._lib.ts_client_device_batch(self._dev, ctypes.byref(b), ctypes.byref(ptr),
-                                              ctypes.byref(err))
-        if rc < 0:
-            raise_for(rc, err)
         shape = (b.n, info.channels, info.height, info.width)
+        dtype = {2: torch.float16, 3: torch.float32}[info.dtype]
+        err = _lib.Error()
         images = None
-        if not self._dev_copy:
+        if self._raw and not self._dev_copy:
+            ptr = ctypes.c_void_p()
+            rc = self._lib.ts_client_device_batch(self._dev, ctypes.byref(b),
+                                                  ctypes.byref(ptr), ctypes.byref(err))
+            if rc < 0:
+                raise_for(rc, err)
             typestr = {2: "<f2", 3: "<f4"}[info.dtype]
             try:
-                images = torch.as_tensor(_CudaView(ptr.value, shape, typestr),
-                                         device=self._device)
+                images = torch.as_tensor(_CudaView(self._lib, self._dev, ptr.value, shape,
+                                                   typestr), device=self._device)
             except (TypeError, RuntimeError, ValueError) as e:
                 warnings.warn("tsrun.Loader: torch cannot view the device ring (%s); "
                               "copying each batch on the GPU instead" % e,
-                              RuntimeWarning, stacklevel=4)
+                              RuntimeWarning, stacklevel=5)
                 self._dev_copy = True
                 self.source = "device-ring (device copy)"
         if images is None:
-            images = torch.empty(shape, device=self._device,
-                                 dtype={2: torch.float16, 3: torch.float32}[info.dtype])
-            rc = self._lib.ts_client_device_copy(self._dev, ctypes.byref(b),
-                                                 images.data_ptr(), ctypes.byref(err))
+            # The safe default: the trainer's own copy, made on its
+            # current stream; the slots go back once that copy is done.
+            images = torch.empty(shape, device=self._device, dtype=dtype)
+            stream = torch.cuda.current_stream(self._device).cuda_stream
+            rc = self._lib.ts_client_device_copy_async(self._dev, ctypes.byref(b),
+                                                       images.data_ptr(), stream,
+                                                       ctypes.byref(err))
+            if rc == 0:
+                rc = self._lib.ts_client_device_record_use(self._dev, stream,
+                                                           ctypes.byref(err))
             if rc < 0:
                 raise_for(rc, err)
         labels = torch.tensor(b.labels[:b.n], dtype=torch.int64).to(self._device)
         return images, labels
 
+    def _ring_view(self, b, dtype):
+        """A read-only view of b in the shared ring, valid until the slots
+        go back (the raw_views path, and the source of our own copies)."""
+        import torch
+        buf = (ctypes.c_uint8 * (b.n * b.sample_bytes)).from_address(b.data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # read-only memory: documented
+            return torch.frombuffer(buf, dtype=dtype).view(b.n, *self.shape)
+
     def _tensors(self, b):
         import torch
         if self._dev is not None:
             return self._device_tensors(b)
-        nbytes = b.n * b.sample_bytes
-        buf = (ctypes.c_uint8 * nbytes).from_address(b.data)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # read-only memory: documented
-            images = torch.frombuffer(buf, dtype=getattr(torch, _DTYPES[b.dtype]))
-        images = images.view(b.n, *self.shape)
         if b.dtype == 1:
             warnings.warn("uint16 samples are returned as int16 bits",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=4)
+        dtype = getattr(torch, _DTYPES[b.dtype])
         labels = torch.tensor(b.labels[:b.n], dtype=torch.int64)
+        if self._keeper is not None:
+            images, why = self._keeper.view(b, dtype, self.shape)
+            if images is not None:
+                return images, labels
+            if not self._warned_copy:
+                self._warned_copy = True
+                warnings.warn("tsrun.Loader: no private mapping of the ring (%s); "
+                              "copying each batch instead" % why, RuntimeWarning,
+                              stacklevel=4)
+            return self._ring_view(b, dtype).clone(), labels
+        images = self._ring_view(b, dtype)
         if self._pin:
             if self._pinned is None:
                 self._pin_ring(b.data)
-            if not self._pinned:
-                images = images.pin_memory()  # fallback: a pinned copy
+            if self._device is None and (not self._raw or not self._pinned):
+                # Our own pinned copy (what DataLoader's pin_memory does):
+                # the slots go back at once, torch keeps the pinned block
+                # until the trainer's copies out of it are done.
+                images = images.pin_memory()
         if self._device is not None:
+            import torch.cuda
             images = images.to(self._device, non_blocking=True)
-            labels = labels.to(self._device)
+            labels = labels.to(self._device, non_blocking=True)
+            self._event = torch.cuda.Event()
+            self._event.record()
         return images, labels
-
-    def _gpu_done(self):
-        """Before the slots go back: the GPU work queued on the batch
-        (our copy, the trainer's kernels) has finished."""
-        if self._device is not None:
-            import torch
-            torch.cuda.synchronize(self._device)
 
     def _pin_ring(self, addr):
         """Register the ring mapping holding addr (libtsclient,
@@ -447,9 +555,16 @@ class Loader:
     # ---- lifetime ---------------------------------------------------------
 
     def close(self):
-        """Disconnect; the producer stops waiting for this trainer at once."""
+        """Disconnect; the producer stops waiting for this trainer at once.
+        Batches still alive stay valid: they are first made this
+        process's own (raw views excepted)."""
+        if getattr(self, "_keeper", None) is not None:
+            self._keeper.close()
+            self._keeper = None
+        if getattr(self, "_event", None) is not None:
+            self._event.synchronize()
+            self._event = None
         if getattr(self, "_dev", None):
-            self._gpu_done()
             self._lib.ts_client_device_close(self._dev)
             self._dev = None
         if getattr(self, "_pinned", None):
