@@ -4,6 +4,7 @@
 #include "pngwrite.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -72,6 +73,36 @@ static int encode(FILE *fp, const struct ts_image *img, const char *description,
 	return 0;
 }
 
+/* A new file beside path, created exclusively (never a file or link that
+ * is already there) with the usual 0666 & ~umask mode: "<path>.tmpPID-K". */
+static int create_beside(const char *path, char **tmp, FILE **fp)
+{
+	for (unsigned k = 0; k < 100; k++) {
+		char *t = NULL;
+		if (asprintf(&t, "%s.tmp%ld-%u", path, (long)getpid(), k) < 0)
+			return TS_E_NOMEM;
+		int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+		if (fd < 0) {
+			int e = errno;
+			free(t);
+			if (e == EEXIST)
+				continue;
+			return -e;
+		}
+		*fp = fdopen(fd, "wb");
+		if (!*fp) {
+			int e = errno;
+			close(fd);
+			unlink(t);
+			free(t);
+			return -e;
+		}
+		*tmp = t;
+		return 0;
+	}
+	return -EEXIST;
+}
+
 int ts_pngwrite_file(const struct ts_image *img, const char *path,
 		     const char *description, struct ts_error *err)
 {
@@ -79,17 +110,13 @@ int ts_pngwrite_file(const struct ts_image *img, const char *path,
 	    img->width <= 0 || img->height <= 0)
 		return ts_error_set(err, TS_E_ARG, "png: an 8-bit RGB image and a path are required");
 	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp%ld", path, (long)getpid()) < 0)
-		return ts_error_set(err, TS_E_NOMEM, "out of memory");
-	FILE *fp = fopen(tmp, "wbe");
-	if (!fp) {
-		int rc = -errno;
-		ts_error_set(err, rc, "cannot write '%s': %s", path, strerror(errno));
-		free(tmp);
-		return rc;
-	}
+	FILE *fp = NULL;
+	int rc = create_beside(path, &tmp, &fp);
+	if (rc)
+		return ts_error_set(err, rc, "cannot write '%s': %s", path,
+				    rc == TS_E_NOMEM ? "out of memory" : strerror(-rc));
 	struct png_fail f = {{0}};
-	int rc = encode(fp, img, description, &f);
+	rc = encode(fp, img, description, &f);
 	if (fflush(fp) != 0 && rc == 0) {
 		rc = -errno;
 		snprintf(f.msg, sizeof(f.msg), "%s", strerror(errno));

@@ -14,8 +14,9 @@
 #include "image.h"
 
 /* Write img (TS_DTYPE_U8, 3 channels) to path, replacing it: the file is
- * written beside it under a temporary name and renamed, so a reader never
- * sees half a picture. description (may be NULL) goes into a tEXt chunk
+ * written beside it under a new temporary name (created exclusively, so
+ * a file or link planted there is never written through) and renamed, so
+ * a reader never sees half a picture. description (may be NULL) goes into a tEXt chunk
  * "Description". */
 int ts_pngwrite_file(const struct ts_image *img, const char *path,
 		     const char *description, struct ts_error *err);

@@ -215,8 +215,24 @@ START_TEST(png_round_trip)
 	ck_assert(memcmp(back, img.data, sizeof(back)) == 0);
 	/* no temporary file left beside it */
 	char tmp[160];
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp%ld-0", path, (long)getpid());
 	ck_assert_int_ne(access(tmp, F_OK), 0);
+	/* a link planted at the temporary name is not written through: the
+	 * next name is taken, and the link's target is untouched */
+	char target[160];
+	snprintf(target, sizeof(target), "%s/target", root);
+	FILE *tf = fopen(target, "w");
+	ck_assert_ptr_nonnull(tf);
+	fputs("keep", tf);
+	fclose(tf);
+	ck_assert_int_eq(symlink(target, tmp), 0);
+	ck_assert_msg(ts_pngwrite_file(&img, path, NULL, &err) == 0, "%s", err.msg);
+	struct stat st;
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_int_eq(st.st_size, 4);
+	ck_assert_int_eq(lstat(tmp, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	unlink(tmp);
 	snprintf(path, sizeof(path), "%s/no/such/dir/a.png", root);
 	ck_assert_int_lt(ts_pngwrite_file(&img, path, NULL, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "cannot write"));
