@@ -28,7 +28,9 @@
  * "Device memory" is host memory: cudaMalloc'd blocks and IPC mappings
  * are tracked so that cudaMemcpyDefault can tell device from host. An IPC
  * handle is the text "fakecuda:FD" of a memfd that cudaIpcOpenMemHandle
- * maps. Knobs are exported ints (set through dlsym in-process) with
+ * maps, once per device and process, with a reference count as the real
+ * runtime keeps (a second open returns the same pointer; the mapping goes
+ * with the last close). Knobs are exported ints (set through dlsym in-process) with
  * FAKE_CUDART_* environment variables as their initial values (for
  * subprocesses); counters let a test see which calls were made.
  */
@@ -271,6 +273,11 @@ struct range {
 	size_t len;
 	unsigned flags;
 	int kind;                     /* 0 free, 1 cudaMalloc, 2 IPC, 3 registered */
+	/* IPC: the memfd's inode and the device it was opened on, and how
+	 * many opens it has ("already opened by the current context: the
+	 * reference count is incremented and the same pointer returned") */
+	unsigned long long ino;
+	int device, refs;
 };
 
 static struct range ranges[64];
@@ -288,7 +295,7 @@ static struct range *add_range(void *p, size_t len, unsigned flags, int kind)
 {
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if (ranges[i].kind == 0) {
-			ranges[i] = (struct range){ p, len, flags, kind };
+			ranges[i] = (struct range){ p, len, flags, kind, 0, 0, 1 };
 			return &ranges[i];
 		}
 	return NULL;
@@ -361,13 +368,27 @@ EXPORT int cudaIpcOpenMemHandle(void **p, struct ipc_handle h, unsigned int flag
 	h.reserved[63] = 0;
 	if (sscanf(h.reserved, "fakecuda:%d", &fd) != 1 || fstat(fd, &st) != 0)
 		return fail(E_INVALID_RESOURCE_HANDLE);
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (ranges[i].kind == 2 && ranges[i].ino == (unsigned long long)st.st_ino &&
+		    ranges[i].device == cur) {
+			ranges[i].refs++;
+			fake_cudart_opens++;
+			*p = ranges[i].p;
+			pthread_mutex_unlock(&mu);
+			return OK;
+		}
+	pthread_mutex_unlock(&mu);
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return fail(E_MEMORY_ALLOCATION);
 	pthread_mutex_lock(&mu);
 	struct range *r = add_range(m, (size_t)st.st_size, 0, 2);
-	if (r)
+	if (r) {
+		r->ino = (unsigned long long)st.st_ino;
+		r->device = cur;
 		fake_cudart_opens++;
+	}
 	pthread_mutex_unlock(&mu);
 	if (!r) {
 		munmap(m, (size_t)st.st_size);
@@ -389,8 +410,10 @@ EXPORT int cudaIpcCloseMemHandle(void *p)
 	struct range *r = find_range(p, 2);
 	int ok = r && r->p == p;
 	if (ok) {
-		munmap(r->p, r->len);
-		r->kind = 0;
+		if (--r->refs == 0) {
+			munmap(r->p, r->len);
+			r->kind = 0;
+		}
 		fake_cudart_closes++;
 	}
 	pthread_mutex_unlock(&mu);

@@ -34,7 +34,9 @@ EOT
 
 start_tsrun() { # WAIT
 	rm -f "$tmp/s.sock"
-	timeout 120 "$TSRUN" run "$tmp/p.ts" --wait "$1" >"$tmp/run.out" 2>"$tmp/run.err" &
+	# no timeout(1) in between: the SIGTERM below must reach tsrun itself
+	# (the step's own time limit and the EXIT trap bound a hang)
+	"$TSRUN" run "$tmp/p.ts" --wait "$1" >"$tmp/run.out" 2>"$tmp/run.err" &
 	pid=$!
 	i=0
 	while [ ! -S "$tmp/s.sock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
