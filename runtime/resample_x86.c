@@ -5,7 +5,8 @@
  * the file builds with the project's plain x86-64 flags and resample.c
  * calls a kernel only when simd.c found its instructions.
  *
- * Horizontal pass, three channels: per output pixel, groups of 4 taps; one
+ * Horizontal pass, three channels (AVX2: two rows at once, one per
+ * 128-bit lane, sharing bounds and weights): per output pixel, groups of 4 taps; one
  * 16-byte load covers 4 RGB pixels (12 bytes, 4 bytes spare), a byte
  * shuffle makes int16 pairs (r0, r1) (g0, g1) (b0, b1) (0, 0) for taps
  * 0-1 and the same for taps 2-3, and pmaddwd against the (w0, w1) and
@@ -95,18 +96,85 @@ void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 	}
 }
 
+/* One output pixel of one row (the AVX2 kernel's odd last row). */
+__attribute__((target("avx2")))
+static inline uint32_t h3_pixel_avx2(const uint8_t *p, int G, const __m256i *kw, __m256i m)
+{
+	__m256i ah = _mm256_setzero_si256(), al = _mm256_setzero_si256();
+	for (int g = 0; g < G; g++, kw += 2) {
+		__m128i px = _mm_loadu_si128((const __m128i *)(const void *)(p + 12 * g));
+		__m256i v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(px), m);
+		ah = _mm256_add_epi32(ah, _mm256_madd_epi16(v, _mm256_load_si256(kw)));
+		al = _mm256_add_epi32(al, _mm256_madd_epi16(v, _mm256_load_si256(kw + 1)));
+	}
+	__m128i h = _mm_add_epi32(_mm256_castsi256_si128(ah), _mm256_extracti128_si256(ah, 1));
+	__m128i l = _mm_add_epi32(_mm256_castsi256_si128(al), _mm256_extracti128_si256(al, 1));
+	return combine3_sse41(h, l);
+}
+
+/* Two rows at a time, one per 128-bit lane: the bounds, the weights
+ * (broadcast to both lanes) and the final packing serve both rows. */
 __attribute__((target("avx2")))
 void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
 		   const int16_t *split, int gmax)
 {
-	const __m256i m = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
-					   -1, -1, -1, -1,
-					   6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1,
-					   -1, -1, -1, -1);
+	const __m256i m1 = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+					    -1, -1, -1, -1,
+					    6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1,
+					    -1, -1, -1, -1);
+	const __m256i m01 = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+					     -1, -1, -1, -1,
+					     0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+					     -1, -1, -1, -1);
+	const __m256i m23 = _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1,
+					     -1, -1, -1, -1,
+					     6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1,
+					     -1, -1, -1, -1);
+	const __m256i half = _mm256_set1_epi32(HALF);
 	const size_t row_bytes = (size_t)in_w * 3;
-	for (int y = 0; y < rows; y++) {
+	int y = 0;
+	for (; y + 1 < rows; y += 2) {
+		const uint8_t *s0 = src + (size_t)y * sstride, *s1 = s0 + sstride;
+		uint8_t *d0 = dst + (size_t)y * dstride, *d1 = d0 + dstride;
+		for (int xx = 0; xx < ow; xx++, d0 += 3, d1 += 3) {
+			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+			const int G = (n + 3) >> 2;
+			const size_t off = (size_t)xmin * 3;
+			if (off + 12 * (size_t)G + 4 > row_bytes) {
+				const int32_t *k = weights + (size_t)xx * ksize;
+				ts_rs_h_pixel(s0 + off, n, 3, k, d0);
+				ts_rs_h_pixel(s1 + off, n, 3, k, d1);
+				continue;
+			}
+			const __m128i *kw = (const __m128i *)(const void *)
+				(split + (size_t)xx * gmax * (TS_RS_X86_GROUP / 2));
+			__m256i ah = _mm256_setzero_si256(), al = _mm256_setzero_si256();
+			for (int g = 0; g < G; g++, kw += 4) {
+				const size_t o = off + 12 * (size_t)g;
+				__m256i px = _mm256_inserti128_si256(
+					_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s0 + o))),
+					_mm_loadu_si128((const __m128i *)(const void *)(s1 + o)), 1);
+				__m256i v01 = _mm256_shuffle_epi8(px, m01);
+				__m256i v23 = _mm256_shuffle_epi8(px, m23);
+				ah = _mm256_add_epi32(ah, _mm256_add_epi32(
+					_mm256_madd_epi16(v01, _mm256_broadcastsi128_si256(_mm_load_si128(kw))),
+					_mm256_madd_epi16(v23, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 1)))));
+				al = _mm256_add_epi32(al, _mm256_add_epi32(
+					_mm256_madd_epi16(v01, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 2))),
+					_mm256_madd_epi16(v23, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 3)))));
+			}
+			__m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(ah, 11), al), half);
+			sum = _mm256_srai_epi32(sum, TS_RESAMPLE_BITS);
+			sum = _mm256_packs_epi32(sum, sum);
+			sum = _mm256_packus_epi16(sum, sum);
+			const int last = xx == ow - 1;
+			store3(d0, (uint32_t)_mm256_extract_epi32(sum, 0), last);
+			store3(d1, (uint32_t)_mm256_extract_epi32(sum, 4), last);
+		}
+	}
+	for (; y < rows; y++) {
 		const uint8_t *s = src + (size_t)y * sstride;
 		uint8_t *d = dst + (size_t)y * dstride;
 		for (int xx = 0; xx < ow; xx++, d += 3) {
@@ -119,18 +187,7 @@ void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 			}
 			const __m256i *kw = (const __m256i *)(const void *)
 				(split + (size_t)xx * gmax * (TS_RS_X86_GROUP / 2));
-			__m256i ah = _mm256_setzero_si256(), al = _mm256_setzero_si256();
-			for (int g = 0; g < G; g++, kw += 2) {
-				__m128i px = _mm_loadu_si128((const __m128i *)(const void *)(p + 12 * g));
-				__m256i v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(px), m);
-				ah = _mm256_add_epi32(ah, _mm256_madd_epi16(v, _mm256_load_si256(kw)));
-				al = _mm256_add_epi32(al, _mm256_madd_epi16(v, _mm256_load_si256(kw + 1)));
-			}
-			__m128i h = _mm_add_epi32(_mm256_castsi256_si128(ah),
-						  _mm256_extracti128_si256(ah, 1));
-			__m128i l = _mm_add_epi32(_mm256_castsi256_si128(al),
-						  _mm256_extracti128_si256(al, 1));
-			store3(d, combine3_sse41(h, l), xx == ow - 1);
+			store3(d, h3_pixel_avx2(p, G, kw, m1), xx == ow - 1);
 		}
 	}
 }
