@@ -106,7 +106,7 @@ static void *worker_main(void *arg)
 		pthread_cond_broadcast(&e->cv_space);
 		pthread_mutex_unlock(&e->mu);
 		if (!keep && e->ring)
-			ts_ring_finish(e->ring, code);
+			ts_ring_fail(e->ring, code, e->fatal ? e->fatal_err.msg : NULL);
 	}
 	return NULL;
 }
@@ -244,8 +244,9 @@ int ts_engine_join(struct ts_engine *e, struct ts_error *err)
 		pthread_join(e->io_thread, NULL);
 	e->joined = true;
 	if (e->ring && !e->finished && !(e->handover && !e->fatal))
-		ts_ring_finish(e->ring, e->fatal ? e->fatal
-				       : asked ? TS_E_STOPPED : TS_E_PRODUCER);
+		ts_ring_fail(e->ring, e->fatal ? e->fatal
+				     : asked ? TS_E_STOPPED : TS_E_PRODUCER,
+			     e->fatal ? e->fatal_err.msg : NULL);
 	e->finished = true;
 out:
 	if (e->fatal) {

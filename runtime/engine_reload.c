@@ -79,7 +79,7 @@ int ts_engine_takeover(struct ts_engine **e, const struct ts_plan *plan,
 		*fell_back = true;
 		return rc;
 	}
-	ts_ring_finish(ring, rc);
+	ts_ring_fail(ring, rc, err ? err->msg : NULL);
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -372,11 +373,11 @@ int ts_ring_stage_wait(struct ts_ring *r, uint64_t done, uint64_t *written,
 	}
 }
 
-static void finish_now(struct ts_ring *r, int status);
+static void finish_now(struct ts_ring *r, int status, const char *reason);
 
 void ts_ring_stage_end(struct ts_ring *r, int status)
 {
-	finish_now(r, status);
+	finish_now(r, status, NULL);
 }
 
 static void publish_visible(struct ts_ring *r, uint64_t head)
@@ -436,15 +437,27 @@ void ts_ring_finish(struct ts_ring *r, int status)
 		wake_stage(r);
 		return;
 	}
-	finish_now(r, status);
+	finish_now(r, status, NULL);
 }
 
-static void finish_now(struct ts_ring *r, int status)
+void ts_ring_fail(struct ts_ring *r, int status, const char *reason)
+{
+	if (status == 0)
+		ts_ring_finish(r, 0);
+	else
+		finish_now(r, status, reason);
+}
+
+static void finish_now(struct ts_ring *r, int status, const char *reason)
 {
 	struct ts_ring_hdr *h = r->hdr;
 	/* Full barrier; finished is process-local (writers and attach). */
 	if (ATOMIC_XCHG(&r->finished, 1))
 		return;
+	/* Only the first finisher gets here: the reason is written once,
+	 * before the state store below publishes it. */
+	if (reason && status != 0)
+		snprintf(h->reason, sizeof(h->reason), "%s", reason);
 	WRITE_ONCE(h->status, (int32_t)status);
 	/* Release: the final head and status are visible to whoever sees the
 	 * new state. */

@@ -87,6 +87,11 @@ struct ts_ring_hdr {
 	 * only when some sleeping consumer's ctl.consumer_waiting is due. */
 	uint32_t head_seq;
 	uint32_t reserved1;
+	/* With TS_RING_ERROR: why, as the producer's error message says
+	 * (what, where: "FILE: truncated JPEG data"), NUL-terminated; empty
+	 * when it gave none. Written once before the state's release
+	 * store; a zero page (an older producer) reads as empty. */
+	char reason[256];
 };
 
 /* Per-slot metadata, 16 bytes, in the meta array. */
@@ -239,6 +244,10 @@ uint64_t ts_ring_written(const struct ts_ring *r);
  * published, then get TS_E_EOS), a negative code an error (consumers get
  * TS_E_PRODUCER). Wakes every waiter, producers included. Idempotent. */
 void ts_ring_finish(struct ts_ring *r, int status);
+
+/* As ts_ring_finish with an error status, with the reason consumers get
+ * in their error (a message such as ts_error.msg; NULL or "" for none). */
+void ts_ring_fail(struct ts_ring *r, int status, const char *reason);
 
 /* ---- staged publication (a finisher between writers and consumers) ----
  *

@@ -393,6 +393,14 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 				return ts_error_set(err, TS_E_PRODUCER,
 						    "the producer was stopped (a signal) before "
 						    "the end of the stream");
+			/* The reason was written before the state we
+			 * acquired; bounded, as the page is the producer's. */
+			char why[sizeof(hd->reason)];
+			memcpy(why, hd->reason, sizeof(why));
+			why[sizeof(why) - 1] = '\0';
+			if (why[0])
+				return ts_error_set(err, TS_E_PRODUCER,
+						    "the producer failed: %s", why);
 			return ts_error_set(err, TS_E_PRODUCER,
 					    "the producer failed: %s",
 					    ts_error_name(status));

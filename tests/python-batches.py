@@ -13,6 +13,8 @@ a real `tsrun run` (synthetic images, float32 NCHW):
   still work; in a loop that keeps nothing no batch is copied;
 - the producer killed with SIGKILL: ProducerGone within a second, and the
   batches held still read and write;
+- a JPEG cut short among real ones (on_error = fail): the trainer's
+  ProducerGone says which file and why, through the ring's reason;
 - raw_views=True: zero-copy read-only views of the ring; writing one ends
   the process with SIGSEGV, as documented."""
 import hashlib
@@ -184,6 +186,52 @@ def killed(tmp):
           "held batches after close")
 
 
+DECODE = r"""
+import sys, torch, tsrun
+loader = tsrun.Loader(sys.argv[1], batch_size=4, timeout=60)
+model = torch.nn.Conv2d(3, 4, 3)
+n = 0
+try:
+    for x, y in loader:
+        model(x).mean().backward()
+        n += x.shape[0]
+    print("no error after", n, flush=True)
+except tsrun.ProducerGone as e:
+    print("ProducerGone after", n, ":", e, flush=True)
+"""
+
+
+def decode_failure(tmp):
+    """A JPEG cut short among real ones, on_error = fail: the trainer's
+    ProducerGone names the file and libjpeg's reason."""
+    data = os.path.join(tmp, "ds")
+    r = subprocess.run([pytrainer.TSRUN, "make-dataset", data, "--images", "24",
+                        "--classes", "2", "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"make-dataset: {r.stderr}")
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(data, "train"))
+                   for f in fs if f.endswith(".jpg"))
+    bad = files[len(files) // 2]
+    with open(bad, "rb") as f:
+        head = f.read(2000)
+    with open(bad, "wb") as f:
+        f.write(head)
+    path, sock = pytrainer.pipeline(tmp, "dec", f'folder("{data}/train") | decode(rgb) | '
+                                    'resize(32, 32)', 1, batch=4)
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("    ring = 4 batches\n", "    ring = 4 batches\n"
+                             "    on_error = fail\n"))
+    prod = pytrainer.run(path, "--wait", "1")
+    p = pytrainer.trainer(DECODE, sock)
+    out, err = p.communicate(timeout=120)
+    check(p.returncode == 0 and "ProducerGone" in out and bad in out
+          and ("JPEG" in out or "premature" in out),
+          f"decode failure in the trainer: rc {p.returncode}: {out} {err[-800:]}")
+    print(f"decode failure reached the trainer: {out.strip()}")
+    pytrainer.stop(prod)
+
+
 RAW = r"""
 import sys, tsrun
 loader = tsrun.Loader(sys.argv[1], batch_size=16, raw_views=True, timeout=30)
@@ -210,6 +258,7 @@ def main():
         mixup(tmp)
         kept(tmp)
         killed(tmp)
+        decode_failure(tmp)
         raw(tmp)
     return check.exit()
 

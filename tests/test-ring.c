@@ -145,6 +145,27 @@ START_TEST(test_producer_error)
 }
 END_TEST
 
+/* The producer's reason reaches the consumer's error; without one, the
+ * code's name. */
+START_TEST(test_producer_reason)
+{
+	for (int k = 0; k < 2; k++) {
+		struct ts_ring *r = make_ring(64, 1000, 16);
+		struct ts_ring_local *l;
+		struct ts_ring_batch b;
+		struct ts_error err;
+		ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &l, NULL), 0);
+		ts_ring_fail(r, TS_E_DECODE, k ? NULL : "data/a.jpg: truncated JPEG data");
+		ts_ring_fail(r, TS_E_STATE, "second: ignored");
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, &err), TS_E_PRODUCER);
+		ck_assert_str_eq(err.msg, k ? "the producer failed: decode error"
+					    : "the producer failed: data/a.jpg: truncated JPEG data");
+		ts_ring_local_destroy(l);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
 START_TEST(test_timeout)
 {
 	struct ts_ring *r = make_ring(64, 1000, 16);
@@ -573,6 +594,7 @@ static Suite *ring_suite(void)
 	tc = tcase_create("batches");
 	tcase_add_test(tc, test_epoch_boundaries);
 	tcase_add_test(tc, test_producer_error);
+	tcase_add_test(tc, test_producer_reason);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_wake_per_batch);
 	tcase_add_test(tc, test_fast_path_no_syscall);
