@@ -187,6 +187,55 @@ static const char *plugin_text(struct ts_check *c, const struct ts_ast_arg *a,
 	}
 }
 
+/* The op's size_h/size_w from `size` (N or [h, w]) and an optional
+ * positional `width`. */
+int ts_check_arg_size(struct ts_check *c, const struct ts_opdef *def,
+		      struct ts_check_val *vals, int *h, int *w)
+{
+	const struct ts_check_val *size = ts_check_arg(def, vals, "size");
+	const struct ts_check_val *width = ts_check_arg(def, vals, "width");
+	*h = size->h;
+	*w = size->w;
+	if (width->given) {
+		if (size->num < 0) {
+			ts_check_err(c, width->loc, "give either [h, w] or h, w",
+			    "width given twice: size is already [%d, %d]",
+			    size->h, size->w);
+			return -1;
+		}
+		*w = (int)width->num;
+	}
+	return 0;
+}
+
+/* normalize(mean, std) or device(mean =, std =) with lists of different
+ * lengths: one error that gives both counts and, when the image is
+ * decoded here, its channels, at the list that is wrong (the std list
+ * when neither matches the channels). */
+void ts_check_mean_std_counts(struct ts_check *c, const char *who,
+			    const struct ts_check_val *mean, const struct ts_check_val *std,
+			    const struct ts_shape *in)
+{
+	const struct ts_check_val *at = std;
+	char hint[192];
+
+	if (in->encoded) {
+		ts_check_err(c, at->loc, "give one mean and one std per channel",
+		    "%s has %d mean value%s but %d std value%s", who,
+		    mean->n_nums, ts_registry_plural(mean->n_nums), std->n_nums,
+		    ts_registry_plural(std->n_nums));
+		return;
+	}
+	if (std->n_nums == in->c)
+		at = mean;
+	snprintf(hint, sizeof(hint), "give %d value%s to both mean and std",
+		 in->c, ts_registry_plural(in->c));
+	ts_check_err(c, at->loc, hint,
+	    "%s has %d mean value%s and %d std value%s, but the image has %d channel%s",
+	    who, mean->n_nums, ts_registry_plural(mean->n_nums), std->n_nums,
+	    ts_registry_plural(std->n_nums), in->c, ts_registry_plural(in->c));
+}
+
 /* plugin("path.so", key = value, ...): path (positional or named) and the
  * reserved timeout_ms and memory bind like any operator's parameters; every other
  * named argument is the plugin's own and goes into op->plugin as text.

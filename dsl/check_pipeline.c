@@ -13,10 +13,9 @@
 
 static size_t op_names(const char **buf, size_t max)
 {
-	size_t k, n;
-	const struct ts_opdef *ops = ts_registry_ops(&k);
+	size_t k = ts_registry_count(), n;
 	for (n = 0; n < k && n < max; n++)
-		buf[n] = ops[n].name;
+		buf[n] = ts_registry_at(n)->name;
 	return n;
 }
 
@@ -29,11 +28,6 @@ static bool bad_size(const struct ts_opdef *def, const struct ts_check_val *vals
 				    strcmp(def->params[i].name, "width") == 0))
 			return true;
 	return false;
-}
-
-static bool is_pixel_op(enum ts_op_kind k)
-{
-	return k != TS_OP_NORMALIZE && k != TS_OP_TO && k != TS_OP_DECODE;
 }
 
 void ts_check_shape_str(const struct ts_shape *s, char *buf, size_t n)
@@ -77,8 +71,8 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 	struct ts_shape shape = { .encoded = true, .c = 3 };
 	struct ts_op *ops = NULL;
 	size_t n_ops = 0;
-	bool have_source = false, past_modifiers = false, shuffled = false,
-	     sharded = false, assumed_decode = false, size_unknown = false;
+	bool have_source = false, past_modifiers = false,
+	     assumed_decode = false, size_unknown = false;
 	const struct ts_ast_call *batch_call = NULL, *device_call = NULL;
 	int index = 0, rc = 0, late_h = 0, late_w = 0;
 	const char *names[32];
@@ -86,6 +80,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 	char buf[64];
 
 	*size_reported = false;
+	c->shuffled = c->sharded = false;
 	plan->batch = 1;
 	plan->max_out_per_in = 1;
 	if (!st->calls) {
@@ -114,7 +109,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				have_source = true; /* do not also say "no source" */
 			continue;
 		}
-		if (def->op_kind == TS_OP_PLUGIN)
+		if (def->flags & TS_OPF_OWN_ARGS)
 			ts_check_bind_plugin(c, def, call, vals, &op);
 		else
 			ts_check_bind_args(c, def, call, vals);
@@ -132,7 +127,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				continue;
 			}
 			have_source = true;
-			rc = ts_check_source(c, def, vals, call, plan, &shape);
+			rc = def->apply(c, def, vals, call, plan, &shape);
 			if (rc < 0)
 				goto out;
 			continue;
@@ -146,42 +141,9 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				    def->name);
 				continue;
 			}
-			if (strcmp(def->name, "shuffle") == 0) {
-				if (shuffled)
-					ts_check_err(c, call->name_loc, NULL,
-					    "'shuffle' given twice");
-				else if (sharded)
-					/* shard takes each node's share of the
-					 * epoch's order: the order comes first */
-					ts_check_err(c, call->name_loc,
-					    "write shuffle(...) | shard(...): the epoch's order is drawn over the whole data set, then each node takes its share of it",
-					    "'shuffle' after 'shard' would shuffle a fixed share; shard takes a fresh share of the shuffled epoch");
-				shuffled = true;
-				plan->source.shuffle = true;
-				plan->source.seed = (uint64_t)ts_check_arg(def, vals, "seed")->num;
-			} else {
-				int i = (int)ts_check_arg(def, vals, "index")->num;
-				int n = (int)ts_check_arg(def, vals, "count")->num;
-				if (sharded)
-					ts_check_err(c, call->name_loc, NULL,
-					    "'shard' given twice");
-				sharded = true;
-				if ((i == -1) != (n == -1)) {
-					ts_check_err(c, call->loc,
-					    "give both index and count, or neither to read them from GROUP_RANK and GROUP_WORLD_SIZE (or SLURM_NODEID and SLURM_NNODES)",
-					    "shard needs both index and count");
-				} else if (n != -1 && (n < 1 || i >= n)) {
-					char hint[192];
-					snprintf(hint, sizeof(hint),
-						 "index runs from 0 to count - 1");
-					ts_check_err(c, ts_check_arg_loc(def, vals, call, "index"), hint,
-					    "shard index %d is out of range for %d shard%s",
-					    i, n, n == 1 ? "" : "s");
-				}
-				plan->source.shard_index = i;
-				plan->source.shard_count = n;
-				plan->source.shard_drop = ts_check_arg(def, vals, "drop_last")->num != 0;
-			}
+			rc = def->apply(c, def, vals, call, plan, &shape);
+			if (rc < 0)
+				goto out;
 			continue;
 		case TS_REG_SINK:
 			past_modifiers = true;
@@ -218,12 +180,14 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			    "start with folder(...), list(...), tar(...) or synthetic(...)",
 			    "pipeline '%s' has no source", st->name);
 			have_source = true;
-			if (def->op_kind != TS_OP_DECODE)
+			if (!(def->flags & TS_OPF_ENCODED))
 				shape = (struct ts_shape){ .c = 3 };
 		}
-		ts_check_build_op(c, def, vals, call, &shape, &op); /* reports its own errors */
+		op.kind = (enum ts_op_kind)def->op_kind;
+		op.loc = call->loc;
+		def->build(c, def, vals, call, &shape, &op); /* reports its own errors */
 		op.index = index;
-		if (def->op_kind == TS_OP_DECODE && assumed_decode) {
+		if ((def->flags & TS_OPF_ENCODED) && assumed_decode) {
 			/* The missing decode was reported; this late one
 			 * passes, keeping the size so errors do not cascade. */
 			assumed_decode = false;
@@ -231,7 +195,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			late_w = shape.w;
 			shape.encoded = true;
 		}
-		if (def->op_kind != TS_OP_DECODE && shape.encoded) {
+		if (!(def->flags & TS_OPF_ENCODED) && shape.encoded) {
 			char hint[192];
 			snprintf(hint, sizeof(hint), "add decode(rgb) before %s",
 				 def->name);
@@ -240,7 +204,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			    def->name);
 			shape = (struct ts_shape){ .c = 3 };
 			assumed_decode = true;
-		} else if (is_pixel_op(op.kind) &&
+		} else if ((def->flags & TS_OPF_PIXELS) &&
 			   (shape.dtype == TS_DTYPE_F16 || shape.dtype == TS_DTYPE_F32 ||
 			    shape.layout == TS_LAYOUT_NCHW)) {
 			char hint[192];
@@ -250,11 +214,13 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			ts_check_err(c, call->name_loc, hint,
 			    "'%s' works on uint8 or uint16 nhwc pixels, but the data is %s here",
 			    def->name, buf);
-		} else if (op.kind == TS_OP_NORMALIZE &&
+		} else if ((def->flags & TS_OPF_INTEGER) &&
 			   (shape.dtype == TS_DTYPE_F16 || shape.dtype == TS_DTYPE_F32)) {
-			ts_check_err(c, call->name_loc, "move normalize before to",
-			    "'normalize' must come before a conversion to %s",
-			    ts_dtype_name(shape.dtype));
+			char hint[192];
+			snprintf(hint, sizeof(hint), "move %s before to", def->name);
+			ts_check_err(c, call->name_loc, hint,
+			    "'%s' must come before a conversion to %s",
+			    def->name, ts_dtype_name(shape.dtype));
 		}
 		if (bad_size(def, vals)) {
 			/* An invalid size was reported: the op keeps the size
@@ -264,11 +230,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			if (!shape.h || !shape.w)
 				size_unknown = *size_reported = true;
 		}
-		if (op.kind == TS_OP_NORMALIZE && op.n_mean < 0) {
-			out = shape;
-			out.dtype = TS_DTYPE_F32;
-			out.normalized = true;
-		} else if (def->shape(&op, &shape, &out, &e) < 0) {
+		if (def->shape(&op, &shape, &out, &e) < 0) {
 			ts_check_err(c, ts_check_arg_loc(def, vals, call, e.param), e.hint, "%s", e.msg);
 		}
 		if (late_h || late_w) {
@@ -276,14 +238,11 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			out.w = late_w;
 			late_h = late_w = 0;
 		}
-		if (op.kind == TS_OP_TILE || op.kind == TS_OP_FILTER ||
-		    op.kind == TS_OP_PLUGIN)
+		if (def->flags & TS_OPF_EXPANDS) {
+			int64_t f = def->fanout(&op, &shape);
 			plan->expands = true;
-		if (op.kind == TS_OP_TILE) {
-			if (shape.h && shape.w && plan->max_out_per_in > 0) {
-				int64_t ny = shape.h >= op.size_h ? (shape.h - op.size_h) / op.stride_h + 1 : 0;
-				int64_t nx = shape.w >= op.size_w ? (shape.w - op.size_w) / op.stride_w + 1 : 0;
-				int64_t m = (int64_t)plan->max_out_per_in * ny * nx;
+			if (f > 0 && plan->max_out_per_in > 0) {
+				int64_t m = (int64_t)plan->max_out_per_in * f;
 				plan->max_out_per_in = m > INT32_MAX ? 0 : (int)m;
 			} else {
 				plan->max_out_per_in = 0; /* unbounded */

@@ -1,8 +1,9 @@
 /*
  * checker.h - the checker's parts, shared by dsl/check*.c only: the context
  * every error goes through, an argument after conversion, and one entry
- * point per concern (values, arguments, ops, sources, device, pipelines,
- * serve settings). Not used outside dsl/.
+ * point per concern (values, arguments, device, pipelines, serve
+ * settings); the operator families (ops_*.c) build their ops with the
+ * argument functions. Not used outside dsl/.
  */
 #ifndef TS_CHECKER_H
 #define TS_CHECKER_H
@@ -39,6 +40,7 @@ struct ts_check {
 	const struct ts_ast_program *prog;
 	struct ts_diags *d;
 	bool oom;
+	bool shuffled, sharded;   /* in the pipeline being checked */
 };
 
 /* check.c: report an error (remembering out of memory in c->oom); the
@@ -75,21 +77,15 @@ const struct ts_check_val *ts_check_arg(const struct ts_opdef *def,
 struct ts_loc ts_check_arg_loc(const struct ts_opdef *def,
 			       struct ts_check_val *vals,
 			       const struct ts_ast_call *call, const char *name);
-
-/* check_op.c: fill a transform's ts_op from its bound arguments; the
- * error for mean and std lists of different lengths. */
-int ts_check_build_op(struct ts_check *c, const struct ts_opdef *def,
-		      struct ts_check_val *vals, const struct ts_ast_call *call,
-		      const struct ts_shape *in, struct ts_op *op);
+/* ... the image size of an op from `size` (N or [h, w]) and an optional
+ * positional `width` (-1 after reporting both forms given); the error
+ * for mean and std lists of different lengths (normalize, device). */
+int ts_check_arg_size(struct ts_check *c, const struct ts_opdef *def,
+		      struct ts_check_val *vals, int *h, int *w);
 void ts_check_mean_std_counts(struct ts_check *c, const char *who,
 			      const struct ts_check_val *mean,
 			      const struct ts_check_val *std,
 			      const struct ts_shape *in);
-
-/* check_source.c: the source stage into plan->source and *shape. */
-int ts_check_source(struct ts_check *c, const struct ts_opdef *def,
-		    struct ts_check_val *vals, const struct ts_ast_call *call,
-		    struct ts_plan *plan, struct ts_shape *shape);
 
 /* check_device.c: the device(cuda) stage into *dev. */
 void ts_check_device(struct ts_check *c, const struct ts_opdef *def,

@@ -14,130 +14,21 @@
 #include <string.h>
 
 #include "lower.h"
+#include "registry.h"
 #include "util.h"
 
 #define DESC_MAX 320
-
-static const char *interp_name(enum ts_interp i)
-{
-	switch (i) {
-	case TS_INTERP_AREA: return "area";
-	case TS_INTERP_NEAREST: return "nearest";
-	default: return "bilinear";
-	}
-}
-
-static void size_desc(int h, int w, char *buf, size_t n)
-{
-	if (h == w)
-		snprintf(buf, n, "%d", h);
-	else
-		snprintf(buf, n, "[%d, %d]", h, w);
-}
-
-static void list_desc(const float *v, int n, char *buf, size_t len)
-{
-	size_t at = (size_t)snprintf(buf, len, "[");
-	for (int i = 0; i < n && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%g", i ? ", " : "",
-				       (double)v[i]);
-	if (at < len)
-		snprintf(buf + at, len - at, "]");
-}
-
-/* plugin("x.so", key=value, ..., timeout_ms=N, memory=SIZE): the
- * plugin's own parameters as the text it receives. */
-static void plugin_desc(const struct ts_op_plugin *pl, char *buf, size_t n)
-{
-	size_t at;
-
-	if (!pl) {
-		snprintf(buf, n, "plugin()");
-		return;
-	}
-	at = (size_t)snprintf(buf, n, "plugin(\"%s\"", pl->path);
-	for (int i = 0; i < pl->n_params && at < n; i++)
-		at += (size_t)snprintf(buf + at, n - at, ", %s=%s", pl->names[i],
-				       pl->values[i]);
-	if (at < n) {
-		char mem[32];
-		ts_plan_format_size(pl->memory, mem, sizeof(mem));
-		snprintf(buf + at, n - at, ", timeout_ms=%d, memory=%s)", pl->timeout_ms,
-			 pl->memory ? mem : "0");
-	}
-}
 
 /* One op as the call that would produce it, with every parameter shown
  * (defaults included), so the reader sees what actually runs. */
 static void op_desc(const struct ts_op *op, char *buf, size_t n)
 {
-	char a[48], b[48];
+	const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
 
-	switch (op->kind) {
-	case TS_OP_DECODE:
-		snprintf(buf, n, "decode(%s, depth=%d)",
-			 op->color == TS_COLOR_GRAY ? "gray" : "rgb", op->depth);
-		break;
-	case TS_OP_RESIZE:
-		if (op->size_w)
-			snprintf(a, sizeof(a), "[%d, %d]", op->size_h, op->size_w);
-		else
-			snprintf(a, sizeof(a), "%d", op->size_h);
-		snprintf(buf, n, "resize(%s, interp=%s, antialias=%s)", a,
-			 interp_name(op->interp), op->antialias ? "true" : "false");
-		break;
-	case TS_OP_CENTER_CROP:
-		size_desc(op->size_h, op->size_w, a, sizeof(a));
-		snprintf(buf, n, "center_crop(%s)", a);
-		break;
-	case TS_OP_RANDOM_CROP:
-		size_desc(op->size_h, op->size_w, a, sizeof(a));
-		snprintf(buf, n, "random_crop(%s, padding=%d)", a, op->padding);
-		break;
-	case TS_OP_RANDOM_RESIZED_CROP:
-		size_desc(op->size_h, op->size_w, a, sizeof(a));
-		snprintf(buf, n,
-			 "random_resized_crop(%s, scale=%.4g..%.4g, ratio=%.4g..%.4g, interp=%s)",
-			 a, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi,
-			 interp_name(op->interp));
-		break;
-	case TS_OP_FLIP:
-		snprintf(buf, n, "flip(%s, p=%g)",
-			 op->horizontal ? "horizontal" : "vertical", op->p);
-		break;
-	case TS_OP_COLOR_JITTER:
-		snprintf(buf, n, "color_jitter(brightness=%g, contrast=%g, saturation=%g)",
-			 op->brightness, op->contrast, op->saturation);
-		break;
-	case TS_OP_GRAYSCALE:
-		snprintf(buf, n, "grayscale(channels=%d, p=%g)", op->channels, op->p);
-		break;
-	case TS_OP_NORMALIZE:
-		list_desc(op->mean, op->n_mean, a, sizeof(a));
-		list_desc(op->std, op->n_mean, b, sizeof(b));
-		snprintf(buf, n, "normalize(mean=%s, std=%s)", a, b);
-		break;
-	case TS_OP_TO:
-		snprintf(buf, n, "to(%s, %s)%s", ts_dtype_name(op->dtype),
-			 ts_layout_name(op->layout),
-			 op->index < 0 ? " (implicit)" : "");
-		break;
-	case TS_OP_TILE:
-		size_desc(op->size_h, op->size_w, a, sizeof(a));
-		size_desc(op->stride_h, op->stride_w, b, sizeof(b));
-		snprintf(buf, n, "tile(%s, stride=%s)", a, b);
-		break;
-	case TS_OP_FILTER:
-		snprintf(buf, n, "filter(threshold=%g, max_fraction=%g)",
-			 op->threshold, op->max_fraction);
-		break;
-	case TS_OP_OUTPUT:
-		snprintf(buf, n, "output");
-		break;
-	case TS_OP_PLUGIN:
-		plugin_desc(op->plugin, buf, n);
-		break;
-	}
+	if (d)
+		d->describe(op, buf, n);
+	else
+		snprintf(buf, n, "output"); /* the fused tail, no row */
 }
 
 static void dim(int v, char *buf, size_t n)

@@ -12,26 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry.h"
 #include "util.h"
+
+/* What the operator's registry row says of k (0 for the output stage). */
+static unsigned flags_of(enum ts_op_kind k)
+{
+	const struct ts_opdef *d = ts_registry_of_kind((int)k);
+	return d ? d->flags : 0;
+}
 
 static bool fuses_into_decode(enum ts_op_kind k)
 {
-	return k == TS_OP_RESIZE || k == TS_OP_CENTER_CROP ||
-	       k == TS_OP_RANDOM_CROP || k == TS_OP_RANDOM_RESIZED_CROP;
+	return flags_of(k) & TS_OPF_FUSE_DECODE;
 }
 
 static bool fuses_into_output(const struct ts_op *op)
 {
-	switch (op->kind) {
-	case TS_OP_RESIZE:
-	case TS_OP_CENTER_CROP:
-	case TS_OP_FLIP:
-	case TS_OP_NORMALIZE:
-	case TS_OP_TO:
-		return true;
-	default:
-		return false;
-	}
+	return flags_of(op->kind) & TS_OPF_FUSE_OUTPUT;
 }
 
 static void op_free(struct ts_op *op)
@@ -95,7 +93,7 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		const struct ts_op *t = &res[tail - 1];
 		if (!fuses_into_output(t) || t->fused)
 			break;
-		bool g = t->kind == TS_OP_RESIZE || t->kind == TS_OP_CENTER_CROP;
+		bool g = flags_of(t->kind) & TS_OPF_GEOMETRY;
 		if (!g && geometric)
 			break;
 		geometric = geometric || g;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lower.h"
+#include "registry.h"
 #include "util.h"
 
 TS_EXPORT size_t ts_dtype_size(enum ts_dtype t)
@@ -36,25 +37,14 @@ TS_EXPORT const char *ts_layout_name(enum ts_layout l)
 	return l == TS_LAYOUT_NCHW ? "nchw" : "nhwc";
 }
 
+/* A transform's name is its registry row's; the output stage, made by
+ * lowering, has no row. */
 TS_EXPORT const char *ts_op_kind_name(enum ts_op_kind k)
 {
-	switch (k) {
-	case TS_OP_DECODE: return "decode";
-	case TS_OP_RESIZE: return "resize";
-	case TS_OP_CENTER_CROP: return "center_crop";
-	case TS_OP_RANDOM_CROP: return "random_crop";
-	case TS_OP_RANDOM_RESIZED_CROP: return "random_resized_crop";
-	case TS_OP_FLIP: return "flip";
-	case TS_OP_COLOR_JITTER: return "color_jitter";
-	case TS_OP_GRAYSCALE: return "grayscale";
-	case TS_OP_NORMALIZE: return "normalize";
-	case TS_OP_TO: return "to";
-	case TS_OP_TILE: return "tile";
-	case TS_OP_FILTER: return "filter";
-	case TS_OP_OUTPUT: return "output";
-	case TS_OP_PLUGIN: return "plugin";
-	}
-	return "?";
+	const struct ts_opdef *d = ts_registry_of_kind((int)k);
+	if (d)
+		return d->name;
+	return k == TS_OP_OUTPUT ? "output" : "?";
 }
 
 /* Sizes print with binary units; one decimal unless the value is whole,
@@ -140,8 +130,9 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 		return TS_E_ARG;
 	for (size_t i = 0; i < keep; i++) {
 		enum ts_op_kind k = plan->ops[i].kind;
-		if (k == TS_OP_TILE || k == TS_OP_FILTER || k == TS_OP_PLUGIN || k == TS_OP_OUTPUT)
-			return TS_E_ARG;
+		const struct ts_opdef *d = ts_registry_of_kind((int)k);
+		if (!d || (d->flags & TS_OPF_EXPANDS))
+			return TS_E_ARG; /* the output stage, or tile/filter/plugin */
 	}
 	struct ts_op *ops = calloc(keep + 1, sizeof(*ops));
 	if (!ops)

@@ -1,8 +1,12 @@
 /*
- * registry.h - the operator registry: one table row per pipeline operator
- * (name, kind, parameters with type, default and allowed range, and a
- * shape rule), plus the table of serve settings. The checker (check.c)
- * resolves call arguments against these rows; the man page and
+ * registry.h - the operator registry: one row per pipeline operator with
+ * everything the compiler knows of it (name, kind, parameters with type,
+ * default, allowed range and doc, its shape rule, how its arguments build
+ * the op or set up the source, how fusion and the checker treat it, how
+ * `tsrun graph` describes it), plus the table of serve settings. The rows
+ * live with their operator family (ops_source.c, ops_image.c,
+ * ops_sample.c; device and batch in registry.c); the checker
+ * (check_*.c) reaches an operator only through its row. The man page and
  * `tsrun check --list-operators` are generated from the same rows' names.
  *
  * Internal to dsl/ and the CLI; not installed. The tables are constant
@@ -82,6 +86,44 @@ struct ts_shape_err {
 typedef int (*ts_shape_rule)(const struct ts_op *op, const struct ts_shape *in,
 			     struct ts_shape *out, struct ts_shape_err *e);
 
+struct ts_opdef;
+struct ts_check;
+struct ts_check_val;
+struct ts_ast_call;
+
+/* How lowering and the checker treat a transform (ts_opdef.flags). */
+enum ts_op_flags {
+	TS_OPF_ENCODED = 1 << 0,     /* takes encoded bytes (decode) */
+	TS_OPF_PIXELS = 1 << 1,      /* works on uint8/uint16 nhwc pixels */
+	TS_OPF_FUSE_DECODE = 1 << 2, /* right after decode: an ROI decode */
+	TS_OPF_FUSE_OUTPUT = 1 << 3, /* may join the trailing output stage */
+	TS_OPF_GEOMETRY = 1 << 4,    /* ... as geometry, run before the rest */
+	TS_OPF_EXPANDS = 1 << 5,     /* makes 0, 1 or several samples per one */
+	TS_OPF_OWN_ARGS = 1 << 6,    /* binds its arguments itself (plugin) */
+	TS_OPF_INTEGER = 1 << 7,     /* takes integer pixels, before a to(float) */
+};
+
+/* A transform's bound arguments into *op (kind and loc already set); in
+ * is the shape before it. Returns -1 after reporting a cross-parameter
+ * problem (the op is still usable), else 0. */
+typedef int (*ts_op_build)(struct ts_check *c, const struct ts_opdef *def,
+			   struct ts_check_val *vals,
+			   const struct ts_ast_call *call,
+			   const struct ts_shape *in, struct ts_op *op);
+/* A source's or modifier's bound arguments into plan (a source also
+ * writes the shape it starts with). Returns 0 or TS_E_NOMEM; errors are
+ * reported. */
+typedef int (*ts_stage_apply)(struct ts_check *c, const struct ts_opdef *def,
+			      struct ts_check_val *vals,
+			      const struct ts_ast_call *call,
+			      struct ts_plan *plan, struct ts_shape *shape);
+/* The op as the call that would produce it, every parameter shown. */
+typedef void (*ts_op_describe)(const struct ts_op *op, char *buf, size_t n);
+/* An expanding transform: the most samples it makes of one of shape in
+ * (0: unbounded or unknown). */
+typedef int64_t (*ts_op_fanout)(const struct ts_op *op,
+				const struct ts_shape *in);
+
 struct ts_opdef {
 	const char *name;
 	enum ts_registry_kind kind;
@@ -90,12 +132,25 @@ struct ts_opdef {
 	size_t n_params;
 	ts_shape_rule shape;      /* transforms only; NULL otherwise */
 	const char *doc;          /* one line */
+	unsigned flags;           /* enum ts_op_flags */
+	ts_op_build build;        /* transforms */
+	ts_op_describe describe;  /* transforms */
+	ts_op_fanout fanout;      /* TS_OPF_EXPANDS transforms */
+	ts_stage_apply apply;     /* sources and modifiers */
 };
 
-/* The operator rows, in documentation order. */
-const struct ts_opdef *ts_registry_ops(size_t *n);
+/* One family's rows, ended by a row whose name is NULL. */
+extern const struct ts_opdef ts_ops_source[];  /* ops_source.c */
+extern const struct ts_opdef ts_ops_image[];   /* ops_image.c */
+extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
+
+/* The number of operator rows, and row i, in documentation order. */
+size_t ts_registry_count(void);
+const struct ts_opdef *ts_registry_at(size_t i);
 /* The row named name, or NULL. */
 const struct ts_opdef *ts_registry_find(const char *name);
+/* The row of a transform's op kind, or NULL (the output stage has none). */
+const struct ts_opdef *ts_registry_of_kind(int op_kind);
 /* The serve setting rows. */
 const struct ts_param *ts_registry_serve(size_t *n);
 /* The row of a parameter of def (or of the serve table when def is NULL)
@@ -106,5 +161,40 @@ const struct ts_param *ts_registry_param(const struct ts_opdef *def,
  * "parameter 'x' expects ..." messages. */
 const char *ts_registry_type_desc(enum ts_param_type t);
 const char *ts_registry_kind_name(enum ts_registry_kind k);
+
+/* For the family files: "" or "s"; a size as "224" or "[224, 256]". */
+const char *ts_registry_plural(int n);
+void ts_registry_size_desc(int h, int w, char *buf, size_t n);
+
+/* Row and parameter helpers for the family files. */
+#define TS_ROW_END { .name = NULL }
+#define TS_ARRAY_LEN_(a) (sizeof(a) / sizeof((a)[0]))
+#define P_REQ(n, t, pos, d) \
+	{ .name = n, .type = t, .positional = pos, .required = true, .doc = d }
+#define P_MIN(lo) .has_min = true, .min = (lo)
+#define P_MAX(hi) .has_max = true, .max = (hi)
+
+/* The common fields of a transform's row. */
+#define TS_TRANSFORM(n, ok, p, fl, d) \
+	.name = n, .kind = TS_REG_TRANSFORM, .op_kind = ok, .params = p, \
+	.n_params = TS_ARRAY_LEN_(p), .flags = fl, .doc = d
+/* ... and of a source's or modifier's. */
+#define TS_STAGE(n, k, p, fn, d) \
+	.name = n, .kind = k, .op_kind = -1, .params = p, \
+	.n_params = TS_ARRAY_LEN_(p), .apply = fn, .doc = d
+
+/* The shape rule of an op that keeps the shape. */
+int ts_registry_shape_same(const struct ts_op *op, const struct ts_shape *in,
+			   struct ts_shape *out, struct ts_shape_err *e);
+
+/* The largest image side any stage takes or makes, in pixels. */
+#define TS_REG_MAX_SIDE 65535
+
+/* Image sizes, in pixels: as the decoders and the ring take them. */
+#define P_SIZE(d) \
+	{ .name = "size", .type = TS_PT_SIZE_PAIR, .positional = true, \
+	  .required = true, P_MIN(1), P_MAX(TS_REG_MAX_SIDE), .doc = d }, \
+	{ .name = "width", .type = TS_PT_INT, .positional = true, P_MIN(1), \
+	  P_MAX(TS_REG_MAX_SIDE), .doc = "width, when size is given as the height" }
 
 #endif

@@ -15,10 +15,8 @@ static const char usage[] =
 
 static void list_operators(void)
 {
-	size_t n;
-	const struct ts_opdef *ops = ts_registry_ops(&n);
-	for (size_t i = 0; i < n; i++)
-		printf("%s\n", ops[i].name);
+	for (size_t i = 0; i < ts_registry_count(); i++)
+		printf("%s\n", ts_registry_at(i)->name);
 }
 
 int ts_cmd_check(int argc, char **argv)

@@ -611,8 +611,7 @@ END_TEST
 
 START_TEST(test_registry)
 {
-	size_t n, ns;
-	const struct ts_opdef *ops = ts_registry_ops(&n);
+	size_t n = ts_registry_count(), ns;
 	const struct ts_param *serve = ts_registry_serve(&ns);
 
 	ck_assert_str_eq(serve[0].name, "socket");
@@ -624,14 +623,27 @@ START_TEST(test_registry)
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_ptr_eq(ts_registry_find(want[i]), &ops[i]);
-		ck_assert_int_eq(ops[i].kind == TS_REG_TRANSFORM, ops[i].shape != NULL);
-		if (ops[i].kind == TS_REG_TRANSFORM)
-			ck_assert_str_eq(ts_op_kind_name(ops[i].op_kind), ops[i].name);
-		for (size_t j = 0; j < ops[i].n_params; j++)
-			if (ops[i].params[j].type == TS_PT_WORD)
-				ck_assert_ptr_nonnull(ops[i].params[j].words);
+		const struct ts_opdef *d = ts_registry_at(i);
+		ck_assert_ptr_eq(ts_registry_find(want[i]), d);
+		/* a transform's row carries its shape rule, builder and
+		 * description; a source's or modifier's how it applies */
+		ck_assert_int_eq(d->kind == TS_REG_TRANSFORM, d->shape != NULL);
+		ck_assert_int_eq(d->kind == TS_REG_TRANSFORM, d->build != NULL);
+		ck_assert_int_eq(d->kind == TS_REG_TRANSFORM, d->describe != NULL);
+		ck_assert_int_eq(d->kind == TS_REG_SOURCE || d->kind == TS_REG_MODIFIER,
+				 d->apply != NULL);
+		ck_assert_int_eq((d->flags & TS_OPF_EXPANDS) != 0, d->fanout != NULL);
+		if (d->kind == TS_REG_TRANSFORM) {
+			ck_assert_str_eq(ts_op_kind_name(d->op_kind), d->name);
+			ck_assert_ptr_eq(ts_registry_of_kind(d->op_kind), d);
+		}
+		for (size_t j = 0; j < d->n_params; j++)
+			if (d->params[j].type == TS_PT_WORD)
+				ck_assert_ptr_nonnull(d->params[j].words);
 	}
+	ck_assert_ptr_null(ts_registry_at(n));
+	ck_assert_ptr_null(ts_registry_of_kind(TS_OP_OUTPUT));
+	ck_assert_str_eq(ts_op_kind_name(TS_OP_OUTPUT), "output");
 	ck_assert_ptr_null(ts_registry_find("flipp"));
 	ck_assert_uint_eq(ns, 8);
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));

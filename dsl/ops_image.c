@@ -1,0 +1,558 @@
+/*
+ * ops_image.c - the image operators, one block each: parameters, shape
+ * rule, how the bound arguments build the op, how `tsrun graph` describes
+ * it, and its registry row (at the end, in documentation order). Their
+ * kernels are in runtime/augment.c and runtime/output.c (and the decoders
+ * for decode).
+ */
+#include "checker.h"
+
+#include <stdio.h>
+
+static const char *interp_name(enum ts_interp i)
+{
+	switch (i) {
+	case TS_INTERP_AREA: return "area";
+	case TS_INTERP_NEAREST: return "nearest";
+	default: return "bilinear";
+	}
+}
+
+static const char *const w_interp[] = {"bilinear", "area", "nearest", NULL};
+
+/* ---- decode ---------------------------------------------------------- */
+
+static const char *const w_color[] = {"rgb", "gray", NULL};
+
+static const struct ts_param p_decode[] = {
+	{ .name = "color", .type = TS_PT_WORD, .positional = true, .def = "rgb",
+	  .def_word = 0, .words = w_color, .doc = "output colour: rgb (3 channels) or gray (1)" },
+	{ .name = "depth", .type = TS_PT_INT, .def = "8", .def_num = 8, P_MIN(8),
+	  P_MAX(16), .doc = "bits per channel: 8 (uint8) or 16 (uint16)" },
+};
+
+static int shape_decode(const struct ts_op *op, const struct ts_shape *in,
+			struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = (struct ts_shape){ .c = op->color == TS_COLOR_RGB ? 3 : 1,
+				  .dtype = op->depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8,
+				  .layout = TS_LAYOUT_NHWC };
+	if (!in->encoded) {
+		snprintf(e->msg, sizeof(e->msg),
+			 "'decode' needs encoded image bytes, but the images here are already decoded");
+		snprintf(e->hint, sizeof(e->hint),
+			 "remove decode: synthetic() yields decoded pixels");
+		*out = *in;
+		return -1;
+	}
+	return 0;
+}
+
+static int build_decode(struct ts_check *c, const struct ts_opdef *def,
+			struct ts_check_val *vals, const struct ts_ast_call *call,
+			const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *depth = ts_check_arg(def, vals, "depth");
+	op->color = ts_check_arg(def, vals, "color")->word == 1 ? TS_COLOR_GRAY
+								: TS_COLOR_RGB;
+	op->depth = (int)depth->num;
+	if (op->depth != 8 && op->depth != 16) {
+		ts_check_err(c, depth->loc, NULL,
+			     "parameter 'depth' must be 8 or 16, got %d", op->depth);
+		op->depth = 8;
+		return -1;
+	}
+	return 0;
+}
+
+static void describe_decode(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "decode(%s, depth=%d)",
+		 op->color == TS_COLOR_GRAY ? "gray" : "rgb", op->depth);
+}
+
+/* ---- resize ---------------------------------------------------------- */
+
+static const struct ts_param p_resize[] = {
+	P_SIZE("shorter side N, or exactly [h, w]"),
+	{ .name = "interp", .type = TS_PT_WORD, .def = "bilinear", .def_word = 0,
+	  .words = w_interp, .doc = "interpolation" },
+	{ .name = "antialias", .type = TS_PT_BOOL, .def = "true", .def_num = 1,
+	  .doc = "low-pass filter when shrinking" },
+};
+
+/* torchvision's Resize(int): the shorter side becomes size, the longer
+ * keeps the aspect ratio (truncated). Unknown when the input varies. */
+static int shape_resize(const struct ts_op *op, const struct ts_shape *in,
+			struct ts_shape *out, struct ts_shape_err *e)
+{
+	int rc = 0;
+
+	*out = *in;
+	if (op->size_w) {
+		out->h = op->size_h;
+		out->w = op->size_w;
+	} else if (in->h && in->w) {
+		long long side = (long long)op->size_h *
+				 (in->h <= in->w ? in->w : in->h) /
+				 (in->h <= in->w ? in->h : in->w);
+		if (side > TS_REG_MAX_SIDE) {
+			e->param = "size";
+			snprintf(e->msg, sizeof(e->msg),
+				 "resize(%d) of the %dx%d image makes its longer side %lld, above %d",
+				 op->size_h, in->h, in->w, side, TS_REG_MAX_SIDE);
+			snprintf(e->hint, sizeof(e->hint),
+				 "resize to an exact [h, w] instead");
+			side = TS_REG_MAX_SIDE;
+			rc = -1;
+		}
+		if (in->h <= in->w) {
+			out->h = op->size_h;
+			out->w = (int)side;
+		} else {
+			out->w = op->size_h;
+			out->h = (int)side;
+		}
+	} else {
+		out->h = out->w = 0;
+	}
+	return rc;
+}
+
+static int build_resize(struct ts_check *c, const struct ts_opdef *def,
+			struct ts_check_val *vals, const struct ts_ast_call *call,
+			const struct ts_shape *in, struct ts_op *op)
+{
+	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
+	/* resize(N): shorter side; resize([h, w]) or resize(h, w): exact */
+	if (ts_check_arg(def, vals, "size")->num >= 0 &&
+	    !ts_check_arg(def, vals, "width")->given)
+		op->size_w = 0;
+	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interp")->word;
+	op->antialias = ts_check_arg(def, vals, "antialias")->num != 0;
+	return rc;
+}
+
+static void describe_resize(const struct ts_op *op, char *buf, size_t n)
+{
+	char a[48];
+
+	if (op->size_w)
+		snprintf(a, sizeof(a), "[%d, %d]", op->size_h, op->size_w);
+	else
+		snprintf(a, sizeof(a), "%d", op->size_h);
+	snprintf(buf, n, "resize(%s, interp=%s, antialias=%s)", a,
+		 interp_name(op->interp), op->antialias ? "true" : "false");
+}
+
+/* ---- center_crop, random_crop, random_resized_crop ------------------- */
+
+/* A crop of size_h x size_w out of in, which may first be padded by pad
+ * on each side: larger than the (known) input is an error. */
+static int shape_crop(const struct ts_op *op, const struct ts_shape *in,
+		      struct ts_shape *out, struct ts_shape_err *e, int pad)
+{
+	*out = *in;
+	out->h = op->size_h;
+	out->w = op->size_w;
+	if (in->h && in->w &&
+	    (in->h + pad < op->size_h || in->w + pad < op->size_w)) {
+		e->param = "size";
+		snprintf(e->msg, sizeof(e->msg),
+			 "crop %dx%d is larger than the %dx%d image",
+			 op->size_h, op->size_w, in->h, in->w);
+		snprintf(e->hint, sizeof(e->hint),
+			 "crop at most %dx%d, or resize first",
+			 in->h + pad, in->w + pad);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct ts_param p_center_crop[] = {
+	P_SIZE("output N x N, or [h, w]"),
+};
+
+static int shape_center_crop(const struct ts_op *op, const struct ts_shape *in,
+			     struct ts_shape *out, struct ts_shape_err *e)
+{
+	return shape_crop(op, in, out, e, 0);
+}
+
+static int build_center_crop(struct ts_check *c, const struct ts_opdef *def,
+			     struct ts_check_val *vals,
+			     const struct ts_ast_call *call,
+			     const struct ts_shape *in, struct ts_op *op)
+{
+	return ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
+}
+
+static void describe_center_crop(const struct ts_op *op, char *buf, size_t n)
+{
+	char a[48];
+
+	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
+	snprintf(buf, n, "center_crop(%s)", a);
+}
+
+static const struct ts_param p_random_crop[] = {
+	P_SIZE("output N x N, or [h, w]"),
+	{ .name = "padding", .type = TS_PT_INT, .def = "0", .def_num = 0, P_MIN(0),
+	  P_MAX(4096), .doc = "zero border added on each side before cropping" },
+};
+
+static int shape_random_crop(const struct ts_op *op, const struct ts_shape *in,
+			     struct ts_shape *out, struct ts_shape_err *e)
+{
+	return shape_crop(op, in, out, e, 2 * op->padding);
+}
+
+static int build_random_crop(struct ts_check *c, const struct ts_opdef *def,
+			     struct ts_check_val *vals,
+			     const struct ts_ast_call *call,
+			     const struct ts_shape *in, struct ts_op *op)
+{
+	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
+	op->padding = (int)ts_check_arg(def, vals, "padding")->num;
+	return rc;
+}
+
+static void describe_random_crop(const struct ts_op *op, char *buf, size_t n)
+{
+	char a[48];
+
+	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
+	snprintf(buf, n, "random_crop(%s, padding=%d)", a, op->padding);
+}
+
+static const struct ts_param p_rrc[] = {
+	P_SIZE("output N x N, or [h, w]"),
+	{ .name = "scale", .type = TS_PT_RANGE, .def = "0.08..1.0",
+	  .def_lo = 0.08, .def_hi = 1.0, P_MIN(0), P_MAX(1),
+	  .doc = "crop area as a fraction of the image area" },
+	{ .name = "ratio", .type = TS_PT_RANGE, .def = "3/4..4/3",
+	  .def_lo = 3.0 / 4.0, .def_hi = 4.0 / 3.0, P_MIN(0.01), P_MAX(100),
+	  .doc = "crop aspect ratio (width / height), drawn log-uniformly" },
+	{ .name = "interp", .type = TS_PT_WORD, .def = "bilinear", .def_word = 0,
+	  .words = w_interp, .doc = "interpolation" },
+};
+
+/* Any area of any image resizes to size: no check against the input. */
+static int shape_rrc(const struct ts_op *op, const struct ts_shape *in,
+		     struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	out->h = op->size_h;
+	out->w = op->size_w;
+	return 0;
+}
+
+static int build_rrc(struct ts_check *c, const struct ts_opdef *def,
+		     struct ts_check_val *vals, const struct ts_ast_call *call,
+		     const struct ts_shape *in, struct ts_op *op)
+{
+	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
+	op->scale_lo = ts_check_arg(def, vals, "scale")->lo;
+	op->scale_hi = ts_check_arg(def, vals, "scale")->hi;
+	op->ratio_lo = ts_check_arg(def, vals, "ratio")->lo;
+	op->ratio_hi = ts_check_arg(def, vals, "ratio")->hi;
+	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interp")->word;
+	if (op->scale_hi <= 0) {
+		ts_check_err(c, ts_check_arg(def, vals, "scale")->loc, NULL,
+			     "parameter 'scale' must allow a crop larger than 0");
+		rc = -1;
+	}
+	return rc;
+}
+
+static void describe_rrc(const struct ts_op *op, char *buf, size_t n)
+{
+	char a[48];
+
+	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
+	snprintf(buf, n,
+		 "random_resized_crop(%s, scale=%.4g..%.4g, ratio=%.4g..%.4g, interp=%s)",
+		 a, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi,
+		 interp_name(op->interp));
+}
+
+/* ---- flip ------------------------------------------------------------ */
+
+static const char *const w_dir[] = {"horizontal", "vertical", NULL};
+
+static const struct ts_param p_flip[] = {
+	{ .name = "direction", .type = TS_PT_WORD, .positional = true,
+	  .def = "horizontal", .def_word = 0, .words = w_dir,
+	  .doc = "horizontal (mirror left-right) or vertical" },
+	{ .name = "p", .type = TS_PT_NUMBER, .def = "0.5", .def_num = 0.5, P_MIN(0),
+	  P_MAX(1), .doc = "probability of flipping" },
+};
+
+static int build_flip(struct ts_check *c, const struct ts_opdef *def,
+		      struct ts_check_val *vals, const struct ts_ast_call *call,
+		      const struct ts_shape *in, struct ts_op *op)
+{
+	op->horizontal = ts_check_arg(def, vals, "direction")->word == 0;
+	op->p = ts_check_arg(def, vals, "p")->num;
+	return 0;
+}
+
+static void describe_flip(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "flip(%s, p=%g)",
+		 op->horizontal ? "horizontal" : "vertical", op->p);
+}
+
+/* ---- color_jitter ---------------------------------------------------- */
+
+static const struct ts_param p_color_jitter[] = {
+	{ .name = "brightness", .type = TS_PT_NUMBER, .positional = true,
+	  .def = "0", P_MIN(0), P_MAX(1),
+	  .doc = "factor drawn from [1-b, 1+b]" },
+	{ .name = "contrast", .type = TS_PT_NUMBER, .positional = true, .def = "0",
+	  P_MIN(0), P_MAX(1), .doc = "factor drawn from [1-c, 1+c]" },
+	{ .name = "saturation", .type = TS_PT_NUMBER, .positional = true,
+	  .def = "0", P_MIN(0), P_MAX(1),
+	  .doc = "factor drawn from [1-s, 1+s]" },
+};
+
+static int shape_color_jitter(const struct ts_op *op, const struct ts_shape *in,
+			      struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	if (op->saturation > 0 && in->c != 3) {
+		e->param = "saturation";
+		snprintf(e->msg, sizeof(e->msg),
+			 "saturation needs 3 channels, but the image has %d",
+			 in->c);
+		snprintf(e->hint, sizeof(e->hint),
+			 "drop saturation, or decode(rgb)");
+		return -1;
+	}
+	return 0;
+}
+
+static int build_color_jitter(struct ts_check *c, const struct ts_opdef *def,
+			      struct ts_check_val *vals,
+			      const struct ts_ast_call *call,
+			      const struct ts_shape *in, struct ts_op *op)
+{
+	op->brightness = ts_check_arg(def, vals, "brightness")->num;
+	op->contrast = ts_check_arg(def, vals, "contrast")->num;
+	op->saturation = ts_check_arg(def, vals, "saturation")->num;
+	return 0;
+}
+
+static void describe_color_jitter(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "color_jitter(brightness=%g, contrast=%g, saturation=%g)",
+		 op->brightness, op->contrast, op->saturation);
+}
+
+/* ---- grayscale ------------------------------------------------------- */
+
+static const struct ts_param p_grayscale[] = {
+	{ .name = "channels", .type = TS_PT_INT, .positional = true, .def = "1",
+	  .def_num = 1, P_MIN(1), P_MAX(3), .doc = "output channels: 1 or 3" },
+	{ .name = "p", .type = TS_PT_NUMBER, .def = "1.0", .def_num = 1.0, P_MIN(0),
+	  P_MAX(1), .doc = "probability of converting" },
+};
+
+static int shape_grayscale(const struct ts_op *op, const struct ts_shape *in,
+			   struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	out->c = op->channels;
+	if (op->p < 1.0 && op->channels != in->c) {
+		e->param = "p";
+		snprintf(e->msg, sizeof(e->msg),
+			 "grayscale with p < 1 must keep the channel count (%d), "
+			 "or samples would differ in shape", in->c);
+		snprintf(e->hint, sizeof(e->hint),
+			 "use grayscale(channels = %d, p = %g)", in->c, op->p);
+		return -1;
+	}
+	return 0;
+}
+
+static int build_grayscale(struct ts_check *c, const struct ts_opdef *def,
+			   struct ts_check_val *vals,
+			   const struct ts_ast_call *call,
+			   const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *ch = ts_check_arg(def, vals, "channels");
+	op->channels = (int)ch->num;
+	op->p = ts_check_arg(def, vals, "p")->num;
+	if (op->channels != 1 && op->channels != 3) {
+		ts_check_err(c, ch->loc, NULL,
+			     "parameter 'channels' must be 1 or 3, got %d",
+			     op->channels);
+		op->channels = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static void describe_grayscale(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "grayscale(channels=%d, p=%g)", op->channels, op->p);
+}
+
+/* ---- normalize ------------------------------------------------------- */
+
+static const struct ts_param p_normalize[] = {
+	{ .name = "mean", .type = TS_PT_NUMLIST, .positional = true,
+	  .required = true, P_MIN(-1000), P_MAX(1000),
+	  .doc = "per-channel mean, on the 0..1 scale" },
+	{ .name = "std", .type = TS_PT_NUMLIST, .positional = true,
+	  .required = true, P_MIN(1e-6), P_MAX(1000),
+	  .doc = "per-channel standard deviation, > 0" },
+};
+
+/* n_mean < 0: the lists were reported already; no channel check then. */
+static int shape_normalize(const struct ts_op *op, const struct ts_shape *in,
+			   struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	out->dtype = TS_DTYPE_F32;
+	out->normalized = true;
+	if (op->n_mean >= 0 && op->n_mean != in->c) {
+		e->param = "mean";
+		snprintf(e->msg, sizeof(e->msg),
+			 "normalize has %d mean and std value%s, but the image has %d channel%s",
+			 op->n_mean, ts_registry_plural(op->n_mean), in->c, ts_registry_plural(in->c));
+		snprintf(e->hint, sizeof(e->hint),
+			 "give %d value%s to mean and std%s", in->c,
+			 ts_registry_plural(in->c),
+			 in->c == 1 ? ", or decode(rgb) for 3 channels" : "");
+		return -1;
+	}
+	return 0;
+}
+
+static int build_normalize(struct ts_check *c, const struct ts_opdef *def,
+			   struct ts_check_val *vals,
+			   const struct ts_ast_call *call,
+			   const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *mean = ts_check_arg(def, vals, "mean");
+	const struct ts_check_val *std = ts_check_arg(def, vals, "std");
+	if (mean->n_nums < 0 || std->n_nums < 0) {
+		op->n_mean = -1; /* already reported */
+		return 0;
+	}
+	if (mean->n_nums != std->n_nums) {
+		ts_check_mean_std_counts(c, "normalize", mean, std, in);
+		op->n_mean = -1; /* reported: no channel check */
+		return -1;
+	}
+	op->n_mean = mean->n_nums;
+	for (int i = 0; i < 4; i++) {
+		op->mean[i] = i < mean->n_nums ? mean->nums[i] : 0.0f;
+		op->std[i] = i < std->n_nums ? std->nums[i] : 1.0f;
+	}
+	return 0;
+}
+
+static void list_desc(const float *v, int n, char *buf, size_t len)
+{
+	size_t at = (size_t)snprintf(buf, len, "[");
+	for (int i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%g", i ? ", " : "",
+				       (double)v[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+}
+
+static void describe_normalize(const struct ts_op *op, char *buf, size_t n)
+{
+	char a[48], b[48];
+
+	list_desc(op->mean, op->n_mean, a, sizeof(a));
+	list_desc(op->std, op->n_mean, b, sizeof(b));
+	snprintf(buf, n, "normalize(mean=%s, std=%s)", a, b);
+}
+
+/* ---- to -------------------------------------------------------------- */
+
+static const char *const w_dtype[] = {"uint8", "uint16", "float16", "float32",
+				      NULL};
+static const char *const w_layout[] = {"nhwc", "nchw", NULL};
+
+static const struct ts_param p_to[] = {
+	{ .name = "dtype", .type = TS_PT_WORD, .positional = true,
+	  .required = true, .words = w_dtype, .doc = "element type" },
+	{ .name = "layout", .type = TS_PT_WORD, .positional = true, .def = "nhwc",
+	  .def_word = 0, .words = w_layout, .doc = "memory layout of a sample" },
+};
+
+static int shape_to(const struct ts_op *op, const struct ts_shape *in,
+		    struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	out->dtype = op->dtype;
+	out->layout = op->layout;
+	return 0;
+}
+
+static int build_to(struct ts_check *c, const struct ts_opdef *def,
+		    struct ts_check_val *vals, const struct ts_ast_call *call,
+		    const struct ts_shape *in, struct ts_op *op)
+{
+	op->dtype = (enum ts_dtype)ts_check_arg(def, vals, "dtype")->word;
+	op->layout = (enum ts_layout)ts_check_arg(def, vals, "layout")->word;
+	return 0;
+}
+
+/* The output stage always ends in a to; lowering adds it (index < 0)
+ * when the pipeline has none. */
+static void describe_to(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "to(%s, %s)%s", ts_dtype_name(op->dtype),
+		 ts_layout_name(op->layout), op->index < 0 ? " (implicit)" : "");
+}
+
+/* ---- the rows -------------------------------------------------------- */
+
+#define CROP (TS_OPF_PIXELS | TS_OPF_FUSE_DECODE)
+
+const struct ts_opdef ts_ops_image[] = {
+	{ TS_TRANSFORM("decode", TS_OP_DECODE, p_decode, TS_OPF_ENCODED,
+		       "JPEG or PNG bytes to pixels"),
+	  .shape = shape_decode, .build = build_decode, .describe = describe_decode },
+	{ TS_TRANSFORM("resize", TS_OP_RESIZE, p_resize,
+		       CROP | TS_OPF_FUSE_OUTPUT | TS_OPF_GEOMETRY,
+		       "scale the shorter side to N, or to exactly [h, w]"),
+	  .shape = shape_resize, .build = build_resize, .describe = describe_resize },
+	{ TS_TRANSFORM("center_crop", TS_OP_CENTER_CROP, p_center_crop,
+		       CROP | TS_OPF_FUSE_OUTPUT | TS_OPF_GEOMETRY, "crop the centre"),
+	  .shape = shape_center_crop, .build = build_center_crop,
+	  .describe = describe_center_crop },
+	{ TS_TRANSFORM("random_crop", TS_OP_RANDOM_CROP, p_random_crop, CROP,
+		       "crop at a random position"),
+	  .shape = shape_random_crop, .build = build_random_crop,
+	  .describe = describe_random_crop },
+	{ TS_TRANSFORM("random_resized_crop", TS_OP_RANDOM_RESIZED_CROP, p_rrc, CROP,
+		       "crop a random area and aspect ratio, resize it to size"),
+	  .shape = shape_rrc, .build = build_rrc, .describe = describe_rrc },
+	{ TS_TRANSFORM("flip", TS_OP_FLIP, p_flip,
+		       TS_OPF_PIXELS | TS_OPF_FUSE_OUTPUT, "mirror with probability p"),
+	  .shape = ts_registry_shape_same, .build = build_flip, .describe = describe_flip },
+	{ TS_TRANSFORM("color_jitter", TS_OP_COLOR_JITTER, p_color_jitter,
+		       TS_OPF_PIXELS, "random brightness, contrast and saturation"),
+	  .shape = shape_color_jitter, .build = build_color_jitter,
+	  .describe = describe_color_jitter },
+	{ TS_TRANSFORM("grayscale", TS_OP_GRAYSCALE, p_grayscale, TS_OPF_PIXELS,
+		       "convert to luma, with probability p"),
+	  .shape = shape_grayscale, .build = build_grayscale,
+	  .describe = describe_grayscale },
+	{ TS_TRANSFORM("normalize", TS_OP_NORMALIZE, p_normalize,
+		       TS_OPF_FUSE_OUTPUT | TS_OPF_INTEGER,
+		       "(x / maxval - mean) / std, as float32"),
+	  .shape = shape_normalize, .build = build_normalize,
+	  .describe = describe_normalize },
+	{ TS_TRANSFORM("to", TS_OP_TO, p_to, TS_OPF_FUSE_OUTPUT,
+		       "convert the element type and layout"),
+	  .shape = shape_to, .build = build_to, .describe = describe_to },
+	TS_ROW_END,
+};
