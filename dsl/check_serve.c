@@ -56,6 +56,7 @@ void ts_check_serve_defaults(struct ts_plan *plan)
 	plan->threads = 0;
 	plan->on_error = TS_ON_ERROR_FAIL;
 	plan->queue_depth = 64;
+	plan->max_file_size = 64ull << 20;
 	plan->memory_budget = 0;
 }
 
@@ -137,6 +138,8 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 			plan->on_error = (enum ts_on_error)v->word;
 		} else if (strcmp(name, "queue_depth") == 0) {
 			plan->queue_depth = (int)v->num;
+		} else if (strcmp(name, "max_file_size") == 0) {
+			plan->max_file_size = (uint64_t)v->num;
 		}
 	}
 	if (strlen(plan->socket) > SOCKET_PATH_MAX) {

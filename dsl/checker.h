@@ -14,7 +14,7 @@
 #include "dsl.h"
 #include "registry.h"
 
-#define TS_CHECK_MAX_PARAMS 8
+#define TS_CHECK_MAX_PARAMS 16
 
 /* One argument after let resolution and conversion to its param type. */
 struct ts_check_val {

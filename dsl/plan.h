@@ -209,6 +209,7 @@ struct ts_plan {
 	int threads;              /* 0 = auto (online cores) */
 	enum ts_on_error on_error;
 	int queue_depth;          /* io_uring reads in flight */
+	uint64_t max_file_size;   /* largest file or tar member read, bytes */
 
 	/* Memory estimate, bytes. */
 	uint64_t mem_ring;        /* samples + labels + positions */

@@ -105,6 +105,9 @@ static const struct ts_param serve_params[] = {
 	  .words = w_on_error, .doc = "on an unreadable image: fail or skip it" },
 	{ .name = "queue_depth", .type = TS_PT_INT, .def = "64", .def_num = 64,
 	  P_MIN(1), P_MAX(4096), .doc = "io_uring reads in flight" },
+	{ .name = "max_file_size", .type = TS_PT_SIZE, .def = "64 MiB", .def_num = 67108864.0,
+	  P_MIN(1), P_MAX(1073741824.0),
+	  .doc = "largest file or tar member read; a larger one fails under on_error" },
 };
 
 const struct ts_param *ts_registry_serve(size_t *n)

@@ -191,6 +191,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		rc = ts_reader_create(depth, TS_READER_DEFAULT_BUF, &e->reader, err);
 		if (rc)
 			goto fail;
+		ts_reader_set_max_file(e->reader, plan->max_file_size);
 		if (!ts_reader_uses_uring(e->reader)) {
 			const char *why = ts_reader_fallback_reason(e->reader);
 			e->reader_note = ts_strdup(why ? why : "io_uring is not available");

@@ -261,11 +261,16 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 			buf = data;
 			blen = len;
 			rc = read_status;
-			if (rc)
+			if (rc == -ESPIPE)
+				ts_error_set(&lerr, rc, "%s", TS_SOURCE_NOT_REGULAR);
+			else if (rc == -EFBIG)
+				ts_source_too_big(it.is_range ? it.size : ts_source_file_size(it.path),
+						  plan->max_file_size, &lerr);
+			else if (rc)
 				ts_error_set(&lerr, rc, "%s", strerror(-rc));
 		} else {
 			uint64_t t = ts_prof_now();
-			rc = ts_source_read(&it, &own, &blen, &lerr);
+			rc = ts_source_read(&it, plan->max_file_size, &own, &blen, &lerr);
 			ts_prof_add(TS_PROF_READ, t);
 			buf = own;
 			/* Without io_uring the workers read: the same testing

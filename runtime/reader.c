@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #ifdef TS_HAVE_VALGRIND
 #include <valgrind/memcheck.h>
@@ -60,6 +61,7 @@ struct fifo {
 
 struct ts_reader {
 	bool uring;
+	uint64_t max_file;   /* bytes: larger files and ranges are -EFBIG */
 	bool fixed_bufs;
 	bool ring_ok;
 	bool closing;
@@ -242,7 +244,13 @@ static int shard_get(struct ts_reader *r, const char *path)
 	char *copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+		errno = ESPIPE;
+	}
 	if (fd < 0) {
 		int e = errno;
 		free(copy);
@@ -342,7 +350,7 @@ static void uring_finish(struct ts_reader *r, struct req *q)
 			if ((size_t)q->read_res < q->want || q->want == 0)
 				goto done; /* end of file */
 			if (q->got == q->cap) {
-				int rc = req_grow(r, q);
+				int rc = q->got >= r->max_file ? -EFBIG : req_grow(r, q);
 				if (rc) {
 					q->status = rc;
 					goto done;
@@ -402,7 +410,7 @@ static unsigned uring_drain(struct ts_reader *r)
  */
 static void sync_read(struct ts_reader *r, struct req *q)
 {
-	int fd = open(q->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(q->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		q->status = -errno;
 		goto done;
@@ -411,7 +419,7 @@ static void sync_read(struct ts_reader *r, struct req *q)
 		if (q->range && q->got == q->size)
 			break;
 		if (!q->range && q->got == q->cap) {
-			int rc = req_grow(r, q);
+			int rc = q->got >= r->max_file ? -EFBIG : req_grow(r, q);
 			if (rc) {
 				q->status = rc;
 				break;
@@ -606,6 +614,7 @@ int ts_reader_create(unsigned queue_depth, size_t buf_size,
 	r->pool = MAP_FAILED;
 	r->qd = queue_depth;
 	r->buf_size = buf_size;
+	r->max_file = UINT64_MAX;
 	r->nbuf = queue_depth * 2;
 	r->pool_bytes = (size_t)r->nbuf * buf_size;
 	r->reqs = calloc(r->qd, sizeof(*r->reqs));
@@ -725,7 +734,24 @@ int ts_reader_submit(struct ts_reader *r, const struct ts_item *item,
 	q->cap = cap;
 	q->shard = -1;
 
-	if (q->range && q->size == 0) {
+	/* Only regular files within max_file: a FIFO would block the open
+	 * (in the kernel's io-wq, for good), a device or a huge sparse file
+	 * would be read without end. The file was a regular one when it was
+	 * listed; this catches one named by a list, or swapped since. */
+	struct stat st;
+	if (!q->range) {
+		if (stat(q->path, &st) != 0)
+			q->status = -errno;
+		else if (!S_ISREG(st.st_mode))
+			q->status = S_ISDIR(st.st_mode) ? -EISDIR : -ESPIPE;
+		else if ((uint64_t)st.st_size > r->max_file)
+			q->status = -EFBIG;
+	} else if (q->size > r->max_file) {
+		q->status = -EFBIG;
+	}
+	if (q->status) {
+		req_ready(r, q);
+	} else if (q->range && q->size == 0) {
 		req_ready(r, q);   /* nothing to read */
 	} else if (!r->uring) {
 		fifo_push(&r->queued, idx);
@@ -737,6 +763,11 @@ int ts_reader_submit(struct ts_reader *r, const struct ts_item *item,
 		}
 	}
 	return 0;
+}
+
+void ts_reader_set_max_file(struct ts_reader *r, uint64_t max)
+{
+	r->max_file = max;
 }
 
 /* Hand finished requests to the caller, freeing their slots. */

@@ -77,6 +77,11 @@ int ts_reader_create(unsigned queue_depth, size_t buf_size,
  */
 void ts_reader_destroy(struct ts_reader *r);
 
+/* Read only files and ranges of at most max bytes (default: no cap); a
+ * larger one completes with -EFBIG, unread. Whatever the cap, only
+ * regular files are read: anything else completes with -ESPIPE. */
+void ts_reader_set_max_file(struct ts_reader *r, uint64_t max);
+
 /* True when the reader uses io_uring, false in the fallback mode. */
 bool ts_reader_uses_uring(const struct ts_reader *r);
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lower.h"
 #include "util.h"
 
 /* ---------------------------------------------------------------------
@@ -254,7 +255,22 @@ int ts_source_pread_full(int fd, void *buf, size_t len, uint64_t off)
 }
 
 
-int ts_source_read(const struct ts_item *item, uint8_t **data, size_t *len,
+uint64_t ts_source_file_size(const char *path)
+{
+	struct stat st;
+	return path && stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+int ts_source_too_big(uint64_t size, uint64_t max, struct ts_error *err)
+{
+	char a[32], b[32];
+	ts_plan_format_size(size, a, sizeof(a));
+	ts_plan_format_size(max, b, sizeof(b));
+	return ts_error_set(err, -EFBIG, "%s, more than max_file_size (%s): not read; "
+			    "raise max_file_size in the serve block if it is meant", a, b);
+}
+
+int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, size_t *len,
 		   struct ts_error *err)
 {
 	if (!item->path)
@@ -262,10 +278,26 @@ int ts_source_read(const struct ts_item *item, uint8_t **data, size_t *len,
 	int rc = 0;
 	uint8_t *buf = NULL;
 	size_t got = 0;
-	int fd = open(item->path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted in place of an image must not block
+	 * the open (regular files ignore the flag) */
+	int fd = open(item->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return ts_error_set(err, -errno, "cannot open '%s': %s", item->path,
 				    strerror(errno));
+	struct stat fst;
+	if (fstat(fd, &fst) == 0 && S_ISDIR(fst.st_mode)) {
+		rc = ts_error_set(err, -EISDIR, "reading '%s': %s", item->path, strerror(EISDIR));
+		goto out;
+	}
+	if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+		rc = ts_error_set(err, -ESPIPE, "%s", TS_SOURCE_NOT_REGULAR);
+		goto out;
+	}
+	uint64_t size = item->is_range ? item->size : (uint64_t)fst.st_size;
+	if (size > max) {
+		rc = ts_source_too_big(size, max, err);
+		goto out;
+	}
 	if (item->is_range) {
 		if (item->size > SIZE_MAX - 1) {
 			rc = ts_error_set(err, -EFBIG, "'%s': member too large", item->path);
@@ -297,6 +329,10 @@ int ts_source_read(const struct ts_item *item, uint8_t **data, size_t *len,
 			goto out;
 		}
 		for (;;) {
+			if (got > max) {  /* it grew past the cap while we read */
+				rc = ts_source_too_big(got, max, err);
+				goto out;
+			}
 			if (got == cap) {
 				uint8_t *p = realloc(buf, cap * 2);
 				if (!p) {

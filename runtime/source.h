@@ -105,9 +105,21 @@ int ts_source_synthetic(const struct ts_source *src, uint64_t id,
  * Read one item synchronously (pread; the fallback path and tools).
  * *data gets a malloc'd buffer the caller frees (never NULL on success,
  * even for 0 bytes), *len its length. A range shorter on disk than its
- * size is -EIO. Returns 0 or -errno (err names the path). Thread-safe.
+ * size is -EIO. Only regular files are read, opened without blocking (a
+ * FIFO, device or socket is -ESPIPE: never waited on); a file or range
+ * of more than max bytes is -EFBIG, not read. Returns 0 or -errno (err
+ * names the path and the reason). Thread-safe.
  */
-int ts_source_read(const struct ts_item *item, uint8_t **data, size_t *len,
+/* What a read of something other than a regular file says. */
+#define TS_SOURCE_NOT_REGULAR "not a regular file (a FIFO, device or socket): " \
+	"tsrun reads only regular files"
+/* The size of the file at path now (0 when it cannot be stat'ed). */
+uint64_t ts_source_file_size(const char *path);
+/* "3 GiB, more than max_file_size (64 MiB): not read; ..." into err;
+ * returns -EFBIG. */
+int ts_source_too_big(uint64_t size, uint64_t max, struct ts_error *err);
+
+int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, size_t *len,
 		   struct ts_error *err);
 
 /*

@@ -5,9 +5,12 @@
 #include "source_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -18,10 +21,23 @@ int ts_source_list_open(const char *file, struct ts_index *ix,
 	char *line = NULL, *dir = NULL;
 	size_t cap = 0;
 	int32_t max_label = -1;
-	FILE *f = fopen(file, "re");
-	if (!f)
+	/* O_NONBLOCK: a FIFO in place of the list must not block us */
+	int lfd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat lst;
+	if (lfd < 0)
 		return ts_error_set(err, TS_E_SOURCE, "list '%s': %s", file,
 				    strerror(errno));
+	if (fstat(lfd, &lst) != 0 || !S_ISREG(lst.st_mode)) {
+		close(lfd);
+		return ts_error_set(err, TS_E_SOURCE, "list '%s': %s", file,
+				    TS_SOURCE_NOT_REGULAR);
+	}
+	FILE *f = fdopen(lfd, "r");
+	if (!f) {
+		close(lfd);
+		return ts_error_set(err, TS_E_SOURCE, "list '%s': %s", file,
+				    strerror(errno));
+	}
 	dir = ts_source_dir_of(file);
 	if (!dir) {
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");

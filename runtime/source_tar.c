@@ -389,7 +389,8 @@ int ts_source_tar_open(const struct ts_source *src, struct ts_index *ix,
 			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 			break;
 		}
-		int fd = open(spath, O_RDONLY | O_CLOEXEC);
+		/* O_NONBLOCK: a FIFO shard must not block the listing */
+		int fd = open(spath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0) {
 			rc = ts_error_set(err, TS_E_SOURCE, "tar shard '%s': %s", spath,
 					  strerror(errno));
@@ -399,6 +400,9 @@ int ts_source_tar_open(const struct ts_source *src, struct ts_index *ix,
 		if (fstat(fd, &st) != 0) {
 			rc = ts_error_set(err, -errno, "tar shard '%s': %s", spath,
 					  strerror(errno));
+		} else if (!S_ISREG(st.st_mode)) {
+			rc = ts_error_set(err, TS_E_SOURCE, "tar shard '%s': %s", spath,
+					  TS_SOURCE_NOT_REGULAR);
 		} else {
 			rc = tar_scan(spath, fd, (uint64_t)st.st_size, &mv, err);
 			if (rc == 0)

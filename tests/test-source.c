@@ -122,7 +122,7 @@ START_TEST(folder_labels_and_order)
 	/* The synchronous read returns the file's bytes. */
 	uint8_t *data;
 	size_t len;
-	ck_assert_int_eq(ts_source_read(&ix->items[8], &data, &len, &err), 0);
+	ck_assert_int_eq(ts_source_read(&ix->items[8], UINT64_MAX, &data, &len, &err), 0);
 	ck_assert_uint_eq(len, 2);
 	ck_assert_int_eq(memcmp(data, "z2", 2), 0);
 	free(data);
@@ -313,7 +313,7 @@ START_TEST(tar_shards)
 		ck_assert_uint_eq(it.size, strlen(want));
 		uint8_t *data;
 		size_t len;
-		ck_assert_int_eq(ts_source_read(&it, &data, &len, &err), 0);
+		ck_assert_int_eq(ts_source_read(&it, UINT64_MAX, &data, &len, &err), 0);
 		ck_assert_uint_eq(len, strlen(want));
 		ck_assert_int_eq(memcmp(data, want, len), 0);
 		free(data);
@@ -348,7 +348,7 @@ START_TEST(tar_across_scan_chunks)
 		ck_assert_uint_eq(it.size, k == 700 ? 3u << 20 : 700 + k % 900);
 		uint8_t *data;
 		size_t len;
-		ck_assert_int_eq(ts_source_read(&it, &data, &len, &err), 0);
+		ck_assert_int_eq(ts_source_read(&it, UINT64_MAX, &data, &len, &err), 0);
 		ck_assert_uint_eq(data[0], k % 251);
 		ck_assert_uint_eq(data[len - 1], k % 251);
 		free(data);

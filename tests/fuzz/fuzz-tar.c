@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t *buf = NULL;
 		size_t len = 0;
 		memset(&e, 0, sizeof(e));
-		CHECK(ts_source_read(&it, &buf, &len, &e) == 0);
+		CHECK(ts_source_read(&it, UINT64_MAX, &buf, &len, &e) == 0);
 		CHECK(buf && len == it.size);
 		CHECK(len == 0 || memcmp(buf, data + it.offset, len) == 0);
 		free(buf);
