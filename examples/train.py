@@ -8,8 +8,9 @@ Run from a source tree it needs no setup: the tsrun package comes from
 src/python and libtsclient from the newest build*/src of the tree (or
 TSRUN_LIBTSCLIENT, or an installed tsrun; see tsrun.load_library).
 
-Batches come from tsrun.Loader: float32 NCHW images that view the shared
-ring (no copy) and int64 labels. The model is three conv blocks, global
+Batches come from tsrun.Loader, one pass per epoch: float32 NCHW images
+read from the shared ring without a copy (ordinary tensors: an in-place
+op copies only what it writes) and int64 labels. The model is three conv blocks, global
 average pooling and a linear classifier, so it takes any input size.
 
 It prints the loss every --log-every steps and, at the end,
@@ -147,8 +148,8 @@ def main(argv):
     failed = None
     try:
         for images, labels in every_epoch(loader):
-            # images view the ring until the next iteration: the forward
-            # pass reads them now, and nothing keeps them afterwards.
+            # images are zero-copy from the ring; nothing here keeps
+            # them, so their slots go back at the next batch.
             if int(labels.max()) >= a.classes or int(labels.min()) < 0:
                 failed = (f"label {int(labels.max())} outside 0..{a.classes - 1}"
                           f" (use --classes)")
