@@ -75,6 +75,7 @@ struct cudart {
 	int (*event_destroy)(void *);
 	int (*event_record)(void *, void *);
 	int (*event_sync)(void *);
+	int (*event_query)(void *);
 	char why[200];                /* when not loaded */
 };
 
@@ -125,6 +126,7 @@ static void rt_load(void)
 	SYM(event_destroy, "cudaEventDestroy");
 	SYM(event_record, "cudaEventRecord");
 	SYM(event_sync, "cudaEventSynchronize");
+	SYM(event_query, "cudaEventQuery");
 	if (!rt.get_device_count || !rt.host_register || !rt.host_unregister ||
 	    !rt.get_error_string || !rt.get_last_error) {
 		snprintf(rt.why, sizeof(rt.why),
@@ -351,6 +353,15 @@ TS_EXPORT int ts_client_unpin(struct ts_client_pinned *p, struct ts_error *err)
 }
 
 #define MAX_USES 16
+#define MAX_OUTSTANDING 8
+
+/* A batch handed out in outstanding mode, with the uses recorded on it. */
+struct held {
+	uint64_t seq;
+	size_t n_uses;
+	void *uses[MAX_USES];
+	int use_dev[MAX_USES];
+};
 
 struct ts_client_device {
 	struct ts_client *c;
@@ -371,6 +382,12 @@ struct ts_client_device {
 	void *pool[MAX_USES];         /* events to reuse */
 	int pool_dev[MAX_USES];
 	size_t n_pool;
+	/* outstanding mode (ts_client_device_set_outstanding, k > 1): the
+	 * batches handed out and not yet given back, oldest first */
+	unsigned k;
+	bool started;
+	struct held out[MAX_OUTSTANDING];
+	size_t n_out;
 };
 
 /* The device's compute mode forbids sharing it with the producer. */
@@ -444,7 +461,8 @@ TS_EXPORT int ts_client_device_open(struct ts_client *c, int device,
 		return rc;
 	if (!rt.get_device || !rt.set_device || !rt.pci_bus_id || !rt.ipc_open ||
 	    !rt.ipc_close || !rt.malloc || !rt.free || !rt.memcpy_async || !rt.stream_sync ||
-	    !rt.event_create || !rt.event_destroy || !rt.event_record || !rt.event_sync)
+	    !rt.event_create || !rt.event_destroy || !rt.event_record || !rt.event_sync ||
+	    !rt.event_query)
 		return ts_error_set(err, TS_E_NODEV,
 				    "the CUDA runtime found lacks the IPC, stream or event calls");
 	if (device >= 0 && (e = rt.set_device(device)) != 0)
@@ -465,6 +483,7 @@ TS_EXPORT int ts_client_device_open(struct ts_client *c, int device,
 	d->c = c;
 	d->info = info;
 	d->device = device;
+	d->k = 1;
 	/* MIG instances of one GPU share its PCI bus id: the UUID decides
 	 * (a producer too old to send one sends zeros: the bus id then) */
 	d->zero_copy = uuid_zero(want) ? strcasecmp(pci, info.pci_bus_id) == 0
@@ -662,6 +681,8 @@ TS_EXPORT int ts_client_device_record_use(struct ts_client_device *d, void *stre
 	return 0;
 }
 
+static void recycle(struct ts_client_device *d, void *ev, int dev);
+
 TS_EXPORT int ts_client_device_wait_uses(struct ts_client_device *d, struct ts_error *err)
 {
 	int rc = 0;
@@ -671,15 +692,76 @@ TS_EXPORT int ts_client_device_wait_uses(struct ts_client_device *d, struct ts_e
 		int e = rt.event_sync(d->uses[i]);
 		if (e != 0 && rc == 0)
 			rc = rt_fail(err, TS_E_NODEV, "cudaEventSynchronize (a recorded use)", e);
-		if (d->n_pool < MAX_USES) {
-			d->pool[d->n_pool] = d->uses[i];
-			d->pool_dev[d->n_pool++] = d->use_dev[i];
-		} else if (rt.event_destroy(d->uses[i]) != 0) {
-			rt.get_last_error();
-		}
+		recycle(d, d->uses[i], d->use_dev[i]);
 	}
 	d->n_uses = 0;
 	return rc;
+}
+
+/* Give an event back to the pool (or destroy it when the pool is full). */
+static void recycle(struct ts_client_device *d, void *ev, int dev)
+{
+	if (d->n_pool < MAX_USES) {
+		d->pool[d->n_pool] = ev;
+		d->pool_dev[d->n_pool++] = dev;
+	} else if (rt.event_destroy(ev) != 0) {
+		rt.get_last_error();
+	}
+}
+
+/* Whether every use recorded on h has finished; wait for them with block. */
+static bool held_done(struct ts_client_device *d, struct held *h, bool block,
+		      struct ts_error *err, int *rc)
+{
+	for (size_t i = 0; i < h->n_uses; i++) {
+		int e = block ? rt.event_sync(h->uses[i]) : rt.event_query(h->uses[i]);
+		if (e == CUDA_ERROR_NOT_READY)
+			return false;   /* not an error: nothing to clear */
+		if (e != 0 && *rc == 0)
+			*rc = rt_fail(err, TS_E_NODEV, "a recorded use of a device batch", e);
+		recycle(d, h->uses[i], h->use_dev[i]);
+		h->uses[i] = h->uses[h->n_uses - 1];
+		h->use_dev[i] = h->use_dev[h->n_uses - 1];
+		h->n_uses--;
+		i--;
+	}
+	return true;
+}
+
+/* Outstanding mode: give back the oldest batches whose uses finished,
+ * waiting for the oldest ones until at most keep remain; the ring's
+ * slots below the oldest batch still held go back to the producer. */
+static int settle(struct ts_client_device *d, size_t keep, struct ts_error *err)
+{
+	int rc = 0;
+	size_t gone = 0;
+	while (gone < d->n_out &&
+	       held_done(d, &d->out[gone], d->n_out - gone > keep, err, &rc))
+		gone++;
+	if (gone) {
+		memmove(d->out, d->out + gone, (d->n_out - gone) * sizeof(d->out[0]));
+		d->n_out -= gone;
+		ts_client_release_below(d->c, d->n_out ? d->out[0].seq : UINT64_MAX);
+	}
+	return rc;
+}
+
+/* The uses recorded since the last batch belong to the newest one held. */
+static void file_uses(struct ts_client_device *d)
+{
+	struct held *h = d->n_out ? &d->out[d->n_out - 1] : NULL;
+	for (size_t i = 0; i < d->n_uses; i++) {
+		if (h && h->n_uses < MAX_USES) {
+			h->uses[h->n_uses] = d->uses[i];
+			h->use_dev[h->n_uses++] = d->use_dev[i];
+		} else {
+			/* no batch to file it under: wait here */
+			if (rt.event_sync(d->uses[i]) != 0)
+				rt.get_last_error();
+			recycle(d, d->uses[i], d->use_dev[i]);
+		}
+	}
+	d->n_uses = 0;
 }
 
 /* Close the IPC mapping once (recorded uses finished first). */
@@ -688,6 +770,9 @@ static void unmap(struct ts_client_device *d)
 	if (!d->base)
 		return;
 	ts_client_device_wait_uses(d, NULL);
+	if (d->k > 1) {
+		settle(d, 0, NULL);
+	}
 	/* a pending peer copy reads the mapping: finish it */
 	if (d->buf && rt.stream_sync(NULL) != 0)
 		rt.get_last_error();
@@ -701,18 +786,57 @@ TS_EXPORT int ts_client_device_next(struct ts_client_device *d, struct ts_batch 
 {
 	if (!d || !b)
 		return ts_error_set(err, TS_E_ARG, "device next: no device or batch");
-	/* the previous batch's slots go back inside ts_client_next: the
-	 * GPU work that reads them must be done by then */
-	int rc = ts_client_device_wait_uses(d, err);
-	if (rc < 0)
-		return rc;
-	rc = ts_client_next(d->c, b, err);
+	int rc;
+	d->started = true;
+	if (d->k > 1) {
+		/* outstanding mode: at most k - 1 held before one more */
+		file_uses(d);
+		rc = settle(d, d->k - 1, err);
+		if (rc < 0)
+			return rc;
+		while ((rc = ts_client_next_held(d->c, b, err)) == -EAGAIN && d->n_out > 0) {
+			/* the oldest batch's slots keep the producer from
+			 * publishing the next one: wait for its uses */
+			rc = settle(d, d->n_out - 1, err);
+			if (rc < 0)
+				return rc;
+		}
+		if (rc == 0) {
+			d->out[d->n_out++] = (struct held){ .seq = b->seq };
+			return 0;
+		}
+	} else {
+		/* the previous batch's slots go back inside ts_client_next:
+		 * the GPU work that reads them must be done by then */
+		rc = ts_client_device_wait_uses(d, err);
+		if (rc < 0)
+			return rc;
+		rc = ts_client_next(d->c, b, err);
+	}
 	if (rc == TS_E_EOS || rc == TS_E_PRODUCER) {
 		d->ended = true;
 		if (d->holds == 0)
 			unmap(d);
 	}
 	return rc;
+}
+
+TS_EXPORT int ts_client_device_set_outstanding(struct ts_client_device *d, unsigned k,
+					       struct ts_error *err)
+{
+	if (!d || k < 1 || k > MAX_OUTSTANDING)
+		return ts_error_set(err, TS_E_ARG, "outstanding batches: 1 to %d",
+				    MAX_OUTSTANDING);
+	if (d->started)
+		return ts_error_set(err, TS_E_ARG,
+				    "outstanding batches: set before the first batch");
+	d->k = k;
+	return 0;
+}
+
+TS_EXPORT unsigned ts_client_device_outstanding(const struct ts_client_device *d)
+{
+	return d ? (unsigned)d->n_out : 0;
 }
 
 TS_EXPORT void ts_client_device_hold(struct ts_client_device *d)

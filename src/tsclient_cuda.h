@@ -167,6 +167,24 @@ int ts_client_device_wait_uses(struct ts_client_device *d, struct ts_error *err)
 int ts_client_device_next(struct ts_client_device *d, struct ts_batch *b,
 			  struct ts_error *err);
 
+/*
+ * Keep up to k (1..8, default 1) batches outstanding, so that the host
+ * runs ahead of the GPU: ts_client_device_next then takes batches with
+ * ts_client_next_held and gives each back (ts_client_release_below) at
+ * the first ts_client_device_next after the uses recorded on it have
+ * finished (cudaEventQuery, without waiting), waiting only for the
+ * oldest when k are out, or when its slots keep the producer from
+ * publishing the next batch. A batch's device view is then valid until
+ * its recorded uses are done and a later ts_client_device_next ran (one
+ * without recorded uses: until the next call, as with k = 1). Set before
+ * the first batch. 0 or TS_E_ARG.
+ */
+int ts_client_device_set_outstanding(struct ts_client_device *d, unsigned k,
+				     struct ts_error *err);
+
+/* How many batches are outstanding now (outstanding mode). */
+unsigned ts_client_device_outstanding(const struct ts_client_device *d);
+
 /* Holds on the mapping: a view that may outlive its batch takes one and
  * gives it back when it goes. The mapping stays open while holds remain;
  * after the end of the stream, the last unhold closes it. */

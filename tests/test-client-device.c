@@ -554,6 +554,65 @@ START_TEST(test_release_after_use)
 }
 END_TEST
 
+/* Item 3, outstanding: with k = 4 the trainer keeps up to four batches
+ * out, each given back once the copy recorded on it has run; the slots
+ * of a batch still being copied are never refilled (every copy reads its
+ * own batch's samples), and the ring's limit (4 x 48 of 200 slots) is
+ * met by waiting for the oldest rather than by an error. */
+START_TEST(test_outstanding)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_set_outstanding(d, 9, &err), TS_E_ARG);
+	ck_assert_int_eq(ts_client_device_set_outstanding(d, 4, &err), 0);
+	void *st = NULL;
+	ck_assert_int_eq(f.stream_create(&st, 1), 0);
+	enum { K = 4, BUFS = 8 };
+	uint8_t *own[BUFS];
+	struct ts_batch copied[BUFS];
+	for (int i = 0; i < BUFS; i++)
+		ck_assert_int_eq(f.cmalloc((void **)&own[i], 48 * DEV_SB), 0);
+	fx_produce(&f);
+	struct ts_batch b;
+	int rc, k = 0;
+	unsigned most = 0;
+	long n = 0;
+	while ((rc = ts_client_device_next(d, &b, &err)) == 0) {
+		unsigned out = ts_client_device_outstanding(d);
+		ck_assert_uint_le(out, K);
+		most = out > most ? out : most;
+		/* the buffer of BUFS batches ago has had its copy run: check */
+		if (k >= BUFS) {
+			ck_assert_int_eq(f.stream_sync(st), 0);
+			check_samples(own[k % BUFS], &copied[k % BUFS]);
+		}
+		void *p = NULL;
+		ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+		ck_assert_int_eq(f.memcpy_async(own[k % BUFS], p, b.n * DEV_SB, 3, st), 0);
+		ck_assert_int_eq(ts_client_device_record_use(d, st, &err), 0);
+		copied[k % BUFS] = b;
+		n += (long)b.n;
+		k++;
+	}
+	ck_assert_msg(rc == TS_E_EOS, "%d %s", rc, err.msg);
+	ck_assert_int_eq(n, TOTAL);
+	ck_assert_uint_ge(most, 2);                      /* it did run ahead */
+	ck_assert_int_eq(ts_client_device_set_outstanding(d, 2, &err), TS_E_ARG);  /* too late */
+	ck_assert_int_eq(f.pending(), 0);
+	for (int j = k - BUFS; j < k; j++)
+		if (j >= 0)
+			check_samples(own[j % BUFS], &copied[j % BUFS]);
+	ck_assert_int_eq(ts_client_device_mapped(d), 0);
+	ts_client_device_close(d);
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
 static unsigned consumers_of(void *srv)
 {
 	return ts_server_consumers(srv);
@@ -620,6 +679,7 @@ int main(void)
 	tcase_add_test(tc, test_pin_exact);
 	tcase_add_test(tc, test_stream_copies);
 	tcase_add_test(tc, test_release_after_use);
+	tcase_add_test(tc, test_outstanding);
 	tcase_add_test(tc, test_teardown);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
