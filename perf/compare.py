@@ -3,7 +3,8 @@
 
     perf/compare.py [--mode train|val|decode] [--pairs 3] [--data DIR]
                     [--images 2000] [--epochs 1] [--batch 256] [--batches N]
-                    [--cpus 0-1] [--noisy 0.1] [--retries 2] [--json FILE]
+                    [--cpus 0-1] [--noisy 0.1] [--retries 2] [--profile]
+                    [--json FILE]
 
 Modes (side A = the baseline, side B = `tsrun bench`):
   train   A: PyTorch DataLoader + torchvision, ImageNet train recipe
@@ -28,6 +29,9 @@ CPU time its cores spent on anything but the run (other_load, in cores).
 A pair where either run saw more than --noisy cores of it is noisy: it is
 run again (up to --retries times), and one still noisy is flagged and
 left out of the result, which also says how many pairs it rests on.
+
+--profile adds one more tsrun run after the pairs (not in the ratios),
+with `tsrun bench --profile`, and prints its per-stage CPU per image.
 
 The binaries come from the release build (build/, or the newest release
 build*/ without sanitizers, never an ASan or debug one); TSRUN_BUILD
@@ -108,6 +112,8 @@ def main():
                     help="other load (cores, on our cores) above which a run is noisy")
     ap.add_argument("--retries", type=int, default=2,
                     help="times a noisy pair is run again")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the pairs, one tsrun run with --profile: CPU ms/image per stage")
     ap.add_argument("--json", help="write every run's figures here")
     args = ap.parse_args()
     if args.pairs < 1:
@@ -162,6 +168,18 @@ def main():
     if not quiet:
         quiet = runs
 
+    prof = None
+    if args.profile:
+        with tempfile.TemporaryDirectory(prefix="tsrun-compare-") as tmp:
+            pipeline = os.path.join(tmp, f"{args.mode}.ts")
+            with open(pipeline, "w") as fh:
+                fh.write(bl.pipeline_text(data, args.mode, args.batch, args.epochs, len(cpus)))
+            bl.warm_cache(files)
+            cmd = side_b(args, cpus, tsrun, pipeline) + ["--profile"]
+            prof = bl.run_measured(cmd, timeout=args.timeout, cpus=cpus)
+            if prof["rc"] != 0:
+                sys.exit(f"{' '.join(cmd)} failed (exit {prof['rc']}):\n{prof['stderr'][-3000:]}")
+
     def med(side, key):
         vals = [r[side][key] for r in quiet if isinstance(r[side].get(key), float)]
         return bl.summary(vals)[0] if vals else float("nan")
@@ -191,6 +209,13 @@ def main():
         if side == "tsrun" and not math.isnan(med(side, "cpu/image_no_digest")):
             print(f"  {'':9s} cpu/image without the bench's digest "
                   f"{med(side, 'cpu/image_no_digest'):.3f} ms")
+    if prof is not None:
+        rows = [(k[len("profile "):], v) for k, v in prof.items()
+                if k.startswith("profile ") and isinstance(v, float)]
+        print(f"  tsrun --profile (one more run, other load {prof['other_load']:.2f} cores): "
+              "CPU ms/image per stage")
+        for name, v in rows:
+            print(f"    {name:15s} {v:7.3f}")
     if len(digests) > 1:
         print(f"  WARNING: tsrun digests differ between runs: {sorted(digests)}")
     elif digests:
@@ -199,6 +224,8 @@ def main():
         with open(args.json, "w") as fh:
             json.dump({"mode": args.mode, "cpus": cpus, "data": data, "tsrun": tsrun,
                        "ratios": ratios, "noisy_ratios": noisy_ratios, "noisy": args.noisy,
+                       "profile": ({k: v for k, v in prof.items() if k.startswith("profile ")}
+                                   if prof else None),
                        "runs": runs}, fh, indent=1)
     return 0
 
