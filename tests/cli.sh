@@ -3,42 +3,8 @@
 # --version, usage errors exit 2, `tsrun FILE.ts` is `tsrun run FILE.ts`,
 # a missing file is named, a socket in use is named, SIGINT stops a run
 # cleanly and unlinks its socket and status file.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
-: "${TS_SRCDIR:?TS_SRCDIR must name the source root}"
-
-T=$(mktemp -d /tmp/tsrun-cli.XXXXXX) || exit 1
-pids=""
-watchdog=""
-cleanup() {
-	[ -z "$watchdog" ] || kill "$watchdog" 2>/dev/null
-	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-# watchdog SECS PID...: SIGKILL the PIDs after SECS seconds; sets $watchdog.
-# Its sleep dies with it and holds no output open, so killing $watchdog
-# leaves nothing behind.
-watchdog() {
-	secs=$1; shift
-	(trap 'kill $s 2>/dev/null; exit 0' TERM
-	 sleep "$secs" & s=$!
-	 wait $s && kill -KILL "$@" 2>/dev/null) >/dev/null 2>&1 &
-	watchdog=$!
-}
-
-wait_for() {
-	n=$(($1 * 10)); shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1; n=$((n - 1))
-	done
-	return 1
-}
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup cli
 
 # expect STATUS PATTERN CMD...: CMD exits STATUS and its stderr+stdout
 # matches the grep pattern PATTERN ("" matches anything).
@@ -157,5 +123,4 @@ kill -TERM "$c"; wait "$c"; rc=$?; pids=""
 [ "$rc" -eq 0 ] || fail "run over a stale socket / SIGTERM: rc $rc: $(cat "$T/c.err")"
 [ ! -e "$S" ] || fail "socket left behind after SIGTERM"
 
-[ "$failed" -eq 0 ] && echo "cli: all passed" || echo "cli: $failed failed"
-[ "$failed" -eq 0 ]
+finish

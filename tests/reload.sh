@@ -6,13 +6,12 @@
 # at the next epoch boundary, a second valid one before then replaces it,
 # and the trainer sees every sample of every epoch, no torn batch.
 set -eu
-: "${TSRUN:?}"
-dir=$(mktemp -d /tmp/tsrun-reload.XXXXXX)
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup reload
+dir=$T
 sock="$dir/s.sock"
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; echo "--- run log"; cat "$dir/run.err" 2>/dev/null; exit 1; }
+ts_fatal=1
+ts_log="$dir/run.err"
 
 cat > "$dir/a.ts" <<EOT
 pipeline s = synthetic(size = 16, count = 100) | normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) | to(float32, nchw) | batch(10)

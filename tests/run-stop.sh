@@ -5,13 +5,12 @@
 # serves nothing. While it drains (all produced, a trainer still reading)
 # `tsrun stat` still answers and a reload is refused at once.
 set -eu
-: "${TSRUN:?}"
-dir=$(mktemp -d /tmp/tsrun-stop.XXXXXX)
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup stop
+dir=$T
 sock="$dir/s.sock"
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; echo "--- run log"; cat "$dir/run.err" 2>/dev/null; exit 1; }
+ts_fatal=1
+ts_log="$dir/run.err"
 
 cat > "$dir/p.ts" <<EOT
 pipeline s = synthetic(size = 16, count = 100) | to(float32, nchw) | batch(10)

@@ -7,44 +7,10 @@
 #   - the summary at exit: one line per consumer, with its images;
 #   - `tsrun stat` errors: no such socket, a killed run's stale files,
 #     a truncated or garbage status file.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup status
 PY=/usr/bin/python3
-[ -x "$PY" ] || { echo "no /usr/bin/python3 to read JSON: skipping"; exit 77; }
-
-T=$(mktemp -d /tmp/tsrun-status.XXXXXX) || exit 1
-pids=""
-watchdog=""
-cleanup() {
-	[ -z "$watchdog" ] || kill "$watchdog" 2>/dev/null
-	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-# watchdog SECS PID...: SIGKILL the PIDs after SECS seconds; sets $watchdog.
-# Its sleep dies with it and holds no output open, so killing $watchdog
-# leaves nothing behind.
-watchdog() {
-	secs=$1; shift
-	(trap 'kill $s 2>/dev/null; exit 0' TERM
-	 sleep "$secs" & s=$!
-	 wait $s && kill -KILL "$@" 2>/dev/null) >/dev/null 2>&1 &
-	watchdog=$!
-}
-
-# wait_for N TEST...: poll TEST every 0.1 s for up to N seconds.
-wait_for() {
-	n=$(($1 * 10)); shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1; n=$((n - 1))
-	done
-	return 1
-}
+[ -x "$PY" ] || skip "no /usr/bin/python3 to read JSON"
 
 EPOCHS=3
 COUNT=200
@@ -226,5 +192,4 @@ rm -f "$S2.status.json"
 [ "$rc" -eq 1 ] && grep -q "no tsrun serving $S2: no status file" "$T/err" ||
 	fail "socket without status file: rc $rc, $(cat "$T/err")"
 
-[ "$failed" -eq 0 ] && echo "status: all passed" || echo "status: $failed failed"
-[ "$failed" -eq 0 ]
+finish
