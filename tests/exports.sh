@@ -1,0 +1,34 @@
+#!/bin/sh
+# exports.sh CC - each shared library exports exactly the functions its
+# public headers declare: libtsrun.so what src/tsrun.h and
+# src/tsrun_plugin.h declare, libtsclient.so what src/tsclient.h and
+# src/tsclient_cuda.h declare. An undeclared symbol that leaks, or a
+# declared function that is not exported (its header grew but the version
+# script, src/lib*.sym, did not), fails with both lists.
+cc=${1:?usage: exports.sh CC}
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup exports
+command -v nm >/dev/null 2>&1 || skip "nm (binutils) is not installed"
+
+check_lib() { # LIB HEADER...
+	lib=$1; shift
+	for h in "$@"; do
+		"$cc" -E -P -I"$TS_SRCDIR/src" -I"$TS_SRCDIR/dsl" "$TS_SRCDIR/src/$h" ||
+			fail "cannot preprocess src/$h"
+	done | grep -oE '\bts_[a-z0-9_]+ *\(' | tr -d '( ' | sort -u >"$T/declared"
+	[ -s "$T/declared" ] || fail "no functions found in $*"
+	# defined dynamic symbols, versions stripped (ts_x@@TSRUN_0.1)
+	nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVWiu]$/ { sub(/@.*/, "", $3); print $3 }' |
+		grep -v '^TS[A-Z]*_[0-9.]*$' | sort -u >"$T/exported"
+	leaked=$(comm -23 "$T/exported" "$T/declared" | tr '\n' ' ')
+	missing=$(comm -13 "$T/exported" "$T/declared" | tr '\n' ' ')
+	[ -z "$leaked" ] ||
+		fail "$(basename "$lib") exports what $* do not declare: $leaked(hide it, or declare it and add it to the version script)"
+	[ -z "$missing" ] ||
+		fail "$(basename "$lib") does not export what $* declare: $missing(add them to src/$(basename "$lib" | sed 's/\.so.*//').sym)"
+	pass "$(basename "$lib"): exports exactly the $(wc -l <"$T/declared") functions of $*"
+}
+
+check_lib "${TS_LIBTSRUN:?}" tsrun.h tsrun_plugin.h
+check_lib "${TS_LIBTSCLIENT:?}" tsclient.h tsclient_cuda.h
+finish
