@@ -157,13 +157,19 @@ void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 					_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s0 + o))),
 					_mm_loadu_si128((const __m128i *)(const void *)(s1 + o)), 1);
 				__m256i v01 = _mm256_shuffle_epi8(px, m01);
-				__m256i v23 = _mm256_shuffle_epi8(px, m23);
-				ah = _mm256_add_epi32(ah, _mm256_add_epi32(
-					_mm256_madd_epi16(v01, _mm256_broadcastsi128_si256(_mm_load_si128(kw))),
-					_mm256_madd_epi16(v23, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 1)))));
-				al = _mm256_add_epi32(al, _mm256_add_epi32(
-					_mm256_madd_epi16(v01, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 2))),
-					_mm256_madd_epi16(v23, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 3)))));
+				ah = _mm256_add_epi32(ah, _mm256_madd_epi16(
+					v01, _mm256_broadcastsi128_si256(_mm_load_si128(kw))));
+				al = _mm256_add_epi32(al, _mm256_madd_epi16(
+					v01, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 2))));
+				/* Taps 2-3 of the group, unless their weights are the
+				 * padding (an up-scale has 2 taps a pixel). */
+				if (n - 4 * g > 2) {
+					__m256i v23 = _mm256_shuffle_epi8(px, m23);
+					ah = _mm256_add_epi32(ah, _mm256_madd_epi16(
+						v23, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 1))));
+					al = _mm256_add_epi32(al, _mm256_madd_epi16(
+						v23, _mm256_broadcastsi128_si256(_mm_load_si128(kw + 3))));
+				}
 			}
 			__m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(ah, 11), al), half);
 			sum = _mm256_srai_epi32(sum, TS_RESAMPLE_BITS);
