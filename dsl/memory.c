@@ -43,25 +43,55 @@ static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
 		scan(&op->parts[i], max_fixed, variable);
 }
 
+/* The ring maps its sample area twice, back to back, so that a batch
+ * across the wrap is contiguous: the area must be whole pages, so its
+ * capacity is a multiple of PAGE / gcd(sample_bytes, PAGE) samples (a
+ * 268,203-byte sample: 4,096 of them). ts_ring_create rounds the same
+ * way; test-ring checks the two agree. */
+uint64_t ts_plan_ring_unit(const struct ts_plan *plan)
+{
+	uint64_t a = plan->sample_bytes ? (uint64_t)plan->sample_bytes : 1, b = PAGE;
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return PAGE / a;
+}
+
+int64_t ts_plan_ring_capacity(const struct ts_plan *plan, int64_t samples)
+{
+	uint64_t unit = ts_plan_ring_unit(plan);
+	uint64_t s = samples < 2 ? 2 : (uint64_t)samples;
+	if (s > (1ull << 40))
+		return (int64_t)s;
+	return (int64_t)((s + unit - 1) / unit * unit);
+}
+
 uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
 {
-	uint64_t ring;
+	uint64_t cap = (uint64_t)ts_plan_ring_capacity(plan, samples), data, meta;
 
-	/* saturate: an absurd ring must read as "too big", not wrap */
-	if (__builtin_mul_overflow((uint64_t)(samples > 0 ? samples : 0),
-				   (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA, &ring) ||
-	    ring > UINT64_MAX / 2)
-		ring = UINT64_MAX / 2;
-	return (ring + PAGE - 1) / PAGE * PAGE;
+	/* header page + sample area + labels and positions, in pages;
+	 * saturate: an absurd ring must read as "too big", not wrap */
+	if (__builtin_mul_overflow(cap, (uint64_t)plan->sample_bytes, &data) ||
+	    __builtin_mul_overflow(cap, (uint64_t)RING_SLOT_EXTRA, &meta) ||
+	    data > UINT64_MAX / 4 || meta > UINT64_MAX / 4)
+		return UINT64_MAX / 2;
+	return PAGE + (data + PAGE - 1) / PAGE * PAGE + (meta + PAGE - 1) / PAGE * PAGE;
 }
 
 int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
 {
 	uint64_t slot = (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA;
+	uint64_t unit = ts_plan_ring_unit(plan);
+	uint64_t n = bytes > PAGE ? (bytes - PAGE) / slot : 0;
 
-	/* n slots round up to at most `bytes` exactly when they fit in the
-	 * whole pages of it */
-	return (int64_t)(bytes / PAGE * PAGE / slot);
+	/* a whole number of units, then down until the pages fit too */
+	n = n / unit * unit;
+	while (n >= 2 && ts_plan_ring_bytes(plan, (int64_t)n) > bytes)
+		n -= unit;
+	return n >= 2 && ts_plan_ring_bytes(plan, (int64_t)n) <= bytes ? (int64_t)n : 0;
 }
 
 void ts_plan_estimate(struct ts_plan *plan, int cores)
@@ -96,6 +126,9 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 			per_thread += b > MIB ? b : MIB;
 	}
 
+	/* the capacity the ring will have: what graph shows and the
+	 * budget counts */
+	plan->ring_samples = ts_plan_ring_capacity(plan, plan->ring_samples);
 	ring = ts_plan_ring_bytes(plan, plan->ring_samples);
 
 	plan->mem_threads = threads;
@@ -142,6 +175,12 @@ static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
 			snprintf(hint, n, "the ring dominates: use a smaller ring "
 				 "(ring = %lld samples fits) or %s",
 				 (long long)fit, raise);
+		else if (ts_plan_ring_unit(plan) > (uint64_t)batch)
+			snprintf(hint, n, "the ring dominates: its %zu-byte samples fill "
+				 "whole pages only %llu at a time, so it holds at least %llu; "
+				 "%s, or an even crop", plan->sample_bytes,
+				 (unsigned long long)ts_plan_ring_unit(plan),
+				 (unsigned long long)ts_plan_ring_unit(plan), raise);
 		else
 			snprintf(hint, n, "the ring dominates, but even a ring of "
 				 "one batch does not fit: %s", raise);

@@ -20,6 +20,10 @@ void ts_plan_estimate(struct ts_plan *plan, int cores);
  * positions, rounded up to pages), as the estimate counts it; and the
  * most samples whose ring fits in `bytes` (0 when not even one does). */
 uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples);
+/* The capacity ts_ring_create gives a ring asked for `samples` (at least
+ * 2, a multiple of ts_plan_ring_unit: its sample area is whole pages). */
+int64_t ts_plan_ring_capacity(const struct ts_plan *plan, int64_t samples);
+uint64_t ts_plan_ring_unit(const struct ts_plan *plan);
 int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes);
 
 /* Whether plan (estimated) needs more than its memory budget: if so,
