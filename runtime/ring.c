@@ -46,8 +46,9 @@ struct ts_ring {
 	struct ts_ring_hdr *hdr;
 	uint8_t *data;                 /* 2 * data_bytes, double mapped */
 	struct ts_ring_meta *meta;
-	size_t data_bytes, meta_bytes;
-	uint64_t capacity, sample_bytes;
+	uint8_t *label_region;         /* label tensors, or MAP_FAILED */
+	size_t data_bytes, meta_bytes, label_region_bytes;
+	uint64_t capacity, sample_bytes, label_bytes;
 	unsigned min_consumers;
 	bool started;           /* min_consumers was reached once */
 
@@ -118,7 +119,11 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 
 	if (!p || !out || p->height <= 0 || p->width <= 0 ||
-	    p->channels <= 0 || dtype_bytes(p->dtype) == 0)
+	    p->channels <= 0 || dtype_bytes(p->dtype) == 0 || p->ndim < 0 ||
+	    p->ndim > TS_RING_MAX_DIMS || p->label_ndim < 0 ||
+	    p->label_ndim > TS_RING_MAX_DIMS ||
+	    (p->label_bytes && dtype_bytes(p->label_dtype) == 0) ||
+	    p->label_bytes > (1u << 20))
 		return ts_error_set(err, TS_E_ARG, "ring: invalid sample shape");
 	uint64_t sb = p->sample_bytes;
 	if (sb == 0)
@@ -138,6 +143,7 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	r->fd = -1;
 	r->hdr = MAP_FAILED;
 	r->meta = MAP_FAILED;
+	r->label_region = MAP_FAILED;
 	pthread_mutex_init(&r->lock, NULL);
 	r->capacity = cap;
 	r->sample_bytes = sb;
@@ -147,7 +153,10 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	r->staged = p->staged;
 	uint64_t data_off = page;
 	uint64_t meta_off = data_off + r->data_bytes;
-	uint64_t file_bytes = meta_off + r->meta_bytes;
+	r->label_bytes = p->label_bytes;
+	r->label_region_bytes = round_up(cap * p->label_bytes, page);
+	uint64_t label_off = meta_off + r->meta_bytes;
+	uint64_t file_bytes = label_off + r->label_region_bytes;
 
 	r->fd = memfd_create("tsrun-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (r->fd < 0) {
@@ -174,7 +183,11 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	r->hdr = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
 	r->meta = mmap(NULL, r->meta_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       r->fd, (off_t)meta_off);
-	if (r->hdr == MAP_FAILED || r->meta == MAP_FAILED) {
+	if (r->label_region_bytes)
+		r->label_region = mmap(NULL, r->label_region_bytes, PROT_READ | PROT_WRITE,
+				       MAP_SHARED, r->fd, (off_t)label_off);
+	if (r->hdr == MAP_FAILED || r->meta == MAP_FAILED ||
+	    (r->label_region_bytes && r->label_region == MAP_FAILED)) {
 		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
 		goto fail;
 	}
@@ -205,6 +218,18 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	h->file_bytes = file_bytes;
 	h->producer_pid = (uint32_t)getpid();
 	h->default_batch = p->default_batch;
+	h->ndim = (uint32_t)p->ndim;
+	for (int i = 0; i < p->ndim; i++)
+		h->dims[i] = p->dims[i];
+	if (p->label_bytes) {
+		h->label_ndim = (uint32_t)p->label_ndim;
+		for (int i = 0; i < p->label_ndim; i++)
+			h->label_dims[i] = p->label_dims[i];
+		h->label_dtype = (uint32_t)p->label_dtype;
+		h->label_bytes = p->label_bytes;
+		h->label_offset = label_off;
+		h->label_region_bytes = r->label_region_bytes;
+	}
 	/* Orders the layout fields above before any later reader of state
 	 * (the fd reaches consumers only after this anyway). */
 	smp_store_release(&h->state, (uint32_t)TS_RING_RUNNING);
@@ -244,6 +269,8 @@ void ts_ring_destroy(struct ts_ring *r)
 		munmap(r->data, 2 * r->data_bytes);
 	if (r->meta != MAP_FAILED)
 		munmap(r->meta, r->meta_bytes);
+	if (r->label_region != MAP_FAILED)
+		munmap(r->label_region, r->label_region_bytes);
 	if (r->hdr != MAP_FAILED)
 		munmap(r->hdr, (size_t)sysconf(_SC_PAGESIZE));
 	if (r->fd >= 0)
@@ -254,17 +281,7 @@ void ts_ring_destroy(struct ts_ring *r)
 
 void ts_ring_get_info(const struct ts_ring *r, struct ts_ring_info *out)
 {
-	const struct ts_ring_hdr *h = r->hdr;
-	out->height = (int)h->height;
-	out->width = (int)h->width;
-	out->channels = (int)h->channels;
-	out->dtype = (enum ts_dtype)h->dtype;
-	out->layout = (enum ts_layout)h->layout;
-	out->sample_bytes = h->sample_bytes;
-	out->capacity = h->capacity;
-	out->epochs = h->epochs;
-	out->samples_per_epoch = h->samples_per_epoch;
-	out->default_batch = h->default_batch;
+	ring_info_from_hdr(r->hdr, out);
 }
 
 int ts_ring_fd(const struct ts_ring *r)
@@ -275,6 +292,13 @@ int ts_ring_fd(const struct ts_ring *r)
 void *ts_ring_slot(struct ts_ring *r, uint64_t seq)
 {
 	return r->data + (seq % r->capacity) * r->sample_bytes;
+}
+
+void *ts_ring_label_slot(struct ts_ring *r, uint64_t seq)
+{
+	if (!r->label_bytes)
+		return NULL;
+	return r->label_region + (seq % r->capacity) * r->label_bytes;
 }
 
 void ts_ring_set_meta(struct ts_ring *r, uint64_t seq, int32_t label,
@@ -425,6 +449,18 @@ static void publish_visible(struct ts_ring *r, uint64_t head)
 	 * writer bound by the head: "prod_waiters++; smp_mb; load head"). */
 	if (READ_ONCE(r->prod_waiters))
 		wake_producers(r);
+}
+
+void ts_ring_close_epoch(struct ts_ring *r, uint64_t end)
+{
+	struct ts_ring_hdr *h = r->hdr;
+	/* Release: the head that covers end (stored before) is visible to a
+	 * consumer that sees the new closed. */
+	smp_store_release(&h->closed, end);
+	/* After the store: a consumer woken by this bump sees it (as in
+	 * finish_now); once per epoch, so every sleeper is woken. */
+	ATOMIC_ADD(&h->head_seq, 1);
+	futex_wake(&h->head_seq, false);
 }
 
 void ts_ring_finish(struct ts_ring *r, int status)

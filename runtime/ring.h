@@ -30,9 +30,11 @@
 #include "plan.h"
 
 #define TS_RING_MAGIC 0x47525354u      /* "TSRG" little-endian */
-#define TS_RING_VERSION 1u
+#define TS_RING_VERSION 2u              /* 2: reason, tensor shape, label tensors,
+					   closed epochs (tsrun.serve) */
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
+#define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
 
 /* Stream states (struct ts_ring_hdr.state). */
 enum ts_ring_state {
@@ -92,6 +94,28 @@ struct ts_ring_hdr {
 	 * when it gave none. Written once before the state's release
 	 * store; a zero page (an older producer) reads as empty. */
 	char reason[256];
+	/* Samples [0, closed) belong to epochs known to be complete: a
+	 * producer that cannot publish the next epoch's first sample at once
+	 * (tsrun.serve, between two passes of a DataLoader) says here that
+	 * the epoch ended, so a consumer's short last batch comes now. */
+	uint64_t closed;
+
+	/* Tensors as a producer that is not a pipeline has them (tsrun.serve;
+	 * zero for pipelines). ndim > 0: a sample is a tensor of dims (C
+	 * order), which height/width/channels/layout only approximate.
+	 * label_bytes > 0: every sample has a label tensor of label_dims and
+	 * label_dtype, label_bytes long, in slot seq % capacity of the label
+	 * region at label_offset (the int32 label in the meta array is 0).
+	 * Written once, before any consumer sees the fd. */
+	_Alignas(64) uint32_t ndim;
+	uint32_t label_ndim;
+	uint32_t label_dtype;          /* enum ts_dtype */
+	uint32_t reserved2;
+	uint64_t dims[TS_RING_MAX_DIMS];
+	uint64_t label_dims[TS_RING_MAX_DIMS];
+	uint64_t label_bytes;          /* per sample; 0: int32 labels */
+	uint64_t label_offset;         /* page aligned */
+	uint64_t label_region_bytes;   /* capacity * label_bytes, page multiple */
 };
 
 /* Per-slot metadata, 16 bytes, in the meta array. */
@@ -146,6 +170,14 @@ struct ts_ring_params {
 					consumer asking for 0 gets */
 	bool staged;                 /* publication passes a finisher (the
 					device ring): see ts_ring_stage_* */
+	/* Tensor shapes of a non-pipeline producer (struct ts_ring_hdr):
+	 * ndim 0 for pipelines; label_bytes 0 for int32 labels. */
+	int ndim;
+	uint64_t dims[TS_RING_MAX_DIMS];
+	int label_ndim;
+	uint64_t label_dims[TS_RING_MAX_DIMS];
+	enum ts_dtype label_dtype;
+	size_t label_bytes;
 };
 
 /* Read-only facts about a ring (copied from its header). */
@@ -158,6 +190,12 @@ struct ts_ring_info {
 	uint32_t epochs;
 	uint64_t samples_per_epoch;
 	uint32_t default_batch;
+	int ndim;                    /* as struct ts_ring_params */
+	uint64_t dims[TS_RING_MAX_DIMS];
+	int label_ndim;
+	uint64_t label_dims[TS_RING_MAX_DIMS];
+	enum ts_dtype label_dtype;
+	size_t label_bytes;
 };
 
 struct ts_ring_consumer_stat {
@@ -240,6 +278,16 @@ uint64_t ts_ring_head(const struct ts_ring *r);
  * staged ring it runs ahead of what the finisher has made visible. */
 uint64_t ts_ring_written(const struct ts_ring *r);
 
+/* Where the label tensor of sample seq is written (label_bytes long), as
+ * ts_ring_slot; NULL on a ring of int32 labels. */
+void *ts_ring_label_slot(struct ts_ring *r, uint64_t seq);
+
+/* Say that the epoch of the samples below end (published already) is
+ * complete, so consumers cut their short last batch of it now rather than
+ * when the next epoch's first sample comes. Wakes every sleeping consumer
+ * (once per epoch). Serialised with ts_ring_publish by the caller. */
+void ts_ring_close_epoch(struct ts_ring *r, uint64_t end);
+
 /* End the stream: status 0 is a normal end (consumers drain what is
  * published, then get TS_E_EOS), a negative code an error (consumers get
  * TS_E_PRODUCER). Wakes every waiter, producers included. Idempotent. */
@@ -320,6 +368,8 @@ struct ts_ring_batch {
 	const void *data;         /* n * sample_bytes contiguous bytes */
 	size_t n;                 /* samples, 1 .. batch */
 	const int32_t *labels;    /* n labels (a copy owned by the reader) */
+	const void *label_data;   /* n label tensors of label_bytes (a copy
+				     owned by the reader); NULL: int32 labels */
 	uint32_t epoch;
 	uint64_t index;           /* index of the first sample in its epoch */
 	uint64_t seq;             /* ring sequence number of the first */

@@ -19,9 +19,10 @@ struct ts_ring_reader {
 	const struct ts_ring_hdr *hdr;
 	const uint8_t *data;
 	const struct ts_ring_meta *meta;
-	size_t data_bytes, meta_bytes;
+	const uint8_t *label_region;   /* label tensors, or MAP_FAILED */
+	size_t data_bytes, meta_bytes, label_region_bytes;
 	struct ts_ring_ctl *ctl;
-	uint64_t capacity, sample_bytes;
+	uint64_t capacity, sample_bytes, label_bytes;
 	uint32_t batch;
 	bool drop_last;
 	uint32_t min_epoch;
@@ -31,6 +32,7 @@ struct ts_ring_reader {
 	uint64_t released;     /* what we last stored in ctl->release */
 	uint64_t pending_end;  /* end of the batch handed out last */
 	int32_t *labels;
+	uint8_t *label_data;   /* batch * label_bytes: the batch's label tensors */
 	uint64_t sleeps;       /* futex waits: 0 for a reader that keeps up */
 	bool hold;             /* hold mode: release nothing at or past floor */
 	uint64_t floor;        /* first seq of the oldest batch held */
@@ -53,6 +55,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	rd->hdr = MAP_FAILED;
 	rd->meta = MAP_FAILED;
+	rd->label_region = MAP_FAILED;
 	rd->ctl = MAP_FAILED;
 	if (fstat(ring_fd, &st) < 0) {
 		rc = ts_error_set(err, -errno, "ring fd: %s", strerror(errno));
@@ -74,7 +77,13 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	    h->meta_offset % page || h->data_bytes % page ||
 	    h->meta_bytes < cap * sizeof(struct ts_ring_meta) ||
 	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||
-	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size) {
+	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size ||
+	    h->ndim > TS_RING_MAX_DIMS || h->label_ndim > TS_RING_MAX_DIMS ||
+	    h->label_bytes > (1u << 20) ||
+	    (h->label_bytes && (h->label_offset % page ||
+				h->label_region_bytes < cap * h->label_bytes ||
+				h->label_offset + h->label_region_bytes >
+					(uint64_t)st.st_size))) {
 		rc = ts_error_set(err, TS_E_PROTOCOL,
 				  "not a tsrun ring (or another version)");
 		goto fail;
@@ -86,7 +95,13 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->meta_bytes = h->meta_bytes;
 	rd->meta = mmap(NULL, rd->meta_bytes, PROT_READ, MAP_SHARED, ring_fd,
 			(off_t)h->meta_offset);
-	if (rd->meta == MAP_FAILED) {
+	rd->label_bytes = h->label_bytes;
+	rd->label_region_bytes = h->label_region_bytes;
+	if (rd->label_bytes)
+		rd->label_region = mmap(NULL, rd->label_region_bytes, PROT_READ, MAP_SHARED,
+					ring_fd, (off_t)h->label_offset);
+	if (rd->meta == MAP_FAILED ||
+	    (rd->label_bytes && rd->label_region == MAP_FAILED)) {
 		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
 		goto fail;
 	}
@@ -103,7 +118,9 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 		goto fail;
 	}
 	rd->labels = calloc(o->batch, sizeof(int32_t));
-	if (!rd->labels) {
+	if (rd->label_bytes)
+		rd->label_data = malloc(o->batch * rd->label_bytes);
+	if (!rd->labels || (rd->label_bytes && !rd->label_data)) {
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -132,28 +149,21 @@ void ts_ring_reader_destroy(struct ts_ring_reader *rd)
 		munmap((void *)rd->data, 2 * rd->data_bytes);
 	if (rd->meta != MAP_FAILED)
 		munmap((void *)rd->meta, rd->meta_bytes);
+	if (rd->label_region != MAP_FAILED)
+		munmap((void *)rd->label_region, rd->label_region_bytes);
 	if (rd->hdr != MAP_FAILED)
 		munmap((void *)rd->hdr, page);
 	if (rd->ctl != MAP_FAILED)
 		munmap(rd->ctl, page);
 	free(rd->labels);
+	free(rd->label_data);
 	free(rd);
 }
 
 void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
 			     struct ts_ring_info *out)
 {
-	const struct ts_ring_hdr *h = rd->hdr;
-	out->height = (int)h->height;
-	out->width = (int)h->width;
-	out->channels = (int)h->channels;
-	out->dtype = (enum ts_dtype)h->dtype;
-	out->layout = (enum ts_layout)h->layout;
-	out->sample_bytes = h->sample_bytes;
-	out->capacity = h->capacity;
-	out->epochs = h->epochs;
-	out->samples_per_epoch = h->samples_per_epoch;
-	out->default_batch = h->default_batch;
+	ring_info_from_hdr(rd->hdr, out);
 }
 
 uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
@@ -241,6 +251,18 @@ static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	for (size_t i = 0; i < n; i++)
 		rd->labels[i] = meta_at(rd, seq + i)->label;
 	b->labels = rd->labels;
+	b->label_data = NULL;
+	if (rd->label_bytes) {
+		/* The label region is mapped once: a batch across the wrap is
+		 * copied in two pieces. */
+		uint64_t first = seq % rd->capacity;
+		size_t head_n = n < rd->capacity - first ? n : (size_t)(rd->capacity - first);
+		memcpy(rd->label_data, rd->label_region + first * rd->label_bytes,
+		       head_n * rd->label_bytes);
+		memcpy(rd->label_data + head_n * rd->label_bytes, rd->label_region,
+		       (n - head_n) * rd->label_bytes);
+		b->label_data = rd->label_data;
+	}
 	rd->pos = seq + n;
 	rd->pending_end = rd->pos;
 	if (rd->hold && seq < rd->floor)
@@ -251,12 +273,17 @@ static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
  * Is what the reader waits for there: head at want, an epoch started since
  * *seen (which advances over samples checked), or the stream over?
  */
-static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want)
+static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want,
+		      uint64_t closed)
 {
 	const struct ts_ring_hdr *hd = rd->hdr;
 	/* Acquire: the metadata below head is complete. */
 	uint64_t head = smp_load_acquire(&hd->head);
 	if (head >= want || smp_load_acquire(&hd->state) != TS_RING_RUNNING)
+		return true;
+	/* Acquire: an epoch closed since the caller looked (its head is
+	 * visible with it). */
+	if (smp_load_acquire(&hd->closed) != closed)
 		return true;
 	if (head != *seen) {
 		if (epoch_starts(rd->meta, rd->capacity, *seen, head))
@@ -275,12 +302,12 @@ static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want)
  * asking alive() between slices.
  */
 static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
-		       double deadline, int (*alive)(void *), void *arg)
+		       uint64_t closed, double deadline, int (*alive)(void *), void *arg)
 {
 	const struct ts_ring_hdr *hd = rd->hdr;
 	uint64_t seen = h;
 	for (int i = 0; i < SPIN_LOOPS; i++) {
-		if (wait_done(rd, &seen, want))
+		if (wait_done(rd, &seen, want, closed))
 			return 0;
 		cpu_relax();
 	}
@@ -292,7 +319,7 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
 		 * consumer_waiting": target store, full fence, head load.
 		 * Either we see the new head or publish sees the target. */
 		smp_store_mb(rd->ctl->consumer_waiting, want);
-		bool done = wait_done(rd, &seen, want);
+		bool done = wait_done(rd, &seen, want, closed);
 		int ms = slice_ms(deadline, CONSUMER_SLICE_MS);
 		if (!done && ms > 0) {
 			rd->sleeps++;
@@ -301,7 +328,7 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
 		/* Unordered: a stale target costs the producer one futex
 		 * wake. */
 		WRITE_ONCE(rd->ctl->consumer_waiting, 0);
-		if (done || wait_done(rd, &seen, want))
+		if (done || wait_done(rd, &seen, want, closed))
 			return 0;
 		if (alive) {
 			int rc = alive(arg);
@@ -324,6 +351,11 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	for (;;) {
 		/* Acquire: slots and metadata below h are complete. */
 		uint64_t h = smp_load_acquire(&hd->head);
+		/* Acquire: the head covering closed was stored before it; a
+		 * closed past our (older) h means a newer head: look again. */
+		uint64_t closed = smp_load_acquire(&hd->closed);
+		if (closed > h)
+			continue;
 		if (h > rd->pos + rd->capacity) {
 			/* Cannot happen with an honest producer. */
 			return ts_error_set(err, TS_E_PROTOCOL,
@@ -360,8 +392,10 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 				fill_batch(rd, b, k);
 				return 0;
 			}
-			if (k < lim) {
-				/* The epoch ends inside what is published. */
+			/* The epoch ends inside what is published, or the
+			 * producer closed it at the end of what is (its
+			 * short last batch comes now). */
+			if (k < lim || (k == avail && closed == rd->pos + k)) {
 				if (!rd->drop_last) {
 					fill_batch(rd, b, k);
 					return 0;
@@ -411,7 +445,7 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 		    rd->pos + rd->batch > rd->floor + rd->capacity)
 			return ts_error_set(err, -EAGAIN, "the batches held keep the "
 					    "producer from publishing the next one");
-		int rc = reader_wait(rd, h, rd->pos + rd->batch, deadline, alive, arg);
+		int rc = reader_wait(rd, h, rd->pos + rd->batch, closed, deadline, alive, arg);
 		if (rc == -ETIMEDOUT)
 			return ts_error_set(err, rc, "no batch within %d ms",
 					    timeout_ms);

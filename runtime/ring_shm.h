@@ -82,6 +82,29 @@ static inline int map_double(int fd, uint64_t off, size_t len, int prot,
 	return 0;
 }
 
+/* The facts of a ring header, for both sides. */
+static inline void ring_info_from_hdr(const struct ts_ring_hdr *h, struct ts_ring_info *out)
+{
+	out->height = (int)h->height;
+	out->width = (int)h->width;
+	out->channels = (int)h->channels;
+	out->dtype = (enum ts_dtype)h->dtype;
+	out->layout = (enum ts_layout)h->layout;
+	out->sample_bytes = h->sample_bytes;
+	out->capacity = h->capacity;
+	out->epochs = h->epochs;
+	out->samples_per_epoch = h->samples_per_epoch;
+	out->default_batch = h->default_batch;
+	out->ndim = (int)h->ndim;
+	out->label_ndim = (int)h->label_ndim;
+	for (int i = 0; i < TS_RING_MAX_DIMS; i++) {
+		out->dims[i] = h->dims[i];
+		out->label_dims[i] = h->label_dims[i];
+	}
+	out->label_dtype = (enum ts_dtype)h->label_dtype;
+	out->label_bytes = h->label_bytes;
+}
+
 /* Does an epoch start in [from, to)? Its first sample ends the batch a
  * consumer was filling, however short. */
 static inline bool epoch_starts(const struct ts_ring_meta *meta, uint64_t capacity,

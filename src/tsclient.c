@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ struct ts_client {
 	int sock;
 	int ring_fd;       /* kept for ts_client_span_map */
 	bool held;         /* ts_client_next_held's hold mode is on */
+	int pidfd;          /* the producer process, or -1 */
 	struct ts_ring_reader *rd;
 	struct ts_client_info info;
 	int timeout_ms;
@@ -35,6 +37,10 @@ struct ts_client {
 	bool has_device;
 	struct ts_client_device_info dev;
 	unsigned char dev_uuid[16];   /* the producer's GPU (tsclient_cuda.c) */
+	struct ts_ring_info ring;      /* tensor shapes, from the ring header */
+	const void *label_data;        /* of the last batch, or NULL */
+	uint64_t label_seq;            /* its first seq */
+	size_t label_n;                /* and its samples */
 };
 
 TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
@@ -49,13 +55,36 @@ TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
 static int client_alive(void *arg)
 {
 	struct ts_client *c = arg;
-	struct pollfd p = { c->sock, POLLIN | POLLRDHUP, 0 };
-	if (poll(&p, 1, 0) > 0 &&
-	    (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLIN))) {
+	struct pollfd p[2] = { { c->sock, POLLIN | POLLRDHUP, 0 }, { c->pidfd, POLLIN, 0 } };
+	if (poll(p, c->pidfd >= 0 ? 2 : 1, 0) > 0 &&
+	    ((p[0].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLIN)) ||
+	     (c->pidfd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))))) {
 		c->dead = true;
 		return TS_E_PRODUCER;
 	}
 	return 0;
+}
+
+/* A pidfd of the process serving the socket (SO_PEERCRED names it in our
+ * pid namespace), or -1. The socket alone is not enough: a child the
+ * producer forked after we connected (a DataLoader worker under
+ * tsrun.serve) holds our connection open after its parent died, so the
+ * hang-up would come only when the children go too. A pidfd reads ready
+ * once that very process has exited, and is never another process that
+ * reused the pid. -1 on kernels without pidfd_open (the socket remains). */
+static int producer_pidfd(int sock)
+{
+#ifdef SYS_pidfd_open
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return -1;
+	/* pidfd_open's descriptor is close-on-exec. */
+	return (int)syscall(SYS_pidfd_open, cr.pid, 0);
+#else
+	(void)sock;
+	return -1;
+#endif
 }
 
 TS_EXPORT int ts_client_connect(const char *socket_path,
@@ -84,6 +113,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	c->timeout_ms = o.timeout_ms;
 	c->ring_fd = -1;
+	c->pidfd = -1;
 	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->sock < 0) {
 		rc = ts_error_set(err, -errno, "socket: %s", strerror(errno));
@@ -147,6 +177,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	rc = ts_ring_reader_open(fds[0], fds[1], &ro, &c->rd, err);
 	if (rc < 0)
 		goto fail;
+	ts_ring_reader_get_info(c->rd, &c->ring);
 	c->info = (struct ts_client_info){
 		.height = (int)w.height, .width = (int)w.width,
 		.channels = (int)w.channels, .dtype = (int)w.dtype,
@@ -171,6 +202,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
 		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
 	}
+	c->pidfd = producer_pidfd(c->sock);
 	/* The mappings keep the memory; the ring's descriptor stays for
 	 * the private mappings of ts_client_span_map. */
 	c->ring_fd = fds[0];
@@ -227,6 +259,9 @@ static int client_next(struct ts_client *c, struct ts_batch *b,
 				    "stopped) before the end of the stream");
 	if (rc < 0)
 		return rc;
+	c->label_data = rb.label_data;
+	c->label_seq = rb.seq;
+	c->label_n = rb.n;
 	b->data = rb.data;
 	b->n = rb.n;
 	b->labels = rb.labels;
@@ -254,6 +289,54 @@ TS_EXPORT int ts_client_next(struct ts_client *c, struct ts_batch *b,
 	return client_next(c, b, err);
 }
 
+TS_EXPORT void ts_client_sample_tensor(const struct ts_client *c,
+				       struct ts_client_tensor *out)
+{
+	const struct ts_ring_info *r = &c->ring;
+	memset(out, 0, sizeof(*out));
+	out->dtype = c->info.dtype;
+	out->bytes = c->info.sample_bytes;
+	if (r->ndim > 0) {
+		out->ndim = r->ndim;
+		for (int i = 0; i < r->ndim; i++)
+			out->dims[i] = (int64_t)r->dims[i];
+		return;
+	}
+	out->ndim = 3;
+	bool nchw = c->info.layout == TS_CLIENT_NCHW;
+	out->dims[0] = nchw ? c->info.channels : c->info.height;
+	out->dims[1] = nchw ? c->info.height : c->info.width;
+	out->dims[2] = nchw ? c->info.width : c->info.channels;
+}
+
+TS_EXPORT int ts_client_label_tensor(const struct ts_client *c,
+				     struct ts_client_tensor *out,
+				     struct ts_error *err)
+{
+	const struct ts_ring_info *r = &c->ring;
+	if (!r->label_bytes)
+		return ts_error_set(err, TS_E_STATE, "the producer's labels are integer "
+				    "classes (ts_batch.labels), not tensors");
+	memset(out, 0, sizeof(*out));
+	out->ndim = r->label_ndim;
+	out->dtype = (int)r->label_dtype;
+	for (int i = 0; i < r->label_ndim; i++)
+		out->dims[i] = (int64_t)r->label_dims[i];
+	out->bytes = r->label_bytes;
+	return 0;
+}
+
+TS_EXPORT const void *ts_client_batch_label_data(const struct ts_client *c,
+						 const struct ts_batch *b)
+{
+	/* b may be the tail of the last batch (a caller that resumes inside
+	 * it drops its first samples). */
+	if (!c || !b || !c->label_data || b->seq < c->label_seq ||
+	    b->seq + b->n > c->label_seq + c->label_n)
+		return NULL;
+	return (const uint8_t *)c->label_data + (b->seq - c->label_seq) * c->ring.label_bytes;
+}
+
 TS_EXPORT void ts_client_release(struct ts_client *c, const struct ts_batch *b)
 {
 	if (!c || !b)
@@ -271,6 +354,8 @@ TS_EXPORT void ts_client_close(struct ts_client *c)
 		close(c->sock);
 	if (c->ring_fd >= 0)
 		close(c->ring_fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	free(c);
 }
 

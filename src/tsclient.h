@@ -110,6 +110,15 @@ struct ts_client_device_info {
 	unsigned char ipc[64];   /* cudaIpcMemHandle_t of the slots */
 };
 
+/* A tensor's description: one sample's, or one label's (tsrun.serve). */
+#define TS_CLIENT_MAX_DIMS 8
+struct ts_client_tensor {
+	int ndim;                /* 1 .. TS_CLIENT_MAX_DIMS (0: a scalar) */
+	int dtype;               /* enum ts_client_dtype */
+	int64_t dims[TS_CLIENT_MAX_DIMS];
+	size_t bytes;            /* of one sample's tensor */
+};
+
 /*
  * Connect to the producer at socket_path. opts may be NULL (defaults).
  * Returns 0 and *out (free with ts_client_close), or: -ENOENT /
@@ -136,6 +145,26 @@ int ts_client_device_info(const struct ts_client *c,
  * 0, or TS_E_NODEV as ts_client_device_info. */
 int ts_client_device_uuid(const struct ts_client *c, unsigned char uuid[16],
 			  struct ts_error *err);
+
+/* The shape of one sample: for a pipeline (channels, height, width) or
+ * (height, width, channels) after its layout; for a tsrun.serve producer
+ * the per-sample shape of its DataLoader's tensors, whatever their rank. */
+void ts_client_sample_tensor(const struct ts_client *c,
+			     struct ts_client_tensor *out);
+
+/* 0 and *out when every sample carries a label tensor (a tsrun.serve
+ * producer whose loader yields one per sample, such as a one-hot or a
+ * mask); TS_E_STATE when labels are integer classes (ts_batch.labels). */
+int ts_client_label_tensor(const struct ts_client *c,
+			   struct ts_client_tensor *out, struct ts_error *err);
+
+/* The label tensors of b, the batch ts_client_next returned last or a
+ * tail of it (b->n of them, contiguous, each ts_client_label_tensor().bytes
+ * long; a copy owned by the client, valid as b is), or NULL when labels
+ * are integer classes
+ * (b->labels is then the label; with label tensors b->labels is all 0). */
+const void *ts_client_batch_label_data(const struct ts_client *c,
+				       const struct ts_batch *b);
 
 /*
  * The next batch (releasing the previous one first). Blocks until a full

@@ -1,7 +1,7 @@
 #!/bin/sh
 # exports.sh CC - each shared library exports exactly the functions its
-# public headers declare: libtsrun.so what src/tsrun.h and
-# src/tsrun_plugin.h declare, libtsclient.so what src/tsclient.h and
+# public headers declare: libtsrun.so what src/tsrun.h,
+# src/tsrun_plugin.h and src/tsrun_producer.h declare, libtsclient.so what src/tsclient.h and
 # src/tsclient_cuda.h declare. An undeclared symbol that leaks, or a
 # declared function that is not exported (its header grew but the version
 # script, src/lib*.sym, did not), fails with both lists.
@@ -29,6 +29,6 @@ check_lib() { # LIB HEADER...
 	pass "$(basename "$lib"): exports exactly the $(wc -l <"$T/declared") functions of $*"
 }
 
-check_lib "${TS_LIBTSRUN:?}" tsrun.h tsrun_plugin.h
+check_lib "${TS_LIBTSRUN:?}" tsrun.h tsrun_plugin.h tsrun_producer.h
 check_lib "${TS_LIBTSCLIENT:?}" tsclient.h tsclient_cuda.h
 finish

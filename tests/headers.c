@@ -7,6 +7,7 @@
 #include "tsclient.h"
 #include "tsclient_cuda.h"
 #include "tsrun_plugin.h"
+#include "tsrun_producer.h"
 
 int main(void)
 {

@@ -35,6 +35,7 @@ When none loads, ``load_library()`` (and so ``Loader``) raises
 from ._lib import load_library
 from .errors import LibraryNotFound, ProducerGone, Timeout, TsrunError
 from .loader import Loader
+from .serve import Producer, serve
 
 __all__ = ["Loader", "TsrunError", "ProducerGone", "Timeout", "LibraryNotFound",
-           "load_library"]
+           "load_library", "serve", "Producer"]

@@ -10,6 +10,7 @@ import time
 import warnings
 
 from . import _lib
+from . import _tensors as _shapes
 from ._batches import Keeper
 from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
                      raise_for)
@@ -175,6 +176,8 @@ class Loader:
         self._event = None   # our last copy out of the pinned ring (CUDA)
         self._warned_copy = False
         self.source = "host-ring"
+        # any rank, and label tensors, for tsrun.serve producers
+        self._dims, self._label = _shapes.describe(self._lib, self._client)
         if device is not None:
             self._open_device(torch, device)
             if self._device is not None and self._dev is None:
@@ -379,6 +382,8 @@ class Loader:
 
     @property
     def shape(self):
+        if self._dims is not None:
+            return self._dims
         i = self.info
         if i.layout == 1:
             return (i.channels, i.height, i.width)
@@ -505,7 +510,10 @@ class Loader:
             warnings.warn("uint16 samples are returned as int16 bits",
                           RuntimeWarning, stacklevel=4)
         dtype = getattr(torch, _DTYPES[b.dtype])
-        labels = torch.tensor(b.labels[:b.n], dtype=torch.int64)
+        if self._label is None:
+            labels = torch.tensor(b.labels[:b.n], dtype=torch.int64)
+        else:
+            labels = _shapes.labels(self._lib, self._client, b, b.n, self._label)
         if self._keeper is not None:
             images, why = self._keeper.view(b, dtype, self.shape)
             if images is not None:
