@@ -26,35 +26,20 @@ import sys
 import time
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("root")
-    ap.add_argument("--recipe", choices=["train", "val"], default="train")
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--batches", type=int, default=0,
-                    help="stop after this many batches in all (0 = whole epochs)")
-    ap.add_argument("--seed", type=int, default=42)
-    args = ap.parse_args()
-
-    import torch
+def build_loader(root, recipe, batch, workers):
+    """The DataLoader of a recipe over ROOT (as described above), and the
+    class folder tree it reads; (None, folder) when it has no image. Also
+    what perf/serve.py shares through tsrun.serve."""
     from torch.utils.data import DataLoader
     from torchvision import datasets, transforms
 
-    # One intra-op thread per process: the workers are the parallelism, as
-    # in the torchvision reference scripts' data loading.
-    torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
-
-    root = args.root
-    for sub in ([args.recipe, "train"] if args.recipe == "val" else ["train"]):
+    for sub in ([recipe, "train"] if recipe == "val" else ["train"]):
         if os.path.isdir(os.path.join(root, sub)):
             root = os.path.join(root, sub)
             break
 
     norm = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-    if args.recipe == "train":
+    if recipe == "train":
         tf = transforms.Compose([
             transforms.RandomResizedCrop(224),
             transforms.RandomHorizontalFlip(),
@@ -70,11 +55,33 @@ def main():
         ])
     ds = datasets.ImageFolder(root, transform=tf)
     if len(ds) == 0:
+        return None, root
+    return DataLoader(ds, batch_size=batch, shuffle=(recipe == "train"),
+                      num_workers=workers, drop_last=False,
+                      persistent_workers=False), root
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root")
+    ap.add_argument("--recipe", choices=["train", "val"], default="train")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batches", type=int, default=0,
+                    help="stop after this many batches in all (0 = whole epochs)")
+    ap.add_argument("--seed", type=int, default=42)
+    args = ap.parse_args()
+
+    import torch
+    # One intra-op thread per process: the workers are the parallelism, as
+    # in the torchvision reference scripts' data loading.
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    loader, root = build_loader(args.root, args.recipe, args.batch, args.workers)
+    if loader is None:
         print(f"dataloader.py: no images under {root}", file=sys.stderr)
         return 1
-    loader = DataLoader(ds, batch_size=args.batch, shuffle=(args.recipe == "train"),
-                        num_workers=args.workers, drop_last=False,
-                        persistent_workers=False)
 
     images = 0
     batches = 0

@@ -99,6 +99,18 @@ def producer_main(mode, sock, arg):
     return 0
 
 
+def batches(loader):
+    """Every batch to the end of the stream: tsrun.Loader yields one epoch
+    per pass, and a pass that yields nothing is the end."""
+    while True:
+        n = 0
+        for xy in loader:
+            n += 1
+            yield xy
+        if n == 0:
+            return
+
+
 def trainer_main(sock, batch, out, pause):
     import tsrun
     deadline = time.time() + 60
@@ -112,7 +124,7 @@ def trainer_main(sock, batch, out, pause):
         try:
             loader = tsrun.Loader(sock, batch_size=batch)
             rec["shape"] = list(loader.shape)
-            for x, y in loader:
+            for x, y in batches(loader):
                 epoch = loader.epoch
                 rec["batches"].append([epoch, loader.index, x.shape[0], time.time()])
                 if y.dim() == 1:
