@@ -416,7 +416,18 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 		rc = ts_error_set(err, -errno, "socket: %s", strerror(errno));
 		goto fail;
 	}
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", socket_path);
+	/* Bind and listen under a temporary name in the same folder, then
+	 * rename it into place: the socket appears only once it listens, so
+	 * a trainer that waits for the file and connects is never refused
+	 * in between (with the path itself bound, bind-chmod-listen was a
+	 * window of ECONNREFUSED). A path too long for the temporary name is
+	 * bound directly. */
+	char tmp[sizeof(a.sun_path)];
+	int tn = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", socket_path, (int)getpid());
+	const char *bound = tn > 0 && (size_t)tn < sizeof(tmp) ? tmp : socket_path;
+	if (bound == tmp)
+		unlink(tmp);  /* ours, left by a crash of this very pid */
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", bound);
 	if (bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		int e = errno;
 		rc = ts_error_set(err, -e, "cannot bind %s: %s; %s", socket_path, strerror(e),
@@ -428,20 +439,37 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 	}
 	/* The uid check (SO_PEERCRED) guards the short window before the
 	 * mode is narrowed. */
-	if ((s->use_group && (chown(socket_path, (uid_t)-1, s->gid) < 0 ||
-			      chmod(socket_path, 0660) < 0)) ||
-	    (!s->use_group && chmod(socket_path, 0600) < 0) ||
-	    lstat(socket_path, &st) < 0) {
+	if ((s->use_group && (chown(bound, (uid_t)-1, s->gid) < 0 ||
+			      chmod(bound, 0660) < 0)) ||
+	    (!s->use_group && chmod(bound, 0600) < 0) ||
+	    lstat(bound, &st) < 0) {
 		rc = ts_error_set(err, -errno, "cannot set the mode of %s: %s",
 				  socket_path, strerror(errno));
-		unlink(socket_path);
+		unlink(bound);
 		goto fail;
 	}
 	s->ino = st.st_ino;
 	if (listen(s->lfd, 64) < 0) {
 		rc = ts_error_set(err, -errno, "listen: %s", strerror(errno));
-		unlink(socket_path);
+		unlink(bound);
 		goto fail;
+	}
+	if (bound == tmp) {
+		/* Never over a socket another producer bound meanwhile (a
+		 * file system without RENAME_NOREPLACE: plain rename). */
+		int r = renameat2(AT_FDCWD, tmp, AT_FDCWD, socket_path, RENAME_NOREPLACE);
+		if (r < 0 && errno == EINVAL)
+			r = rename(tmp, socket_path);
+		if (r < 0) {
+			int e = errno;
+			unlink(tmp);
+			rc = e == EEXIST
+				? ts_error_set(err, TS_E_STATE, "socket %s is in use by a running "
+					       "producer", socket_path)
+				: ts_error_set(err, -e, "cannot put the socket at %s: %s",
+					       socket_path, strerror(e));
+			goto fail;
+		}
 	}
 	rc = -pthread_create(&s->thread, NULL, server_main, s);
 	if (rc < 0) {
