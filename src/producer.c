@@ -380,7 +380,8 @@ static void stop_status(struct ts_producer *p)
 	p->thread_started = false;
 }
 
-TS_EXPORT void ts_producer_finish(struct ts_producer *p, int status, int drain_ms)
+TS_EXPORT void ts_producer_finish(struct ts_producer *p, int status, const char *reason,
+				  int drain_ms)
 {
 	if (!p || p->summarised)
 		return;
@@ -388,7 +389,10 @@ TS_EXPORT void ts_producer_finish(struct ts_producer *p, int status, int drain_m
 		pthread_mutex_lock(&p->lock);
 		p->finished = true;
 		pthread_mutex_unlock(&p->lock);
-		ts_ring_finish(p->ring, status > 0 ? 0 : status);
+		if (status < 0 && status != TS_E_STOPPED)
+			ts_ring_fail(p->ring, status, reason);
+		else
+			ts_ring_finish(p->ring, status > 0 ? 0 : status);
 	}
 	/* Trainers drain what is published (they map the ring already); the
 	 * socket stays so `tsrun stat` answers and none sees a hang-up
@@ -414,7 +418,7 @@ TS_EXPORT void ts_producer_destroy(struct ts_producer *p)
 	if (!p)
 		return;
 	if (!p->summarised && p->ring && p->srv && p->status)
-		ts_producer_finish(p, TS_E_STOPPED, 0);
+		ts_producer_finish(p, TS_E_STOPPED, NULL, 0);
 	stop_status(p);
 	ts_server_destroy(p->srv);
 	ts_ring_destroy(p->ring);

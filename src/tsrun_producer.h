@@ -125,11 +125,13 @@ void ts_producer_position(const struct ts_producer *p, uint64_t *epoch,
 /*
  * End the stream. status 0: trainers read what is published, then get the
  * end of stream; TS_E_STOPPED: "stopped" (a signal); another negative
- * code: the producer failed (trainers get TS_E_PRODUCER). Then waits up
- * to drain_ms for connected trainers to finish reading (the status file
- * keeps answering `tsrun stat`), and writes the summary. Idempotent.
+ * code: the producer failed (trainers get TS_E_PRODUCER with reason, what
+ * went wrong and where, in their error; NULL or "" for none). Then waits
+ * up to drain_ms for connected trainers to finish reading (the status
+ * file keeps answering `tsrun stat`), and writes the summary. Idempotent.
  */
-void ts_producer_finish(struct ts_producer *p, int status, int drain_ms);
+void ts_producer_finish(struct ts_producer *p, int status, const char *reason,
+			int drain_ms);
 
 /* Finish (with TS_E_STOPPED if not finished yet, no drain), close the
  * socket, remove the status file, free. NULL is a no-op. */

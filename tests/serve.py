@@ -283,6 +283,8 @@ def test_shape(tmp):
     check(r is not None and r["end"].startswith("gone") and len(r["batches"]) == 3,
           "shape: the trainer read the 3 good batches, then ProducerGone",
           r and "%d batches, %s" % (len(r["batches"]), r["end"]))
+    check(r is not None and "batch 3 of epoch 0 has samples of (3, 30, 30)" in r["end"],
+          "shape: the trainer's error says why the producer failed", r and r["end"])
 
 
 def test_tensors(tmp):

@@ -143,7 +143,7 @@ def _load():
     lib.ts_producer_put.restype = ctypes.c_int
     lib.ts_producer_end_epoch.argtypes = [vp, E]
     lib.ts_producer_end_epoch.restype = ctypes.c_int
-    lib.ts_producer_finish.argtypes = [vp, ctypes.c_int, ctypes.c_int]
+    lib.ts_producer_finish.argtypes = [vp, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     lib.ts_producer_finish.restype = None
     lib.ts_producer_destroy.argtypes = [vp]
     lib.ts_producer_destroy.restype = None
@@ -390,15 +390,17 @@ class Producer:
         """Trainers connected now."""
         return self._lib.ts_producer_consumers(self._p) if self._p is not None else 0
 
-    def close(self, status=0, drain=True):
+    def close(self, status=0, drain=True, reason=None):
         """End the stream (status 0) or fail it (a negative tsrun code:
-        trainers get ProducerGone), wait for trainers to read what is
-        published (up to 30 s), print the summary, close the socket."""
+        trainers get ProducerGone, with reason in its message), wait for
+        trainers to read what is published (up to 30 s), print the
+        summary, close the socket."""
         if self._closed:
             return
         self._closed = True
         if self._p is not None:
-            self._lib.ts_producer_finish(self._p, status, _DRAIN_MS if drain else 0)
+            why = reason.encode("utf-8", "replace")[:255] if reason else None
+            self._lib.ts_producer_finish(self._p, status, why, _DRAIN_MS if drain else 0)
             self._lib.ts_producer_destroy(self._p)
             self._p = None
 
@@ -411,7 +413,10 @@ class Producer:
         elif issubclass(kind, (KeyboardInterrupt, SystemExit)):
             self.close(_E_STOPPED, drain=False)
         else:
-            self.close(_E_SOURCE, drain=False)
+            text = str(value) or kind.__name__
+            if not text.startswith("tsrun.serve"):
+                text = "tsrun.serve: the loader raised %s: %s" % (kind.__name__, text)
+            self.close(_E_SOURCE, drain=False, reason=text)
         return False
 
     def __del__(self):
