@@ -743,8 +743,13 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 	if (!c)
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	c->ctl = MAP_FAILED;
-	c->ctl_fd = memfd_create("tsrun-ctl", MFD_CLOEXEC);
-	if (c->ctl_fd < 0 || ftruncate(c->ctl_fd, (off_t)page) < 0) {
+	/* Sealed at its one page: the consumer that holds it (maybe another
+	 * user's, with group =) cannot shrink it under our mapping (SIGBUS
+	 * in the producer), grow it, or add seals. It writes through its
+	 * mapping, as it must. */
+	c->ctl_fd = memfd_create("tsrun-ctl", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (c->ctl_fd < 0 || ftruncate(c->ctl_fd, (off_t)page) < 0 ||
+	    fcntl(c->ctl_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		rc = ts_error_set(err, -errno, "control page: %s", strerror(errno));
 		goto fail;
 	}

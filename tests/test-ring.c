@@ -5,9 +5,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "memory.h"
 #include "plan.h"
@@ -107,6 +112,88 @@ START_TEST(test_plan_matches_ring)
 	struct ts_plan big = {.sample_bytes = 268203};
 	ck_assert_int_eq(ts_plan_ring_capacity(&big, 64), 4096);
 	ck_assert_uint_gt(ts_plan_ring_bytes(&big, 64), 4096ull * 268203);
+}
+END_TEST
+
+/* What a consumer may try on the descriptors it is given: the ring's
+ * read-only memfd and its own control page. Returns a bit per attack
+ * that worked (0: none). */
+static int attack(int fd, bool ro)
+{
+	struct stat st;
+	int worked = 0;
+	if (fstat(fd, &st) != 0)
+		return 1 << 15;
+	worked |= (ftruncate(fd, 0) == 0) << 0;
+	worked |= (ftruncate(fd, st.st_size * 2) == 0) << 1;
+	worked |= (fallocate(fd, 0, 0, st.st_size * 2) == 0) << 2;
+	worked |= (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0) << 3;
+	worked |= (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) == 0) << 4;
+	worked |= (pwrite(fd, "x", 1, st.st_size) == 1) << 5;
+	if (ro) {
+		void *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		worked |= (w != MAP_FAILED) << 6;
+		void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+		if (m != MAP_FAILED)
+			worked |= (mprotect(m, 4096, PROT_READ | PROT_WRITE) == 0) << 7;
+		worked |= (pwrite(fd, "x", 1, 0) == 1) << 8;
+	}
+	return worked;
+}
+
+/* Seals on every descriptor a consumer gets: no ftruncate, fallocate,
+ * F_ADD_SEALS, write past the end (or at all, for the ring), writable
+ * map or mprotect works, by this user or, when the test runs as root,
+ * by another (nobody): the producer's mappings stay whole (a shrunk
+ * control page was a SIGBUS in the producer). */
+START_TEST(test_consumer_seals)
+{
+	struct ts_ring *r = make_ring(64, 0, 16);
+	struct ts_ring_join_req req = {.batch = 4, .join = TS_JOIN_NOW, .pid = getpid()};
+	struct ts_ring_consumer *c = NULL;
+	struct ts_ring_join_pos pos;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_attach(r, &req, &c, &pos, &err), 0);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ts_ring_fd(r));
+	int ro = open(proc, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ro, 0);
+	int ctl = ts_ring_consumer_ctl_fd(c);
+	struct stat ring0, ctl0;
+	ck_assert_int_eq(fstat(ro, &ring0), 0);
+	ck_assert_int_eq(fstat(ctl, &ctl0), 0);
+	for (int other = 0; other <= 1; other++) {
+		if (other && geteuid() != 0)
+			break;
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			if (other && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+				      setresuid(65534, 65534, 65534) != 0))
+				_exit(100);
+			int a = attack(ro, true), b = attack(ctl, false);
+			_exit(a ? 1 + (a & 0x3f) : b ? 64 + (b & 0x3f) : 0);
+		}
+		int st = 0;
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "%s: an attack worked (status %d)", other ? "as nobody" : "as us",
+			      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	struct stat ring1, ctl1;
+	ck_assert_int_eq(fstat(ro, &ring1), 0);
+	ck_assert_int_eq(fstat(ctl, &ctl1), 0);
+	ck_assert_int_eq(ring1.st_size, ring0.st_size);
+	ck_assert_int_eq(ctl1.st_size, ctl0.st_size);
+	/* the producer still reads the control page and writes its ring */
+	produce(r, 0, 8, 64);
+	struct ts_ring_stat *rs = calloc(1, sizeof(*rs));
+	ts_ring_stat(r, rs);
+	ck_assert_uint_eq(rs->n_consumers, 1);
+	free(rs);
+	close(ro);
+	ts_ring_detach(r, c);
+	ts_ring_destroy(r);
 }
 END_TEST
 
@@ -645,6 +732,7 @@ static Suite *ring_suite(void)
 	TCase *tc = tcase_create("layout");
 	tcase_add_test(tc, test_capacity_rounding);
 	tcase_add_test(tc, test_plan_matches_ring);
+	tcase_add_test(tc, test_consumer_seals);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_wrap_contiguous);
 	suite_add_tcase(s, tc);
