@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "barrier.h"
 #include "shuffle.h"
 #include "util.h"
 
@@ -228,11 +229,11 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	uint64_t head = e->ring ? ts_ring_written(e->ring)
-			       : atomic_load(&((struct ts_engine *)e)->discarded);
+			       : READ_ONCE(e->discarded); /* stats: untorn */
 	uint64_t mine = head > e->seq_base ? head - e->seq_base : 0;
 	st->samples = head;
-	st->bytes = atomic_load(&((struct ts_engine *)e)->bytes);
-	st->skipped = atomic_load(&((struct ts_engine *)e)->skipped_n);
+	st->bytes = READ_ONCE(e->bytes);       /* stats: untorn, unordered */
+	st->skipped = READ_ONCE(e->skipped_n);
 	st->epoch_size = e->n;
 	if (!e->plan->expands)
 		ts_engine_pos_split(e, mine, &st->epoch, &st->index);
@@ -242,14 +243,16 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 	}
 	st->threads = e->threads;
 	st->uring = e->reader != NULL;
-	st->idle = atomic_load(&((struct ts_engine *)e)->live_workers) == 0 &&
+	/* acquire: pairs with the last worker's ATOMIC_SUB, after which it
+	 * touches nothing a takeover would */
+	st->idle = smp_load_acquire(&e->live_workers) == 0 &&
 		   (e->threads == 0 || e->workers[0].started);
 	st->done = e->joined;
 }
 
 uint64_t ts_engine_unordered_digest(const struct ts_engine *e)
 {
-	return atomic_load(&((struct ts_engine *)e)->unordered_digest);
+	return READ_ONCE(e->unordered_digest); /* read after join */
 }
 
 int ts_engine_probe(const struct ts_plan *plan, const struct ts_engine_opts *o,

@@ -12,7 +12,6 @@
 #define TS_ENGINE_INTERNAL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -106,9 +105,10 @@ struct ts_engine {
 	void (*sink)(void *arg, const struct ts_engine_sample *s);
 	void *sink_arg;
 
-	atomic_bool stop;
-	atomic_uint_fast64_t bytes;
-	atomic_uint_fast64_t skipped_n;
+	/* Read and written through barrier.h, each use commented. */
+	bool stop;              /* release by whoever stops, acquire by workers */
+	uint64_t bytes;         /* counts: ATOMIC_ADD, READ_ONCE for stats */
+	uint64_t skipped_n;
 	int fatal;
 	struct ts_error fatal_err;
 	char **skipped;         /* distinct "path: reason" lines */
@@ -120,11 +120,11 @@ struct ts_engine {
 	/* Discard mode (ring == NULL): samples are produced, hashed and
 	 * dropped, for benchmarks of pipelines whose samples have no fixed
 	 * size (a decode-only pipeline). */
-	atomic_uint_fast64_t discarded;
-	atomic_uint_fast64_t unordered_digest;
+	uint64_t discarded;
+	uint64_t unordered_digest;
 	struct worker *workers;
 	size_t n_plugins;       /* plugin ops in the plan */
-	atomic_int live_workers;
+	int live_workers;       /* ATOMIC_SUB as each worker ends */
 	bool finished;          /* the ring got its end of stream or error */
 	bool joined;
 };

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "augment.h"
+#include "barrier.h"
 #include "util.h"
 
 void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err)
@@ -20,7 +21,8 @@ void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err)
 		e->fatal = err->code ? err->code : TS_E_STATE;
 		e->fatal_err = *err;
 	}
-	atomic_store(&e->stop, true);
+	/* release: the fatal error above is set when a worker sees stop */
+	smp_store_release(&e->stop, true);
 	pthread_cond_broadcast(&e->cv_ready);
 	pthread_cond_broadcast(&e->cv_space);
 	pthread_cond_broadcast(&e->cv_commit);
@@ -33,7 +35,8 @@ static bool claim(struct ts_engine *e, uint64_t *p, uint8_t **data,
 		  size_t *len, int *status)
 {
 	pthread_mutex_lock(&e->mu);
-	if (atomic_load(&e->stop) || e->next_claim >= e->total) {
+	/* acquire: pairs with the release of whoever stopped us */
+	if (smp_load_acquire(&e->stop) || e->next_claim >= e->total) {
 		pthread_mutex_unlock(&e->mu);
 		return false;
 	}
@@ -43,13 +46,14 @@ static bool claim(struct ts_engine *e, uint64_t *p, uint8_t **data,
 	*status = 0;
 	if (e->reader) {
 		struct win_entry *we = &e->win[*p % e->wsize];
-		while (!(we->state == WIN_READY && we->pos == *p) && !atomic_load(&e->stop)) {
+		while (!(we->state == WIN_READY && we->pos == *p) &&
+		       !smp_load_acquire(&e->stop)) {
 			/* About to starve: the I/O thread refills now. */
 			if (e->io_idle)
 				pthread_cond_signal(&e->cv_space);
 			pthread_cond_wait(&e->cv_ready, &e->mu);
 		}
-		if (atomic_load(&e->stop)) {
+		if (smp_load_acquire(&e->stop)) {
 			pthread_mutex_unlock(&e->mu);
 			return false;
 		}
@@ -95,14 +99,14 @@ static void *worker_main(void *arg)
 		ts_plugin_host_stop(w->plugins[k]);
 	/* The last worker out ends the stream: consumers must learn at once
 	 * that no more samples come, and why. */
-	if (atomic_fetch_sub(&e->live_workers, 1) == 1) {
+	if (ATOMIC_SUB(&e->live_workers, 1) == 0) { /* full barrier: last out */
 		pthread_mutex_lock(&e->mu);
 		int code = e->fatal ? e->fatal
 			 : e->next_claim >= e->total ? 0
 			 : e->asked_stop ? TS_E_STOPPED : TS_E_PRODUCER;
 		bool keep = e->handover && code == 0;
 		e->finished = !keep;
-		atomic_store(&e->stop, true);
+		smp_store_release(&e->stop, true); /* pairs with the acquires */
 		pthread_cond_broadcast(&e->cv_space);
 		pthread_mutex_unlock(&e->mu);
 		if (!keep && e->ring)
@@ -118,7 +122,7 @@ static void *io_main(void *arg)
 	struct ts_read_done done[32];
 	for (;;) {
 		pthread_mutex_lock(&e->mu);
-		while (!atomic_load(&e->stop) && ts_reader_in_flight(e->reader) == 0 &&
+		while (!smp_load_acquire(&e->stop) && ts_reader_in_flight(e->reader) == 0 &&
 		       (e->next_submit >= e->total ||
 			e->win[e->next_submit % e->wsize].state != WIN_FREE)) {
 			e->io_idle = true;
@@ -126,7 +130,7 @@ static void *io_main(void *arg)
 			e->io_idle = false;
 		}
 		e->freed = 0;
-		if (atomic_load(&e->stop)) {
+		if (smp_load_acquire(&e->stop)) {
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
@@ -195,13 +199,13 @@ int ts_engine_start(struct ts_engine *e, struct ts_error *err)
 			return ts_error_set(err, -EAGAIN, "cannot start the reader thread");
 		e->io_started = true;
 	}
-	atomic_store(&e->live_workers, e->threads);
+	WRITE_ONCE(e->live_workers, e->threads); /* pthread_create orders it */
 	for (int i = 0; i < e->threads; i++) {
 		if (pthread_create(&e->workers[i].thread, NULL, worker_main, &e->workers[i]) != 0) {
 			struct ts_error se;
 			ts_error_set(&se, -EAGAIN, "cannot start worker thread %d", i);
 			ts_engine_set_fatal(e, &se);
-			if (atomic_fetch_sub(&e->live_workers, e->threads - i) == e->threads - i) {
+			if (ATOMIC_SUB(&e->live_workers, e->threads - i) == 0) {
 				e->finished = true;
 				if (e->ring)
 					ts_ring_finish(e->ring, -EAGAIN);
@@ -222,7 +226,7 @@ void ts_engine_stop(struct ts_engine *e)
 	pthread_mutex_lock(&e->mu);
 	/* Asked before the end: the stream ends "stopped", not "failed". */
 	e->asked_stop = true;
-	atomic_store(&e->stop, true);
+	smp_store_release(&e->stop, true); /* asked_stop is set when seen */
 	pthread_cond_broadcast(&e->cv_ready);
 	pthread_cond_broadcast(&e->cv_space);
 	pthread_cond_broadcast(&e->cv_commit);

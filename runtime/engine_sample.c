@@ -18,6 +18,7 @@
 #include "digest.h"
 #include "profile.h"
 #include "rng.h"
+#include "barrier.h"
 #include "util.h"
 
 static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
@@ -108,7 +109,7 @@ void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
 	}
 	free(line);
 	pthread_mutex_unlock(&e->mu);
-	atomic_fetch_add(&e->skipped_n, 1);
+	ATOMIC_ADD(&e->skipped_n, 1); /* a count for stats */
 }
 
 /* The fused op's work left after the ROI decode: the op itself when the
@@ -282,7 +283,7 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 			}
 		}
 		if (rc == 0) {
-			atomic_fetch_add(&e->bytes, blen);
+			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
 			rc = decode_sample(w, &plan->ops[0], buf, blen, epoch, index, &lerr);
 		}
 		free(own);
@@ -306,7 +307,7 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 static int wait_slot(struct ts_engine *e, uint64_t seq)
 {
 	for (;;) {
-		if (atomic_load(&e->stop))
+		if (smp_load_acquire(&e->stop)) /* pairs with the stopper's release */
 			return -ECANCELED;
 		int rc = ts_ring_wait_writable(e->ring, seq, 100);
 		if (rc == 0)
@@ -515,10 +516,10 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	}
 	/* Commit in position order. */
 	pthread_mutex_lock(&e->mu);
-	while (e->commit_pos != p && !atomic_load(&e->stop))
+	while (e->commit_pos != p && !smp_load_acquire(&e->stop))
 		pthread_cond_wait(&e->cv_commit, &e->mu);
 	pthread_mutex_unlock(&e->mu);
-	if (atomic_load(&e->stop))
+	if (smp_load_acquire(&e->stop))
 		return -ECANCELED;
 	if (epoch != e->out_epoch) {
 		e->out_epoch = epoch;
@@ -623,8 +624,8 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	x ^= x >> 31;
 	x *= 0xbf58476d1ce4e5b9ULL;
 	x ^= x >> 29;
-	atomic_fetch_add(&e->unordered_digest, x);
-	atomic_fetch_add(&e->discarded, 1);
+	ATOMIC_ADD(&e->unordered_digest, x); /* a sum: any order gives it */
+	ATOMIC_ADD(&e->discarded, 1);
 	return 0;
 }
 

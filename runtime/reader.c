@@ -11,7 +11,6 @@
 #include <limits.h>
 #include <liburing.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <valgrind/memcheck.h>
 #endif
 
+#include "barrier.h"
 #include "util.h"
 
 enum { OP_OPEN = 0, OP_READ = 1, OP_CLOSE = 2 };
@@ -464,7 +464,7 @@ static struct {
 		uint64_t n;    /* the nth completion (1-based) ... */
 		bool every;    /* ... or every nth */
 	} rule[MAX_FAULTS];
-	_Atomic uint64_t done; /* completions seen so far */
+	uint64_t done;  /* completions seen so far (ATOMIC_ADD) */
 } g_fault = { .once = PTHREAD_ONCE_INIT };
 
 /* Parse "KIND:N[,KIND:%N...]"; a malformed entry is ignored (an unknown
@@ -505,7 +505,8 @@ int ts_reader_fault(bool range, int status, size_t *len)
 	pthread_once(&g_fault.once, fault_parse);
 	if (g_fault.n == 0)
 		return status;
-	uint64_t k = atomic_fetch_add(&g_fault.done, 1) + 1;
+	/* each completion its own number, across reader threads */
+	uint64_t k = ATOMIC_ADD(&g_fault.done, 1);
 	for (unsigned i = 0; i < g_fault.n; i++) {
 		if (g_fault.rule[i].every ? k % g_fault.rule[i].n != 0 : k != g_fault.rule[i].n)
 			continue;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "barrier.h"
 #include "util.h"
 
 #define WAIT_SLICE_MS 100
@@ -54,14 +55,14 @@ static int fill_range(struct ts_finisher *f, uint64_t done, uint64_t written,
 		pthread_mutex_lock(&f->mu);
 		f->fill_s += dt;
 		pthread_mutex_unlock(&f->mu);
-		__atomic_add_fetch(&f->fills, 1, __ATOMIC_RELAXED);
+		ATOMIC_ADD(&f->fills, 1); /* a count for stats: orders nothing */
 		if (rc < 0) {
 			*out = done;
 			return rc;
 		}
 		done += n;
 		ts_ring_stage_publish(f->ring, done);
-		__atomic_store_n(&f->done, done, __ATOMIC_RELAXED);
+		WRITE_ONCE(f->done, done); /* for stats, untorn; publish ordered the data */
 	}
 	*out = done;
 	return 0;
@@ -70,8 +71,9 @@ static int fill_range(struct ts_finisher *f, uint64_t done, uint64_t written,
 static void *finisher_main(void *arg)
 {
 	struct ts_finisher *f = arg;
-	uint64_t done = __atomic_load_n(&f->done, __ATOMIC_RELAXED);
-	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+	uint64_t done = READ_ONCE(f->done); /* our own word: untorn is enough */
+	/* pairs with ts_finisher_stop's release: what it set before is seen */
+	while (!smp_load_acquire(&f->stop)) {
 		uint64_t written = 0;
 		bool ending = false;
 		int rc = ts_ring_stage_wait(f->ring, done, &written, &ending, WAIT_SLICE_MS);
@@ -123,8 +125,9 @@ int ts_finisher_start(struct ts_ring *ring, size_t chunk, ts_finisher_fill fill,
 
 void ts_finisher_stats(struct ts_finisher *f, struct ts_finisher_stats *out)
 {
-	out->samples = __atomic_load_n(&f->done, __ATOMIC_RELAXED);
-	out->fills = __atomic_load_n(&f->fills, __ATOMIC_RELAXED);
+	/* stats: untorn reads, no order needed between them */
+	out->samples = READ_ONCE(f->done);
+	out->fills = READ_ONCE(f->fills);
 	pthread_mutex_lock(&f->mu);
 	out->fill_s = f->fill_s;
 	pthread_mutex_unlock(&f->mu);
@@ -134,7 +137,7 @@ int ts_finisher_stop(struct ts_finisher *f, struct ts_error *err)
 {
 	if (!f)
 		return 0;
-	__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+	smp_store_release(&f->stop, 1); /* pairs with finisher_main's acquire */
 	pthread_join(f->thread, NULL);
 	int rc = f->rc;
 	if (rc < 0 && err)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier.h"
 #include "proto.h"
 #include "util.h"
 
@@ -64,7 +65,7 @@ static void conn_close(struct ts_server *s, size_t i)
 		/* Detach first: from here on the consumer no longer holds
 		 * the ring back, and a producer waiting on it is woken. */
 		ts_ring_detach(s->ring, c->c);
-		__atomic_sub_fetch(&s->n_welcomed, 1, __ATOMIC_RELAXED);
+		ATOMIC_SUB(&s->n_welcomed, 1); /* a count other threads read */
 	}
 	close(c->fd);
 	s->conns[i] = s->conns[--s->n_conns];
@@ -198,7 +199,7 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 	}
 	c->c = rc;
 	c->welcomed = true;
-	__atomic_add_fetch(&s->n_welcomed, 1, __ATOMIC_RELAXED);
+	ATOMIC_ADD(&s->n_welcomed, 1); /* a count other threads read */
 	return true;
 }
 
@@ -517,7 +518,7 @@ const char *ts_server_path(const struct ts_server *s)
 
 unsigned ts_server_consumers(struct ts_server *s)
 {
-	return __atomic_load_n(&s->n_welcomed, __ATOMIC_RELAXED);
+	return READ_ONCE(s->n_welcomed); /* untorn; a snapshot, orders nothing */
 }
 
 void ts_server_stat(struct ts_server *s, struct ts_ring_stat *out)
