@@ -18,6 +18,15 @@
 
 #include "dataset.h"
 
+
+/* The emulator a cross build runs its programs under (TS_EXE_WRAPPER, set
+ * by tests/meson.build from the cross file), or "" natively. */
+static const char *exe_wrapper(void)
+{
+	const char *w = getenv("TS_EXE_WRAPPER");
+	return w ? w : "";
+}
+
 static char tmp_root[256];
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -367,7 +376,7 @@ static int run_cli(const char *args, char *out, size_t size)
 {
 	const char *tsrun = getenv("TSRUN");
 	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "'%s' make-dataset %s 2>&1", tsrun, args);
+	snprintf(cmd, sizeof(cmd), "%s '%s' make-dataset %s 2>&1", exe_wrapper(), tsrun, args);
 	FILE *p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	size_t n = fread(out, 1, size - 1, p);

@@ -18,6 +18,15 @@
 #include "tsrun.h"
 
 /* A data set made once by `tsrun make-dataset` (main), for folder tests. */
+
+/* The emulator a cross build runs its programs under (TS_EXE_WRAPPER, set
+ * by tests/meson.build from the cross file), or "" natively. */
+static const char *exe_wrapper(void)
+{
+	const char *w = getenv("TS_EXE_WRAPPER");
+	return w ? w : "";
+}
+
 static char ds_dir[64];
 #define DS_IMAGES 40
 #define DS_CLASSES 4
@@ -540,9 +549,9 @@ START_TEST(example_embed)
 	embed_path(exe, sizeof(exe));
 	ck_assert_msg(access(exe, X_OK) == 0, "%s is not built", exe);
 	/* The built-in pipeline: 100 images, batch 16. */
-	snprintf(cmd, sizeof(cmd), "%s --threads 1", exe);
+	snprintf(cmd, sizeof(cmd), "%s %s --threads 1", exe_wrapper(), exe);
 	ck_assert_int_eq(run_cmd(cmd, o1, sizeof(o1)), 0);
-	snprintf(cmd, sizeof(cmd), "%s --threads 2", exe);
+	snprintf(cmd, sizeof(cmd), "%s %s --threads 2", exe_wrapper(), exe);
 	ck_assert_int_eq(run_cmd(cmd, o2, sizeof(o2)), 0);
 	ck_assert_ptr_nonnull(strstr(o1, "shape: 32x32x3 uint8 nhwc, batch 16"));
 	ck_assert_ptr_nonnull(strstr(o1, "batch 0: epoch 0 index 0 n 16 labels 0 1 2 3"));
@@ -562,7 +571,7 @@ START_TEST(example_embed)
 	char text[1024];
 	fputs(folder_text(text, sizeof(text)), f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "%s %s --threads 2 --epochs 1", exe, ts);
+	snprintf(cmd, sizeof(cmd), "%s %s %s --threads 2 --epochs 1", exe_wrapper(), exe, ts);
 	int rc = run_cmd(cmd, o1, sizeof(o1));
 	ck_assert_int_eq(rc, 0);
 	ck_assert_ptr_nonnull(strstr(o1, "shape: 3x24x24 float32 nchw, batch 6"));
@@ -572,7 +581,7 @@ START_TEST(example_embed)
 	f = fopen(ts, "w");
 	fputs("pipeline x = synthetic(8) | | batch(2)\n", f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", exe, ts);
+	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", exe_wrapper(), exe, ts);
 	rc = run_cmd(cmd, o1, sizeof(o1));
 	unlink(ts);
 	ck_assert_int_eq(rc, 1);
@@ -629,8 +638,8 @@ static int make_dataset(void)
 	if (!mkdtemp(ds_dir))
 		return -1;
 	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "'%s' make-dataset '%s' --images %d --classes %d --quiet >/dev/null",
-		 tsrun, ds_dir, DS_IMAGES, DS_CLASSES);
+	snprintf(cmd, sizeof(cmd), "%s '%s' make-dataset '%s' --images %d --classes %d --quiet >/dev/null",
+		 exe_wrapper(), tsrun, ds_dir, DS_IMAGES, DS_CLASSES);
 	return system(cmd) == 0 ? 0 : -1;
 }
 

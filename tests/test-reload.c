@@ -12,6 +12,15 @@
 
 #include "tsrun.h"
 
+
+/* The emulator a cross build runs its programs under (TS_EXE_WRAPPER, set
+ * by tests/meson.build from the cross file), or "" natively. */
+static const char *exe_wrapper(void)
+{
+	const char *w = getenv("TS_EXE_WRAPPER");
+	return w ? w : "";
+}
+
 static const char *A =
 	"pipeline s = synthetic(size = 8, count = 50)\n"
 	"    | normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) | to(float32, nchw) | batch(10)\n"
@@ -163,8 +172,8 @@ START_TEST(test_reload_source_gone_falls_back)
 	char dir[64] = "/tmp/ts-reload-ds.XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "'%s' make-dataset '%s' --images 20 --classes 2 --quiet "
-		 ">/dev/null", tsrun, dir);
+	snprintf(cmd, sizeof(cmd), "%s '%s' make-dataset '%s' --images 20 --classes 2 --quiet "
+		 ">/dev/null", exe_wrapper(), tsrun, dir);
 	ck_assert_int_eq(system(cmd), 0);
 
 	struct ts_pipeline *p = compile(A);
