@@ -4,12 +4,15 @@
  * socket, no tsrun process.
  *
  *   embed [FILE.ts] [--threads N] [--epochs N] [--batches N] [--start E:I]
+ *         [--memory MiB]
  *
  * Without FILE it runs a small built-in synthetic pipeline. It prints the
  * sample shape, one line per batch for the first few (epoch, index, count,
  * first labels), and at the end the totals and a digest of every sample's
  * bytes and label in stream order (FNV-1a, 64 bit): the same stream gives
- * the same digest for any thread count. Exit status: 0, 1 when the
+ * the same digest for any thread count, and the process's peak resident
+ * memory (getrusage), to compare with the budget (--memory, in MiB, else
+ * the pipeline's own). Exit status: 0, 1 when the
  * pipeline fails to compile, open or run, 2 for a usage error.
  */
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "tsrun.h"
 
@@ -94,14 +98,14 @@ static const char *dtype_name(enum ts_stream_dtype d)
 static int usage(void)
 {
 	fprintf(stderr, "usage: embed [FILE.ts] [--threads N] [--epochs N] [--batches N] "
-			"[--start EPOCH:INDEX]\n");
+			"[--start EPOCH:INDEX] [--memory MiB]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	const char *file = NULL;
-	long threads = 0, epochs = -1, max_batches = 0;
+	long threads = 0, epochs = -1, max_batches = 0, memory_mib = 0;
 	unsigned long long start_epoch = 0, start_index = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -116,6 +120,10 @@ int main(int argc, char **argv)
 			i++;
 		} else if (strcmp(a, "--batches") == 0 && v) {
 			if (parse_num(v, 1, &max_batches))
+				return usage();
+			i++;
+		} else if (strcmp(a, "--memory") == 0 && v) {
+			if (parse_num(v, 1, &memory_mib))
 				return usage();
 			i++;
 		} else if (strcmp(a, "--start") == 0 && v) {
@@ -173,6 +181,7 @@ int main(int argc, char **argv)
 	struct ts_stream_opts o = {
 		.threads = (int)threads, .epochs = (int)epochs,
 		.start_epoch = start_epoch, .start_index = start_index,
+		.memory_budget = (uint64_t)memory_mib << 20,
 	};
 	rc = ts_pipeline_open(p, &o, &s, &err);
 	if (rc) {
@@ -210,6 +219,9 @@ int main(int argc, char **argv)
 	printf("samples: %" PRIu64 "\n", samples);
 	printf("skipped: %" PRIu64 "\n", ts_stream_skipped(s));
 	printf("digest: %016" PRIx64 "\n", digest);
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)   /* ru_maxrss is in KiB */
+		printf("peak rss: %ld KiB\n", ru.ru_maxrss);
 	status = 0;
 out:
 	/* 4. Close: stops the workers and frees the ring. */

@@ -1,0 +1,69 @@
+#!/bin/sh
+# The on-board footprint through the embedding API (examples/embed, linked
+# against libtsrun): examples/cubesat.ts, which tiles 16-bit grayscale
+# frames and drops cloudy tiles, runs with a 64 MiB budget on one worker
+# thread and its peak RSS (getrusage, the whole process) stays within it;
+# the same digest for 1 and 2 threads; a budget the plan cannot hold is
+# refused with the breakdown. Not asserted, printed: the 2-thread peak,
+# which today exceeds 64 MiB on 4 MP frames (whole-file reads of 7 MB
+# PNGs are outside the plan's io term; perf/README.md, "On board").
+# In a cross build the example runs under TS_EXE_WRAPPER (qemu-user), whose
+# own memory the figure then includes: it is printed, and still held to
+# the budget.
+set -u
+: "${TS_BUILDDIR:?}" "${TS_SRCDIR:?}"
+if [ "${TS_SANITIZE:-none}" != none ]; then
+	echo "peak RSS means nothing under the sanitizers' shadow memory"; exit 77
+fi
+PY=/usr/bin/python3
+"$PY" -c 'import numpy, PIL' 2>/dev/null || { echo "needs python3-numpy and python3-pil to make frames"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts-embed-mem.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+fail() { echo "embed-memory: FAIL: $*"; exit 1; }
+
+# Three 2048x2048 16-bit frames (a 4 MP camera), textured so that the
+# cloud filter keeps some tiles and drops others.
+mkdir -p "$T/frames/cam"
+"$PY" - "$T/frames/cam" <<'PYEOF' || fail "cannot make the frames"
+import sys
+import numpy as np
+from PIL import Image
+rng = np.random.default_rng(7)
+y, x = np.mgrid[0:2048, 0:2048]
+for i in range(3):
+    img = 30000 + 24000 * np.sin(x / (80.0 + 9 * i)) * np.cos(y / 53.0)
+    img = img + rng.normal(0, 700, img.shape)
+    img[: 512 * (i + 1), :1024] = 64000          # cloud: its tiles are dropped
+    img = img.clip(0, 65535).astype(np.uint16)
+    Image.fromarray(img, mode="I;16").save(f"{sys.argv[1]}/f{i}.png")
+PYEOF
+cp "$TS_SRCDIR/examples/cubesat.ts" "$T/"
+embed="${TS_EXE_WRAPPER:-} $TS_BUILDDIR/examples/embed"
+
+run() { # run NAME ARGS...: stdout+stderr in $T/NAME, exit status returned
+	name=$1; shift
+	# shellcheck disable=SC2086
+	$embed "$T/cubesat.ts" "$@" >"$T/$name" 2>&1
+}
+run t2 --epochs 1 --memory 64 --threads 2 || { cat "$T/t2"; fail "64 MiB run failed"; }
+run t1 --epochs 1 --memory 64 --threads 1 || { cat "$T/t1"; fail "1-thread run failed"; }
+d1=$(sed -n 's/^digest: //p' "$T/t1"); d2=$(sed -n 's/^digest: //p' "$T/t2")
+[ -n "$d1" ] && [ "$d1" = "$d2" ] || fail "digests differ: $d1 (1 thread) vs $d2 (2 threads)"
+n=$(sed -n 's/^samples: //p' "$T/t2")
+# 16 tiles a frame; the clouds cover 2, 4 and 6 of them
+[ "${n:-}" = 36 ] || fail "expected the 36 clear tiles of 48, got '${n:-}'"
+for f in t1 t2; do
+	rss=$(sed -n 's/^peak rss: \([0-9]*\) KiB$/\1/p' "$T/$f")
+	[ -n "$rss" ] || fail "no peak rss in $f"
+	echo "cubesat.ts, 64 MiB budget, $f: peak RSS $rss KiB, $n tiles, digest $d2"
+done
+rss=$(sed -n 's/^peak rss: \([0-9]*\) KiB$/\1/p' "$T/t1")
+[ "$rss" -le 65536 ] || fail "1 thread: peak RSS $rss KiB exceeds the 64 MiB budget"
+
+# A budget that the plan cannot hold: refused before start, with the terms.
+if run small --epochs 1 --memory 32; then
+	cat "$T/small"; fail "a 32 MiB budget was accepted"
+fi
+grep -q "the plan needs .* (ring .*, scratch .*, io .*) but the budget is" "$T/small" ||
+	{ cat "$T/small"; fail "the refusal has no breakdown"; }
+echo "embed-memory: ok"
