@@ -87,6 +87,34 @@ static int producer_pidfd(int sock)
 #endif
 }
 
+/* The producer must run as this user, as root, or as a uid named in
+ * TSRUN_PRODUCER_UID (comma-separated): in a folder others can write
+ * (/tmp), another user could bind the socket first and serve batches of
+ * their choosing. 0, or TS_E_REFUSED saying who it is and what to do. */
+static int check_producer(int sock, const char *socket_path, struct ts_error *err)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return ts_error_set(err, -errno, "cannot learn who serves %s: %s", socket_path,
+				    strerror(errno));
+	if (cr.uid == geteuid() || cr.uid == 0)
+		return 0;
+	const char *env = getenv("TSRUN_PRODUCER_UID");
+	while (env && *env) {
+		char *end = NULL;
+		unsigned long u = strtoul(env, &end, 10);
+		if (end != env && u == (unsigned long)cr.uid)
+			return 0;
+		env = end && *end == ',' ? end + 1 : NULL;
+	}
+	return ts_error_set(err, TS_E_REFUSED,
+			    "refusing the producer on %s: it runs as uid %u, not as you "
+			    "(uid %u); another user may have bound this socket first. If "
+			    "that user's tsrun is meant, set TSRUN_PRODUCER_UID=%u",
+			    socket_path, (unsigned)cr.uid, (unsigned)geteuid(), (unsigned)cr.uid);
+}
+
 TS_EXPORT int ts_client_connect(const char *socket_path,
 				const struct ts_client_opts *opts,
 				struct ts_client **out, struct ts_error *err)
@@ -127,6 +155,9 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 					  ? " (is tsrun serving there?)" : "");
 		goto fail;
 	}
+	rc = check_producer(c->sock, socket_path, err);
+	if (rc)
+		goto fail;
 	struct ts_proto_hello h = {
 		.version = TS_PROTO_VERSION,
 		.batch = o.batch_size,

@@ -121,9 +121,13 @@ struct ts_client_tensor {
 
 /*
  * Connect to the producer at socket_path. opts may be NULL (defaults).
+ * The producer must run as this user, as root, or as a uid listed in the
+ * environment's TSRUN_PRODUCER_UID (comma-separated), checked with
+ * SO_PEERCRED before anything is sent (tensorsocket(7), SECURITY).
  * Returns 0 and *out (free with ts_client_close), or: -ENOENT /
  * -ECONNREFUSED (no producer there), TS_E_REFUSED (err->msg says why:
- * version mismatch, batch larger than half the ring, permission),
+ * a producer of another user, version mismatch, batch larger than half
+ * the ring, permission),
  * TS_E_PROTOCOL, -ETIMEDOUT.
  */
 int ts_client_connect(const char *socket_path,
