@@ -249,3 +249,29 @@ void ts_decoder_convert_row(const void *src, int src_c, int src_depth,
 		for (int i = 0; i < n; i++, s += 3)
 			o[i] = (uint8_t)to8(luma(s[0], s[1], s[2]));
 }
+
+/* Refuse decompression bombs before allocating anything image-sized
+ * (libjpeg buffers every coefficient of a progressive file). */
+int ts_decoder_check_size(const struct ts_decode_info *info, struct ts_error *err)
+{
+	if (info->width > TS_DECODE_MAX_DIM || info->height > TS_DECODE_MAX_DIM ||
+	    (long long)info->width * info->height > TS_DECODE_MAX_PIXELS)
+		return ts_error_set(err, TS_E_DECODE,
+				    "image too large: %dx%d (limit %d pixels a side, %lld pixels)",
+				    info->width, info->height, TS_DECODE_MAX_DIM,
+				    (long long)TS_DECODE_MAX_PIXELS);
+	return 0;
+}
+
+int ts_decoder_grow(void *pp, size_t *cap, size_t need)
+{
+	uint8_t **p = pp;
+	if (need <= *cap)
+		return 0;
+	uint8_t *n = realloc(*p, need);
+	if (!n)
+		return -1;
+	*p = n;
+	*cap = need;
+	return 0;
+}

@@ -157,6 +157,13 @@ int ts_decoder_decode(struct ts_decoder *d, const uint8_t *buf, size_t len,
  * called by decode.c with the per-format state they own. */
 struct ts_decoder_jpeg;
 struct ts_decoder_png;
+/* For the decoders: TS_E_DECODE for an image over TS_DECODE_MAX_DIM a side
+ * or TS_DECODE_MAX_PIXELS, before anything image-sized is allocated; and
+ * grow the malloc'd buffer *(uint8_t **)pp of *cap bytes to at least need
+ * bytes (-1 when out of memory, the buffer kept). */
+int ts_decoder_check_size(const struct ts_decode_info *info, struct ts_error *err);
+int ts_decoder_grow(void *pp, size_t *cap, size_t need);
+
 int ts_decoder_jpeg_create(struct ts_decoder_jpeg **out, struct ts_error *err);
 void ts_decoder_jpeg_destroy(struct ts_decoder_jpeg *j);
 int ts_decoder_jpeg_info(struct ts_decoder_jpeg *j, const uint8_t *buf,

@@ -102,19 +102,6 @@ static void fill_info(const struct jpeg_decompress_struct *ci, struct ts_decode_
 	info->progressive = ci->progressive_mode;
 }
 
-/* Refuse decompression bombs before libjpeg allocates anything sized by
- * the image (progressive files buffer every coefficient). */
-static int check_size(const struct ts_decode_info *info, struct ts_error *err)
-{
-	if (info->width > TS_DECODE_MAX_DIM || info->height > TS_DECODE_MAX_DIM ||
-	    (long long)info->width * info->height > TS_DECODE_MAX_PIXELS)
-		return ts_error_set(err, TS_E_DECODE,
-				    "image too large: %dx%d (limit %d pixels a side, %lld pixels)",
-				    info->width, info->height, TS_DECODE_MAX_DIM,
-				    (long long)TS_DECODE_MAX_PIXELS);
-	return 0;
-}
-
 int ts_decoder_jpeg_info(struct ts_decoder_jpeg *j, const uint8_t *buf,
 			 size_t len, struct ts_decode_info *info,
 			 struct ts_error *err)
@@ -131,18 +118,6 @@ int ts_decoder_jpeg_info(struct ts_decoder_jpeg *j, const uint8_t *buf,
 	fill_info(ci, &tmp);
 	jpeg_abort_decompress(ci);
 	*info = tmp;
-	return 0;
-}
-
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	uint8_t *n = realloc(*p, need);
-	if (!n)
-		return -1;
-	*p = n;
-	*cap = need;
 	return 0;
 }
 
@@ -188,7 +163,7 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
 	jpeg_mem_src(ci, buf, (unsigned long)len);
 	jpeg_read_header(ci, TRUE);
 	fill_info(ci, &info);
-	if ((rc = check_size(&info, err)) < 0)
+	if ((rc = ts_decoder_check_size(&info, err)) < 0)
 		goto out;
 	if ((rc = ts_decoder_geometry(&info, req, &g, err)) < 0)
 		goto out;
@@ -248,8 +223,8 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
 
 	if (ts_image_reserve(out, g.out_w, g.out_h, dst_c,
 			     depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8) < 0 ||
-	    grow(&j->row, &j->row_cap, (size_t)ci->output_width * (size_t)comps) < 0 ||
-	    (cmyk && grow(&j->rgb, &j->rgb_cap, (size_t)g.out_w * 3) < 0)) {
+	    ts_decoder_grow(&j->row, &j->row_cap, (size_t)ci->output_width * (size_t)comps) < 0 ||
+	    (cmyk && ts_decoder_grow(&j->rgb, &j->rgb_cap, (size_t)g.out_w * 3) < 0)) {
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory decoding a %dx%d JPEG",
 				  info.width, info.height);
 		goto out;

@@ -74,19 +74,6 @@ void ts_decoder_png_destroy(struct ts_decoder_png *p)
 	free(p);
 }
 
-static int grow(void *pp, size_t *cap, size_t need)
-{
-	uint8_t **p = pp;
-	if (need <= *cap)
-		return 0;
-	uint8_t *n = realloc(*p, need);
-	if (!n)
-		return -1;
-	*p = n;
-	*cap = need;
-	return 0;
-}
-
 static void fill_info(png_structp png, png_infop pi, struct ts_decode_info *info)
 {
 	int ct = png_get_color_type(png, pi);
@@ -105,18 +92,6 @@ static void fill_info(png_structp png, png_infop pi, struct ts_decode_info *info
 		break;
 	}
 	info->progressive = png_get_interlace_type(png, pi) != PNG_INTERLACE_NONE;
-}
-
-/* Refuse decompression bombs before allocating anything image-sized. */
-static int check_size(const struct ts_decode_info *info, struct ts_error *err)
-{
-	if (info->width > TS_DECODE_MAX_DIM || info->height > TS_DECODE_MAX_DIM ||
-	    (long long)info->width * info->height > TS_DECODE_MAX_PIXELS)
-		return ts_error_set(err, TS_E_DECODE,
-				    "image too large: %dx%d (limit %d pixels a side, %lld pixels)",
-				    info->width, info->height, TS_DECODE_MAX_DIM,
-				    (long long)TS_DECODE_MAX_PIXELS);
-	return 0;
 }
 
 /* Set up a read struct over buf; NULL when out of memory. */
@@ -191,7 +166,7 @@ int ts_decoder_png_decode(struct ts_decoder_png *p, const uint8_t *buf,
 	}
 	png_read_info(png, pi);
 	fill_info(png, pi, &info);
-	if ((rc = check_size(&info, err)) < 0)
+	if ((rc = ts_decoder_check_size(&info, err)) < 0)
 		goto out;
 	if ((rc = ts_decoder_geometry(&info, req, &g, err)) < 0)
 		goto out;
@@ -228,7 +203,7 @@ int ts_decoder_png_decode(struct ts_decoder_png *p, const uint8_t *buf,
 	}
 	if (ts_image_reserve(out, g.out_w, g.out_h, dst_c,
 			     depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8) < 0 ||
-	    grow(&p->row, &p->row_cap, rowbytes) < 0) {
+	    ts_decoder_grow(&p->row, &p->row_cap, rowbytes) < 0) {
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory decoding a %dx%d PNG",
 				  info.width, info.height);
 		goto out;
@@ -238,8 +213,8 @@ int ts_decoder_png_decode(struct ts_decoder_png *p, const uint8_t *buf,
 	int y0 = req->roi_w > 0 && req->roi_h > 0 ? req->roi_y : 0;
 	if (passes > 1) {
 		size_t h = (size_t)info.height;
-		if (grow(&p->img, &p->img_cap, rowbytes * h) < 0 ||
-		    grow(&p->rows, &p->rows_cap, h * sizeof(png_bytep)) < 0) {
+		if (ts_decoder_grow(&p->img, &p->img_cap, rowbytes * h) < 0 ||
+		    ts_decoder_grow(&p->rows, &p->rows_cap, h * sizeof(png_bytep)) < 0) {
 			rc = ts_error_set(err, TS_E_NOMEM,
 					  "out of memory decoding a %dx%d interlaced PNG",
 					  info.width, info.height);

@@ -85,17 +85,6 @@ struct ts_ring_local {
 	struct ts_ring_reader *rd;
 };
 
-static size_t dtype_bytes(enum ts_dtype t)
-{
-	switch (t) {
-	case TS_DTYPE_U8: return 1;
-	case TS_DTYPE_U16: return 2;
-	case TS_DTYPE_F16: return 2;
-	case TS_DTYPE_F32: return 4;
-	}
-	return 0;
-}
-
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
 	while (b) {
@@ -119,16 +108,16 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 
 	if (!p || !out || p->height <= 0 || p->width <= 0 ||
-	    p->channels <= 0 || dtype_bytes(p->dtype) == 0 || p->ndim < 0 ||
+	    p->channels <= 0 || ts_dtype_size(p->dtype) == 0 || p->ndim < 0 ||
 	    p->ndim > TS_RING_MAX_DIMS || p->label_ndim < 0 ||
 	    p->label_ndim > TS_RING_MAX_DIMS ||
-	    (p->label_bytes && dtype_bytes(p->label_dtype) == 0) ||
+	    (p->label_bytes && ts_dtype_size(p->label_dtype) == 0) ||
 	    p->label_bytes > (1u << 20))
 		return ts_error_set(err, TS_E_ARG, "ring: invalid sample shape");
 	uint64_t sb = p->sample_bytes;
 	if (sb == 0)
 		sb = (uint64_t)p->height * (uint64_t)p->width *
-		     (uint64_t)p->channels * dtype_bytes(p->dtype);
+		     (uint64_t)p->channels * ts_dtype_size(p->dtype);
 	uint64_t unit = page / gcd_u64(sb, page);
 	uint64_t cap = round_up(p->capacity < 2 ? 2 : p->capacity, unit);
 	if (sb > (1ull << 40) || cap > (1ull << 32) || cap * sb > (1ull << 44))

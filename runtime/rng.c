@@ -8,7 +8,7 @@
 
 #define GOLDEN 0x9e3779b97f4a7c15ULL
 
-static uint64_t mix64(uint64_t z)
+uint64_t ts_rng_mix64(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -18,10 +18,10 @@ static uint64_t mix64(uint64_t z)
 void ts_rng_init(struct ts_rng *r, uint64_t seed, uint64_t epoch,
 		 uint64_t index, uint64_t stream)
 {
-	uint64_t k = mix64(seed + GOLDEN);
-	k = mix64(k ^ (epoch + 0x632be59bd9b4e019ULL));
-	k = mix64(k ^ (index + 0x8cb92ba72f3d8dd7ULL));
-	k = mix64(k ^ (stream + 0xd6e8feb86659fd93ULL));
+	uint64_t k = ts_rng_mix64(seed + GOLDEN);
+	k = ts_rng_mix64(k ^ (epoch + 0x632be59bd9b4e019ULL));
+	k = ts_rng_mix64(k ^ (index + 0x8cb92ba72f3d8dd7ULL));
+	k = ts_rng_mix64(k ^ (stream + 0xd6e8feb86659fd93ULL));
 	r->key = k;
 	r->ctr = 0;
 }
@@ -29,7 +29,7 @@ void ts_rng_init(struct ts_rng *r, uint64_t seed, uint64_t epoch,
 uint64_t ts_rng_u64(struct ts_rng *r)
 {
 	r->ctr++;
-	return mix64(r->key + r->ctr * GOLDEN);
+	return ts_rng_mix64(r->key + r->ctr * GOLDEN);
 }
 
 double ts_rng_uniform(struct ts_rng *r)

@@ -18,6 +18,9 @@ struct ts_rng {
 void ts_rng_init(struct ts_rng *r, uint64_t seed, uint64_t epoch,
 		 uint64_t index, uint64_t stream);
 uint64_t ts_rng_u64(struct ts_rng *r);
+/* splitmix64's finaliser: a strong 64-bit mix, the generator's core; also
+ * the synthetic source's per-image hash. */
+uint64_t ts_rng_mix64(uint64_t z);
 /* Uniform in [0, 1), 53 bits. */
 double ts_rng_uniform(struct ts_rng *r);
 /* Uniform in [lo, hi). */

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "rng.h"
 #include "util.h"
 
 int ts_source_synthetic_check(const struct ts_source *src, struct ts_error *err)
@@ -24,13 +25,6 @@ int ts_source_synthetic_check(const struct ts_source *src, struct ts_error *err)
 }
 
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /*
  * A per-image gradient plus a hashed texture: cheap enough that overhead
  * benchmarks measure the pipeline rather than the generator, varied enough
@@ -46,7 +40,7 @@ int ts_source_synthetic(const struct ts_source *src, uint64_t id,
 	rc = ts_image_reserve(out, src->width, src->height, src->channels, dt);
 	if (rc)
 		return rc;
-	uint64_t h = mix64(id + 0x9e3779b97f4a7c15ULL);
+	uint64_t h = ts_rng_mix64(id + 0x9e3779b97f4a7c15ULL);
 	unsigned ax = (unsigned)(h & 7) + 1, ay = (unsigned)((h >> 3) & 7) + 1;
 	unsigned ac = (unsigned)((h >> 6) & 63) + 17, base = (unsigned)(h >> 16);
 	int c = src->channels;
