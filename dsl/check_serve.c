@@ -57,6 +57,7 @@ void ts_check_serve_defaults(struct ts_plan *plan)
 	plan->on_error = TS_ON_ERROR_FAIL;
 	plan->queue_depth = 64;
 	plan->max_file_size = 64ull << 20;
+	plan->max_image_pixels = 1ull << 25;
 	plan->memory_budget = 0;
 }
 
@@ -140,6 +141,8 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 			plan->queue_depth = (int)v->num;
 		} else if (strcmp(name, "max_file_size") == 0) {
 			plan->max_file_size = (uint64_t)v->num;
+		} else if (strcmp(name, "max_image_pixels") == 0) {
+			plan->max_image_pixels = (uint64_t)v->num;
 		}
 	}
 	if (strlen(plan->socket) > SOCKET_PATH_MAX) {

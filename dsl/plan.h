@@ -210,6 +210,7 @@ struct ts_plan {
 	enum ts_on_error on_error;
 	int queue_depth;          /* io_uring reads in flight */
 	uint64_t max_file_size;   /* largest file or tar member read, bytes */
+	uint64_t max_image_pixels; /* largest image decoded, width x height */
 
 	/* Memory estimate, bytes. */
 	uint64_t mem_ring;        /* samples + labels + positions */

@@ -65,9 +65,11 @@ void ts_aug_rrc_box(int w, int h, const struct ts_op *rrc, struct ts_rng *rng,
 		double target = area * ts_rng_range(rng, rrc->scale_lo,
 						    rrc->scale_hi);
 		double ar = exp(ts_rng_range(rng, lr0, lr1));
-		int tw = (int)rint(sqrt(target * ar));
-		int th = (int)rint(sqrt(target / ar));
-		if (tw > 0 && tw <= w && th > 0 && th <= h) {
+		/* compared as doubles: for a huge w * h the side need not
+		 * fit an int (converting it would be undefined) */
+		double twd = rint(sqrt(target * ar)), thd = rint(sqrt(target / ar));
+		if (twd > 0 && twd <= w && thd > 0 && thd <= h) {
+			int tw = (int)twd, th = (int)thd;
 			*y = (int)ts_rng_below(rng, (uint64_t)(h - th + 1));
 			*x = (int)ts_rng_below(rng, (uint64_t)(w - tw + 1));
 			*cw = tw;

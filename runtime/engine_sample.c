@@ -146,6 +146,20 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 	int rc = ts_decoder_info(w->dec, buf, len, &info, err);
 	if (rc)
 		return rc;
+	/* The header's size, checked before anything is computed from it or
+	 * allocated for it: a 19 KB progressive JPEG can declare 16384 x
+	 * 16384 and cost 805 MB to decode, in every worker at once. */
+	if (info.width <= 0 || info.height <= 0 || info.width > TS_DECODE_MAX_DIM ||
+	    info.height > TS_DECODE_MAX_DIM)
+		return ts_error_set(err, TS_E_DECODE, "image too large: %dx%d (limit %d "
+				    "pixels a side)", info.width, info.height, TS_DECODE_MAX_DIM);
+	if ((uint64_t)info.width * (uint64_t)info.height > plan->max_image_pixels)
+		return ts_error_set(err, TS_E_DECODE,
+				    "image is %dx%d (%.1f Mpx), more than max_image_pixels "
+				    "(%.1f Mpx): not decoded; raise max_image_pixels in the "
+				    "serve block if it is meant", info.width, info.height,
+				    (double)info.width * (double)info.height / 1e6,
+				    (double)plan->max_image_pixels / 1e6);
 	struct ts_decode_req req = {.color = op->color, .depth = op->depth};
 	const struct ts_op *f = op->fused;
 	bool resample = false, apply_after = false;

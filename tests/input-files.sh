@@ -120,5 +120,45 @@ rc=$?
 [ "$rc" -eq 1 ] || { fail "a FIFO tar shard: exit $rc, want 1"; cat "$T/tarfifo.err"; }
 grep -q "tar shard '.*fifo.tar': not a regular file" "$T/tarfifo.err" || { fail "a FIFO shard: unclear error"; cat "$T/tarfifo.err"; }
 
+# --- headers that declare huge images --------------------------------------------
+# A 16x16 progressive JPEG whose SOF2 says 16384x16384 (libjpeg would
+# allocate its whole coefficient buffer, 805 MB and more, per worker):
+# refused from the header by max_image_pixels. A PNG header of
+# 2147483647 x 1 is refused before any crop box is computed from it (the
+# box used to overflow an int: UBSan, runtime/augment.c).
+if /usr/bin/python3 -c 'import PIL' 2>/dev/null; then
+	mkdir -p "$T/huge/a"
+	/usr/bin/python3 - "$T/huge/a" <<'EOF'
+import io, struct, sys, zlib
+from PIL import Image
+b = io.BytesIO()
+Image.new('RGB', (16, 16), (10, 20, 30)).save(b, 'JPEG', progressive=True)
+d = bytearray(b.getvalue())
+i = d.index(b'\xff\xc2')
+d[i + 5:i + 9] = struct.pack('>HH', 16384, 16384)
+open(sys.argv[1] + '/bomb.jpg', 'wb').write(bytes(d))
+def chunk(t, x):
+    return struct.pack('>I', len(x)) + t + x + struct.pack('>I', zlib.crc32(t + x) & 0xffffffff)
+hdr = struct.pack('>IIBBBBB', 2147483647, 1, 8, 0, 0, 0, 0)
+open(sys.argv[1] + '/wide.png', 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', hdr) +
+    chunk(b'IDAT', zlib.compress(b'\0' * 16)) + chunk(b'IEND', b''))
+Image.new('RGB', (16, 16), (1, 2, 3)).save(sys.argv[1] + '/ok.jpg', 'JPEG')
+EOF
+	cat >"$T/huge.ts" <<EOF
+pipeline p = folder("huge") | decode | random_resized_crop(8) | batch(1)
+serve p { socket = "$T/huge.sock"  epochs = 1  on_error = skip  threads = 2 }
+EOF
+	timeout 60 "$TSRUN" run "$T/huge.ts" --wait 0 >/dev/null 2>"$T/huge.err"
+	rc=$?
+	[ "$rc" -eq 0 ] || { fail "huge: exit $rc"; cat "$T/huge.err"; }
+	grep -q "^tsrun: skipped $T/huge/a/bomb.jpg: image is 16384x16384 (268.4 Mpx), more than max_image_pixels (33.6 Mpx): not decoded" "$T/huge.err" ||
+		{ fail "huge: the JPEG bomb not refused from its header"; cat "$T/huge.err"; }
+	grep -q "^tsrun: skipped $T/huge/a/wide.png: image too large: 2147483647x1" "$T/huge.err" ||
+		{ fail "huge: the 2^31-1 wide PNG not refused"; cat "$T/huge.err"; }
+	peak=$(sed -n 's/.*peak memory \([0-9.]*\) MiB.*/\1/p' "$T/huge.err")
+	[ -n "$peak" ] && awk -v p="$peak" 'BEGIN { exit !(p < 200) }' ||
+		fail "huge: peak memory '$peak' MiB"
+fi
+
 echo "input-files: $failed failed"
 [ "$failed" -eq 0 ]

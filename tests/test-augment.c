@@ -87,6 +87,22 @@ START_TEST(rrc_box_first_attempt)
 }
 END_TEST
 
+/* A header of 2147483647 x 1: the candidate sides do not fit an int,
+ * and must be compared before any conversion (UBSan caught the
+ * float-to-int overflow); the box still lies inside the image. */
+START_TEST(rrc_box_huge)
+{
+	struct ts_op op = { .kind = TS_OP_RANDOM_RESIZED_CROP, .scale_lo = 0.08,
+			    .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3 };
+	struct ts_rng r;
+	int x, y, cw, ch;
+	ts_rng_init(&r, 1, 0, 0, 0);
+	ts_aug_rrc_box(2147483647, 1, &op, &r, &x, &y, &cw, &ch);
+	ck_assert(cw > 0 && ch > 0 && x >= 0 && y >= 0);
+	ck_assert((long long)x + cw <= 2147483647LL && y + ch <= 1);
+}
+END_TEST
+
 /* A ratio of 4 with this scale range needs w = 2 h and fits on a wide
  * image: check the box follows the drawn numbers exactly. */
 START_TEST(rrc_box_follows_draws)
@@ -599,6 +615,7 @@ static Suite *augment_suite(void)
 	tcase_add_loop_test(tc, resize_dims, 0, (int)(sizeof(resize_dims_cases) / sizeof(resize_dims_cases[0])));
 	tcase_add_loop_test(tc, center_box, 0, (int)(sizeof(center_cases) / sizeof(center_cases[0])));
 	tcase_add_test(tc, rrc_box_first_attempt);
+	tcase_add_test(tc, rrc_box_huge);
 	tcase_add_test(tc, rrc_box_follows_draws);
 	tcase_add_loop_test(tc, rrc_box_fallback, 0, (int)(sizeof(rrc_fallback_cases) / sizeof(rrc_fallback_cases[0])));
 	tcase_add_test(tc, random_crop_box_padding);
