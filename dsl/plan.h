@@ -26,8 +26,12 @@
 #include <stdint.h>
 #include "error.h"
 
-enum ts_dtype { TS_DTYPE_U8, TS_DTYPE_U16, TS_DTYPE_F16, TS_DTYPE_F32 };
-enum ts_layout { TS_LAYOUT_NHWC, TS_LAYOUT_NCHW };
+/* dtype and layout cross processes (the ring header's fields) and the
+ * public headers (tsclient.h's enum ts_client_dtype and tsrun.h's enum
+ * ts_stream_dtype, also read by the Python client): the values are fixed,
+ * and tsclient.c and tsrun.c assert that theirs are the same. */
+enum ts_dtype { TS_DTYPE_U8 = 0, TS_DTYPE_U16 = 1, TS_DTYPE_F16 = 2, TS_DTYPE_F32 = 3 };
+enum ts_layout { TS_LAYOUT_NHWC = 0, TS_LAYOUT_NCHW = 1 };
 enum ts_source_kind { TS_SRC_FOLDER, TS_SRC_LIST, TS_SRC_TAR, TS_SRC_SYNTHETIC };
 enum ts_on_error { TS_ON_ERROR_FAIL, TS_ON_ERROR_SKIP };
 enum ts_interp { TS_INTERP_BILINEAR, TS_INTERP_AREA, TS_INTERP_NEAREST };

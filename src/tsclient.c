@@ -16,6 +16,13 @@
 #include "ring.h"
 #include "util.h"
 
+/* The client's element types and layouts are the ring header's values. */
+_Static_assert((int)TS_CLIENT_UINT8 == (int)TS_DTYPE_U8 && (int)TS_CLIENT_UINT16 == (int)TS_DTYPE_U16 &&
+	       (int)TS_CLIENT_FLOAT16 == (int)TS_DTYPE_F16 && (int)TS_CLIENT_FLOAT32 == (int)TS_DTYPE_F32,
+	       "enum ts_client_dtype must match enum ts_dtype (ring header)");
+_Static_assert((int)TS_CLIENT_NHWC == (int)TS_LAYOUT_NHWC && (int)TS_CLIENT_NCHW == (int)TS_LAYOUT_NCHW,
+	       "enum ts_client_layout must match enum ts_layout (ring header)");
+
 /* Linux 5.14's madvise advice values, for older headers. */
 #ifdef MADV_POPULATE_READ
 #define TS_MADV_POPULATE_READ MADV_POPULATE_READ

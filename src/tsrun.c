@@ -14,6 +14,13 @@
 #include "ring.h"
 #include "util.h"
 
+/* The embedding API's element types and layouts are the plan's values. */
+_Static_assert((int)TS_STREAM_UINT8 == (int)TS_DTYPE_U8 && (int)TS_STREAM_UINT16 == (int)TS_DTYPE_U16 &&
+	       (int)TS_STREAM_FLOAT16 == (int)TS_DTYPE_F16 && (int)TS_STREAM_FLOAT32 == (int)TS_DTYPE_F32,
+	       "enum ts_stream_dtype must match enum ts_dtype");
+_Static_assert((int)TS_STREAM_NHWC == (int)TS_LAYOUT_NHWC && (int)TS_STREAM_NCHW == (int)TS_LAYOUT_NCHW,
+	       "enum ts_stream_layout must match enum ts_layout");
+
 struct ts_pipeline {
 	struct ts_plan *plan;
 };
