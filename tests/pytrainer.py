@@ -70,6 +70,7 @@ def run(path, *args):
             raise SystemExit(f"tsrun run {path} did not start: rc {p.poll()}: "
                              f"{p.stderr.read() if p.poll() is not None else ''}")
         time.sleep(0.02)
+    time.sleep(0.3)  # from bind to listen (a loaded, sanitized run is slow)
     return p
 
 

@@ -53,7 +53,7 @@ class Keeper:
         self.lib = lib
         self.client = client
         self.thread = threading.get_ident()
-        self.busy = False
+        self.busy = 0        # > 0 while the loader itself works on held
         self.freed = collections.deque()   # keys of dead spans (any thread)
         self.held = collections.OrderedDict()  # key -> (weakref, seq)
         self.next_key = 0
@@ -78,7 +78,7 @@ class Keeper:
     def settle(self, keep=None):
         """Forget dead spans; make all but the newest `keep` live ones our
         own (None: keep all); release the ring below the oldest held."""
-        self.busy = True
+        self.busy += 1
         try:
             while self.freed:
                 self.held.pop(self.freed.popleft(), None)
@@ -86,7 +86,7 @@ class Keeper:
                 self.own_oldest()
             self.release()
         finally:
-            self.busy = False
+            self.busy -= 1
 
     def own_oldest(self):
         """Copy the oldest held batch's remaining pages into this process
@@ -115,7 +115,7 @@ class Keeper:
 
     def close(self):
         """Before the client goes: every live batch becomes our own."""
-        self.busy = True
+        self.busy += 1
         try:
             while self.freed:
                 self.held.pop(self.freed.popleft(), None)
@@ -123,4 +123,4 @@ class Keeper:
                 pass
             self.client = None
         finally:
-            self.busy = False
+            self.busy -= 1

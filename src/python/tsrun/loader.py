@@ -211,6 +211,8 @@ class Loader:
         if not self.info.samples_per_epoch:
             raise TypeError("len(): the producer does not know its epoch size "
                             "(its pipeline tiles or filters samples)")
+        if self._client is None:
+            raise TsrunError(E_STATE, "tsrun.Loader: the loader is closed")
         if self._pass_index is not None:
             return self._epoch_batches(self._pass_index)
         b = self._peek()
@@ -297,10 +299,19 @@ class Loader:
     def _fetch(self):
         """The next batch of the stream, past a resume position, with its
         tensors (made at once: a batch read is one the trainer owns)."""
-        b = self._fetch_raw()
-        if b is not None:
-            b.tensors = self._tensors(b)
-        return b
+        keeper = self._keeper
+        if keeper is not None:
+            # From libtsclient's hand-out until the batch is in the keeper,
+            # a span dying meanwhile must not release below it.
+            keeper.busy += 1
+        try:
+            b = self._fetch_raw()
+            if b is not None:
+                b.tensors = self._tensors(b)
+            return b
+        finally:
+            if keeper is not None:
+                keeper.busy -= 1
 
     def _fetch_raw(self):
         while True:
