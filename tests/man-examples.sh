@@ -11,31 +11,11 @@
 #   tensorsocket.7    the C and the PyTorch trainer fragments, wrapped into
 #                     programs, read from a real producer;
 #   tsrun-pipeline.5  every pipeline is accepted by `tsrun check`.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
-: "${TS_SRCDIR:?TS_SRCDIR must name the source root}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup man-examples
 : "${TS_LIBTSRUN:?TS_LIBTSRUN must name libtsrun.so}"
 : "${TS_LIBTSCLIENT:?TS_LIBTSCLIENT must name libtsclient.so}"
 MAN="$TS_SRCDIR/man"
-
-T=$(mktemp -d /tmp/tsrun-manex.XXXXXX) || exit 1
-pids=""
-cleanup() {
-	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-wait_for() {
-	n=$(($1 * 10)); shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1; n=$((n - 1))
-	done
-	return 1
-}
 
 # examples PAGE: the lines of the literal blocks of PAGE's EXAMPLES
 # section, unescaped, each block followed by a line "@@END".
@@ -270,5 +250,4 @@ for f in "$T"/pipe*.ts; do
 done
 [ "$n" -ge 1 ] || fail "tsrun-pipeline.5: no example pipelines found"
 
-[ "$failed" -eq 0 ] && echo "man-examples: all passed" || echo "man-examples: $failed failed"
-[ "$failed" -eq 0 ]
+finish

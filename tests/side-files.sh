@@ -12,29 +12,9 @@
 #     answered at once;
 #   - a status file write that fails, and a --stats-json on a full disk
 #     (/dev/full), are each reported once in the log.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
-
-T=$(mktemp -d /tmp/tsrun-side.XXXXXX) || exit 1
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup side-files
 chmod 755 "$T"
-pids=""
-cleanup() {
-	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-wait_for() {
-	n=$(($1 * 10)); shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1; n=$((n - 1))
-	done
-	return 1
-}
 
 other=""
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 &&
@@ -156,5 +136,4 @@ n=$(grep -c "cannot write the status file $S2.status.json" "$T/w.err")
 n=$(grep -c "cannot write --stats-json: No space left on device" "$T/w.err")
 [ "$n" -eq 1 ] || { fail "--stats-json on a full disk reported $n times, want once"; cat "$T/w.err"; }
 
-echo "side-files: $failed failed"
-[ "$failed" -eq 0 ]
+finish
