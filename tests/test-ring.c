@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -726,6 +727,126 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* A ring of rank-2 float32 samples (2 x 3) with a label tensor of 3
+ * float32 per sample (tsrun.serve's layout): the shapes reach the
+ * consumer side, and a batch across the wrap gets its labels in order. */
+START_TEST(test_label_tensors)
+{
+	struct ts_ring_params p = { .height = 1, .width = 6, .channels = 1,
+				    .dtype = TS_DTYPE_F32, .capacity = 64,
+				    .ndim = 2, .dims = { 2, 3 },
+				    .label_ndim = 1, .label_dims = { 3 },
+				    .label_dtype = TS_DTYPE_F32, .label_bytes = 12 };
+	struct ts_ring *r = NULL;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_create(&p, &r, &err), 0);
+	struct ts_ring_info in;
+	ts_ring_get_info(r, &in);
+	ck_assert_int_eq(in.ndim, 2);
+	ck_assert_uint_eq(in.dims[0], 2);
+	ck_assert_uint_eq(in.dims[1], 3);
+	ck_assert_int_eq(in.label_ndim, 1);
+	ck_assert_uint_eq(in.label_dims[0], 3);
+	ck_assert_uint_eq(in.label_bytes, 12);
+	uint64_t cap = in.capacity;
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_local_create(r, 24, TS_JOIN_NOW, false, &l, NULL), 0);
+	uint64_t seq = 0;
+	/* Enough rounds that batches straddle the end of the label region. */
+	for (uint64_t round = 0; round < 2 * cap / 24 + 2; round++) {
+		for (uint64_t s = seq; s < seq + 24; s++) {
+			ck_assert_int_eq(ts_ring_wait_writable(r, s, 1000), 0);
+			float *x = ts_ring_slot(r, s), *y = ts_ring_label_slot(r, s);
+			for (int i = 0; i < 6; i++)
+				x[i] = (float)s;
+			for (int i = 0; i < 3; i++)
+				y[i] = (float)(s * 10 + (uint64_t)i);
+			ts_ring_set_meta(r, s, 0, 0, s);
+		}
+		ts_ring_publish(r, seq + 24);
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+		ck_assert_uint_eq(b.n, 24);
+		ck_assert_ptr_nonnull(b.label_data);
+		const float *x = b.data, *y = b.label_data;
+		for (size_t i = 0; i < 24; i++) {
+			ck_assert_float_eq(x[i * 6 + 5], (float)(seq + i));
+			for (int k = 0; k < 3; k++)
+				ck_assert_float_eq(y[i * 3 + (size_t)k], (float)((seq + i) * 10 + (uint64_t)k));
+		}
+		seq += 24;
+	}
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+	/* A pipeline's ring has neither. */
+	r = make_ring(64, 100, 16);
+	ts_ring_get_info(r, &in);
+	ck_assert_int_eq(in.ndim, 0);
+	ck_assert_uint_eq(in.label_bytes, 0);
+	ck_assert_ptr_null(ts_ring_label_slot(r, 0));
+	ts_ring_destroy(r);
+}
+END_TEST
+
+struct next_arg {
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	int rc;
+};
+
+static void *next_thread(void *arg)
+{
+	struct next_arg *a = arg;
+	a->rc = ts_ring_local_next(a->l, &a->b, 5000, NULL);
+	return NULL;
+}
+
+/* An epoch closed by the producer ends the batch being filled at once,
+ * with no sample of the next epoch published: a consumer asleep on it is
+ * woken and gets the short batch (or, under drop_last, skips it). */
+START_TEST(test_close_epoch)
+{
+	for (int drop = 0; drop < 2; drop++) {
+		struct ts_ring *r = make_ring(256, 0, 16);
+		struct ts_ring_local *l;
+		struct ts_ring_batch b;
+		ck_assert_int_eq(ts_ring_local_create(r, 32, TS_JOIN_NOW, drop, &l, NULL), 0);
+		produce(r, 0, 40, 1000);   /* epoch 0: 40 samples */
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+		ck_assert_uint_eq(b.n, 32);
+		/* 8 left: nothing ends the batch yet. */
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 50, NULL), -ETIMEDOUT);
+		struct next_arg a = { .l = l };
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, next_thread, &a), 0);
+		usleep(200 * 1000);        /* asleep in the futex by now */
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ts_ring_close_epoch(r, 40);
+		if (drop) {
+			/* The short batch is skipped; the next epoch's first
+			 * batch is what the thread gets. */
+			usleep(100 * 1000);
+			for (uint64_t s = 40; s < 72; s++) {
+				ck_assert_int_eq(ts_ring_wait_writable(r, s, 1000), 0);
+				ts_ring_set_meta(r, s, 0, 1, s - 40);
+			}
+			ts_ring_publish(r, 72);
+		}
+		pthread_join(t, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		ck_assert_int_eq(a.rc, 0);
+		ck_assert_uint_eq(a.b.n, drop ? 32 : 8);
+		ck_assert_uint_eq(a.b.epoch, drop ? 1 : 0);
+		ck_assert_uint_eq(a.b.index, drop ? 0 : 32);
+		ck_assert(dt < 1.0);      /* woken, not timed out (5 s) */
+		ts_ring_local_destroy(l);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -754,6 +875,10 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_join_next_epoch_whole);
 	tcase_add_test(tc, test_join_next_epoch_skip);
 	tcase_add_test(tc, test_min_consumers);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tensors");
+	tcase_add_test(tc, test_label_tensors);
+	tcase_add_test(tc, test_close_epoch);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 60);
