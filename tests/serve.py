@@ -333,7 +333,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ts-serve.")
     ds = os.path.join(tmp, "ds")
     r = subprocess.run([TSRUN, "make-dataset", ds, "--images", "300", "--quiet"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=600)  # slow under ASan
     if r.returncode:
         if "mate-backgrounds" in r.stderr or "TSRUN_PHOTOS" in r.stderr:
             print("skip: no photos:", r.stderr.strip())
