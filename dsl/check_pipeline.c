@@ -212,8 +212,9 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			snprintf(hint, sizeof(hint),
 				 "move %s before normalize and to", def->name);
 			ts_check_err(c, call->name_loc, hint,
-			    "'%s' works on uint8 or uint16 nhwc pixels, but the data is %s here",
-			    def->name, buf);
+			    "'%s' works on %s nhwc pixels, but the data is %s here",
+			    def->name, (def->flags & TS_OPF_UINT8) ? "uint8" : "uint8 or uint16",
+			    buf);
 		} else if ((def->flags & TS_OPF_INTEGER) &&
 			   (shape.dtype == TS_DTYPE_F16 || shape.dtype == TS_DTYPE_F32)) {
 			char hint[192];

@@ -83,6 +83,15 @@ enum ts_op_kind {
 	TS_OP_OUTPUT,               /* fused tail: .parts, written into the slot */
 	TS_OP_PLUGIN,               /* a user C function in an isolated process
 				       (.plugin); may drop samples */
+	/* the colour family (dsl/ops_color.c, runtime/color.c) */
+	TS_OP_INVERT,
+	TS_OP_POSTERIZE,
+	TS_OP_SOLARIZE,
+	TS_OP_AUTOCONTRAST,
+	TS_OP_EQUALIZE,
+	TS_OP_ADJUST_BRIGHTNESS,
+	TS_OP_ADJUST_CONTRAST,
+	TS_OP_ADJUST_SATURATION,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -127,6 +136,8 @@ struct ts_op {
 	bool horizontal;          /* flip: true horizontal, false vertical */
 	double p;                 /* flip, grayscale(p): probability */
 	double brightness, contrast, saturation; /* color_jitter factors */
+	double factor;            /* adjust_*: the fixed factor */
+	int bits;                 /* posterize: bits kept, 1..8 */
 	int channels;             /* grayscale: 1 or 3 output channels */
 	int n_mean;               /* normalize: 1..4 */
 	float mean[4], std[4];
@@ -135,7 +146,8 @@ struct ts_op {
 	int stride_h, stride_w;   /* tile */
 	double threshold, max_fraction; /* filter: drop a sample when more than
 					   max_fraction of its pixels exceed
-					   threshold (fraction of full scale) */
+					   threshold (fraction of full scale);
+					   solarize: threshold in levels */
 
 	/* plugin: the shared object and its parameters; owned (one block:
 	 * free() of the pointer frees it all). NULL for other kinds. */

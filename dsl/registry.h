@@ -101,6 +101,8 @@ enum ts_op_flags {
 	TS_OPF_EXPANDS = 1 << 5,     /* makes 0, 1 or several samples per one */
 	TS_OPF_OWN_ARGS = 1 << 6,    /* binds its arguments itself (plugin) */
 	TS_OPF_INTEGER = 1 << 7,     /* takes integer pixels, before a to(float) */
+	TS_OPF_UINT8 = 1 << 8,       /* with PIXELS: uint8 only (the shape rule
+					refuses uint16) */
 };
 
 /* A transform's bound arguments into *op (kind and loc already set); in
@@ -142,6 +144,7 @@ struct ts_opdef {
 /* One family's rows, ended by a row whose name is NULL. */
 extern const struct ts_opdef ts_ops_source[];  /* ops_source.c */
 extern const struct ts_opdef ts_ops_image[];   /* ops_image.c */
+extern const struct ts_opdef ts_ops_color[];   /* ops_color.c */
 extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
 
 /* The number of operator rows, and row i, in documentation order. */

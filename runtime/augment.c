@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "color.h"
 #include "resample.h"
 #include "util.h"
 
@@ -860,6 +861,8 @@ int ts_aug_apply(const struct ts_op *op, struct ts_image *img,
 			return rc;
 		break;
 	default:
+		if (ts_color_has(op->kind))
+			return ts_color_apply(op, img, rng, err);
 		return ts_error_set(err, TS_E_ARG, "%s is not an augment op",
 				    ts_op_kind_name(op->kind));
 	}

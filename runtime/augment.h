@@ -121,6 +121,7 @@ int ts_aug_grayscale(const struct ts_image *in, struct ts_image *out,
  * when the channel count must change. NORMALIZE yields float32 normalized
  * values; TO converts to uint8, uint16 or float32 (float16 exists only in
  * the output stage: ts_image holds no float16) keeping HWC.
+ * The colour family's ops (runtime/color.h) go to ts_color_apply.
  * Returns 0, -ENOMEM, or TS_E_ARG for an op it does not handle (err says
  * which). */
 int ts_aug_apply(const struct ts_op *op, struct ts_image *img,

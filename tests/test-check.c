@@ -624,8 +624,10 @@ START_TEST(test_registry)
 	static const char *const want[] = {
 		"folder", "list", "tar", "synthetic", "shard", "shuffle", "decode",
 		"resize", "center_crop", "random_crop", "random_resized_crop", "flip",
-		"color_jitter", "grayscale", "normalize", "to", "tile", "filter", "plugin",
-		"device", "batch"};
+		"color_jitter", "grayscale", "normalize", "to",
+		"invert", "posterize", "solarize", "autocontrast", "equalize",
+		"adjust_brightness", "adjust_contrast", "adjust_saturation",
+		"tile", "filter", "plugin", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {

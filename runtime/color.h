@@ -1,0 +1,48 @@
+/*
+ * color.h - the colour family's kernels (prefix ts_color_): invert,
+ * posterize, solarize, autocontrast, equalize and the fixed-factor
+ * adjust_brightness / adjust_contrast / adjust_saturation, as
+ * torchvision 0.14's functional API computes them on PIL images (the
+ * path a DataLoader takes): ImageOps' lookup tables and ImageEnhance's
+ * blends, bit-exact on uint8.
+ *
+ * Images are struct ts_image, uint8 HWC with 1 or 3 channels (the checker
+ * refuses anything else); every kernel works in place. Thread safety:
+ * each function works only on its arguments.
+ */
+#ifndef TS_COLOR_H
+#define TS_COLOR_H
+
+#include <stdbool.h>
+#include "plan.h"
+#include "image.h"
+#include "rng.h"
+#include "error.h"
+
+/* Whether op kind k is one of this family's (ts_color_apply runs it). */
+bool ts_color_has(enum ts_op_kind k);
+
+/* Run the colour op on *img in place. rng is the op's stream: the ops
+ * with a probability p draw one U(0, 1) and apply when it is below p
+ * (p >= 1: always, without a draw). Returns 0, or TS_E_ARG (err filled)
+ * for an image that is not uint8 or an op not of this family. */
+int ts_color_apply(const struct ts_op *op, struct ts_image *img,
+		   struct ts_rng *rng, struct ts_error *err);
+
+/* ImageOps.invert: x -> 255 - x. */
+void ts_color_invert(struct ts_image *img);
+/* ImageOps.posterize: x -> x & ~(2^(8 - bits) - 1), bits 1..8. */
+void ts_color_posterize(struct ts_image *img, int bits);
+/* ImageOps.solarize: x -> x < threshold ? x : 255 - x. */
+void ts_color_solarize(struct ts_image *img, double threshold);
+/* ImageOps.autocontrast (cutoff 0): per channel, its lowest level lo and
+ * highest hi; when hi > lo, x -> int(x * s - lo * s) clamped to 0..255
+ * with s = 255.0 / (hi - lo), in double as Python computes it. */
+void ts_color_autocontrast(struct ts_image *img);
+/* ImageOps.equalize: per channel, with h its histogram and step = (the
+ * pixel count less the last used level's) // 255, x -> (step // 2 +
+ * h[0] + ... + h[x - 1]) // step clamped to 255; unchanged when the
+ * channel uses one level only or step is 0. */
+void ts_color_equalize(struct ts_image *img);
+
+#endif

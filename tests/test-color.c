@@ -1,0 +1,369 @@
+/* test-color.c - the colour family: its kernels on tiny images with
+ * values computed by hand from ImageOps' / ImageEnhance's arithmetic (the
+ * match on real photos is tests/torch-color.py's job), the probability p
+ * and its determinism, ts_color_apply's refusals, and what the checker
+ * makes of the operators' text (plan fields, no fusion, the misuses and
+ * where they point). */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "augment.h"
+#include "color.h"
+#include "dsl.h"
+
+static struct ts_image make_u8(int w, int h, int c, const uint8_t *px)
+{
+	struct ts_image img = { 0 };
+	ck_assert_int_eq(ts_image_reserve(&img, w, h, c, TS_DTYPE_U8), 0);
+	if (px)
+		memcpy(img.data, px, (size_t)w * h * c);
+	return img;
+}
+
+/* ---- the table-driven kernels ---- */
+
+START_TEST(invert_levels)
+{
+	const uint8_t px[] = { 0, 1, 128, 255, 77, 200 };
+	const uint8_t want[] = { 255, 254, 127, 0, 178, 55 };
+	struct ts_image img = make_u8(2, 1, 3, px);
+	ts_color_invert(&img);
+	ck_assert_mem_eq(img.data, want, sizeof(want));
+	ts_image_free(&img);
+}
+END_TEST
+
+/* 183 = 0b10110111 keeps its top bits. */
+static const uint8_t posterize_want[9] = { 0, 128, 128, 160, 176, 176, 180, 182, 183 };
+
+START_TEST(posterize_bits)
+{
+	const int bits = _i;
+	const uint8_t px[] = { 183, 255, 0 };
+	struct ts_image img = make_u8(3, 1, 1, px);
+	ts_color_posterize(&img, bits);
+	ck_assert_uint_eq(img.data[0], posterize_want[bits]);
+	ck_assert_uint_eq(img.data[1], (255u >> (8 - bits)) << (8 - bits));
+	ck_assert_uint_eq(img.data[2], 0);
+	ts_image_free(&img);
+}
+END_TEST
+
+static const struct {
+	double threshold;
+	uint8_t want[5]; /* of 0, 127, 128, 200, 255 */
+} solarize_cases[] = {
+	{ 128, { 0, 127, 127, 55, 0 } },
+	{ 127.5, { 0, 127, 127, 55, 0 } },
+	{ 127, { 0, 128, 127, 55, 0 } },
+	{ 0, { 255, 128, 127, 55, 0 } },   /* everything at or above 0 */
+	{ 255, { 0, 127, 128, 200, 0 } },  /* only 255 */
+	{ 254.9, { 0, 127, 128, 200, 0 } },
+};
+
+START_TEST(solarize_threshold)
+{
+	const uint8_t px[] = { 0, 127, 128, 200, 255 };
+	struct ts_image img = make_u8(5, 1, 1, px);
+	ts_color_solarize(&img, solarize_cases[_i].threshold);
+	ck_assert_mem_eq(img.data, solarize_cases[_i].want, 5);
+	ts_image_free(&img);
+}
+END_TEST
+
+START_TEST(autocontrast_per_channel)
+{
+	/* channel 0: 10..30 stretched (s = 12.75); channel 1: 0..255
+	 * already; channel 2: one level, unchanged */
+	const uint8_t px[] = { 10, 0, 5, 20, 255, 5, 30, 128, 5 };
+	const uint8_t want[] = { 0, 0, 5, 127, 255, 5, 255, 128, 5 };
+	struct ts_image img = make_u8(3, 1, 3, px);
+	ts_color_autocontrast(&img);
+	ck_assert_mem_eq(img.data, want, sizeof(want));
+	ts_image_free(&img);
+
+	/* 50..150: s = 2.55 in double, 100 -> int(254.99999999999997 -
+	 * 127.49999999999999) = 127, 120 -> 178 */
+	const uint8_t g[] = { 50, 100, 150, 120 };
+	const uint8_t gw[] = { 0, 127, 255, 178 };
+	img = make_u8(4, 1, 1, g);
+	ts_color_autocontrast(&img);
+	ck_assert_mem_eq(img.data, gw, sizeof(gw));
+	ts_image_free(&img);
+}
+END_TEST
+
+START_TEST(equalize_steps)
+{
+	/* 255 pixels each of 0, 100, 200, 255: step = (1020 - 255) // 255
+	 * = 3, n from 1: 0 -> 0, 100 -> 256 // 3 = 85, 200 -> 511 // 3 =
+	 * 170, 255 -> 766 // 3 = 255 */
+	static uint8_t px[1020];
+	const uint8_t lv[4] = { 0, 100, 200, 255 }, want[4] = { 0, 85, 170, 255 };
+	for (int i = 0; i < 1020; i++)
+		px[i] = lv[i / 255];
+	struct ts_image img = make_u8(1020, 1, 1, px);
+	ts_color_equalize(&img);
+	for (int i = 0; i < 1020; i++)
+		ck_assert_uint_eq(img.data[i], want[i / 255]);
+	ts_image_free(&img);
+
+	/* 300 x 0, 300 x 1, 10 x 255: step 2, 255 -> 601 // 2 = 300,
+	 * clipped to 255 as Image.point clips */
+	static uint8_t q[610];
+	for (int i = 0; i < 610; i++)
+		q[i] = i < 300 ? 0 : i < 600 ? 1 : 255;
+	img = make_u8(610, 1, 1, q);
+	ts_color_equalize(&img);
+	ck_assert_uint_eq(img.data[0], 0);
+	ck_assert_uint_eq(img.data[300], 150);
+	ck_assert_uint_eq(img.data[609], 255);
+	ts_image_free(&img);
+
+	/* too few pixels for a step (16 // 255 = 0) and one level: kept */
+	const uint8_t s[] = { 10, 10, 10, 20, 20, 30, 30, 30, 30, 30, 200, 200,
+			      250, 250, 250, 250 };
+	img = make_u8(4, 4, 1, s);
+	ts_color_equalize(&img);
+	ck_assert_mem_eq(img.data, s, sizeof(s));
+	ts_image_free(&img);
+}
+END_TEST
+
+/* ---- ts_color_apply: probability, determinism, refusals ---- */
+
+static struct ts_op color_op(enum ts_op_kind k, double p)
+{
+	struct ts_op op = { .kind = k, .p = p, .bits = 4, .threshold = 128,
+			    .factor = 1.5, .index = 3 };
+	return op;
+}
+
+START_TEST(apply_probability)
+{
+	struct ts_op op = color_op(TS_OP_INVERT, 0.3);
+	int applied = 0;
+	for (uint64_t i = 0; i < 4000; i++) {
+		uint8_t px = 10;
+		struct ts_image img = make_u8(1, 1, 1, &px);
+		struct ts_rng rng, again;
+		ts_rng_init(&rng, 42, 1, i, 3);
+		ck_assert_int_eq(ts_color_apply(&op, &img, &rng, NULL), 0);
+		ck_assert(img.data[0] == 10 || img.data[0] == 245);
+		/* the same stream decides the same way */
+		ts_rng_init(&again, 42, 1, i, 3);
+		ck_assert_int_eq(img.data[0] == 245, ts_rng_uniform(&again) < 0.3);
+		applied += img.data[0] == 245;
+		ts_image_free(&img);
+	}
+	/* binomial(4000, 0.3): mean 1200, sd 29 */
+	ck_assert_int_gt(applied, 1200 - 150);
+	ck_assert_int_lt(applied, 1200 + 150);
+
+	/* p = 0 never, p = 1 always (and draws nothing) */
+	for (int p = 0; p <= 1; p++) {
+		op.p = p;
+		uint8_t px = 10;
+		struct ts_image img = make_u8(1, 1, 1, &px);
+		struct ts_rng rng, fresh;
+		ts_rng_init(&rng, 7, 0, 0, 3);
+		ts_rng_init(&fresh, 7, 0, 0, 3);
+		ck_assert_int_eq(ts_color_apply(&op, &img, &rng, NULL), 0);
+		ck_assert_uint_eq(img.data[0], p ? 245 : 10);
+		if (p)
+			ck_assert(ts_rng_uniform(&rng) == ts_rng_uniform(&fresh));
+		ts_image_free(&img);
+	}
+}
+END_TEST
+
+/* Every op of the family through ts_aug_apply equals its kernel. */
+START_TEST(apply_dispatch)
+{
+	static const enum ts_op_kind kinds[] = {
+		TS_OP_INVERT, TS_OP_POSTERIZE, TS_OP_SOLARIZE, TS_OP_AUTOCONTRAST,
+		TS_OP_EQUALIZE, TS_OP_ADJUST_BRIGHTNESS, TS_OP_ADJUST_CONTRAST,
+		TS_OP_ADJUST_SATURATION };
+	/* 32 x 32, levels 20..219: every op changes it (equalize needs
+	 * more than 255 pixels a channel for a step) */
+	static uint8_t px[32 * 32 * 3];
+	for (int i = 0; i < 32 * 32 * 3; i++)
+		px[i] = (uint8_t)((i * 37 + 11) % 200 + 20);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct ts_op op = color_op(kinds[k], 1.0);
+		struct ts_image a = make_u8(32, 32, 3, px), b = make_u8(32, 32, 3, px);
+		struct ts_image tmp = { 0 };
+		struct ts_rng rng;
+		ts_rng_init(&rng, 1, 0, 0, 3);
+		ck_assert(ts_color_has(kinds[k]));
+		ck_assert_int_eq(ts_aug_apply(&op, &a, &tmp, &rng, NULL), 0);
+		switch (kinds[k]) {
+		case TS_OP_INVERT: ts_color_invert(&b); break;
+		case TS_OP_POSTERIZE: ts_color_posterize(&b, 4); break;
+		case TS_OP_SOLARIZE: ts_color_solarize(&b, 128); break;
+		case TS_OP_AUTOCONTRAST: ts_color_autocontrast(&b); break;
+		case TS_OP_EQUALIZE: ts_color_equalize(&b); break;
+		case TS_OP_ADJUST_BRIGHTNESS: ts_aug_brightness(&b, 1.5f); break;
+		case TS_OP_ADJUST_CONTRAST: ts_aug_contrast(&b, 1.5f); break;
+		default: ts_aug_saturation(&b, 1.5f); break;
+		}
+		ck_assert_mem_eq(a.data, b.data, sizeof(px));
+		ck_assert(memcmp(a.data, px, sizeof(px)) != 0);
+		ts_image_free(&a);
+		ts_image_free(&b);
+		ts_image_free(&tmp);
+	}
+	ck_assert(!ts_color_has(TS_OP_FLIP));
+}
+END_TEST
+
+START_TEST(apply_refuses)
+{
+	struct ts_error err = { 0 };
+	struct ts_rng rng;
+	struct ts_image img = { 0 };
+	ts_rng_init(&rng, 1, 0, 0, 0);
+	ck_assert_int_eq(ts_image_reserve(&img, 2, 2, 3, TS_DTYPE_U16), 0);
+	struct ts_op op = color_op(TS_OP_EQUALIZE, 1.0);
+	ck_assert_int_eq(ts_color_apply(&op, &img, &rng, &err), TS_E_ARG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "equalize needs uint8"));
+	op.kind = TS_OP_FLIP;
+	ck_assert_int_eq(ts_color_apply(&op, &img, &rng, &err), TS_E_ARG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not a colour op"));
+	ts_image_free(&img);
+}
+END_TEST
+
+/* ---- the checker ---- */
+
+static struct ts_plan *compile(const char *src, struct ts_diags *d, int *rc)
+{
+	struct ts_plan *plan = NULL;
+	ts_diags_init(d, "t.ts", src, strlen(src));
+	*rc = ts_dsl_compile(src, strlen(src), "t.ts", NULL, d, &plan);
+	return plan;
+}
+
+START_TEST(check_plan)
+{
+	const char *src =
+		"pipeline p =\n"
+		"    synthetic([8, 8], count = 4)\n"
+		"    | invert(p = 0.25) | posterize(3) | solarize(threshold = 99.5)\n"
+		"    | autocontrast | equalize(p = 0.5) | adjust_brightness(1.25)\n"
+		"    | adjust_contrast(contrast_factor = 0) | adjust_saturation(2)\n"
+		"    | to(float32, nchw) | batch(2)\n";
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *p = compile(src, &d, &rc);
+	if (rc) {
+		char *t = ts_diags_render(&d);
+		ck_abort_msg("%s", t);
+	}
+	ts_diags_fini(&d);
+	/* eight stages of their own, then the output (to) */
+	ck_assert_uint_eq(p->n_ops, 9);
+	ck_assert_int_eq(p->ops[0].kind, TS_OP_INVERT);
+	ck_assert(p->ops[0].p == 0.25);
+	ck_assert_int_eq(p->ops[1].kind, TS_OP_POSTERIZE);
+	ck_assert_int_eq(p->ops[1].bits, 3);
+	ck_assert(p->ops[1].p == 1.0);
+	ck_assert_int_eq(p->ops[2].kind, TS_OP_SOLARIZE);
+	ck_assert(p->ops[2].threshold == 99.5);
+	ck_assert_int_eq(p->ops[3].kind, TS_OP_AUTOCONTRAST);
+	ck_assert_int_eq(p->ops[4].kind, TS_OP_EQUALIZE);
+	ck_assert(p->ops[4].p == 0.5);
+	ck_assert_int_eq(p->ops[5].kind, TS_OP_ADJUST_BRIGHTNESS);
+	ck_assert(p->ops[5].factor == 1.25);
+	ck_assert_int_eq(p->ops[6].kind, TS_OP_ADJUST_CONTRAST);
+	ck_assert(p->ops[6].factor == 0);
+	ck_assert_int_eq(p->ops[7].kind, TS_OP_ADJUST_SATURATION);
+	ck_assert(p->ops[7].factor == 2);
+	ck_assert_int_eq(p->ops[8].kind, TS_OP_OUTPUT);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(p->ops[i].out_dtype, TS_DTYPE_U8);
+	ck_assert_str_eq(ts_op_kind_name(TS_OP_ADJUST_SATURATION), "adjust_saturation");
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* One misuse each: the message and the column it points at. */
+static const struct {
+	const char *stage, *pre, *msg;
+	int col;
+} misuses[] = {
+	{ "posterize(0)", "", "parameter 'bits' must be between 1 and 8, got 0", 17 },
+	{ "posterize(9)", "", "parameter 'bits' must be between 1 and 8, got 9", 17 },
+	{ "posterize(2.5)", "", "'bits' expects an integer", 17 },
+	{ "solarize(256)", "", "parameter 'threshold' must be between 0 and 255, got 256", 16 },
+	{ "solarize(-1)", "", "parameter 'threshold' must not be negative", 16 },
+	{ "invert(p = 1.5)", "", "parameter 'p' must be between 0 and 1, got 1.5", 18 },
+	{ "adjust_brightness(-0.1)", "", "'brightness_factor' must not be negative", 25 },
+	{ "adjust_contrast(300)", "", "'contrast_factor' must be between 0 and 255", 23 },
+	{ "adjust_saturation()", "", "'adjust_saturation' needs parameter 'saturation_factor'", 7 },
+	{ "equalize", "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ",
+	  "'equalize' works on uint8 nhwc pixels, but the data is float32 nhwc here", 7 },
+	{ "autocontrast", "| to(uint8, nchw) ",
+	  "'autocontrast' works on uint8 nhwc pixels, but the data is uint8 nchw here", 7 },
+	{ "invert", "| to(uint16) ",
+	  "'invert' works on uint8 pixels, but the data is uint16 here", 7 },
+	{ "adjust_saturation(0.5)", "| grayscale(1) ",
+	  "'adjust_saturation' needs 3 channels, but the image has 1", 7 },
+};
+
+START_TEST(check_misuse)
+{
+	char src[512];
+	snprintf(src, sizeof(src),
+		 "pipeline p =\n    synthetic([8, 8], count = 4)\n    %s\n    | %s\n"
+		 "    | batch(2)\n", misuses[_i].pre, misuses[_i].stage);
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *p = compile(src, &d, &rc);
+	ck_assert_ptr_null(p);
+	ck_assert_int_ne(rc, 0);
+	char *t = ts_diags_render(&d);
+	ck_assert_ptr_nonnull(t);
+	char want[64];
+	snprintf(want, sizeof(want), "t.ts:4:%d: error: ", misuses[_i].col);
+	ck_assert_msg(strstr(t, want) && strstr(t, misuses[_i].msg),
+		      "case %d: want %s...%s in:\n%s", _i, want, misuses[_i].msg, t);
+	free(t);
+	ts_diags_fini(&d);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("color");
+	TCase *k = tcase_create("kernels");
+	tcase_add_test(k, invert_levels);
+	tcase_add_loop_test(k, posterize_bits, 1, 9);
+	tcase_add_loop_test(k, solarize_threshold, 0,
+			    (int)(sizeof(solarize_cases) / sizeof(solarize_cases[0])));
+	tcase_add_test(k, autocontrast_per_channel);
+	tcase_add_test(k, equalize_steps);
+	suite_add_tcase(s, k);
+	TCase *a = tcase_create("apply");
+	tcase_add_test(a, apply_probability);
+	tcase_add_test(a, apply_dispatch);
+	tcase_add_test(a, apply_refuses);
+	suite_add_tcase(s, a);
+	TCase *c = tcase_create("check");
+	tcase_add_test(c, check_plan);
+	tcase_add_loop_test(c, check_misuse, 0, (int)(sizeof(misuses) / sizeof(misuses[0])));
+	suite_add_tcase(s, c);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(suite());
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
