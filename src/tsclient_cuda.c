@@ -358,6 +358,7 @@ TS_EXPORT int ts_client_unpin(struct ts_client_pinned *p, struct ts_error *err)
 /* A batch handed out in outstanding mode, with the uses recorded on it. */
 struct held {
 	uint64_t seq;
+	unsigned slot;                /* its part of the peer-copy buffer */
 	size_t n_uses;
 	void *uses[MAX_USES];
 	int use_dev[MAX_USES];
@@ -598,12 +599,24 @@ static int batch(struct ts_client_device *d, const struct ts_batch *b, void *str
 	}
 	if (b->n > d->buf_samples)
 		return ts_error_set(err, TS_E_ARG, "device batch larger than the granted batch");
+	/* outstanding batches each have their own part of the buffer */
+	uint8_t *dst = d->buf;
+	if (d->k > 1) {
+		size_t i = 0;
+		while (i < d->n_out && d->out[i].seq != b->seq)
+			i++;
+		if (i == d->n_out)
+			return ts_error_set(err, TS_E_ARG,
+					    "device batch at seq %llu is not outstanding",
+					    (unsigned long long)b->seq);
+		dst += (size_t)d->out[i].slot * d->buf_samples * d->info.sample_bytes;
+	}
 	/* unified addressing: a peer-to-peer copy onto our GPU */
-	rc = copy(d, d->buf, src, b->n * d->info.sample_bytes, stream, sync,
+	rc = copy(d, dst, src, b->n * d->info.sample_bytes, stream, sync,
 		  "peer copy of a device batch (cudaMemcpyAsync)", err);
 	if (rc < 0)
 		return rc;
-	*ptr = d->buf;
+	*ptr = dst;
 	return 0;
 }
 
@@ -802,7 +815,14 @@ TS_EXPORT int ts_client_device_next(struct ts_client_device *d, struct ts_batch 
 				return rc;
 		}
 		if (rc == 0) {
-			d->out[d->n_out++] = (struct held){ .seq = b->seq };
+			/* a part of the peer-copy buffer no held batch uses */
+			unsigned slot = 0;
+			for (size_t i = 0; i < d->n_out; i++)
+				if (d->out[i].slot == slot) {
+					slot++;
+					i = (size_t)-1;
+				}
+			d->out[d->n_out++] = (struct held){ .seq = b->seq, .slot = slot };
 			return 0;
 		}
 	} else {
@@ -830,6 +850,16 @@ TS_EXPORT int ts_client_device_set_outstanding(struct ts_client_device *d, unsig
 	if (d->started)
 		return ts_error_set(err, TS_E_ARG,
 				    "outstanding batches: set before the first batch");
+	if (!d->zero_copy && k != d->k) {
+		/* peer copies: one batch's worth of buffer per outstanding batch */
+		void *buf = NULL;
+		int e = rt.malloc(&buf, (size_t)k * d->buf_samples * d->info.sample_bytes);
+		if (e != 0)
+			return rt_fail(err, TS_E_NOMEM, "cudaMalloc of the peer-copy buffers", e);
+		if (rt.free(d->buf) != 0)
+			rt.get_last_error();
+		d->buf = buf;
+	}
 	d->k = k;
 	return 0;
 }

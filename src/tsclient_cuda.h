@@ -176,8 +176,10 @@ int ts_client_device_next(struct ts_client_device *d, struct ts_batch *b,
  * oldest when k are out, or when its slots keep the producer from
  * publishing the next batch. A batch's device view is then valid until
  * its recorded uses are done and a later ts_client_device_next ran (one
- * without recorded uses: until the next call, as with k = 1). Set before
- * the first batch. 0 or TS_E_ARG.
+ * without recorded uses: until the next call, as with k = 1). On another
+ * GPU each outstanding batch has its own peer-copy buffer (k batches'
+ * worth are allocated). Set before the first batch. 0, TS_E_ARG or
+ * TS_E_NOMEM.
  */
 int ts_client_device_set_outstanding(struct ts_client_device *d, unsigned k,
 				     struct ts_error *err);

@@ -613,6 +613,59 @@ START_TEST(test_outstanding)
 }
 END_TEST
 
+/* Outstanding on another GPU: each outstanding batch gets its own part
+ * of the peer-copy buffer, so a later batch's copy does not overwrite
+ * an earlier one still in use. */
+START_TEST(test_outstanding_peer)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	ck_assert_msg(ts_client_device_open(a, 1, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_zero_copy(d), 0);
+	ck_assert_int_eq(ts_client_device_set_outstanding(d, 3, &err), 0);
+	void *st = NULL;
+	ck_assert_int_eq(f.stream_create(&st, 1), 0);
+	fx_produce(&f);
+	struct ts_batch b;
+	void *prev[2] = { NULL, NULL };
+	struct ts_batch prevb[2];
+	int rc, k = 0;
+	uint8_t *own = NULL;
+	unsigned most = 0;
+	ck_assert_int_eq(f.cmalloc((void **)&own, 48 * DEV_SB), 0);
+	while ((rc = ts_client_device_next(d, &b, &err)) == 0) {
+		void *p = NULL;
+		unsigned out = ts_client_device_outstanding(d);
+		most = out > most ? out : most;
+		ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+		check_samples(p, &b);
+		/* the batches still out kept their own copies */
+		for (int j = 0; j < 2 && j < k; j++) {
+			if (out > (unsigned)(j + 1)) {
+				ck_assert_ptr_ne(prev[j], p);
+				check_samples(prev[j], &prevb[j]);
+			}
+		}
+		/* the trainer's use, queued and recorded, not waited for */
+		ck_assert_int_eq(f.memcpy_async(own, p, b.n * DEV_SB, 3, st), 0);
+		ck_assert_int_eq(ts_client_device_record_use(d, st, &err), 0);
+		prev[1] = prev[0];
+		prevb[1] = prevb[0];
+		prev[0] = p;
+		prevb[0] = b;
+		k++;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ck_assert_uint_ge(most, 2);
+	ts_client_device_close(d);
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
 static unsigned consumers_of(void *srv)
 {
 	return ts_server_consumers(srv);
@@ -680,6 +733,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_copies);
 	tcase_add_test(tc, test_release_after_use);
 	tcase_add_test(tc, test_outstanding);
+	tcase_add_test(tc, test_outstanding_peer);
 	tcase_add_test(tc, test_teardown);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
