@@ -116,8 +116,45 @@ static int entry_type(int dfd, const struct dirent *de)
 	return DT_UNKNOWN;
 }
 
+/* The folders one class's walk has listed, by (device, inode): each is
+ * listed once, however many symbolic links lead to it, so links cannot
+ * multiply the paths (21 folders of two links each made 2^20 paths to
+ * one image). An open-addressing set; 0 is never an inode here. */
+struct seen_dirs {
+	struct { dev_t dev; ino_t ino; } *v;
+	size_t n, cap;
+};
+
+/* Add (dev, ino); 1 if it was there already, 0 if added, -ENOMEM. */
+static int seen_add(struct seen_dirs *s, dev_t dev, ino_t ino)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct seen_dirs t = {.v = calloc(cap, sizeof(*s->v)), .cap = cap};
+		if (!t.v)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->v[i].ino)
+				seen_add(&t, s->v[i].dev, s->v[i].ino);
+		free(s->v);
+		*s = t;
+	}
+	size_t mask = s->cap - 1;
+	for (size_t i = (size_t)((uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev) & mask;;
+	     i = (i + 1) & mask) {
+		if (!s->v[i].ino) {
+			s->v[i].dev = dev;
+			s->v[i].ino = ino ? ino : (ino_t)-1;
+			s->n++;
+			return 0;
+		}
+		if (s->v[i].dev == dev && s->v[i].ino == (ino ? ino : (ino_t)-1))
+			return 1;
+	}
+}
+
 static int walk_dir(const struct ts_source *src, const char *dir, int depth,
-		    struct fent_vec *out, struct ts_error *err)
+		    struct seen_dirs *seen, struct fent_vec *out, struct ts_error *err)
 {
 	if (depth > MAX_DEPTH)
 		return ts_error_set(err, TS_E_SOURCE,
@@ -127,6 +164,15 @@ static int walk_dir(const struct ts_source *src, const char *dir, int depth,
 	if (!d)
 		return ts_error_set(err, -errno, "cannot list folder '%s': %s",
 				    dir, strerror(errno));
+	struct stat dst;
+	if (fstat(dirfd(d), &dst) == 0) {
+		int k = seen_add(seen, dst.st_dev, dst.st_ino);
+		if (k != 0) {
+			closedir(d);
+			return k < 0 ? ts_error_set(err, TS_E_NOMEM, "out of memory listing '%s'",
+						    dir) : 0;  /* listed already */
+		}
+	}
 	int rc = 0;
 	size_t dl = strlen(dir);
 	struct dirent *de;
@@ -147,7 +193,7 @@ static int walk_dir(const struct ts_source *src, const char *dir, int depth,
 		full[dl] = '/';
 		memcpy(full + dl + 1, de->d_name, ln + 1);
 		if (t == DT_DIR) {
-			rc = walk_dir(src, full, depth + 1, out, err);
+			rc = walk_dir(src, full, depth + 1, seen, out, err);
 			free(full);
 		} else {
 			rc = fent_push(out, full, dl);
@@ -231,7 +277,9 @@ int ts_source_folder_open(const struct ts_source *src, const char *root,
 			goto out;
 		}
 		fv.n = 0;
-		rc = walk_dir(src, cdir, 0, &fv, err);
+		struct seen_dirs seen = {0};
+		rc = walk_dir(src, cdir, 0, &seen, &fv, err);
+		free(seen.v);
 		if (rc == 0 && fv.n == 0)
 			rc = ts_error_set(err, TS_E_SOURCE,
 					  "folder '%s' has no images with extensions %s",

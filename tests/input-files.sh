@@ -120,6 +120,30 @@ rc=$?
 [ "$rc" -eq 1 ] || { fail "a FIFO tar shard: exit $rc, want 1"; cat "$T/tarfifo.err"; }
 grep -q "tar shard '.*fifo.tar': not a regular file" "$T/tarfifo.err" || { fail "a FIFO shard: unclear error"; cat "$T/tarfifo.err"; }
 
+# --- symbolic links cannot multiply paths --------------------------------------
+# 21 folders of two links each to the next: 2^21 paths to one image,
+# listed once (each folder is listed once per class, by device and inode)
+mkdir -p "$T/fan/c" "$T/links"
+k=1
+while [ $k -le 21 ]; do mkdir "$T/links/d$k"; k=$((k + 1)); done
+cp "$T/img/0.png" "$T/links/d21/x.png"
+ln -s "$T/links/d1" "$T/fan/c/a"
+ln -s "$T/links/d1" "$T/fan/c/b"
+k=1
+while [ $k -le 20 ]; do
+	ln -s "$T/links/d$((k + 1))" "$T/links/d$k/a"
+	ln -s "$T/links/d$((k + 1))" "$T/links/d$k/b"
+	k=$((k + 1))
+done
+serve fan fail 'folder("fan")'
+t0=$(date +%s)
+timeout 60 "$TSRUN" run "$T/fan.ts" --wait 0 >/dev/null 2>"$T/fan.err"
+rc=$?
+t1=$(date +%s)
+[ "$rc" -eq 0 ] || { fail "fan-out: exit $rc"; cat "$T/fan.err"; }
+grep -q "summary: 1 images served" "$T/fan.err" || { fail "fan-out: the image is not listed once"; cat "$T/fan.err"; }
+[ $((t1 - t0)) -lt 10 ] || fail "fan-out: took $((t1 - t0)) s"
+
 # --- headers that declare huge images --------------------------------------------
 # A 16x16 progressive JPEG whose SOF2 says 16384x16384 (libjpeg would
 # allocate its whole coefficient buffer, 805 MB and more, per worker):
