@@ -1,8 +1,9 @@
 """ctypes-layout.py CC - the Python client's ctypes structures
-(src/python/tsrun/_lib.py) match the C layouts of tsclient.h and
-tsclient_cuda.h: for every structure, its size, and for every field the
-ctypes class names, its offset and size as the C compiler lays them out.
-The fields are copied by hand into _lib.py; this is what catches a header
+(src/python/tsrun/_lib.py, _tensors.py, serve.py) match the C layouts of
+tsclient.h, tsclient_cuda.h and tsrun_producer.h: for every structure,
+its size, and for every field the ctypes class names, its offset and size
+as the C compiler lays them out. The fields are copied by hand into the
+package; this is what catches a header
 that changed without it. Exit 77 without a C compiler."""
 
 import ctypes
@@ -29,6 +30,10 @@ MIRRORS = {
     "_lib.Pinned": "struct ts_client_pinned",
     "_tensors._Tensor": "struct ts_client_tensor",
     "_tensors._Error": "struct ts_error",
+    "serve._Loc": "struct ts_loc",
+    "serve._Error": "struct ts_error",
+    "serve._Tensor": "struct ts_producer_tensor",
+    "serve._Opts": "struct ts_producer_opts",
 }
 
 
@@ -38,7 +43,7 @@ def load_lib():
     pkg = types.ModuleType("tsrun")
     pkg.__path__ = [PKG]
     sys.modules["tsrun"] = pkg
-    for name in ("errors", "_lib", "_tensors"):
+    for name in ("errors", "_lib", "_tensors", "serve"):
         spec = importlib.util.spec_from_file_location(
             "tsrun." + name, os.path.join(PKG, name + ".py"))
         mod = importlib.util.module_from_spec(spec)
@@ -57,6 +62,7 @@ def c_layouts(cc, lib, tmp):
     """{(ctype, field or None): (offset, size)} from the C compiler."""
     lines = ["#include <stddef.h>", "#include <stdio.h>",
              '#include "tsclient.h"', '#include "tsclient_cuda.h"',
+             '#include "tsrun_producer.h"',
              "int main(void) {"]
     for cls, ctype in MIRRORS.items():
         lines.append(f'printf("{cls} - 0 %zu\\n", sizeof({ctype}));')

@@ -38,7 +38,7 @@ import glob
 import os
 import sys
 
-from . import TsrunError
+from .errors import TsrunError
 
 __all__ = ["serve", "Producer"]
 
