@@ -89,7 +89,9 @@ S="$T/s.sock"
 a=$!; pids="$pids $a"
 watchdog 40 "$a"
 wait_for 10 test -S "$S" || fail "tsrun FILE.ts did not create $S: $(cat "$T/a.err")"
-grep -q "^tsrun: serving on $S " "$T/a.err" || fail "tsrun FILE.ts did not say it serves: $(cat "$T/a.err")"
+# the socket can appear a moment before the line reaches the log
+wait_for 10 grep -q "^tsrun: serving on $S " "$T/a.err" ||
+	fail "tsrun FILE.ts did not say it serves: $(cat "$T/a.err")"
 wait_for 10 test -f "$S.status.json" || fail "no status file $S.status.json"
 
 # a second run on the same live socket fails and names it; the first is untouched
