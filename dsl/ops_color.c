@@ -2,8 +2,9 @@
  * ops_color.c - the colour operators of torchvision.transforms.functional,
  * named and parameterised as it names them: the table-driven ones
  * (invert, posterize, solarize, autocontrast, equalize, each with a
- * probability p as their Random* classes have) and the fixed-factor
- * enhancements (adjust_brightness, adjust_contrast, adjust_saturation).
+ * probability p as their Random* classes have), the fixed-factor
+ * enhancements (adjust_brightness, adjust_contrast, adjust_saturation)
+ * and adjust_hue.
  * All of them take uint8 nhwc pixels, as torchvision's integer paths do.
  * Their kernels are in runtime/color.c.
  */
@@ -190,6 +191,28 @@ static int shape_saturation(const struct ts_op *op, const struct ts_shape *in,
 	return 0;
 }
 
+static const struct ts_param p_hue[] = {
+	{ .name = "hue_factor", .type = TS_PT_NUMBER, .positional = true,
+	  .required = true, P_MIN(-0.5), P_MAX(0.5),
+	  .doc = "turn of the hue circle, -0.5 to 0.5 (0 unchanged)" },
+};
+
+/* Hue, like saturation, means nothing to a gray image. */
+static int shape_hue(const struct ts_op *op, const struct ts_shape *in,
+		     struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	if (need_u8("adjust_hue", in, e) < 0)
+		return -1;
+	if (in->c != 3) {
+		snprintf(e->msg, sizeof(e->msg),
+			 "'adjust_hue' needs 3 channels, but the image has %d", in->c);
+		snprintf(e->hint, sizeof(e->hint), "decode(rgb), or drop adjust_hue");
+		return -1;
+	}
+	return 0;
+}
+
 static int build_factor(struct ts_check *c, const struct ts_opdef *def,
 			struct ts_check_val *vals, const struct ts_ast_call *call,
 			const struct ts_shape *in, struct ts_op *op)
@@ -206,6 +229,11 @@ static void describe_brightness(const struct ts_op *op, char *buf, size_t n)
 static void describe_contrast(const struct ts_op *op, char *buf, size_t n)
 {
 	snprintf(buf, n, "adjust_contrast(contrast_factor=%g)", op->factor);
+}
+
+static void describe_hue(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "adjust_hue(hue_factor=%g)", op->factor);
 }
 
 static void describe_saturation(const struct ts_op *op, char *buf, size_t n)
@@ -248,5 +276,8 @@ const struct ts_opdef ts_ops_color[] = {
 		       COLOR, "blend with the gray image by a fixed factor"),
 	  .shape = shape_saturation, .build = build_factor,
 	  .describe = describe_saturation },
+	{ TS_TRANSFORM("adjust_hue", TS_OP_ADJUST_HUE, p_hue, COLOR,
+		       "turn the hue by a fixed fraction of the circle"),
+	  .shape = shape_hue, .build = build_factor, .describe = describe_hue },
 	TS_ROW_END,
 };

@@ -314,19 +314,32 @@ static const struct ts_param p_color_jitter[] = {
 	{ .name = "saturation", .type = TS_PT_NUMBER, .positional = true,
 	  .def = "0", P_MIN(0), P_MAX(1),
 	  .doc = "factor drawn from [1-s, 1+s]" },
+	{ .name = "hue", .type = TS_PT_NUMBER, .positional = true, .def = "0",
+	  P_MIN(0), P_MAX(0.5), .doc = "hue turn drawn from [-h, h]" },
 };
 
 static int shape_color_jitter(const struct ts_op *op, const struct ts_shape *in,
 			      struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (op->saturation > 0 && in->c != 3) {
-		e->param = "saturation";
+	const char *colour = op->saturation > 0 ? "saturation"
+			     : op->hue > 0 ? "hue" : NULL;
+	if (colour && in->c != 3) {
+		e->param = colour;
 		snprintf(e->msg, sizeof(e->msg),
-			 "saturation needs 3 channels, but the image has %d",
+			 "%s needs 3 channels, but the image has %d", colour,
 			 in->c);
 		snprintf(e->hint, sizeof(e->hint),
-			 "drop saturation, or decode(rgb)");
+			 "drop %s, or decode(rgb)", colour);
+		return -1;
+	}
+	if (op->hue > 0 && in->dtype != TS_DTYPE_U8) {
+		e->param = "hue";
+		snprintf(e->msg, sizeof(e->msg),
+			 "hue works on uint8 pixels, but the data is %s here",
+			 ts_dtype_name(in->dtype));
+		snprintf(e->hint, sizeof(e->hint),
+			 "decode with depth = 8, or drop hue");
 		return -1;
 	}
 	return 0;
@@ -340,13 +353,14 @@ static int build_color_jitter(struct ts_check *c, const struct ts_opdef *def,
 	op->brightness = ts_check_arg(def, vals, "brightness")->num;
 	op->contrast = ts_check_arg(def, vals, "contrast")->num;
 	op->saturation = ts_check_arg(def, vals, "saturation")->num;
+	op->hue = ts_check_arg(def, vals, "hue")->num;
 	return 0;
 }
 
 static void describe_color_jitter(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "color_jitter(brightness=%g, contrast=%g, saturation=%g)",
-		 op->brightness, op->contrast, op->saturation);
+	snprintf(buf, n, "color_jitter(brightness=%g, contrast=%g, saturation=%g, hue=%g)",
+		 op->brightness, op->contrast, op->saturation, op->hue);
 }
 
 /* ---- grayscale ------------------------------------------------------- */
@@ -539,7 +553,7 @@ const struct ts_opdef ts_ops_image[] = {
 		       TS_OPF_PIXELS | TS_OPF_FUSE_OUTPUT, "mirror with probability p"),
 	  .shape = ts_registry_shape_same, .build = build_flip, .describe = describe_flip },
 	{ TS_TRANSFORM("color_jitter", TS_OP_COLOR_JITTER, p_color_jitter,
-		       TS_OPF_PIXELS, "random brightness, contrast and saturation"),
+		       TS_OPF_PIXELS, "random brightness, contrast, saturation and hue"),
 	  .shape = shape_color_jitter, .build = build_color_jitter,
 	  .describe = describe_color_jitter },
 	{ TS_TRANSFORM("grayscale", TS_OP_GRAYSCALE, p_grayscale, TS_OPF_PIXELS,

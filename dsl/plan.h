@@ -92,6 +92,7 @@ enum ts_op_kind {
 	TS_OP_ADJUST_BRIGHTNESS,
 	TS_OP_ADJUST_CONTRAST,
 	TS_OP_ADJUST_SATURATION,
+	TS_OP_ADJUST_HUE,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -135,8 +136,8 @@ struct ts_op {
 	double scale_lo, scale_hi, ratio_lo, ratio_hi; /* random_resized_crop */
 	bool horizontal;          /* flip: true horizontal, false vertical */
 	double p;                 /* flip, grayscale(p): probability */
-	double brightness, contrast, saturation; /* color_jitter factors */
-	double factor;            /* adjust_*: the fixed factor */
+	double brightness, contrast, saturation, hue; /* color_jitter factors */
+	double factor;            /* adjust_*: the fixed factor (hue: -0.5..0.5) */
 	int bits;                 /* posterize: bits kept, 1..8 */
 	int channels;             /* grayscale: 1 or 3 output channels */
 	int n_mean;               /* normalize: 1..4 */

@@ -650,25 +650,41 @@ void ts_aug_saturation(struct ts_image *img, float factor)
 	}
 }
 
-int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
-			struct ts_rng *rng)
+void ts_aug_jitter_params(const struct ts_op *op, struct ts_rng *rng,
+			  int order[4], float f[3], double *hue)
 {
-	/* torch.randperm(4) then the factors in fixed order; hue is not
-	 * offered, so the permutation is of the three we have. */
-	int order[3] = { 0, 1, 2 };
-	for (int i = 2; i > 0; i--) {
+	/* torch.randperm(4) then the factors in fixed order. Without hue
+	 * the permutation is of the three others (the draws, and so the
+	 * results, of a pipeline without hue stay what they were); the
+	 * order of the adjustments that run is uniform either way. */
+	const int n = op->hue > 0.0 ? 4 : 3;
+	for (int i = 0; i < 4; i++)
+		order[i] = i;
+	for (int i = n - 1; i > 0; i--) {
 		int j = (int)ts_rng_below(rng, (uint64_t)i + 1);
 		int t = order[i];
 		order[i] = order[j];
 		order[j] = t;
 	}
 	const double v[3] = { op->brightness, op->contrast, op->saturation };
-	float f[3] = { 1.0f, 1.0f, 1.0f };
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 3; k++) {
+		f[k] = 1.0f;
 		if (v[k] > 0.0)
 			f[k] = (float)ts_rng_range(rng, fmax(0.0, 1.0 - v[k]),
 						   1.0 + v[k]);
-	for (int k = 0; k < 3; k++) {
+	}
+	*hue = op->hue > 0.0 ? ts_rng_range(rng, -op->hue, op->hue) : 0.0;
+}
+
+int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
+			struct ts_rng *rng)
+{
+	int order[4];
+	float f[3];
+	double hue;
+	ts_aug_jitter_params(op, rng, order, f, &hue);
+	const double v[4] = { op->brightness, op->contrast, op->saturation, op->hue };
+	for (int k = 0; k < 4; k++) {
 		int a = order[k];
 		if (v[a] <= 0.0)
 			continue;
@@ -676,8 +692,12 @@ int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
 			ts_aug_brightness(img, f[0]);
 		else if (a == 1)
 			ts_aug_contrast(img, f[1]);
-		else
+		else if (a == 2)
 			ts_aug_saturation(img, f[2]);
+		else if (img->dtype == TS_DTYPE_U8)
+			ts_color_hue(img, hue);
+		else
+			return -EINVAL;
 	}
 	return 0;
 }

@@ -89,15 +89,23 @@ int ts_aug_crop(const struct ts_image *in, struct ts_image *out, int x, int y,
 /* Mirror in place: left-right when horizontal, else top-bottom. */
 void ts_aug_flip(struct ts_image *img, bool horizontal);
 
-/* torchvision ColorJitter(brightness, contrast, saturation) in place on a
- * uint8 RGB or gray image: a random order of the three (Fisher-Yates on
- * the rng), then each factor U(max(0, 1-v), 1+v) drawn in the order
- * brightness, contrast, saturation; a zero parameter skips that
- * adjustment. Applied as PIL's ImageEnhance (blend with black, the mean
- * gray, the gray image). uint16/float32 images use the same arithmetic in
- * float. */
+/* torchvision ColorJitter(brightness, contrast, saturation, hue) in place
+ * on a uint8 RGB or gray image: a random order of the four (of the three
+ * when hue is 0; Fisher-Yates on the rng), then each factor U(max(0,
+ * 1-v), 1+v) drawn in the order brightness, contrast, saturation, then
+ * the hue turn U(-hue, hue); a zero parameter skips that adjustment.
+ * Applied as PIL's ImageEnhance (blend with black, the mean gray, the
+ * gray image) and adjust_hue (ts_color_hue). uint16/float32 images use
+ * the same arithmetic in float, and take no hue (-EINVAL). */
 int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
 			struct ts_rng *rng);
+
+/* The draws of ts_aug_color_jitter: order[k] is the k-th adjustment
+ * (0 brightness, 1 contrast, 2 saturation, 3 hue; only order[0..2] is
+ * shuffled when op->hue is 0), f the three factors (1 when unused), *hue
+ * the turn (0 when unused). */
+void ts_aug_jitter_params(const struct ts_op *op, struct ts_rng *rng,
+			  int order[4], float f[3], double *hue);
 
 /* The three adjustments with given factors (what ts_aug_color_jitter
  * applies), in place; PIL-exact on uint8. Saturation on 1 channel is a

@@ -9,6 +9,7 @@
  */
 #include "color.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -143,6 +144,84 @@ void ts_color_equalize(struct ts_image *img)
 	map_luts(img, lut);
 }
 
+static uint8_t clip8(int v)
+{
+	return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+/* One pixel to PIL's 8-bit HSV. The mix of float variables and double
+ * constants is PIL's: each step rounds where its C code does. */
+static void to_hsv(const uint8_t *px, uint8_t *hsv)
+{
+	const int r = px[0], g = px[1], b = px[2];
+	const int hi = r > g ? (r > b ? r : b) : (g > b ? g : b);
+	const int lo = r < g ? (r < b ? r : b) : (g < b ? g : b);
+	hsv[2] = (uint8_t)hi;
+	if (hi == lo) {
+		hsv[0] = hsv[1] = 0;
+		return;
+	}
+	const float span = (float)(hi - lo);
+	const float s = span / (float)hi;
+	const float dr = (float)(hi - r) / span, dg = (float)(hi - g) / span,
+		    db = (float)(hi - b) / span;
+	float h;
+	if (r == hi)
+		h = db - dg;
+	else if (g == hi)
+		h = (float)(2.0 + dr - db);
+	else
+		h = (float)(4.0 + dg - dr);
+	h = (float)fmod(h / 6.0 + 1.0, 1.0);
+	hsv[0] = clip8((int)(h * 255.0));
+	hsv[1] = clip8((int)(s * 255.0));
+}
+
+/* PIL's 8-bit HSV back to RGB, rounding half away from zero. */
+static void from_hsv(const uint8_t *hsv, uint8_t *px)
+{
+	const int v = hsv[2];
+	if (hsv[1] == 0) {
+		px[0] = px[1] = px[2] = (uint8_t)v;
+		return;
+	}
+	const double sector = (float)hsv[0] * 6.0 / 255.0;
+	const int i = (int)floor(sector);
+	const float f = (float)(sector - (float)i);
+	const float fs = (float)((float)hsv[1] / 255.0);
+	/* volatile: the products round before the subtractions, as in PIL,
+	 * never fused into an FMA */
+	volatile float fsf = fs * f;
+	volatile double fsg = fs * (1.0 - f);
+	const uint8_t p = clip8((int)round((float)v * (1.0 - fs)));
+	const uint8_t q = clip8((int)round((float)v * (1.0 - fsf)));
+	const uint8_t t = clip8((int)round((float)v * (1.0 - fsg)));
+	const uint8_t vv = (uint8_t)v;
+	const uint8_t rgb[6][3] = {
+		{ vv, t, p }, { q, vv, p }, { p, vv, t },
+		{ p, q, vv }, { t, p, vv }, { vv, p, q },
+	};
+	memcpy(px, rgb[i % 6], 3);
+}
+
+void ts_color_hue(struct ts_image *img, double factor)
+{
+	const int C = img->channels;
+	if (C < 3)
+		return;
+	/* np.uint8(factor * 255): truncated toward zero, then modulo 256 */
+	const uint8_t shift = (uint8_t)((int)(factor * 255.0) & 255);
+	for (int y = 0; y < img->height; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int x = 0; x < img->width; x++) {
+			uint8_t hsv[3];
+			to_hsv(r + (size_t)x * C, hsv);
+			hsv[0] = (uint8_t)(hsv[0] + shift);
+			from_hsv(hsv, r + (size_t)x * C);
+		}
+	}
+}
+
 /* ---- the family's table ---------------------------------------------- */
 
 static void run_invert(const struct ts_op *op, struct ts_image *img)
@@ -186,6 +265,11 @@ static void run_saturation(const struct ts_op *op, struct ts_image *img)
 	ts_aug_saturation(img, (float)op->factor);
 }
 
+static void run_hue(const struct ts_op *op, struct ts_image *img)
+{
+	ts_color_hue(img, op->factor);
+}
+
 static const struct {
 	enum ts_op_kind kind;
 	bool random;              /* has a probability p */
@@ -199,6 +283,7 @@ static const struct {
 	{ TS_OP_ADJUST_BRIGHTNESS, false, run_brightness },
 	{ TS_OP_ADJUST_CONTRAST, false, run_contrast },
 	{ TS_OP_ADJUST_SATURATION, false, run_saturation },
+	{ TS_OP_ADJUST_HUE, false, run_hue },
 };
 
 static int find(enum ts_op_kind k)

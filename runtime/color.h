@@ -1,7 +1,8 @@
 /*
  * color.h - the colour family's kernels (prefix ts_color_): invert,
  * posterize, solarize, autocontrast, equalize and the fixed-factor
- * adjust_brightness / adjust_contrast / adjust_saturation, as
+ * adjust_brightness / adjust_contrast / adjust_saturation and
+ * adjust_hue, as
  * torchvision 0.14's functional API computes them on PIL images (the
  * path a DataLoader takes): ImageOps' lookup tables and ImageEnhance's
  * blends, bit-exact on uint8.
@@ -44,5 +45,10 @@ void ts_color_autocontrast(struct ts_image *img);
  * h[0] + ... + h[x - 1]) // step clamped to 255; unchanged when the
  * channel uses one level only or step is 0. */
 void ts_color_equalize(struct ts_image *img);
+/* torchvision's adjust_hue on a PIL image: convert("HSV") (colorsys'
+ * formulas in PIL's float/double mix, H and S truncated to 0..255), H
+ * plus np.uint8(factor * 255) modulo 256, convert("RGB") (rounded).
+ * factor -0.5..0.5; a 1-channel image is left as it is. */
+void ts_color_hue(struct ts_image *img, double factor);
 
 #endif

@@ -626,7 +626,7 @@ START_TEST(test_registry)
 		"resize", "center_crop", "random_crop", "random_resized_crop", "flip",
 		"color_jitter", "grayscale", "normalize", "to",
 		"invert", "posterize", "solarize", "autocontrast", "equalize",
-		"adjust_brightness", "adjust_contrast", "adjust_saturation",
+		"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
 		"tile", "filter", "plugin", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));

@@ -1,7 +1,8 @@
 /* test-color.c - the colour family: its kernels on tiny images with
  * values computed by hand from ImageOps' / ImageEnhance's arithmetic (the
  * match on real photos is tests/torch-color.py's job), the probability p
- * and its determinism, ts_color_apply's refusals, and what the checker
+ * and its determinism, color_jitter's draws (hue included),
+ * ts_color_apply's refusals, and what the checker
  * makes of the operators' text (plan fields, no fusion, the misuses and
  * where they point). */
 #include <check.h>
@@ -133,6 +134,125 @@ START_TEST(equalize_steps)
 }
 END_TEST
 
+/* PIL's numbers (F.adjust_hue on a PIL image of these six pixels): the
+ * 8-bit HSV round trip, gray kept, the turn modulo 256. */
+static const struct {
+	double factor;
+	uint8_t want[18];
+} hue_cases[] = {
+	{ 0.25, { 78, 200, 50, 10, 91, 200, 255, 0, 132, 128, 128, 128, 0, 255, 120, 3, 1, 3 } },
+	{ -0.1, { 200, 50, 85, 104, 200, 10, 0, 150, 255, 128, 128, 128, 255, 102, 0, 1, 3, 3 } },
+	{ 0.5, { 50, 152, 200, 200, 10, 184, 255, 246, 0, 128, 128, 128, 0, 6, 255, 3, 2, 1 } },
+};
+
+START_TEST(hue_turn)
+{
+	const uint8_t px[] = { 200, 100, 50, 10, 200, 30, 0, 0, 255, 128, 128, 128,
+			       255, 255, 0, 1, 2, 3 };
+	struct ts_image img = make_u8(6, 1, 3, px);
+	ts_color_hue(&img, hue_cases[_i].factor);
+	ck_assert_mem_eq(img.data, hue_cases[_i].want, sizeof(px));
+	ts_image_free(&img);
+	/* one channel: unchanged, as PIL's L images are */
+	img = make_u8(6, 1, 1, px);
+	ts_color_hue(&img, hue_cases[_i].factor);
+	ck_assert_mem_eq(img.data, px, 6);
+	ts_image_free(&img);
+}
+END_TEST
+
+/* ---- color_jitter's draws (ColorJitter.get_params) ---- */
+
+START_TEST(jitter_params)
+{
+	struct ts_op op = { .kind = TS_OP_COLOR_JITTER, .brightness = 0.4,
+			    .contrast = 0.2, .saturation = 1.0, .hue = 0.1 };
+	int orders[24] = { 0 };
+	double hue_sum = 0.0;
+	int hue_low = 0;
+	for (uint64_t i = 0; i < 24000; i++) {
+		struct ts_rng rng;
+		int order[4];
+		float f[3];
+		double hue;
+		ts_rng_init(&rng, 5, 2, i, 1);
+		ts_aug_jitter_params(&op, &rng, order, f, &hue);
+		/* a permutation, counted by its Lehmer code */
+		int seen = 0, code = 0;
+		for (int k = 0; k < 4; k++) {
+			ck_assert(order[k] >= 0 && order[k] < 4 && !(seen & (1 << order[k])));
+			int smaller = 0;
+			for (int j = k + 1; j < 4; j++)
+				smaller += order[j] < order[k];
+			code = code * (4 - k) + smaller;
+			seen |= 1 << order[k];
+		}
+		orders[code]++;
+		ck_assert(f[0] >= 0.6f && f[0] <= 1.4f);
+		ck_assert(f[1] >= 0.8f && f[1] <= 1.2f);
+		ck_assert(f[2] >= 0.0f && f[2] <= 2.0f); /* max(0, 1 - 1) */
+		ck_assert(hue >= -0.1 && hue <= 0.1);
+		hue_sum += hue;
+		hue_low += hue < -0.05;
+	}
+	/* 24 orders, 1000 each expected (sd 31) */
+	for (int k = 0; k < 24; k++)
+		ck_assert_msg(orders[k] > 850 && orders[k] < 1150, "order %d: %d", k, orders[k]);
+	/* U(-0.1, 0.1): mean 0 (sd of the mean 0.0004), a quarter below -0.05 */
+	ck_assert(hue_sum / 24000 > -0.002 && hue_sum / 24000 < 0.002);
+	ck_assert_int_gt(hue_low, 6000 - 300);
+	ck_assert_int_lt(hue_low, 6000 + 300);
+
+	/* without hue: the three are shuffled, hue stays last and unused */
+	op.hue = 0;
+	for (uint64_t i = 0; i < 100; i++) {
+		struct ts_rng rng;
+		int order[4];
+		float f[3];
+		double hue;
+		ts_rng_init(&rng, 5, 2, i, 1);
+		ts_aug_jitter_params(&op, &rng, order, f, &hue);
+		ck_assert_int_eq(order[3], 3);
+		ck_assert(hue == 0.0);
+	}
+}
+END_TEST
+
+/* color_jitter applies exactly its draws, in their order. */
+START_TEST(jitter_applies_draws)
+{
+	static uint8_t px[32 * 32 * 3];
+	for (int i = 0; i < 32 * 32 * 3; i++)
+		px[i] = (uint8_t)((i * 53 + 7) % 230 + 10);
+	struct ts_op op = { .kind = TS_OP_COLOR_JITTER, .brightness = 0.4,
+			    .contrast = 0.4, .saturation = 0.4, .hue = 0.5 };
+	for (uint64_t i = 0; i < 20; i++) {
+		struct ts_image a = make_u8(32, 32, 3, px), b = make_u8(32, 32, 3, px);
+		struct ts_rng rng;
+		int order[4];
+		float f[3];
+		double hue;
+		ts_rng_init(&rng, 9, 0, i, 2);
+		ck_assert_int_eq(ts_aug_color_jitter(&a, &op, &rng), 0);
+		ts_rng_init(&rng, 9, 0, i, 2);
+		ts_aug_jitter_params(&op, &rng, order, f, &hue);
+		for (int k = 0; k < 4; k++) {
+			if (order[k] == 0)
+				ts_aug_brightness(&b, f[0]);
+			else if (order[k] == 1)
+				ts_aug_contrast(&b, f[1]);
+			else if (order[k] == 2)
+				ts_aug_saturation(&b, f[2]);
+			else
+				ts_color_hue(&b, hue);
+		}
+		ck_assert_mem_eq(a.data, b.data, sizeof(px));
+		ts_image_free(&a);
+		ts_image_free(&b);
+	}
+}
+END_TEST
+
 /* ---- ts_color_apply: probability, determinism, refusals ---- */
 
 static struct ts_op color_op(enum ts_op_kind k, double p)
@@ -186,7 +306,7 @@ START_TEST(apply_dispatch)
 	static const enum ts_op_kind kinds[] = {
 		TS_OP_INVERT, TS_OP_POSTERIZE, TS_OP_SOLARIZE, TS_OP_AUTOCONTRAST,
 		TS_OP_EQUALIZE, TS_OP_ADJUST_BRIGHTNESS, TS_OP_ADJUST_CONTRAST,
-		TS_OP_ADJUST_SATURATION };
+		TS_OP_ADJUST_SATURATION, TS_OP_ADJUST_HUE };
 	/* 32 x 32, levels 20..219: every op changes it (equalize needs
 	 * more than 255 pixels a channel for a step) */
 	static uint8_t px[32 * 32 * 3];
@@ -194,6 +314,8 @@ START_TEST(apply_dispatch)
 		px[i] = (uint8_t)((i * 37 + 11) % 200 + 20);
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		struct ts_op op = color_op(kinds[k], 1.0);
+		if (kinds[k] == TS_OP_ADJUST_HUE)
+			op.factor = 1.5 / 4;
 		struct ts_image a = make_u8(32, 32, 3, px), b = make_u8(32, 32, 3, px);
 		struct ts_image tmp = { 0 };
 		struct ts_rng rng;
@@ -208,6 +330,7 @@ START_TEST(apply_dispatch)
 		case TS_OP_EQUALIZE: ts_color_equalize(&b); break;
 		case TS_OP_ADJUST_BRIGHTNESS: ts_aug_brightness(&b, 1.5f); break;
 		case TS_OP_ADJUST_CONTRAST: ts_aug_contrast(&b, 1.5f); break;
+		case TS_OP_ADJUST_HUE: ts_color_hue(&b, 1.5 / 4); break;
 		default: ts_aug_saturation(&b, 1.5f); break;
 		}
 		ck_assert_mem_eq(a.data, b.data, sizeof(px));
@@ -255,6 +378,7 @@ START_TEST(check_plan)
 		"    | invert(p = 0.25) | posterize(3) | solarize(threshold = 99.5)\n"
 		"    | autocontrast | equalize(p = 0.5) | adjust_brightness(1.25)\n"
 		"    | adjust_contrast(contrast_factor = 0) | adjust_saturation(2)\n"
+		"    | adjust_hue(-0.25)\n"
 		"    | to(float32, nchw) | batch(2)\n";
 	struct ts_diags d;
 	int rc;
@@ -265,7 +389,7 @@ START_TEST(check_plan)
 	}
 	ts_diags_fini(&d);
 	/* eight stages of their own, then the output (to) */
-	ck_assert_uint_eq(p->n_ops, 9);
+	ck_assert_uint_eq(p->n_ops, 10);
 	ck_assert_int_eq(p->ops[0].kind, TS_OP_INVERT);
 	ck_assert(p->ops[0].p == 0.25);
 	ck_assert_int_eq(p->ops[1].kind, TS_OP_POSTERIZE);
@@ -282,8 +406,10 @@ START_TEST(check_plan)
 	ck_assert(p->ops[6].factor == 0);
 	ck_assert_int_eq(p->ops[7].kind, TS_OP_ADJUST_SATURATION);
 	ck_assert(p->ops[7].factor == 2);
-	ck_assert_int_eq(p->ops[8].kind, TS_OP_OUTPUT);
-	for (int i = 0; i < 8; i++)
+	ck_assert_int_eq(p->ops[8].kind, TS_OP_ADJUST_HUE);
+	ck_assert(p->ops[8].factor == -0.25);
+	ck_assert_int_eq(p->ops[9].kind, TS_OP_OUTPUT);
+	for (int i = 0; i < 9; i++)
 		ck_assert_int_eq(p->ops[i].out_dtype, TS_DTYPE_U8);
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_ADJUST_SATURATION), "adjust_saturation");
 	ts_plan_destroy(p);
@@ -312,6 +438,14 @@ static const struct {
 	  "'invert' works on uint8 pixels, but the data is uint16 here", 7 },
 	{ "adjust_saturation(0.5)", "| grayscale(1) ",
 	  "'adjust_saturation' needs 3 channels, but the image has 1", 7 },
+	{ "adjust_hue(0.6)", "", "parameter 'hue_factor' must be between -0.5 and 0.5, got 0.6", 18 },
+	{ "adjust_hue(0.1)", "| grayscale(1) ",
+	  "'adjust_hue' needs 3 channels, but the image has 1", 7 },
+	{ "color_jitter(hue = 0.1)", "| grayscale(1) ",
+	  "hue needs 3 channels, but the image has 1", 26 },
+	{ "color_jitter(hue = -0.1)", "", "parameter 'hue' must not be negative", 26 },
+	{ "color_jitter(0.1, hue = 0.1)", "| to(uint16) ",
+	  "hue works on uint8 pixels, but the data is uint16 here", 31 },
 };
 
 START_TEST(check_misuse)
@@ -346,6 +480,9 @@ static Suite *suite(void)
 			    (int)(sizeof(solarize_cases) / sizeof(solarize_cases[0])));
 	tcase_add_test(k, autocontrast_per_channel);
 	tcase_add_test(k, equalize_steps);
+	tcase_add_loop_test(k, hue_turn, 0, (int)(sizeof(hue_cases) / sizeof(hue_cases[0])));
+	tcase_add_test(k, jitter_params);
+	tcase_add_test(k, jitter_applies_draws);
 	suite_add_tcase(s, k);
 	TCase *a = tcase_create("apply");
 	tcase_add_test(a, apply_probability);

@@ -15,11 +15,12 @@ also as 1-channel L, plus edge cases (odd sizes, a single level, two
 levels, a narrow range, a 1x1 image). Asserted: every result equal to
 torchvision's (max abs diff 0 levels) for invert, posterize (bits 1..8),
 solarize, autocontrast, equalize, adjust_brightness, adjust_contrast,
-adjust_saturation, and chains of them.
+adjust_saturation, adjust_hue (factors -0.5..0.5), and chains of them.
 
 torchvision's tensor path (F.* on uint8 tensors) is computed too: there the
 table ops are asserted equal as well, and the difference of the float ones
-(autocontrast and the adjust_* in float32, truncating) is printed as
+(autocontrast and the adjust_* in float32, truncating; hue through
+float HSV) is printed as
 "info", since tsrun follows the PIL path.
 """
 import os
@@ -138,6 +139,8 @@ def cases():
                   lambda x, f=f: F.adjust_contrast(x, f), False, False))
         c.append(("adjust_saturation(%g)" % f,
                   lambda x, f=f: F.adjust_saturation(x, f), False, True))
+    for f in (-0.5, -0.37, -0.1, -0.01, 0, 0.004, 0.01, 0.1, 0.25, 0.5):
+        c.append(("adjust_hue(%g)" % f, lambda x, f=f: F.adjust_hue(x, f), False, True))
     # chains, in order, as a recipe writes them
     c.append(("adjust_brightness(1.3) | equalize | posterize(4)",
               lambda x: F.posterize(F.equalize(F.adjust_brightness(x, 1.3)), 4),
@@ -145,6 +148,9 @@ def cases():
     c.append(("solarize(100) | autocontrast | adjust_contrast(0.5) | invert",
               lambda x: F.invert(F.adjust_contrast(F.autocontrast(F.solarize(x, 100)), 0.5)),
               False, False))
+    c.append(("adjust_hue(0.3) | adjust_saturation(1.5) | equalize",
+              lambda x: F.equalize(F.adjust_saturation(F.adjust_hue(x, 0.3), 1.5)),
+              False, True))
     c.append(("adjust_saturation(0.2) | adjust_contrast(1.8) | invert(p = 1)",
               lambda x: F.invert(F.adjust_contrast(F.adjust_saturation(x, 0.2), 1.8)),
               False, True))

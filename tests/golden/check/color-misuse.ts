@@ -17,3 +17,11 @@ pipeline late =
     | equalize
     | center_crop(224)
     | batch(8)
+
+pipeline hue =
+    folder("data/train")
+    | decode(gray)
+    | center_crop(224)
+    | adjust_hue(0.75)
+    | color_jitter(0.4, hue = 0.2)
+    | batch(8)
