@@ -86,7 +86,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		return ts_error_set(err, TS_E_ARG, "engine: the plan does not end in an output stage");
 	struct ts_engine *e = calloc(1, sizeof(*e));
 	if (!e)
-		return ts_error_set(err, -ENOMEM, "out of memory");
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	e->plan = plan;
 	e->ring = ring;
 	pthread_mutex_init(&e->mu, NULL);
@@ -154,7 +154,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	e->done = calloc(e->capacity, 1);
 	e->workers = calloc((size_t)e->threads, sizeof(*e->workers));
 	if (!e->done || !e->workers) {
-		rc = ts_error_set(err, -ENOMEM, "out of memory");
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	for (int i = 0; i < e->threads; i++) {
@@ -172,7 +172,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		struct worker *w = &e->workers[i];
 		w->plugins = calloc(e->n_plugins, sizeof(*w->plugins));
 		if (!w->plugins) {
-			rc = ts_error_set(err, -ENOMEM, "out of memory");
+			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 			goto fail;
 		}
 		for (size_t j = 0, k = 0; j < plan->n_ops; j++) {
@@ -203,7 +203,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 			e->wsize = depth;
 			e->win = calloc(e->wsize, sizeof(*e->win));
 			if (!e->win) {
-				rc = ts_error_set(err, -ENOMEM, "out of memory");
+				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 				goto fail;
 			}
 		}

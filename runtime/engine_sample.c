@@ -30,7 +30,7 @@ static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
 	uint32_t id = perm ? perm[ts_share_node_pos(&e->node, index)] : 0;
 	pthread_mutex_unlock(&e->mu);
 	if (!perm)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	ts_source_item(e->ix, id, it);
 	return 0;
 }
@@ -516,7 +516,7 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 					cap = plan->max_out_per_in;
 				uint8_t *ns = realloc(w->stage, plan->sample_bytes * (size_t)cap);
 				if (!ns)
-					return ts_error_set(err, -ENOMEM, "out of memory for %d tiles", cap);
+					return ts_error_set(err, TS_E_NOMEM, "out of memory for %d tiles", cap);
 				w->stage = ns;
 				w->stage_cap = cap;
 			}
@@ -618,7 +618,7 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	if (n > w->out_cap) {
 		uint8_t *o = realloc(w->out, n);
 		if (!o)
-			return ts_error_set(err, -ENOMEM, "out of memory");
+			return ts_error_set(err, TS_E_NOMEM, "out of memory");
 		w->out = o;
 		w->out_cap = n;
 	}

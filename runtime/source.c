@@ -305,7 +305,7 @@ int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, siz
 		}
 		buf = malloc(item->size ? (size_t)item->size : 1);
 		if (!buf) {
-			rc = ts_error_set(err, -ENOMEM, "out of memory reading '%s'", item->path);
+			rc = ts_error_set(err, TS_E_NOMEM, "out of memory reading '%s'", item->path);
 			goto out;
 		}
 		rc = ts_source_pread_full(fd, buf, (size_t)item->size, item->offset);
@@ -325,7 +325,7 @@ int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, siz
 			cap = (size_t)st.st_size + 1;
 		buf = malloc(cap);
 		if (!buf) {
-			rc = ts_error_set(err, -ENOMEM, "out of memory reading '%s'", item->path);
+			rc = ts_error_set(err, TS_E_NOMEM, "out of memory reading '%s'", item->path);
 			goto out;
 		}
 		for (;;) {
@@ -336,7 +336,7 @@ int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, siz
 			if (got == cap) {
 				uint8_t *p = realloc(buf, cap * 2);
 				if (!p) {
-					rc = ts_error_set(err, -ENOMEM, "out of memory reading '%s'",
+					rc = ts_error_set(err, TS_E_NOMEM, "out of memory reading '%s'",
 							  item->path);
 					goto out;
 				}

@@ -125,14 +125,14 @@ struct seen_dirs {
 	size_t n, cap;
 };
 
-/* Add (dev, ino); 1 if it was there already, 0 if added, -ENOMEM. */
+/* Add (dev, ino); 1 if it was there already, 0 if added, TS_E_NOMEM. */
 static int seen_add(struct seen_dirs *s, dev_t dev, ino_t ino)
 {
 	if ((s->n + 1) * 2 > s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		struct seen_dirs t = {.v = calloc(cap, sizeof(*s->v)), .cap = cap};
 		if (!t.v)
-			return -ENOMEM;
+			return TS_E_NOMEM;
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->v[i].ino)
 				seen_add(&t, s->v[i].dev, s->v[i].ino);
