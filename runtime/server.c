@@ -511,6 +511,18 @@ void ts_server_destroy(struct ts_server *s)
 	free(s);
 }
 
+void ts_server_forget_in_child(struct ts_server *s)
+{
+	if (!s)
+		return;
+	if (s->lfd >= 0)
+		close(s->lfd);
+	s->lfd = -1;
+	for (size_t i = 0; i < s->n_conns && i < MAX_CONNS; i++)
+		if (s->conns[i].fd >= 0)
+			close(s->conns[i].fd);
+}
+
 const char *ts_server_path(const struct ts_server *s)
 {
 	return s->path;

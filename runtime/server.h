@@ -52,6 +52,13 @@ int ts_server_private_dir(const char *socket_path, const char *group,
  * unlink the socket. NULL is a no-op. */
 void ts_server_destroy(struct ts_server *s);
 
+/* In a child forked from the serving process (a DataLoader worker of
+ * tsrun.serve), close the child's copies of the listening socket and of
+ * every connection, so that the server's death still hangs up on its
+ * trainers and refuses new ones at once, whatever the child does. Frees
+ * nothing and takes no lock (the child has none of the threads). */
+void ts_server_forget_in_child(struct ts_server *s);
+
 /* The socket path being served (owned by the server). */
 const char *ts_server_path(const struct ts_server *s);
 

@@ -413,6 +413,12 @@ TS_EXPORT void ts_producer_finish(struct ts_producer *p, int status, const char 
 	p->summarised = true;
 }
 
+TS_EXPORT void ts_producer_forked(struct ts_producer *p)
+{
+	if (p)
+		ts_server_forget_in_child(p->srv);
+}
+
 TS_EXPORT void ts_producer_destroy(struct ts_producer *p)
 {
 	if (!p)

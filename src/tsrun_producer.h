@@ -133,6 +133,14 @@ void ts_producer_position(const struct ts_producer *p, uint64_t *epoch,
 void ts_producer_finish(struct ts_producer *p, int status, const char *reason,
 			int drain_ms);
 
+/* In a child forked from the producer's process (the workers a DataLoader
+ * forks after the producer started): close the child's copies of the
+ * socket descriptors, so that the producer's death hangs up on trainers
+ * and refuses new ones at once while the children live on. Frees nothing,
+ * touches no thread; the child must not use p afterwards. Call it from a
+ * pthread_atfork child handler (tsrun.serve does, os.register_at_fork). */
+void ts_producer_forked(struct ts_producer *p);
+
 /* Finish (with TS_E_STOPPED if not finished yet, no drain), close the
  * socket, remove the status file, free. NULL is a no-op. */
 void ts_producer_destroy(struct ts_producer *p);

@@ -13,6 +13,9 @@ trainers (real processes, real JPEGs from `tsrun make-dataset`).
               `tsrun stat` answered while it ran.
   producer    the producer killed with SIGKILL: the waiting trainer gets
               ProducerGone within a second.
+  forked      a child the producer forked after its socket was made (as a
+              DataLoader forks workers) outlives it: a trainer that comes
+              after the SIGKILL is refused at once.
   shape       a batch of another shape: serve() raises ValueError naming the
               batch and both shapes, and the trainer gets ProducerGone after
               the good batches.
@@ -84,6 +87,16 @@ def producer_main(mode, sock, arg):
                 side = 30 if i == 3 else 32
                 yield torch.full((16, 3, side, side), float(i)), torch.arange(16)
         tsrun.serve(batches(), socket=sock, epochs=1)
+    elif mode == "forked":
+        p = tsrun.Producer(sock, epochs=0, wait=0)
+        p.put(torch.zeros(16, 4), torch.arange(16))   # the socket is there now
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)       # a DataLoader worker, busy
+            os._exit(0)
+        print("child %d" % pid, flush=True)
+        while True:
+            p.put(torch.zeros(16, 4), torch.arange(16))
     elif mode == "tensors":
         torch.manual_seed(3)
         with tsrun.Producer(sock, epochs=2, ring=8, wait=1) as p:
@@ -268,6 +281,37 @@ def test_producer_killed(tmp, folder):
         check(dt < 1.0, "producer: reported within a second", "%.3f s" % dt)
 
 
+def test_forked(tmp):
+    """A child forked after the socket was made (as a DataLoader forks its
+    workers each epoch) outlives the producer, which is SIGKILLed: a
+    trainer that comes now is refused at once, not left waiting 5 s for a
+    welcome from a socket only the child still holds."""
+    import tsrun
+    sock = os.path.join(tmp, "forked.sock")
+    prod = start_producer("forked", sock)
+    line = prod.stdout.readline().split()
+    check(line[:1] == ["child"], "forked: the producer forked its child", line)
+    if line[:1] != ["child"]:
+        prod.kill()
+        return
+    child = int(line[1])
+    prod.send_signal(signal.SIGKILL)
+    prod.wait()
+    t0 = time.time()
+    try:
+        tsrun.Loader(sock, batch_size=16).close()
+        refused = None
+    except tsrun.TsrunError as e:
+        refused = str(e)
+    dt = time.time() - t0
+    try:
+        os.kill(child, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    check(refused is not None and dt < 1.0, "forked: a trainer coming after the producer "
+          "died is refused at once", "%.3f s: %s" % (dt, refused))
+
+
 def test_shape(tmp):
     sock = os.path.join(tmp, "shape.sock")
     prod = start_producer("shape", sock)
@@ -341,12 +385,13 @@ def main():
         print("FAIL: make-dataset:", r.stderr.strip())
         return 1
     folder = os.path.join(ds, "train")
-    which = sys.argv[1:] or ["share", "killed", "producer", "shape", "tensors"]
+    which = sys.argv[1:] or ["share", "killed", "producer", "forked", "shape", "tensors"]
     for name in which:
         t0 = time.time()
         {"share": lambda: test_share(tmp, folder),
          "killed": lambda: test_killed(tmp, folder),
          "producer": lambda: test_producer_killed(tmp, folder),
+         "forked": lambda: test_forked(tmp),
          "shape": lambda: test_shape(tmp),
          "tensors": lambda: test_tensors(tmp)}[name]()
         print("-- %s: %.1f s" % (name, time.time() - t0))

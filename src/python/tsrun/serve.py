@@ -37,6 +37,7 @@ import ctypes
 import glob
 import os
 import sys
+import weakref
 
 from .errors import TsrunError
 
@@ -145,6 +146,8 @@ def _load():
     lib.ts_producer_end_epoch.restype = ctypes.c_int
     lib.ts_producer_finish.argtypes = [vp, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     lib.ts_producer_finish.restype = None
+    lib.ts_producer_forked.argtypes = [vp]
+    lib.ts_producer_forked.restype = None
     lib.ts_producer_destroy.argtypes = [vp]
     lib.ts_producer_destroy.restype = None
     _lib = lib
@@ -256,6 +259,18 @@ class Producer:
         if rc < 0:
             raise TsrunError(rc, "tsrun.serve: %s" % err.msg.decode("utf-8", "replace"))
         self._p = p
+        # A DataLoader forks its workers after this (each epoch): they
+        # must not keep the socket open, or a dead producer would not
+        # hang up on its trainers, nor refuse new ones, until they exit.
+        me = weakref.ref(self)
+
+        def forked():
+            prod = me()
+            if prod is not None and prod._p is not None:
+                prod._lib.ts_producer_forked(prod._p)
+                prod._p = None        # the child never finishes the stream
+                prod._closed = True
+        os.register_at_fork(after_in_child=forked)
         cap = lib.ts_producer_capacity(p)
         # Never wait for more than half the ring at once: a trainer may
         # hold up to half of it while it waits for its next batch.
