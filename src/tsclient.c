@@ -3,6 +3,7 @@
 #include "tsclient.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,6 +478,44 @@ TS_EXPORT int ts_client_span_own(const struct ts_client_span *s, struct ts_error
 	for (size_t i = 0; i < s->len; i += page)
 		__atomic_fetch_add((uint8_t *)s->base + i, 0, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/*
+ * /proc/self/pagemap, 8 bytes per page: bit 63 present, 62 swapped, 61
+ * a file page (or shared anonymous). A page written through a private
+ * mapping is present (or swapped) and anonymous: the span is no longer
+ * all the ring's.
+ */
+TS_EXPORT int ts_client_span_clean(const struct ts_client_span *s)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t buf[512];
+	int rc = 1;
+
+	if (!s || !s->base)
+		return 1;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t first = (uintptr_t)s->base / page, n = s->len / page;
+	for (size_t i = 0; i < n && rc == 1;) {
+		size_t k = n - i < 512 ? n - i : 512;
+		ssize_t got = pread(fd, buf, k * 8, (off_t)((first + i) * 8));
+		if (got <= 0) {
+			rc = got < 0 ? -errno : -EIO;
+			break;
+		}
+		for (size_t j = 0; j < (size_t)got / 8; j++) {
+			uint64_t e = buf[j];
+			if ((e >> 62 & 1) || ((e >> 63 & 1) && !(e >> 61 & 1))) {
+				rc = 0;
+				break;
+			}
+		}
+		i += (size_t)got / 8;
+	}
+	close(fd);
+	return rc;
 }
 
 TS_EXPORT void ts_client_span_unmap(struct ts_client_span *s)

@@ -225,6 +225,13 @@ int ts_client_span_own(const struct ts_client_span *s, struct ts_error *err);
 /* Unmap; any thread; a zeroed span is a no-op. */
 void ts_client_span_unmap(struct ts_client_span *s);
 
+/* 1 when no page of s is this process's own (none written, none owned:
+ * every page still the ring's, so the span may serve a later batch of
+ * the same ring range without being mapped again), 0 when some is, or
+ * -errno (no /proc/self/pagemap). Any thread; s must not be written
+ * meanwhile. */
+int ts_client_span_clean(const struct ts_client_span *s);
+
 /* Disconnect (the producer stops waiting for us at once) and free.
  * NULL is a no-op. Spans stay valid. */
 void ts_client_close(struct ts_client *c);

@@ -117,6 +117,10 @@ def mixup(tmp):
         check(not torch.equal(xa, before), f"batch {n}: in-place op had no effect")
         n += 1
     check(n == 6, f"{n} batches side by side")
+    # b never writes: its mappings serve later batches of the same range
+    # (and showed their new samples above); a's are written, never reused.
+    check(lb._keeper.reused > 0 and la._keeper.reused == 0,
+          f"spans reused: a {la._keeper.reused}, b {lb._keeper.reused}")
     la.close()
     lb.close()
     pytrainer.stop(prod)

@@ -21,12 +21,23 @@ _owner_types = {}
 
 
 def _owner_del(self):
-    """The last tensor viewing the span is gone: unmap, and hand the slots
-    back (at once when this is the loader's thread and the loader is not
-    in the middle of its own bookkeeping, else at its next call)."""
+    """The last tensor viewing the span is gone: keep the mapping for the
+    next batch of the same ring range when none of its pages was written
+    (setting up and tearing down page tables costs about a copy), else
+    unmap it; and hand the slots back (at once when this is the loader's
+    thread and the loader is not in the middle of its own bookkeeping,
+    else at its next call)."""
     try:
-        _lib.load_library().ts_client_span_unmap(ctypes.byref(self._span))
+        lib = _lib.load_library()
         keeper = self._keeper
+        span = ctypes.byref(self._span)
+        if (keeper is not None and keeper.client is not None
+                and len(keeper.cache) < keeper.cache_max
+                and self._range not in keeper.cache
+                and lib.ts_client_span_clean(span) == 1):
+            keeper.cache[self._range] = self._span
+        else:
+            lib.ts_client_span_unmap(span)
         if keeper is not None:
             keeper.freed.append(self._key)
             if keeper.thread == threading.get_ident() and not keeper.busy:
@@ -49,9 +60,14 @@ class Keeper:
     """The batches of one loader still viewed by a tensor, oldest first,
     and the ring release that follows from them."""
 
-    def __init__(self, lib, client):
+    def __init__(self, lib, client, capacity, batch):
         self.lib = lib
         self.client = client
+        self.capacity = capacity
+        # Clean spans by ring range (first slot, samples): a ring's worth.
+        self.cache = {}
+        self.cache_max = max(2, 2 * capacity // max(batch, 1))
+        self.reused = 0      # batches served by a cached span
         self.thread = threading.get_ident()
         self.busy = 0        # > 0 while the loader itself works on held
         self.freed = collections.deque()   # keys of dead spans (any thread)
@@ -63,12 +79,18 @@ class Keeper:
         """A tensor of b's samples in a private mapping; None when the
         kernel refuses one (the caller copies instead)."""
         import torch
-        span, err = _lib.Span(), _lib.Error()
-        if self.lib.ts_client_span_map(self.client, ctypes.byref(b), ctypes.byref(span),
-                                       ctypes.byref(err)) < 0:
-            return None, err.msg.decode("utf-8", "replace")
+        where = (b.seq % self.capacity, b.n)
+        span = self.cache.pop(where, None)
+        if span is not None:
+            self.reused += 1  # same range, every page still the ring's
+        else:
+            span, err = _lib.Span(), _lib.Error()
+            if self.lib.ts_client_span_map(self.client, ctypes.byref(b), ctypes.byref(span),
+                                           ctypes.byref(err)) < 0:
+                return None, err.msg.decode("utf-8", "replace")
         owner = _owner_type(b.n * b.sample_bytes).from_address(span.data)
         owner._span = span
+        owner._range = where
         owner._key = self.next_key
         owner._keeper = self
         self.held[self.next_key] = (weakref.ref(owner), b.seq)
@@ -122,5 +144,7 @@ class Keeper:
             while self.own_oldest():
                 pass
             self.client = None
+            while self.cache:
+                self.lib.ts_client_span_unmap(ctypes.byref(self.cache.popitem()[1]))
         finally:
             self.busy -= 1

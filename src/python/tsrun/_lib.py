@@ -246,6 +246,8 @@ def load_library():
     lib.ts_client_span_own.restype = ctypes.c_int
     lib.ts_client_span_unmap.argtypes = [ctypes.POINTER(Span)]
     lib.ts_client_span_unmap.restype = None
+    lib.ts_client_span_clean.argtypes = [ctypes.POINTER(Span)]
+    lib.ts_client_span_clean.restype = ctypes.c_int
     if hasattr(lib, "ts_client_pin_mapping"):
         lib.ts_client_pin_mapping.argtypes = [ctypes.c_void_p, ctypes.POINTER(Pinned),
                                               ctypes.POINTER(Error)]

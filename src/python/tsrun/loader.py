@@ -190,7 +190,8 @@ class Loader:
                               "torch.cuda.is_available() is false; batches stay "
                               "in pageable CPU memory", RuntimeWarning, stacklevel=2)
         if not self._raw and self._device is None and not self._pin:
-            self._keeper = Keeper(self._lib, self._client)
+            self._keeper = Keeper(self._lib, self._client, self.info.capacity,
+                                  self.batch_size)
 
     # ---- the iteration contract ------------------------------------------
 
