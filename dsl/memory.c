@@ -94,6 +94,31 @@ int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
 	return n >= 2 && ts_plan_ring_bytes(plan, (int64_t)n) <= bytes ? (int64_t)n : 0;
 }
 
+bool ts_plan_tiles_banded(const struct ts_plan *plan)
+{
+	return plan->source.kind != TS_SRC_SYNTHETIC && plan->n_ops >= 2 &&
+	       plan->ops[0].kind == TS_OP_DECODE && !plan->ops[0].fused &&
+	       plan->ops[0].n_parts == 0 && plan->ops[1].kind == TS_OP_TILE &&
+	       plan->ops[1].size_h > 0 && plan->ops[1].size_w > 0;
+}
+
+/* A worker's scratch in a banded tile plan with frames TS_PLAN_BAND_WIDTH
+ * wide: the band of decoded rows, the tiles of one band row staged (on top
+ * of up to TS_PLAN_BAND_FLUSH already there) and the largest per-tile
+ * buffers, twice, as scan counts them (the crop, the ops' and the output
+ * stage's temporaries). */
+static uint64_t band_scratch(const struct ts_plan *plan, uint64_t max_fixed)
+{
+	const struct ts_op *d = &plan->ops[0], *t = &plan->ops[1];
+	uint64_t px = (uint64_t)(d->color == TS_COLOR_GRAY ? 1 : 3) * (d->depth == 16 ? 2 : 1);
+	uint64_t band = (uint64_t)TS_PLAN_BAND_WIDTH * (uint64_t)t->size_h * px;
+	uint64_t nx = TS_PLAN_BAND_WIDTH >= t->size_w
+			      ? (uint64_t)(TS_PLAN_BAND_WIDTH - t->size_w) /
+					(uint64_t)(t->stride_w > 0 ? t->stride_w : t->size_w) + 1
+			      : 0;
+	return band + TS_PLAN_BAND_FLUSH + nx * plan->sample_bytes + 2 * max_fixed;
+}
+
 void ts_plan_estimate(struct ts_plan *plan, int cores)
 {
 	uint64_t max_fixed = 0, per_thread, ring;
@@ -115,6 +140,11 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 	per_thread = 2 * max_fixed;
 	if (variable && per_thread < VARIABLE_DECODE_SCRATCH)
 		per_thread = VARIABLE_DECODE_SCRATCH;
+	if (ts_plan_tiles_banded(plan)) {
+		uint64_t b = band_scratch(plan, max_fixed);
+		if (b > per_thread)
+			per_thread = b;
+	}
 	/* Each worker's plugin host shares a pixel memfd with it: input and
 	 * output of one image, grown by doubling from 1 MiB (so up to 4x
 	 * the image). The host process's own memory is not ours to count. */

@@ -26,6 +26,16 @@ int64_t ts_plan_ring_capacity(const struct ts_plan *plan, int64_t samples);
 uint64_t ts_plan_ring_unit(const struct ts_plan *plan);
 int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes);
 
+/* Tiling straight after a decode (decode | tile, nothing fused into the
+ * decode, files) is done in bands (runtime/engine_sample.c): a worker
+ * decodes tile-height rows at a time, and writes its staged tiles to the
+ * ring once they hold TS_PLAN_BAND_FLUSH bytes. The scratch term of such a
+ * plan covers frames up to TS_PLAN_BAND_WIDTH pixels wide (any height);
+ * man/tsrun-pipeline.5, MEMORY. */
+#define TS_PLAN_BAND_FLUSH (2u * 1024u * 1024u)
+#define TS_PLAN_BAND_WIDTH 8192
+bool ts_plan_tiles_banded(const struct ts_plan *plan);
+
 /* Whether plan (estimated) needs more than its memory budget: if so,
  * writes the breakdown ("plan needs ...: ring ..., scratch ..., io ...;
  * budget is ...") to msg and the setting to shrink, with the largest

@@ -13,6 +13,7 @@ struct ts_decoder {
 	 * PNG state and vice versa. */
 	struct ts_decoder_jpeg *jpeg;
 	struct ts_decoder_png *png;
+	enum ts_format rows;    /* row-wise decode in progress, or UNKNOWN */
 };
 
 int ts_decoder_create(struct ts_decoder **out, struct ts_error *err)
@@ -28,6 +29,7 @@ void ts_decoder_destroy(struct ts_decoder *d)
 {
 	if (!d)
 		return;
+	ts_decoder_rows_end(d);
 	ts_decoder_jpeg_destroy(d->jpeg);
 	ts_decoder_png_destroy(d->png);
 	free(d);
@@ -59,6 +61,60 @@ static int unknown_format(const uint8_t *buf, size_t len, struct ts_error *err)
 	return ts_error_set(err, TS_E_DECODE, "not a JPEG or PNG file (starts with %s)", hex);
 }
 
+void ts_decoder_rows_end(struct ts_decoder *d)
+{
+	if (!d)
+		return;
+	if (d->rows == TS_FORMAT_JPEG)
+		ts_decoder_jpeg_rows_end(d->jpeg);
+	else if (d->rows == TS_FORMAT_PNG)
+		ts_decoder_png_rows_end(d->png);
+	d->rows = TS_FORMAT_UNKNOWN;
+}
+
+int ts_decoder_rows_begin(struct ts_decoder *d, const uint8_t *buf, size_t len,
+			  const struct ts_decode_req *req, struct ts_decode_info *info,
+			  struct ts_error *err)
+{
+	int rc;
+
+	if (!d || !req || !info || (!buf && len))
+		return ts_error_set(err, TS_E_ARG, "ts_decoder_rows_begin: NULL argument");
+	if (req->color != TS_COLOR_RGB && req->color != TS_COLOR_GRAY)
+		return ts_error_set(err, TS_E_ARG, "unknown decode color %d", (int)req->color);
+	ts_decoder_rows_end(d);
+	switch (ts_decoder_sniff(buf, len)) {
+	case TS_FORMAT_JPEG:
+		if (!d->jpeg && (rc = ts_decoder_jpeg_create(&d->jpeg, err)) < 0)
+			return rc;
+		rc = ts_decoder_jpeg_rows_begin(d->jpeg, buf, len, req, info, err);
+		if (rc == 0)
+			d->rows = TS_FORMAT_JPEG;
+		return rc;
+	case TS_FORMAT_PNG:
+		if (!d->png && (rc = ts_decoder_png_create(&d->png, err)) < 0)
+			return rc;
+		rc = ts_decoder_png_rows_begin(d->png, buf, len, req, info, err);
+		if (rc == 0)
+			d->rows = TS_FORMAT_PNG;
+		return rc;
+	default:
+		return unknown_format(buf, len, err);
+	}
+}
+
+int ts_decoder_rows_read(struct ts_decoder *d, void *dst, size_t stride, int n,
+			 struct ts_error *err)
+{
+	if (!d || n < 0)
+		return ts_error_set(err, TS_E_ARG, "ts_decoder_rows_read: bad argument");
+	if (d->rows == TS_FORMAT_JPEG)
+		return ts_decoder_jpeg_rows_read(d->jpeg, dst, stride, n, err);
+	if (d->rows == TS_FORMAT_PNG)
+		return ts_decoder_png_rows_read(d->png, dst, stride, n, err);
+	return ts_error_set(err, TS_E_STATE, "no row-wise decode in progress");
+}
+
 int ts_decoder_info(struct ts_decoder *d, const uint8_t *buf, size_t len,
 		    struct ts_decode_info *info, struct ts_error *err)
 {
@@ -66,6 +122,9 @@ int ts_decoder_info(struct ts_decoder *d, const uint8_t *buf, size_t len,
 
 	if (!d || !info || (!buf && len))
 		return ts_error_set(err, TS_E_ARG, "ts_decoder_info: NULL argument");
+	/* The JPEG state is one decompress object: a row-wise decode
+	 * cannot go on under it. */
+	ts_decoder_rows_end(d);
 	switch (ts_decoder_sniff(buf, len)) {
 	case TS_FORMAT_JPEG:
 		if (!d->jpeg && (rc = ts_decoder_jpeg_create(&d->jpeg, err)) < 0)
@@ -168,6 +227,7 @@ int ts_decoder_decode(struct ts_decoder *d, const uint8_t *buf, size_t len,
 
 	if (!d || !req || !out || (!buf && len))
 		return ts_error_set(err, TS_E_ARG, "ts_decoder_decode: NULL argument");
+	ts_decoder_rows_end(d);
 	switch (ts_decoder_sniff(buf, len)) {
 	case TS_FORMAT_JPEG:
 		if (!d->jpeg && (rc = ts_decoder_jpeg_create(&d->jpeg, err)) < 0)

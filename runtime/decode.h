@@ -153,6 +153,33 @@ int ts_decoder_decode(struct ts_decoder *d, const uint8_t *buf, size_t len,
 		      const struct ts_decode_req *req, struct ts_image *out,
 		      struct ts_decode_geom *geom, struct ts_error *err);
 
+/*
+ * Row-wise decoding of a whole image at full scale, for a caller that
+ * never needs all of it at once (the engine's banded tiling, which holds
+ * one band of tile-height rows). Row y is byte for byte row y of
+ * ts_decoder_decode's whole-image output for the same color and depth
+ * (req's region and target are ignored).
+ *
+ * ts_decoder_rows_begin reads the header into *info and prepares the
+ * decode; interlaced PNGs and progressive JPEGs are refused with
+ * TS_E_ARG (every row of them is needed before the first: decode them
+ * whole), too large or corrupt headers with TS_E_DECODE as above.
+ * ts_decoder_rows_read then decodes the next n rows into dst (row k at
+ * dst + k * stride, info->width pixels of the requested channels and
+ * depth), or skips them when dst is NULL; asking for more rows than are
+ * left is TS_E_ARG; corrupt or truncated data TS_E_DECODE, after which
+ * only ts_decoder_rows_end may be called. ts_decoder_rows_end (always
+ * after a successful begin; a no-op otherwise) frees the per-image state.
+ * buf must stay valid until then. One row-wise decode per decoder at a
+ * time; ts_decoder_decode and ts_decoder_info end it.
+ */
+int ts_decoder_rows_begin(struct ts_decoder *d, const uint8_t *buf, size_t len,
+			  const struct ts_decode_req *req, struct ts_decode_info *info,
+			  struct ts_error *err);
+int ts_decoder_rows_read(struct ts_decoder *d, void *dst, size_t stride, int n,
+			 struct ts_error *err);
+void ts_decoder_rows_end(struct ts_decoder *d);
+
 /* Internal: the format back ends (runtime/decode_jpeg.c, decode_png.c),
  * called by decode.c with the per-format state they own. */
 struct ts_decoder_jpeg;
@@ -179,6 +206,18 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
  * src and dst must not overlap. */
 void ts_decoder_convert_row(const void *src, int src_c, int src_depth,
 			    void *dst, int dst_c, int dst_depth, int n);
+int ts_decoder_jpeg_rows_begin(struct ts_decoder_jpeg *j, const uint8_t *buf,
+			       size_t len, const struct ts_decode_req *req,
+			       struct ts_decode_info *info, struct ts_error *err);
+int ts_decoder_jpeg_rows_read(struct ts_decoder_jpeg *j, void *dst, size_t stride,
+			      int n, struct ts_error *err);
+void ts_decoder_jpeg_rows_end(struct ts_decoder_jpeg *j);
+int ts_decoder_png_rows_begin(struct ts_decoder_png *p, const uint8_t *buf,
+			      size_t len, const struct ts_decode_req *req,
+			      struct ts_decode_info *info, struct ts_error *err);
+int ts_decoder_png_rows_read(struct ts_decoder_png *p, void *dst, size_t stride,
+			     int n, struct ts_error *err);
+void ts_decoder_png_rows_end(struct ts_decoder_png *p);
 int ts_decoder_png_create(struct ts_decoder_png **out, struct ts_error *err);
 void ts_decoder_png_destroy(struct ts_decoder_png *p);
 int ts_decoder_png_info(struct ts_decoder_png *p, const uint8_t *buf,

@@ -24,6 +24,9 @@ struct ts_decoder_jpeg {
 	size_t row_cap;
 	uint8_t *rgb;      /* scratch row: CMYK converted to RGB */
 	size_t rgb_cap;
+	/* Row-wise decoding in progress (ts_decoder_jpeg_rows_*). */
+	bool r_active, r_cmyk, r_inverted;
+	int r_src_c, r_dst_c, r_depth, r_width, r_left;
 };
 
 static struct ts_decoder_jpeg *from_common(j_common_ptr c)
@@ -86,6 +89,7 @@ void ts_decoder_jpeg_destroy(struct ts_decoder_jpeg *j)
 {
 	if (!j)
 		return;
+	ts_decoder_jpeg_rows_end(j);
 	jpeg_destroy_decompress(&j->cinfo);
 	free(j->row);
 	free(j->rgb);
@@ -136,6 +140,30 @@ static void cmyk_to_rgb(const uint8_t *s, uint8_t *o, int n, bool inverted)
 	}
 }
 
+/* The output color space libjpeg is asked for: gray, RGB, or CMYK that
+ * cmyk_to_rgb turns into RGB. Returns the channels of a converted row
+ * (1 or 3) or an error. */
+static int set_color(struct jpeg_decompress_struct *ci, struct ts_error *err)
+{
+	switch (ci->jpeg_color_space) {
+	case JCS_GRAYSCALE:
+		ci->out_color_space = JCS_GRAYSCALE;
+		return 1;
+	case JCS_YCbCr:
+	case JCS_RGB:
+		ci->out_color_space = JCS_RGB;
+		return 3;
+	case JCS_CMYK:
+	case JCS_YCCK:
+		ci->out_color_space = JCS_CMYK;
+		return 3;
+	default:
+		return ts_error_set(err, TS_E_DECODE,
+				    "unsupported JPEG color space (%d components, unknown transform)",
+				    ci->num_components);
+	}
+}
+
 /*
  * Decode the request's region. The region is first mapped to the DCT-
  * scaled image (ts_decoder_geometry); libjpeg then decodes only the iMCU
@@ -168,30 +196,12 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
 	if ((rc = ts_decoder_geometry(&info, req, &g, err)) < 0)
 		goto out;
 
-	int src_c;
-	bool cmyk = false;
-	switch (ci->jpeg_color_space) {
-	case JCS_GRAYSCALE:
-		ci->out_color_space = JCS_GRAYSCALE;
-		src_c = 1;
-		break;
-	case JCS_YCbCr:
-	case JCS_RGB:
-		ci->out_color_space = JCS_RGB;
-		src_c = 3;
-		break;
-	case JCS_CMYK:
-	case JCS_YCCK:
-		ci->out_color_space = JCS_CMYK;
-		src_c = 3;
-		cmyk = true;
-		break;
-	default:
-		rc = ts_error_set(err, TS_E_DECODE,
-				  "unsupported JPEG color space (%d components, unknown transform)",
-				  ci->num_components);
+	int src_c = set_color(ci, err);
+	if (src_c < 0) {
+		rc = src_c;
 		goto out;
 	}
+	bool cmyk = ci->out_color_space == JCS_CMYK;
 	ci->dct_method = JDCT_ISLOW;
 	ci->do_fancy_upsampling = TRUE;
 	ci->scale_num = (unsigned)g.scale_num;
@@ -256,4 +266,111 @@ out:
 	/* Back to the start state; also skips the rows below the region. */
 	jpeg_abort_decompress(ci);
 	return rc;
+}
+
+/*
+ * Row-wise decoding (decode.h, ts_decoder_rows_begin): full scale, the
+ * same settings and conversion as ts_decoder_jpeg_decode, one scanline
+ * held at a time. Progressive files are refused: libjpeg buffers every
+ * coefficient of the image for them anyway.
+ */
+int ts_decoder_jpeg_rows_begin(struct ts_decoder_jpeg *j, const uint8_t *buf,
+			       size_t len, const struct ts_decode_req *req,
+			       struct ts_decode_info *info, struct ts_error *err)
+{
+	struct jpeg_decompress_struct *ci = &j->cinfo;
+	struct ts_decode_info tmp;
+	int rc = 0;
+
+	ts_decoder_jpeg_rows_end(j);
+	if (setjmp(j->jmp)) {
+		rc = ts_error_set(err, TS_E_DECODE, "%s", j->msg);
+		goto fail;
+	}
+	jpeg_mem_src(ci, buf, (unsigned long)len);
+	jpeg_read_header(ci, TRUE);
+	fill_info(ci, &tmp);
+	if ((rc = ts_decoder_check_size(&tmp, err)) < 0)
+		goto fail;
+	if (tmp.progressive) {
+		rc = ts_error_set(err, TS_E_ARG,
+				  "a progressive JPEG cannot be decoded row by row");
+		goto fail;
+	}
+	if (req->depth != 0 && req->depth != 8 && req->depth != 16) {
+		rc = ts_error_set(err, TS_E_ARG, "decode depth must be 8 or 16, not %d",
+				  req->depth);
+		goto fail;
+	}
+	if ((rc = set_color(ci, err)) < 0)
+		goto fail;
+	j->r_src_c = rc;
+	j->r_cmyk = ci->out_color_space == JCS_CMYK;
+	rc = 0;
+	ci->dct_method = JDCT_ISLOW;
+	ci->do_fancy_upsampling = TRUE;
+	ci->scale_num = 8;
+	ci->scale_denom = 8;
+	jpeg_start_decompress(ci);
+	if (ts_decoder_grow(&j->row, &j->row_cap,
+		 (size_t)ci->output_width * (size_t)ci->output_components) < 0 ||
+	    (j->r_cmyk && ts_decoder_grow(&j->rgb, &j->rgb_cap, (size_t)ci->output_width * 3) < 0)) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory decoding a %dx%d JPEG",
+				  tmp.width, tmp.height);
+		goto fail;
+	}
+	j->r_depth = req->depth == 16 ? 16 : 8;
+	j->r_dst_c = req->color == TS_COLOR_GRAY ? 1 : 3;
+	j->r_inverted = ci->saw_Adobe_marker;
+	j->r_width = (int)ci->output_width;
+	j->r_left = (int)ci->output_height;
+	j->r_active = true;
+	*info = tmp;
+	return 0;
+fail:
+	jpeg_abort_decompress(ci);
+	return rc;
+}
+
+int ts_decoder_jpeg_rows_read(struct ts_decoder_jpeg *j, void *dst, size_t stride,
+			      int n, struct ts_error *err)
+{
+	struct jpeg_decompress_struct *ci = &j->cinfo;
+
+	if (!j->r_active)
+		return ts_error_set(err, TS_E_STATE, "no row-wise JPEG decode in progress");
+	if (n > j->r_left)
+		return ts_error_set(err, TS_E_ARG, "%d rows asked of a JPEG with %d left",
+				    n, j->r_left);
+	volatile int y = 0; /* modified between setjmp and a longjmp to it */
+	if (setjmp(j->jmp)) {
+		j->r_left = 0;
+		return ts_error_set(err, TS_E_DECODE, "%s", j->msg);
+	}
+	for (; y < n; y++) {
+		JSAMPROW r = j->row;
+		if (jpeg_read_scanlines(ci, &r, 1) != 1) {
+			j->r_left = 0;
+			return ts_error_set(err, TS_E_DECODE, "truncated JPEG data (rows missing)");
+		}
+		if (!dst)
+			continue;
+		const uint8_t *s = j->row;
+		if (j->r_cmyk) {
+			cmyk_to_rgb(s, j->rgb, j->r_width, j->r_inverted);
+			s = j->rgb;
+		}
+		ts_decoder_convert_row(s, j->r_src_c, 8, (uint8_t *)dst + (size_t)y * stride,
+				       j->r_dst_c, j->r_depth, j->r_width);
+	}
+	j->r_left -= n;
+	return 0;
+}
+
+void ts_decoder_jpeg_rows_end(struct ts_decoder_jpeg *j)
+{
+	if (j && j->r_active) {
+		jpeg_abort_decompress(&j->cinfo);
+		j->r_active = false;
+	}
 }

@@ -8,6 +8,11 @@
 #include <png.h>
 #include "util.h"
 
+struct png_reader {
+	const uint8_t *buf;
+	size_t len, pos;
+};
+
 struct ts_decoder_png {
 	/* libpng's read struct cannot be rewound for a new file, so one is
 	 * made per image; the row and image buffers are what is reused. */
@@ -18,12 +23,14 @@ struct ts_decoder_png {
 	png_bytep *rows;     /* row pointers into img */
 	size_t rows_cap;     /* bytes */
 	char msg[200];
+	/* Row-wise decoding in progress (ts_decoder_png_rows_*): the read
+	 * struct lives across calls, so does what it reads from. */
+	png_structp rpng;
+	png_infop rpi;
+	struct png_reader rrd;
+	int r_src_c, r_src_depth, r_dst_c, r_depth, r_width, r_left;
 };
 
-struct png_reader {
-	const uint8_t *buf;
-	size_t len, pos;
-};
 
 /* libpng reads through this instead of a FILE. Asking past the end is a
  * truncated file, reported as such rather than as a zlib error. */
@@ -71,6 +78,7 @@ void ts_decoder_png_destroy(struct ts_decoder_png *p)
 	free(p->row);
 	free(p->img);
 	free(p->rows);
+	ts_decoder_png_rows_end(p);
 	free(p);
 }
 
@@ -138,6 +146,29 @@ out:
 	return rc;
 }
 
+/* libpng expands palettes and low bit depths, drops alpha and scales 16
+ * bits to 8 (round(x / 257)) when 8 are asked for, or swaps 16-bit
+ * samples to host order. Called under the caller's setjmp. */
+static void set_transforms(png_structp png, png_infop pi,
+			   const struct ts_decode_info *info, int depth)
+{
+	int ct = png_get_color_type(png, pi);
+	if (ct == PNG_COLOR_TYPE_PALETTE)
+		png_set_palette_to_rgb(png);
+	if (ct == PNG_COLOR_TYPE_GRAY && info->depth < 8)
+		png_set_expand_gray_1_2_4_to_8(png);
+	if (ct & PNG_COLOR_MASK_ALPHA || png_get_valid(png, pi, PNG_INFO_tRNS))
+		png_set_strip_alpha(png);
+	if (info->depth == 16) {
+		if (depth == 8)
+			png_set_scale_16(png);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		else
+			png_set_swap(png);
+#endif
+	}
+}
+
 /*
  * libpng expands palettes and low bit depths, drops alpha and scales 16
  * bits to 8 (round(x / 257)) when 8 are asked for; what is left is gray or
@@ -173,21 +204,7 @@ int ts_decoder_png_decode(struct ts_decoder_png *p, const uint8_t *buf,
 
 	int depth = req->depth == 16 ? 16 : 8;
 	int dst_c = req->color == TS_COLOR_GRAY ? 1 : 3;
-	int ct = png_get_color_type(png, pi);
-	if (ct == PNG_COLOR_TYPE_PALETTE)
-		png_set_palette_to_rgb(png);
-	if (ct == PNG_COLOR_TYPE_GRAY && info.depth < 8)
-		png_set_expand_gray_1_2_4_to_8(png);
-	if (ct & PNG_COLOR_MASK_ALPHA || png_get_valid(png, pi, PNG_INFO_tRNS))
-		png_set_strip_alpha(png);
-	if (info.depth == 16) {
-		if (depth == 8)
-			png_set_scale_16(png);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		else
-			png_set_swap(png);
-#endif
-	}
+	set_transforms(png, pi, &info, depth);
 	int passes = png_set_interlace_handling(png);
 	png_read_update_info(png, pi);
 
@@ -242,4 +259,102 @@ int ts_decoder_png_decode(struct ts_decoder_png *p, const uint8_t *buf,
 out:
 	png_destroy_read_struct(&png, &pi, NULL);
 	return rc;
+}
+
+/*
+ * Row-wise decoding (decode.h, ts_decoder_rows_begin): the same
+ * transforms and conversion as ts_decoder_png_decode, so row y is the
+ * bytes of row y of a whole decode, but only one row is ever held.
+ * Interlaced files are refused: their first pass already needs every row.
+ */
+int ts_decoder_png_rows_begin(struct ts_decoder_png *p, const uint8_t *buf,
+			      size_t len, const struct ts_decode_req *req,
+			      struct ts_decode_info *info, struct ts_error *err)
+{
+	ts_decoder_png_rows_end(p);
+	p->rrd = (struct png_reader){ buf, len, 0 };
+	png_structp png = open_png(p, &p->rrd, &p->rpi);
+	if (!png)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory reading a PNG");
+	p->rpng = png;
+	struct ts_decode_info tmp;
+	int rc = 0;
+	if (setjmp(png_jmpbuf(png))) {
+		rc = ts_error_set(err, TS_E_DECODE, "invalid PNG data: %s", p->msg);
+		goto fail;
+	}
+	png_read_info(png, p->rpi);
+	fill_info(png, p->rpi, &tmp);
+	if ((rc = ts_decoder_check_size(&tmp, err)) < 0)
+		goto fail;
+	if (tmp.progressive) {
+		rc = ts_error_set(err, TS_E_ARG,
+				  "an interlaced PNG cannot be decoded row by row");
+		goto fail;
+	}
+	if (req->depth != 0 && req->depth != 8 && req->depth != 16) {
+		rc = ts_error_set(err, TS_E_ARG, "decode depth must be 8 or 16, not %d",
+				  req->depth);
+		goto fail;
+	}
+	p->r_depth = req->depth == 16 ? 16 : 8;
+	p->r_dst_c = req->color == TS_COLOR_GRAY ? 1 : 3;
+	set_transforms(png, p->rpi, &tmp, p->r_depth);
+	png_read_update_info(png, p->rpi);
+	p->r_src_c = png_get_channels(png, p->rpi);
+	p->r_src_depth = png_get_bit_depth(png, p->rpi);
+	if ((p->r_src_c != 1 && p->r_src_c != 3) ||
+	    (p->r_src_depth != 8 && p->r_src_depth != 16)) {
+		rc = ts_error_set(err, TS_E_DECODE,
+				  "unsupported PNG layout (%d channels of %d bits after expansion)",
+				  p->r_src_c, p->r_src_depth);
+		goto fail;
+	}
+	if (ts_decoder_grow(&p->row, &p->row_cap, png_get_rowbytes(png, p->rpi)) < 0) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory decoding a %dx%d PNG",
+				  tmp.width, tmp.height);
+		goto fail;
+	}
+	p->r_width = tmp.width;
+	p->r_left = tmp.height;
+	*info = tmp;
+	return 0;
+fail:
+	ts_decoder_png_rows_end(p);
+	return rc;
+}
+
+int ts_decoder_png_rows_read(struct ts_decoder_png *p, void *dst, size_t stride,
+			     int n, struct ts_error *err)
+{
+	if (!p->rpng)
+		return ts_error_set(err, TS_E_STATE, "no row-wise PNG decode in progress");
+	if (n > p->r_left)
+		return ts_error_set(err, TS_E_ARG, "%d rows asked of a PNG with %d left",
+				    n, p->r_left);
+	/* volatile: modified between setjmp and a longjmp back to it */
+	volatile int y = 0;
+	if (setjmp(png_jmpbuf(p->rpng))) {
+		p->r_left = 0;
+		return ts_error_set(err, TS_E_DECODE, "invalid PNG data: %s", p->msg);
+	}
+	for (; y < n; y++) {
+		png_read_row(p->rpng, p->row, NULL);
+		if (dst)
+			ts_decoder_convert_row(p->row, p->r_src_c, p->r_src_depth,
+					       (uint8_t *)dst + (size_t)y * stride,
+					       p->r_dst_c, p->r_depth, p->r_width);
+	}
+	p->r_left -= n;
+	return 0;
+}
+
+void ts_decoder_png_rows_end(struct ts_decoder_png *p)
+{
+	if (p && p->rpng)
+		png_destroy_read_struct(&p->rpng, &p->rpi, NULL);
+	if (p) {
+		p->rpng = NULL;
+		p->rpi = NULL;
+	}
 }

@@ -19,6 +19,7 @@
 #include "profile.h"
 #include "rng.h"
 #include "barrier.h"
+#include "memory.h"
 #include "util.h"
 
 static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
@@ -134,6 +135,27 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 	return 0;
 }
 
+/* The header's size, checked before anything is computed from it or
+ * allocated for it: a 19 KB progressive JPEG can declare 16384 x
+ * 16384 and cost 805 MB to decode, in every worker at once. The banded
+ * tile path checks it too (the same files cost it time, if not memory). */
+static int check_header(const struct ts_plan *plan, const struct ts_decode_info *info,
+			struct ts_error *err)
+{
+	if (info->width <= 0 || info->height <= 0 || info->width > TS_DECODE_MAX_DIM ||
+	    info->height > TS_DECODE_MAX_DIM)
+		return ts_error_set(err, TS_E_DECODE, "image too large: %dx%d (limit %d "
+				    "pixels a side)", info->width, info->height, TS_DECODE_MAX_DIM);
+	if ((uint64_t)info->width * (uint64_t)info->height > plan->max_image_pixels)
+		return ts_error_set(err, TS_E_DECODE,
+				    "image is %dx%d (%.1f Mpx), more than max_image_pixels "
+				    "(%.1f Mpx): not decoded; raise max_image_pixels in the "
+				    "serve block if it is meant", info->width, info->height,
+				    (double)info->width * (double)info->height / 1e6,
+				    (double)plan->max_image_pixels / 1e6);
+	return 0;
+}
+
 /* Decode one encoded sample into w->img, with the fused crop or resize of
  * the decode op done as an ROI + DCT-scaled decode and one resample. */
 static int decode_sample(struct worker *w, const struct ts_op *op,
@@ -146,20 +168,8 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 	int rc = ts_decoder_info(w->dec, buf, len, &info, err);
 	if (rc)
 		return rc;
-	/* The header's size, checked before anything is computed from it or
-	 * allocated for it: a 19 KB progressive JPEG can declare 16384 x
-	 * 16384 and cost 805 MB to decode, in every worker at once. */
-	if (info.width <= 0 || info.height <= 0 || info.width > TS_DECODE_MAX_DIM ||
-	    info.height > TS_DECODE_MAX_DIM)
-		return ts_error_set(err, TS_E_DECODE, "image too large: %dx%d (limit %d "
-				    "pixels a side)", info.width, info.height, TS_DECODE_MAX_DIM);
-	if ((uint64_t)info.width * (uint64_t)info.height > plan->max_image_pixels)
-		return ts_error_set(err, TS_E_DECODE,
-				    "image is %dx%d (%.1f Mpx), more than max_image_pixels "
-				    "(%.1f Mpx): not decoded; raise max_image_pixels in the "
-				    "serve block if it is meant", info.width, info.height,
-				    (double)info.width * (double)info.height / 1e6,
-				    (double)plan->max_image_pixels / 1e6);
+	if ((rc = check_header(plan, &info, err)))
+		return rc;
 	struct ts_decode_req req = {.color = op->color, .depth = op->depth};
 	const struct ts_op *f = op->fused;
 	bool resample = false, apply_after = false;
@@ -246,6 +256,45 @@ static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
 	return i;
 }
 
+/* The bytes of item it: the I/O thread's (pre-read data/len, or its
+ * read_status) when pre is set and it read them, else read here into
+ * *own (the caller frees it). Errors are in lerr. */
+static int read_item(struct worker *w, const struct ts_item *it, bool pre,
+		     const uint8_t *data, size_t len, int read_status,
+		     uint8_t **own, const uint8_t **buf, size_t *blen,
+		     struct ts_error *lerr)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	int rc;
+	if (pre && (data || read_status)) {
+		/* The I/O thread already read it (or failed to). */
+		*buf = data;
+		*blen = len;
+		rc = read_status;
+		if (rc == -ESPIPE)
+			ts_error_set(lerr, rc, "%s", TS_SOURCE_NOT_REGULAR);
+		else if (rc == -EFBIG)
+			ts_source_too_big(it->is_range ? it->size : ts_source_file_size(it->path),
+					  plan->max_file_size, lerr);
+		else if (rc)
+			ts_error_set(lerr, rc, "%s", strerror(-rc));
+		return rc;
+	}
+	uint64_t t = ts_prof_now();
+	rc = ts_source_read(it, plan->max_file_size, own, blen, lerr);
+	ts_prof_add(TS_PROF_READ, t);
+	*buf = *own;
+	/* Without io_uring the workers read: the same testing hook
+	 * (TSRUN_FAULT_READ, reader.h) as the reader's. */
+	int frc = e->reader ? rc : ts_reader_fault(it->is_range, rc, blen);
+	if (frc != rc) {
+		rc = frc;
+		ts_error_set(lerr, rc, "%s", strerror(-rc));
+	}
+	return rc;
+}
+
 /* Load and decode the item of (epoch, index), with replacement under
  * on_error = skip: the next indices of the permutation, deterministically.
  * data/len is the pre-read item (may be NULL: read synchronously). On
@@ -271,31 +320,7 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 		const uint8_t *buf = NULL;
 		size_t blen = 0;
 		struct ts_error lerr = {0};
-		if (k == 0 && (data || read_status)) {
-			/* The I/O thread already read it (or failed to). */
-			buf = data;
-			blen = len;
-			rc = read_status;
-			if (rc == -ESPIPE)
-				ts_error_set(&lerr, rc, "%s", TS_SOURCE_NOT_REGULAR);
-			else if (rc == -EFBIG)
-				ts_source_too_big(it.is_range ? it.size : ts_source_file_size(it.path),
-						  plan->max_file_size, &lerr);
-			else if (rc)
-				ts_error_set(&lerr, rc, "%s", strerror(-rc));
-		} else {
-			uint64_t t = ts_prof_now();
-			rc = ts_source_read(&it, plan->max_file_size, &own, &blen, &lerr);
-			ts_prof_add(TS_PROF_READ, t);
-			buf = own;
-			/* Without io_uring the workers read: the same testing
-			 * hook (TSRUN_FAULT_READ, reader.h) as the reader's. */
-			int frc = e->reader ? rc : ts_reader_fault(it.is_range, rc, &blen);
-			if (frc != rc) {
-				rc = frc;
-				ts_error_set(&lerr, rc, "%s", strerror(-rc));
-			}
-		}
+		rc = read_item(w, &it, k == 0, data, len, read_status, &own, &buf, &blen, &lerr);
 		if (rc == 0) {
 			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
 			rc = decode_sample(w, &plan->ops[0], buf, blen, epoch, index, &lerr);
@@ -423,6 +448,304 @@ static int run_plugin(struct worker *w, const struct ts_op *o,
 	return 1;
 }
 
+/* The ops after a tile (or the plugins) for one image cur, ops[i..]: a
+ * filter or plugin may drop it; a kept one is written by the output stage
+ * into the next staging slot. sub is its random stream, tile its number
+ * (-1: no tile); *outs counts the outputs of this position. */
+static int stage_one(struct worker *w, struct ts_image *cur, size_t i,
+		     uint64_t epoch, uint64_t sub, int tile, int32_t *outs,
+		     struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	size_t j = i;
+	int rc;
+	for (; j < plan->n_ops && plan->ops[j].kind != TS_OP_OUTPUT; j++) {
+		const struct ts_op *o = &plan->ops[j];
+		if (o->kind == TS_OP_FILTER) {
+			if (!ts_aug_filter_keep(o, cur))
+				return 0;
+			continue;
+		}
+		if (o->kind == TS_OP_PLUGIN) {
+			rc = run_plugin(w, o, cur, tile, err);
+			if (rc < 0)
+				return rc;
+			if (rc == 1)
+				return 0;
+			continue;
+		}
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, sub, (uint64_t)o->index);
+		rc = ts_aug_apply(o, cur, &w->tmp1, &rng, err);
+		if (rc)
+			return rc;
+	}
+	/* The plan's bound, when it has one, caps the outputs of a sample
+	 * (counted over the whole position: banded tiling flushes staging
+	 * before the end). */
+	if (plan->max_out_per_in > 0 && *outs >= plan->max_out_per_in)
+		return ts_error_set(err, TS_E_STATE, "more than %d outputs from one sample",
+				    plan->max_out_per_in);
+	if (w->stage_n == w->stage_cap) {
+		/* Tiles of a frame larger than any before: grow. */
+		int32_t cap = w->stage_cap ? w->stage_cap * 2 : 16;
+		if (plan->max_out_per_in > 0 && cap > plan->max_out_per_in)
+			cap = plan->max_out_per_in;
+		uint8_t *ns = realloc(w->stage, plan->sample_bytes * (size_t)cap);
+		if (!ns)
+			return ts_error_set(err, TS_E_NOMEM, "out of memory for %d tiles", cap);
+		w->stage = ns;
+		w->stage_cap = cap;
+	}
+	uint8_t *dst = w->stage + (size_t)w->stage_n * plan->sample_bytes;
+	rc = ts_out_write(&plan->ops[j], cur, plan->source.seed, epoch, sub,
+			  &w->tmp2, &w->tmp1, dst, plan->sample_bytes, err);
+	if (rc)
+		return rc;
+	w->stage_n++;
+	(*outs)++;
+	return 0;
+}
+
+/* Wait until position p may commit (every earlier one has), or the
+ * engine stops (-ECANCELED). */
+static int wait_turn(struct ts_engine *e, uint64_t p)
+{
+	pthread_mutex_lock(&e->mu);
+	while (e->commit_pos != p && !smp_load_acquire(&e->stop))
+		pthread_cond_wait(&e->cv_commit, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	return smp_load_acquire(&e->stop) ? -ECANCELED : 0;
+}
+
+/* Write the staged outputs of position p to the ring, in order; p holds
+ * the commit turn (wait_turn). *begun: whether some of p's outputs are
+ * already out (the stream's per-epoch index restarts at p's first). */
+static int flush_stage(struct worker *w, uint64_t epoch, int32_t label,
+		       bool *begun, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	if (!*begun) {
+		*begun = true;
+		if (epoch != e->out_epoch) {
+			e->out_epoch = epoch;
+			e->out_index = 0;
+		}
+	}
+	for (int32_t k = 0; k < w->stage_n; k++) {
+		uint64_t seq = e->out_seq;
+		int rc = wait_slot(e, seq);
+		if (rc)
+			return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
+		memcpy(ts_ring_slot(e->ring, seq), w->stage + (size_t)k * plan->sample_bytes,
+		       plan->sample_bytes);
+		ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, e->out_index++);
+		e->out_seq = seq + 1;
+		ts_ring_publish(e->ring, e->out_seq);
+	}
+	w->stage_n = 0;
+	return 0;
+}
+
+/* Position p is committed: the next may go. */
+static void end_turn(struct ts_engine *e, uint64_t p)
+{
+	pthread_mutex_lock(&e->mu);
+	e->commit_pos = p + 1;
+	pthread_cond_broadcast(&e->cv_commit);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Whether the ops make the tiles of each frame cut from bands of rows
+ * decoded one at a time (run_banded): a decode with nothing fused into it
+ * straight followed by the tile, of files. TSRUN_TILE_WHOLE_FRAME set (a
+ * testing hook) decodes every frame whole, as before banding. */
+static bool banded(const struct ts_plan *plan)
+{
+	return ts_plan_tiles_banded(plan) && !getenv("TSRUN_TILE_WHOLE_FRAME");
+}
+
+/*
+ * The tiles of one frame, encoded in buf, cut as the whole-frame path
+ * cuts them (tile (tx, ty) at (tx * stride_w, ty * stride_h), row-major)
+ * but from a band of tile->size_h rows in w->img decoded row by row: the
+ * band moves down by stride_h rows, keeping the rows two bands share
+ * (stride < size) or skipping those no tile covers (stride > size), and
+ * the rows below the last band are decoded only to find corrupt data as a
+ * whole decode would. Interlaced PNGs and progressive JPEGs are decoded
+ * whole (every row of them is needed before the first). Staging is
+ * flushed to the ring once it holds TS_PLAN_BAND_FLUSH bytes (waiting for
+ * p's turn), so a worker holds one band, the tiles of one band row and
+ * that much staging, not the frame. *dec_failed: the error is the file's
+ * (its bytes do not decode), not the pipeline's.
+ */
+static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t len,
+			uint64_t epoch, uint64_t index, int32_t label, int32_t *outs,
+			bool *begun, bool *dec_failed, struct ts_error *lerr,
+			struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	const struct ts_op *dop = &plan->ops[0], *tile = &plan->ops[1];
+	struct ts_decode_req req = {.color = dop->color, .depth = dop->depth};
+	struct ts_decode_info info;
+	uint64_t t = ts_prof_now();
+	int rc = ts_decoder_info(w->dec, buf, len, &info, lerr);
+	if (rc == 0)
+		rc = check_header(plan, &info, lerr);
+	bool whole = rc == 0 && info.progressive;
+	if (rc == 0)
+		rc = whole ? decode_sample(w, dop, buf, len, epoch, index, lerr)
+			   : ts_decoder_rows_begin(w->dec, buf, len, &req, &info, lerr);
+	ts_prof_add(TS_PROF_DECODE, t);
+	if (rc) {
+		*dec_failed = true;
+		return rc;
+	}
+	int nx, ny;
+	ts_aug_tile_grid(info.width, info.height, tile, &nx, &ny);
+	int sh = tile->stride_h > 0 ? tile->stride_h : tile->size_h;
+	int sw = tile->stride_w > 0 ? tile->stride_w : tile->size_w;
+	int bh = tile->size_h, have = 0, next = 0; /* rows in the band; next row */
+	if (!whole && ny > 0 &&
+	    ts_image_reserve(&w->img, info.width, bh, req.color == TS_COLOR_GRAY ? 1 : 3,
+			     req.depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8) < 0) {
+		ts_decoder_rows_end(w->dec);
+		return ts_error_set(err, TS_E_NOMEM, "out of memory for a %dx%d band of rows",
+				    info.width, bh);
+	}
+	size_t sb = plan->sample_bytes;
+	for (int ty = 0; ty < ny; ty++) {
+		int y0 = 0;
+		if (whole) {
+			y0 = ty * sh;
+		} else {
+			/* Move the band to rows [ty * sh, ty * sh + bh). */
+			int top = ty * sh, keep = have - (top - (next - have));
+			if (keep > 0 && keep < have)
+				memmove(w->img.data, w->img.data + (size_t)(have - keep) * w->img.stride,
+					(size_t)keep * w->img.stride);
+			have = keep > 0 ? keep : 0;
+			t = ts_prof_now();
+			rc = 0;
+			if (next < top) {
+				rc = ts_decoder_rows_read(w->dec, NULL, 0, top - next, lerr);
+				next = top;
+			}
+			if (rc == 0)
+				rc = ts_decoder_rows_read(w->dec,
+							  w->img.data + (size_t)have * w->img.stride,
+							  w->img.stride, bh - have, lerr);
+			ts_prof_add(TS_PROF_DECODE, t);
+			if (rc) {
+				ts_decoder_rows_end(w->dec);
+				*dec_failed = true;
+				return rc;
+			}
+			next += bh - have;
+			have = bh;
+		}
+		for (int tx = 0; tx < nx; tx++) {
+			rc = ts_aug_crop(&w->img, &w->tmp3, tx * sw, y0, tile->size_w, tile->size_h);
+			if (rc) {
+				ts_decoder_rows_end(w->dec);
+				return ts_error_set(err, rc, "tile crop failed");
+			}
+			/* Each tile's random stream: as run_staged's. */
+			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
+			rc = stage_one(w, &w->tmp3, 2, epoch, sub, ty * nx + tx, outs, err);
+			if (rc) {
+				ts_decoder_rows_end(w->dec);
+				return rc;
+			}
+		}
+		if ((size_t)w->stage_n * sb >= TS_PLAN_BAND_FLUSH) {
+			if ((rc = wait_turn(e, p)) == 0)
+				rc = flush_stage(w, epoch, label, begun, err);
+			if (rc) {
+				ts_decoder_rows_end(w->dec);
+				return rc;
+			}
+		}
+	}
+	rc = 0;
+	if (!whole) {
+		/* The rest, for its errors; one row of scratch at a time. */
+		t = ts_prof_now();
+		rc = ts_decoder_rows_read(w->dec, NULL, 0, info.height - next, lerr);
+		ts_prof_add(TS_PROF_DECODE, t);
+		ts_decoder_rows_end(w->dec);
+		*dec_failed = rc != 0;
+	}
+	return rc;
+}
+
+/*
+ * A tile pipeline in bands (banded()): position p's frame is read and
+ * tiled by banded_frame. A file that does not decode is replaced by the
+ * next items, as load_sample does, while none of its tiles is out; one
+ * found corrupt after some were flushed (frames over TS_PLAN_BAND_FLUSH
+ * bytes of tiles) keeps those, is listed as skipped and not replaced.
+ */
+static int run_banded(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	const struct ts_plan *plan = e->plan;
+	uint64_t epoch, index;
+	bool begun = false;
+	int32_t label = 0, outs = 0;
+	int rc;
+	ts_engine_pos_split(e, p, &epoch, &index);
+	w->stage_n = 0;
+	for (uint64_t k = 0;; k++) {
+		if (k == e->n)
+			return ts_error_set(err, TS_E_SOURCE,
+					    "every item of epoch %llu failed to load; nothing to serve",
+					    (unsigned long long)epoch);
+		struct ts_item it;
+		if ((rc = item_at(e, epoch, (index + k) % e->n, &it)))
+			return ts_error_set(err, rc, "out of memory");
+		label = it.label;
+		w->path = it.path;
+		uint8_t *own = NULL;
+		const uint8_t *buf = NULL;
+		size_t blen = 0;
+		struct ts_error lerr = {0};
+		bool dec_failed = false;
+		rc = read_item(w, &it, k == 0, data, len, read_status, &own, &buf, &blen, &lerr);
+		if (rc == 0) {
+			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
+			rc = banded_frame(w, p, buf, blen, epoch, index, label, &outs, &begun,
+					  &dec_failed, &lerr, err);
+		} else {
+			dec_failed = true;
+		}
+		free(own);
+		if (rc == 0)
+			break;
+		if (!dec_failed)
+			return rc;
+		if (plan->on_error == TS_ON_ERROR_FAIL || rc == -ENOMEM || rc == TS_E_NOMEM)
+			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
+					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		if (begun) {
+			/* Tiles of it are out: what else it staged goes too. */
+			break;
+		}
+		w->stage_n = 0;
+		outs = 0;
+		data = NULL;
+		read_status = 0;
+	}
+	if ((rc = wait_turn(e, p)) || (rc = flush_stage(w, epoch, label, &begun, err)))
+		return rc;
+	end_turn(e, p);
+	return 0;
+}
+
 /* Expanding pipelines: render every output of position p into staging,
  * then commit them in position order. */
 static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
@@ -433,6 +756,8 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	uint64_t epoch, index;
 	int32_t label;
 	size_t i;
+	if (banded(plan))
+		return run_banded(w, p, data, len, read_status, err);
 	int rc = prepare(w, p, data, len, read_status, &epoch, &index, &label, &i, err);
 	if (rc)
 		return rc;
@@ -441,6 +766,7 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	/* Tiles: cut the image into the grid, each tile then goes through the
 	 * rest of the ops (a filter, the output) on its own. */
 	int nx = 1, ny = 1;
+	int32_t outs = 0;
 	const struct ts_op *tile = NULL;
 	/* Plugins before any tile see the whole image; one that drops it
 	 * leaves nothing of this position to commit (ny = 0). */
@@ -472,88 +798,19 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 					return ts_error_set(err, rc, "tile crop failed");
 				cur = &w->tmp3;
 			}
-			size_t j = i;
-			bool keep = true;
 			/* Each tile's random stream: (epoch, index, tile) folded
 			 * into one index that no other sample uses. */
 			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
-			for (; j < plan->n_ops && plan->ops[j].kind != TS_OP_OUTPUT; j++) {
-				const struct ts_op *o = &plan->ops[j];
-				if (o->kind == TS_OP_FILTER) {
-					if (!ts_aug_filter_keep(o, cur)) {
-						keep = false;
-						break;
-					}
-					continue;
-				}
-				if (o->kind == TS_OP_PLUGIN) {
-					rc = run_plugin(w, o, cur, tile ? ty * nx + tx : -1, err);
-					if (rc < 0)
-						return rc;
-					if (rc == 1) {
-						keep = false;
-						break;
-					}
-					continue;
-				}
-				struct ts_rng rng;
-				ts_rng_init(&rng, plan->source.seed, epoch, sub, (uint64_t)o->index);
-				rc = ts_aug_apply(o, cur, &w->tmp1, &rng, err);
-				if (rc)
-					return rc;
-			}
-			if (!keep)
-				continue;
-			if (w->stage_n == w->stage_cap) {
-				/* Tiles of a frame larger than any before: grow. The
-				 * plan's bound, when it has one, caps it. */
-				if (plan->max_out_per_in > 0 && w->stage_cap >= plan->max_out_per_in)
-					return ts_error_set(err, TS_E_STATE,
-							    "more than %d outputs from one sample",
-							    plan->max_out_per_in);
-				int32_t cap = w->stage_cap ? w->stage_cap * 2 : 16;
-				if (plan->max_out_per_in > 0 && cap > plan->max_out_per_in)
-					cap = plan->max_out_per_in;
-				uint8_t *ns = realloc(w->stage, plan->sample_bytes * (size_t)cap);
-				if (!ns)
-					return ts_error_set(err, TS_E_NOMEM, "out of memory for %d tiles", cap);
-				w->stage = ns;
-				w->stage_cap = cap;
-			}
-			uint8_t *dst = w->stage + (size_t)w->stage_n * plan->sample_bytes;
-			rc = ts_out_write(&plan->ops[j], cur, plan->source.seed, epoch, sub,
-					  &w->tmp2, &w->tmp1, dst, plan->sample_bytes, err);
+			rc = stage_one(w, cur, i, epoch, sub, tile ? ty * nx + tx : -1, &outs, err);
 			if (rc)
 				return rc;
-			w->stage_n++;
 		}
 	}
 	/* Commit in position order. */
-	pthread_mutex_lock(&e->mu);
-	while (e->commit_pos != p && !smp_load_acquire(&e->stop))
-		pthread_cond_wait(&e->cv_commit, &e->mu);
-	pthread_mutex_unlock(&e->mu);
-	if (smp_load_acquire(&e->stop))
-		return -ECANCELED;
-	if (epoch != e->out_epoch) {
-		e->out_epoch = epoch;
-		e->out_index = 0;
-	}
-	for (int32_t k = 0; k < w->stage_n; k++) {
-		uint64_t seq = e->out_seq;
-		rc = wait_slot(e, seq);
-		if (rc)
-			return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
-		memcpy(ts_ring_slot(e->ring, seq), w->stage + (size_t)k * plan->sample_bytes,
-		       plan->sample_bytes);
-		ts_ring_set_meta(e->ring, seq, label, (uint32_t)epoch, e->out_index++);
-		e->out_seq = seq + 1;
-		ts_ring_publish(e->ring, e->out_seq);
-	}
-	pthread_mutex_lock(&e->mu);
-	e->commit_pos = p + 1;
-	pthread_cond_broadcast(&e->cv_commit);
-	pthread_mutex_unlock(&e->mu);
+	bool begun = false;
+	if ((rc = wait_turn(e, p)) || (rc = flush_stage(w, epoch, label, &begun, err)))
+		return rc;
+	end_turn(e, p);
 	return 0;
 }
 

@@ -903,6 +903,152 @@ START_TEST(tile_filter_variable_size)
 }
 END_TEST
 
+/* Banded tiling (decode | tile cut from bands of rows, runtime/
+ * engine_sample.c) gives the bytes of the whole-frame path
+ * (TSRUN_TILE_WHOLE_FRAME): PNG 8- and 16-bit gray and RGB, JPEG photos,
+ * strides below, equal to and above the tile, frames that are not
+ * multiples of the tile, one and two workers. */
+static void write_png_raw(const char *path, int w, int h, int ct, int depth,
+			  unsigned seed)
+{
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+	png_infop info = png_create_info_struct(png);
+	ck_assert(png && info);
+	ck_assert_int_eq(setjmp(png_jmpbuf(png)), 0);
+	png_init_io(png, f);
+	png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, ct, PNG_INTERLACE_NONE,
+		     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+	png_write_info(png, info);
+	int c = ct == PNG_COLOR_TYPE_RGB ? 3 : 1;
+	size_t n = (size_t)w * (size_t)c * (size_t)(depth / 8);
+	uint8_t *row = malloc(n);
+	for (int y = 0; y < h; y++) {
+		/* texture plus a bright block, so that the filter drops some */
+		for (size_t i = 0; i < n; i++) {
+			unsigned x = (unsigned)(i / (size_t)c / (size_t)(depth / 8));
+			unsigned v = (x * 7u + (unsigned)y * 13u + seed * 31u + (unsigned)i) & 0xff;
+			if (x < (unsigned)w / 2 && y < h / 3)
+				v = 250;
+			row[i] = (uint8_t)v;
+		}
+		png_write_row(png, row);
+	}
+	png_write_end(png, info);
+	png_destroy_write_struct(&png, &info);
+	free(row);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(tile_banded_equals_whole)
+{
+	static const struct { const char *decode, *tile, *out; int ct, depth; } cases[] = {
+		{ "gray, depth = 16", "tile(32, stride = 32)", "| to(uint8)",
+		  PNG_COLOR_TYPE_GRAY, 16 },
+		{ "gray, depth = 16", "tile(32, stride = 20)", "", PNG_COLOR_TYPE_GRAY, 16 },
+		{ "gray", "tile([24, 40], stride = [30, 17])", "", PNG_COLOR_TYPE_GRAY, 8 },
+		{ "gray", "tile(32, stride = 45)", "", PNG_COLOR_TYPE_GRAY, 8 },
+		{ "rgb", "tile(40, stride = 25)", "", PNG_COLOR_TYPE_RGB, 8 },
+		{ "rgb, depth = 16", "tile(33, stride = 33)", "| to(uint8)", PNG_COLOR_TYPE_RGB, 16 },
+		{ "gray, depth = 16", "tile(32, stride = 20)", "", PNG_COLOR_TYPE_RGB, 8 },
+		{ "rgb", "tile(96, stride = 70)", "", -1, 8 },       /* JPEG photos */
+		{ "gray", "tile(64, stride = 64)", "", -1, 8 },
+	};
+	static const int sizes[][2] = { { 203, 151 }, { 64, 200 }, { 31, 29 }, { 160, 96 } };
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char dir[400];
+		if (cases[c].ct >= 0) {
+			snprintf(dir, sizeof(dir), "%s/f%zu", tmp, c);
+			sh("mkdir -p '%s/cam'", dir);
+			for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+				char path[500];
+				snprintf(path, sizeof(path), "%s/cam/%zu.png", dir, k);
+				write_png_raw(path, sizes[k][0], sizes[k][1], cases[c].ct,
+					      cases[c].depth, (unsigned)(c * 10 + k));
+			}
+		} else {
+			/* one class of the photo set: real JPEGs of photo size */
+			snprintf(dir, sizeof(dir), "%s/ds/train", root);
+		}
+		struct ts_plan *pl = compile("pipeline frames =\n"
+					     "    folder(\"%s\", ext = [\"%s\"])\n"
+					     "    | decode(%s)\n"
+					     "    | %s\n"
+					     "    | filter(threshold = 0.9, max_fraction = 0.3)\n"
+					     "    %s\n"
+					     "    | batch(4)\n"
+					     "serve frames { ring = 32 samples  on_error = skip }\n",
+					     dir, cases[c].ct >= 0 ? ".png" : ".jpg", cases[c].decode,
+					     cases[c].tile, cases[c].out);
+		struct run band1, band2, whole;
+		unsetenv("TSRUN_TILE_WHOLE_FRAME");
+		run_plan(pl, &(struct ropts){.threads = 1, .epochs = 1}, &band1);
+		run_plan(pl, &(struct ropts){.threads = 2, .epochs = 1}, &band2);
+		setenv("TSRUN_TILE_WHOLE_FRAME", "1", 1);
+		run_plan(pl, &(struct ropts){.threads = 2, .epochs = 1}, &whole);
+		unsetenv("TSRUN_TILE_WHOLE_FRAME");
+		assert_ok(&band1);
+		assert_ok(&band2);
+		assert_ok(&whole);
+		ck_assert_msg(whole.n > 0, "case %zu (%s | %s): no tiles at all", c,
+			      cases[c].decode, cases[c].tile);
+		ck_assert_uint_eq(band1.n, whole.n);
+		ck_assert_uint_eq(band2.n, whole.n);
+		ck_assert_msg(memcmp(band1.data, whole.data, whole.n * whole.sb) == 0 &&
+			      memcmp(band2.data, whole.data, whole.n * whole.sb) == 0,
+			      "case %zu (%s | %s): banded tiles differ from the whole frame's",
+			      c, cases[c].decode, cases[c].tile);
+		ck_assert(memcmp(band1.label, whole.label, whole.n * sizeof(int32_t)) == 0);
+		ck_assert(memcmp(band1.index, whole.index, whole.n * sizeof(uint64_t)) == 0);
+		run_free(&band1);
+		run_free(&band2);
+		run_free(&whole);
+		ts_plan_destroy(pl);
+	}
+}
+END_TEST
+
+/* A frame that does not decode is replaced by the next, banded or not;
+ * one truncated in its pixel data too (PNG and JPEG). */
+START_TEST(tile_banded_corrupt_frame)
+{
+	char dir[400], path[500];
+	snprintf(dir, sizeof(dir), "%s/frames", tmp);
+	sh("mkdir -p '%s/cam'", dir);
+	for (int k = 0; k < 4; k++) {
+		snprintf(path, sizeof(path), "%s/cam/%d.png", dir, k);
+		write_png_raw(path, 150, 120, PNG_COLOR_TYPE_GRAY, 16, (unsigned)k);
+	}
+	/* frame 1 loses its last third: its first rows still decode */
+	snprintf(path, sizeof(path), "%s/cam/1.png", dir);
+	ck_assert_int_eq(truncate(path, file_size(path) * 2 / 3), 0);
+	struct ts_plan *pl = compile("pipeline frames =\n"
+				     "    folder(\"%s\", ext = [\".png\"])\n"
+				     "    | decode(gray, depth = 16)\n"
+				     "    | tile(32, stride = 24)\n"
+				     "    | to(uint8)\n"
+				     "    | batch(4)\n"
+				     "serve frames { ring = 32 samples  on_error = skip }\n", dir);
+	struct run band, whole;
+	run_plan(pl, &(struct ropts){.threads = 2, .epochs = 1}, &band);
+	setenv("TSRUN_TILE_WHOLE_FRAME", "1", 1);
+	run_plan(pl, &(struct ropts){.threads = 2, .epochs = 1}, &whole);
+	unsetenv("TSRUN_TILE_WHOLE_FRAME");
+	assert_ok(&band);
+	assert_ok(&whole);
+	ck_assert_uint_eq(band.skipped, 1);
+	ck_assert_uint_eq(whole.skipped, 1);
+	ck_assert_uint_eq(band.n, whole.n);
+	ck_assert(memcmp(band.data, whole.data, whole.n * whole.sb) == 0);
+	ck_assert_uint_eq(band.n_paths, 1);
+	ck_assert_msg(strstr(band.paths[0], "1.png"), "skipped: %s", band.paths[0]);
+	run_free(&band);
+	run_free(&whole);
+	ts_plan_destroy(pl);
+}
+END_TEST
+
 /* ---- sources ------------------------------------------------------------ */
 
 START_TEST(missing_or_empty_source)
@@ -1097,6 +1243,14 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, tile_filter_fixed_size);
 	tcase_add_test(tc, tile_filter_variable_size);
+	suite_add_tcase(s, tc);
+
+	/* 30 engine runs on a loaded machine: more than check's 4 s */
+	tc = tcase_create("tile-banded");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, tile_banded_equals_whole);
+	tcase_add_test(tc, tile_banded_corrupt_frame);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("source");
