@@ -46,6 +46,8 @@ enum ts_code {
 	TS_E_NODEV = -5014,    /* a GPU was asked for and none is present */
 	TS_E_STOPPED = -5015,  /* the producer was asked to stop (a signal)
 				  before the end of the stream */
+	TS_E_JOB = -5016,      /* another rank of this trainer's job left
+				  before the end of the stream */
 };
 
 struct ts_error {

@@ -113,7 +113,7 @@ static void shard_desc(const struct ts_source *s, char *buf, size_t n)
 		snprintf(buf, n, "shard(drop_last=%s) (the node from GROUP_RANK/GROUP_WORLD_SIZE "
 			 "or SLURM_NODEID/SLURM_NNODES when it opens)", drop);
 	else if (s->shard_env)
-		snprintf(buf, n, "shard(index=%d, count=%d, drop_last=%s) (from %s)",
+		snprintf(buf, n, "shard(index=%d, count=%d, drop_last=%s) (%s)",
 			 s->shard_index, s->shard_count, drop, s->shard_env);
 	else
 		snprintf(buf, n, "shard(index=%d, count=%d, drop_last=%s)", s->shard_index,

@@ -58,8 +58,8 @@ struct ts_source {
 	 * (runtime/share.h). The share is taken each epoch after shuffle. */
 	int shard_index, shard_count;
 	bool shard_drop;
-	/* Set by whoever resolved -1/-1 for display (tsrun graph): the
-	 * variables read, a static string; NULL otherwise. */
+	/* Set by whoever resolved -1/-1 for display (tsrun graph): where
+	 * the node came from, a static string; NULL otherwise. */
 	const char *shard_env;
 	bool shuffle;
 	uint64_t seed;

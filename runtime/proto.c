@@ -67,6 +67,11 @@ size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m)
 	b[9] = m->drop_last;
 	put16(b + 10, 0);
 	put32(b + 12, m->pid);
+	put32(b + 16, m->rank);
+	put32(b + 20, m->world);
+	b[24] = m->job_drop;
+	memset(b + 25, 0, 3 + TS_PROTO_JOB_MAX + 1);
+	memcpy(b + TS_PROTO_HELLO_JOB_OFF, m->job, strnlen(m->job, TS_PROTO_JOB_MAX));
 	return TS_PROTO_HDR_LEN + TS_PROTO_HELLO_LEN;
 }
 
@@ -160,6 +165,22 @@ int ts_proto_get_hello(const uint8_t *body, size_t len,
 	if (h.join > 1 || h.drop_last > 1 || get16(body + 10) != 0)
 		return ts_error_set(err, TS_E_PROTOCOL,
 				    "hello with invalid join/drop_last fields");
+	h.rank = get32(body + 16);
+	h.world = get32(body + 20);
+	h.job_drop = body[24];
+	memcpy(h.job, body + TS_PROTO_HELLO_JOB_OFF, TS_PROTO_JOB_MAX + 1);
+	size_t jl = strnlen(h.job, TS_PROTO_JOB_MAX + 1);
+	bool pad_ok = body[25] == 0 && body[26] == 0 && body[27] == 0 &&
+		      jl <= TS_PROTO_JOB_MAX;
+	for (size_t i = jl; pad_ok && i <= TS_PROTO_JOB_MAX; i++)
+		pad_ok = h.job[i] == 0;
+	for (size_t i = 0; pad_ok && i < jl; i++)
+		pad_ok = (unsigned char)h.job[i] > 0x20 && (unsigned char)h.job[i] < 0x7f;
+	if (!pad_ok || h.job_drop > 1 || (h.world == 0) != (jl == 0) ||
+	    (h.world == 0 && (h.rank || h.job_drop)) || (h.world && h.rank >= h.world))
+		return ts_error_set(err, TS_E_PROTOCOL,
+				    "hello with invalid job fields (name, rank %u of %u)",
+				    h.rank, h.world);
 	*m = h;
 	return 0;
 }

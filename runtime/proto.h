@@ -17,9 +17,13 @@
 #include "error.h"
 
 #define TS_PROTO_MAGIC 0x4b535354u   /* "TSSK" little-endian */
-#define TS_PROTO_VERSION 1u
+/* 2: the hello names a job (rank, world size, drop or pad), so the ranks
+ * of a data-parallel job split the stream. */
+#define TS_PROTO_VERSION 2u
 #define TS_PROTO_HDR_LEN 8
-#define TS_PROTO_HELLO_LEN 16
+#define TS_PROTO_JOB_MAX 63          /* bytes of a job name */
+#define TS_PROTO_HELLO_JOB_OFF 28    /* the name, NUL padded to 64 bytes */
+#define TS_PROTO_HELLO_LEN (TS_PROTO_HELLO_JOB_OFF + TS_PROTO_JOB_MAX + 1)
 #define TS_PROTO_WELCOME_LEN 80
 #define TS_PROTO_DEVICE_LEN 136      /* optional welcome tail: device ring */
 #define TS_PROTO_REFUSE_MAX 240      /* bytes of reason text */
@@ -39,15 +43,28 @@ enum ts_proto_reason {
 	TS_REFUSE_PROTOCOL = 4,
 	TS_REFUSE_FULL = 5,
 	TS_REFUSE_FINISHED = 6,
+	TS_REFUSE_JOB = 7,        /* the rank does not fit its job */
 };
 
+/*
+ * Body (little-endian): 0 version, 4 batch, 8 join, 9 drop_last, 10 u16 0,
+ * 12 pid, 16 rank, 20 world (0: no job), 24 job_drop, 25..27 0, 28 the job
+ * name (1..63 printable bytes with a job, none without), NUL padded to 64.
+ */
 struct ts_proto_hello {
 	uint32_t version;
 	uint32_t batch;
 	uint8_t join;        /* enum ts_ring_join */
 	uint8_t drop_last;   /* 0 or 1 */
 	uint32_t pid;
+	uint32_t rank;       /* < world */
+	uint32_t world;      /* ranks in the job; 0: a lone trainer */
+	uint8_t job_drop;    /* 0: equal shares by pad; 1: by drop */
+	char job[TS_PROTO_JOB_MAX + 1];   /* NUL-terminated; "" without */
 };
+/* The wire sizes crossing processes, fixed: a change is a new version. */
+_Static_assert(TS_PROTO_HELLO_LEN == 92, "hello body is 92 bytes in version 2");
+_Static_assert(TS_PROTO_HELLO_LEN <= TS_PROTO_MAX_BODY, "hello fits a message");
 
 /* The device ring a producer serves with device(cuda): finished samples
  * (float NCHW) in GPU memory, opened with a CUDA IPC handle. Same seq

@@ -77,6 +77,9 @@ struct ts_ring {
 	/* Detached consumers' final figures (a ring of the last ones). */
 	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
 	size_t n_departed;
+	/* Held seqs (ts_ring_hold): bounds like releases, under the lock. */
+	uint64_t holds[TS_RING_MAX_CONSUMERS];
+	bool hold_used[TS_RING_MAX_CONSUMERS];
 };
 
 struct ts_ring_local {
@@ -299,6 +302,12 @@ void ts_ring_set_meta(struct ts_ring *r, uint64_t seq, int32_t label,
 	m->index = index;
 	m->epoch = epoch;
 	m->label = label;
+}
+
+bool ts_ring_running(const struct ts_ring *r)
+{
+	/* Acquire: pairs with the release of the state in finish. */
+	return smp_load_acquire(&r->hdr->state) == TS_RING_RUNNING;
 }
 
 uint64_t ts_ring_head(const struct ts_ring *r)
@@ -542,6 +551,14 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 			slow = c;
 		}
 	}
+	/* A held seq binds like a release, with no consumer to sleep on:
+	 * the unhold wakes the writers. */
+	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++) {
+		if (r->hold_used[i] && r->holds[i] < low) {
+			low = r->holds[i];
+			slow = NULL;
+		}
+	}
 	/* min_consumers holds the start back until that many trainers came;
 	 * once started, one is enough: a trainer that finishes early must
 	 * not stall the others, and with none left the producer pauses for
@@ -770,7 +787,22 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 		goto fail;
 	}
 	struct ts_ring_join_pos p;
-	join_position(r, req->join, &p);
+	if (req->fixed) {
+		/* A later rank of a job: its first rank's start, held intact
+		 * since (ts_ring_hold). */
+		uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+		if (req->fixed_start < lo) {
+			pthread_mutex_unlock(&r->lock);
+			rc = ts_error_set(err, TS_E_REFUSED,
+					  "the job's start (sample %llu) is no longer in the ring",
+					  (unsigned long long)req->fixed_start);
+			goto fail;
+		}
+		p.start = req->fixed_start;
+		p.min_epoch = req->fixed_min_epoch;
+	} else {
+		join_position(r, req->join, &p);
+	}
 	c->start = p.start;
 	c->ctl->start = p.start;
 	/* Release: start is in place before the producer reads release. */
@@ -803,6 +835,56 @@ fail:
 int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c)
 {
 	return c->ctl_fd;
+}
+
+int ts_ring_hold(struct ts_ring *r, uint64_t seq, int *id, struct ts_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&r->lock);
+	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+	size_t i = 0;
+	while (i < TS_RING_MAX_CONSUMERS && r->hold_used[i])
+		i++;
+	if (seq < lo) {
+		rc = ts_error_set(err, TS_E_REFUSED, "sample %llu is no longer in the ring",
+				  (unsigned long long)seq);
+	} else if (i == TS_RING_MAX_CONSUMERS) {
+		rc = ts_error_set(err, TS_E_REFUSED, "too many jobs waiting for their ranks "
+				  "(at most %d)", TS_RING_MAX_CONSUMERS);
+	} else {
+		/* Under the lock, as every limit grant: from now on no grant
+		 * passes seq + capacity. */
+		r->holds[i] = seq;
+		r->hold_used[i] = true;
+		*id = (int)i;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+void ts_ring_unhold(struct ts_ring *r, int id)
+{
+	if (id < 0 || id >= TS_RING_MAX_CONSUMERS)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->hold_used[id] = false;
+	pthread_mutex_unlock(&r->lock);
+	/* Writers bound by the hold sleep on prod_seq. */
+	wake_producers(r);
+}
+
+void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
+			       uint32_t rank, uint32_t pid)
+{
+	WRITE_ONCE(c->ctl->job_failed_rank, rank);
+	WRITE_ONCE(c->ctl->job_failed_pid, pid);
+	/* Release: the rank and pid are in place before the reader, which
+	 * acquires job_failed, reads them. */
+	smp_store_release(&c->ctl->job_failed, 1u);
+	/* Wake readers asleep on the head (they re-check and see it). Full
+	 * barrier: the flag is visible before the futex value changes. */
+	ATOMIC_ADD(&r->hdr->head_seq, 1);
+	futex_wake(&r->hdr->head_seq, false);
 }
 
 void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
@@ -854,7 +936,7 @@ int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
 			 struct ts_ring_local **out, struct ts_error *err)
 {
 	struct ts_ring_local *l = calloc(1, sizeof(*l));
-	struct ts_ring_join_req req = { batch, join, 0 };
+	struct ts_ring_join_req req = { .batch = batch, .join = join, .pid = 0 };
 	struct ts_ring_join_pos pos;
 	int rc;
 
@@ -864,10 +946,12 @@ int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
 	rc = ts_ring_attach(r, &req, &l->c, &pos, err);
 	if (rc < 0)
 		goto fail;
-	struct ts_ring_reader_opts o = { batch, drop_last, pos.start,
-					 pos.min_epoch,
-					 join == TS_JOIN_NOW && pos.start > 0,
-					 join == TS_JOIN_NEXT_EPOCH };
+	struct ts_ring_reader_opts o = {
+		.batch = batch, .drop_last = drop_last, .start = pos.start,
+		.min_epoch = pos.min_epoch,
+		.align = join == TS_JOIN_NOW && pos.start > 0,
+		.align_epoch = join == TS_JOIN_NEXT_EPOCH,
+	};
 	rc = ts_ring_reader_open(r->fd, l->c->ctl_fd, &o, &l->rd, err);
 	if (rc < 0)
 		goto fail;

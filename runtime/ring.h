@@ -30,8 +30,9 @@
 #include "plan.h"
 
 #define TS_RING_MAGIC 0x47525354u      /* "TSRG" little-endian */
-#define TS_RING_VERSION 2u              /* 2: reason, tensor shape, label tensors,
-					   closed epochs (tsrun.serve) */
+/* 2: reason, tensor shape, label tensors, closed epochs (tsrun.serve);
+ * 3: the control page carries a job failure (job_failed, below). */
+#define TS_RING_VERSION 3u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
@@ -151,7 +152,14 @@ struct ts_ring_ctl {
 	 * after a join, an epoch's short batch under drop_last), so that
 	 * summaries count what it read. Written by the consumer only. */
 	uint64_t skipped;
+	/* Written by the producer, read by a rank of a job (tensorsocket(7)):
+	 * another rank of its job left before the end of the stream. Its
+	 * rank and pid are stored first, then job_failed = 1 (release). */
+	_Alignas(64) uint32_t job_failed;
+	uint32_t job_failed_rank;
+	uint32_t job_failed_pid;
 };
+_Static_assert(sizeof(struct ts_ring_ctl) <= 4096, "the control page is one page");
 
 struct ts_ring_params {
 	int height, width, channels;
@@ -271,6 +279,9 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms);
  * by the caller (one thread advances the head). */
 void ts_ring_publish(struct ts_ring *r, uint64_t head);
 
+/* The stream still runs: not ended, not failed. Thread-safe. */
+bool ts_ring_running(const struct ts_ring *r);
+
 /* The current published head: what consumers see. */
 uint64_t ts_ring_head(const struct ts_ring *r);
 
@@ -336,6 +347,11 @@ struct ts_ring_join_req {
 	uint32_t batch;            /* 1 .. capacity / 2 */
 	enum ts_ring_join join;
 	pid_t pid;                 /* 0: in-process */
+	/* A later rank of a job: start exactly where its first rank did
+	 * (kept intact by ts_ring_hold), not per the join policy. */
+	bool fixed;
+	uint64_t fixed_start;
+	uint32_t fixed_min_epoch;
 };
 
 /* Where an attached consumer begins. */
@@ -357,6 +373,21 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 
 /* The consumer's control memfd (read-write; owned by the consumer entry). */
 int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c);
+
+/*
+ * Hold seq: no writer overwrites it (or anything after it) until
+ * ts_ring_unhold(r, *id), as if a consumer had released up to seq. A job
+ * holds its first rank's start until every rank has attached there.
+ * Returns 0, or TS_E_REFUSED when seq is already gone or there are
+ * TS_RING_MAX_CONSUMERS holds. Thread-safe.
+ */
+int ts_ring_hold(struct ts_ring *r, uint64_t seq, int *id, struct ts_error *err);
+void ts_ring_unhold(struct ts_ring *r, int id);
+
+/* Tell consumer c that rank `rank` (process pid) of its job left before
+ * the end of the stream: its reader returns TS_E_JOB from now on. */
+void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
+			       uint32_t rank, uint32_t pid);
 
 /* Detach (consumer hung up): it stops holding the ring back at once and a
  * producer waiting on it is woken. Frees c. NULL is a no-op. Thread-safe. */
@@ -388,6 +419,11 @@ struct ts_ring_reader_opts {
 				     epoch start (index 0), so it reads
 				     whole epochs even when the stream began
 				     mid-epoch (run --start E:I) */
+	/* A rank of a job: rank of world (0: no job) reads its share of
+	 * every epoch (share.h), with job_drop choosing drop or pad; "now"
+	 * alignment is then to a round of world * batch samples. */
+	uint32_t rank, world;
+	bool job_drop;
 };
 
 struct ts_ring_reader;

@@ -13,6 +13,7 @@
 
 #include "barrier.h"
 #include "ring_shm.h"
+#include "share.h"
 #include "util.h"
 
 struct ts_ring_reader {
@@ -37,6 +38,7 @@ struct ts_ring_reader {
 	bool hold;             /* hold mode: release nothing at or past floor */
 	uint64_t floor;        /* first seq of the oldest batch held */
 	uint64_t data_offset;  /* of the data region in the memfd */
+	struct ts_share_rank share;  /* a rank of a job: world > 0 */
 };
 
 int ts_ring_reader_open(int ring_fd, int ctl_fd,
@@ -123,6 +125,17 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	if (!rd->labels || (rd->label_bytes && !rd->label_data)) {
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 		goto fail;
+	}
+	if (o->world) {
+		uint64_t spe = h->samples_per_epoch;
+		if (spe == 0 || o->rank >= o->world) {
+			rc = ts_error_set(err, TS_E_ARG, spe ? "rank %u of %u is not a rank"
+					  : "a job needs a known epoch size; this pipeline's (tile, "
+					    "filter, a plugin that drops) varies", o->rank, o->world);
+			goto fail;
+		}
+		rd->share = (struct ts_share_rank){ spe, o->rank, o->world, o->batch,
+						    o->job_drop };
 	}
 	rd->batch = o->batch;
 	rd->drop_last = o->drop_last;
@@ -285,6 +298,10 @@ static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want,
 	 * visible with it). */
 	if (smp_load_acquire(&hd->closed) != closed)
 		return true;
+	/* A rank of a job wakes for its job's failure too (fail_job bumps
+	 * head_seq). Acquire: pairs with its release. */
+	if (rd->share.world && smp_load_acquire(&rd->ctl->job_failed))
+		return true;
 	if (head != *seen) {
 		if (epoch_starts(rd->meta, rd->capacity, *seen, head))
 			return true;
@@ -340,6 +357,124 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
 	}
 }
 
+/* The stream is over (state, not RUNNING) at head h: release the rest and
+ * say how it ended. */
+static int stream_over(struct ts_ring_reader *rd, uint32_t state, uint64_t h,
+		       struct ts_error *err)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	rd->pos = h;
+	rd->pending_end = h;
+	reader_release_to(rd, h);
+	if (state == TS_RING_EOS)
+		return ts_error_set(err, TS_E_EOS, "end of stream");
+	int status = READ_ONCE(hd->status);
+	if (status == TS_E_STOPPED)
+		return ts_error_set(err, TS_E_PRODUCER,
+				    "the producer was stopped (a signal) before "
+				    "the end of the stream");
+	/* The reason was written before the state we acquired; bounded, as
+	 * the page is the producer's. */
+	char why[sizeof(hd->reason)];
+	memcpy(why, hd->reason, sizeof(why));
+	why[sizeof(why) - 1] = '\0';
+	if (why[0])
+		return ts_error_set(err, TS_E_PRODUCER, "the producer failed: %s", why);
+	return ts_error_set(err, TS_E_PRODUCER, "the producer failed: %s",
+			    ts_error_name(status));
+}
+
+/*
+ * A rank of a job: its next span of the epoch (share.h), passing over the
+ * other ranks' samples, which it releases unread and counts as skipped
+ * (so the producer's summary counts what each rank read). The ranks share
+ * one start, so each finds the same rounds. Trainer drop_last drops the
+ * short last span, the same q samples for every rank.
+ */
+static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+		    double deadline, int timeout_ms, int (*alive)(void *),
+		    void *arg, struct ts_error *err)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	const struct ts_share_rank *s = &rd->share;
+	uint64_t round = (uint64_t)s->world * rd->batch;
+	for (;;) {
+		/* Acquire: pairs with the producer's release in fail_job;
+		 * the rank and pid below are in place. */
+		if (smp_load_acquire(&rd->ctl->job_failed))
+			return ts_error_set(err, TS_E_JOB,
+					    "rank %u (pid %u) of this trainer's job left before the "
+					    "end of the stream: the job's shares can no longer be "
+					    "equal, so its ranks stop",
+					    READ_ONCE(rd->ctl->job_failed_rank),
+					    READ_ONCE(rd->ctl->job_failed_pid));
+		/* Acquire: slots and metadata below h are complete. */
+		uint64_t h = smp_load_acquire(&hd->head);
+		/* Acquire: as in ts_ring_reader_next (a job's epochs have a
+		 * known size, so none is closed early; the wait watches it). */
+		uint64_t closed = smp_load_acquire(&hd->closed);
+		if (closed > h)
+			continue;
+		if (h > rd->pos + rd->capacity)
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "producer overran this consumer");
+		uint64_t skip = rd->pos, want = 0;
+		while (skip < h) {
+			const struct ts_ring_meta *m = meta_at(rd, skip);
+			if (m->epoch < rd->min_epoch) {
+				skip++;
+				continue;
+			}
+			if (rd->align) {
+				if (rd->align_epoch ? m->index == 0 : m->index % round == 0) {
+					rd->align = false;
+				} else {
+					skip++;
+					continue;
+				}
+			}
+			uint64_t first = 0, n = 0, gap;
+			bool ours = ts_share_rank_next(s, m->index, &first, &n) &&
+				    !(rd->drop_last && n < rd->batch);
+			if (!ours)  /* nothing more of ours in this epoch */
+				gap = s->epoch_size > m->index ? s->epoch_size - m->index : 1;
+			else
+				gap = first - m->index;
+			if (gap) {
+				skip += gap < h - skip ? gap : h - skip;
+				continue;
+			}
+			want = skip + n;
+			break;
+		}
+		if (skip != rd->pos) {
+			count_skipped(rd, skip - rd->pos);
+			rd->pos = skip;
+			rd->pending_end = skip;
+			reader_release_to(rd, skip);
+		}
+		if (want && h >= want) {
+			fill_batch(rd, b, (size_t)(want - rd->pos));
+			return 0;
+		}
+		/* Acquire: a final head published before the state change is
+		 * visible when we reload it below. */
+		uint32_t state = smp_load_acquire(&hd->state);
+		if (state != TS_RING_RUNNING) {
+			if (smp_load_acquire(&hd->head) != h)
+				continue;
+			return stream_over(rd, state, h, err);
+		}
+		int rc = reader_wait(rd, h, want ? want : rd->pos + rd->batch,
+				     closed, deadline, alive, arg);
+		if (rc == -ETIMEDOUT)
+			return ts_error_set(err, rc, "no batch within %d ms",
+					    timeout_ms);
+		if (rc < 0)
+			return ts_error_set(err, rc, "%s", ts_error_name(rc));
+	}
+}
+
 int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			int timeout_ms, int (*alive)(void *arg), void *arg,
 			struct ts_error *err)
@@ -348,6 +483,8 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
 
 	reader_release_to(rd, rd->pending_end);
+	if (rd->share.world)
+		return job_next(rd, b, deadline, timeout_ms, alive, arg, err);
 	for (;;) {
 		/* Acquire: slots and metadata below h are complete. */
 		uint64_t h = smp_load_acquire(&hd->head);
@@ -417,27 +554,7 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 				fill_batch(rd, b, (size_t)avail);
 				return 0;
 			}
-			rd->pos = h;
-			rd->pending_end = h;
-			reader_release_to(rd, h);
-			if (state == TS_RING_EOS)
-				return ts_error_set(err, TS_E_EOS, "end of stream");
-			int status = READ_ONCE(hd->status);
-			if (status == TS_E_STOPPED)
-				return ts_error_set(err, TS_E_PRODUCER,
-						    "the producer was stopped (a signal) before "
-						    "the end of the stream");
-			/* The reason was written before the state we
-			 * acquired; bounded, as the page is the producer's. */
-			char why[sizeof(hd->reason)];
-			memcpy(why, hd->reason, sizeof(why));
-			why[sizeof(why) - 1] = '\0';
-			if (why[0])
-				return ts_error_set(err, TS_E_PRODUCER,
-						    "the producer failed: %s", why);
-			return ts_error_set(err, TS_E_PRODUCER,
-					    "the producer failed: %s",
-					    ts_error_name(status));
+			return stream_over(rd, state, h, err);
 		}
 		/* Held batches pin the producer at floor + capacity: waiting
 		 * for a batch that ends past it would never end. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "job.h"
 #include "proto.h"
 #include "util.h"
 
@@ -31,6 +32,7 @@ struct conn {
 	size_t got;
 	double deadline;       /* for the hello */
 	struct ts_ring_consumer *c;
+	struct ts_job_ticket job;  /* slot -1: a lone trainer */
 };
 
 struct ts_server {
@@ -47,6 +49,8 @@ struct ts_server {
 	bool has_device;
 	struct ts_proto_device device;
 	struct conn conns[MAX_CONNS];
+	struct ts_jobs *jobs;
+	bool closing;          /* destroy: conns close, no rank "left early" */
 	size_t n_conns;
 	unsigned n_welcomed;   /* atomic */
 };
@@ -62,6 +66,10 @@ static void conn_close(struct ts_server *s, size_t i)
 {
 	struct conn *c = &s->conns[i];
 	if (c->c) {
+		/* A rank that leaves while the stream runs fails its job:
+		 * the others are told before this one stops holding. */
+		ts_jobs_leave(s->jobs, s->ring, &c->job,
+			      !s->closing && ts_ring_running(s->ring));
 		/* Detach first: from here on the consumer no longer holds
 		 * the ring back, and a producer waiting on it is woken. */
 		ts_ring_detach(s->ring, c->c);
@@ -125,6 +133,7 @@ static void on_accept(struct ts_server *s)
 		struct conn *c = &s->conns[s->n_conns++];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
+		c->job.slot = -1;
 		c->deadline = now_s() + HELLO_TIMEOUT_S;
 	}
 }
@@ -161,15 +170,32 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 		refuse(c->fd, TS_REFUSE_BATCH, text);
 		return false;
 	}
-	struct ts_ring_join_req req = { h.batch, (enum ts_ring_join)h.join,
-					(pid_t)h.pid };
+	struct ts_ring_join_req req = { .batch = h.batch,
+					.join = (enum ts_ring_join)h.join,
+					.pid = (pid_t)h.pid };
 	struct ts_ring_join_pos pos;
 	struct ts_ring_consumer *rc = NULL;
 	if (req.pid == 0)
 		req.pid = -1;  /* remote: never mistaken for local */
-	if (ts_ring_attach(s->ring, &req, &rc, &pos, &e) < 0) {
+	int arc;
+	if (h.world) {
+		/* A rank of a job: its share needs the epoch's size. */
+		if (info.samples_per_epoch == 0) {
+			refuse(c->fd, TS_REFUSE_JOB,
+			       "a job needs a known epoch size, and this pipeline's varies "
+			       "(tile, filter or a plugin that drops samples): connect "
+			       "without a job");
+			return false;
+		}
+		struct ts_job_req jr = { h.job, h.rank, h.world, h.job_drop != 0 };
+		arc = ts_jobs_attach(s->jobs, s->ring, &jr, &req, h.drop_last != 0, &rc,
+				     &pos, &c->job, &e);
+	} else {
+		arc = ts_ring_attach(s->ring, &req, &rc, &pos, &e);
+	}
+	if (arc < 0) {
 		refuse(c->fd, strstr(e.msg, "ended") ? TS_REFUSE_FINISHED
-						     : TS_REFUSE_FULL, e.msg);
+			      : h.world ? TS_REFUSE_JOB : TS_REFUSE_FULL, e.msg);
 		return false;
 	}
 	struct ts_proto_welcome w = {
@@ -194,6 +220,8 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 	int fds[2] = { s->ro_fd, ts_ring_consumer_ctl_fd(rc) };
 	if (ts_proto_send(c->fd, buf, ts_proto_put_welcome(buf, &w), fds, 2) < 0) {
+		ts_jobs_leave(s->jobs, s->ring, &c->job, false);
+		c->job.slot = -1;
 		ts_ring_detach(s->ring, rc);
 		return false;
 	}
@@ -368,6 +396,11 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	s->lfd = s->evfd = s->ro_fd = -1;
 	s->ring = ring;
+	rc = ts_jobs_create(&s->jobs, err);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
 	if (dev) {
 		s->has_device = true;
 		s->device = *dev;
@@ -496,6 +529,7 @@ void ts_server_destroy(struct ts_server *s)
 		ssize_t n = write(s->evfd, &one, sizeof(one));
 		(void)n;
 		pthread_join(s->thread, NULL);
+		s->closing = true;
 		while (s->n_conns)
 			conn_close(s, s->n_conns - 1);
 		if (lstat(s->path, &st) == 0 && st.st_ino == s->ino)
@@ -507,6 +541,7 @@ void ts_server_destroy(struct ts_server *s)
 		close(s->evfd);
 	if (s->ro_fd >= 0)
 		close(s->ro_fd);
+	ts_jobs_destroy(s->jobs, s->ring);
 	free(s->path);
 	free(s);
 }

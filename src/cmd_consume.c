@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		   "print images/s and the digest of the samples read.\n"
 		   "  --batch N              samples per batch (default: the pipeline's batch(n))\n"
 		   "  --max-batches N        stop after N batches (default: the end of the stream)\n"
-		   "  --join now|next_epoch  start at the next batch (default) or the next epoch\n"
+		   "  --join now|next_epoch  start at the next batch, or at a whole epoch (default)\n"
 		   "  --drop-last            drop each epoch's short last batch\n"
 		   "  --delay-ms N           sleep N ms after each batch, like a slow trainer\n");
 }

@@ -74,14 +74,19 @@ int ts_cmd_graph(int argc, char **argv)
 		/* Show the node this process would be, as tsrun run takes it. */
 		struct ts_error e = {0};
 		struct ts_source *s = &plan->source;
+		static char from[96];
+		const char *vars = NULL;
 		if (ts_share_node_resolve(-1, -1, &s->shard_index, &s->shard_count,
-					  &s->shard_env, &e) < 0) {
+					  &vars, &e) < 0) {
 			ts_cli_error("graph", "%s", e.msg);
 			ts_plan_destroy(plan);
 			return TS_EXIT_INVALID;
 		}
-		if (!s->shard_env)
-			s->shard_env = "no GROUP_RANK or SLURM_NODEID: one node";
+		if (vars)
+			snprintf(from, sizeof(from), "from %s", vars);
+		else
+			snprintf(from, sizeof(from), "one node: GROUP_RANK and SLURM_NODEID are not set");
+		s->shard_env = from;
 	}
 	text = ts_plan_format(plan, dot);
 	ts_plan_destroy(plan);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,8 +55,68 @@ struct ts_client {
 TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	/* Whole epochs: trainers of a sweep start seconds apart (importing
+	 * torch alone takes that), and each should train on whole epochs. */
+	o->join = TS_CLIENT_JOIN_NEXT_EPOCH;
 	o->timeout_ms = -1;
 	o->connect_timeout_ms = 5000;
+}
+
+static int env_uint(const char *name, uint32_t *out, struct ts_error *err)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return ts_error_set(err, TS_E_ARG,
+				    "%s is not set: start the trainer with torchrun, or give "
+				    "the rank and world size yourself", name);
+	char *end;
+	errno = 0;
+	unsigned long x = strtoul(v, &end, 10);
+	if (errno || *end || *v == '-' || x > 0xffffffffUL)
+		return ts_error_set(err, TS_E_ARG, "%s='%s' is not a non-negative integer",
+				    name, v);
+	*out = (uint32_t)x;
+	return 0;
+}
+
+TS_EXPORT int ts_client_opts_torchrun(struct ts_client_opts *o, const char *job,
+				      struct ts_error *err)
+{
+	uint32_t rank = 0, world = 0;
+	int rc = env_uint("LOCAL_RANK", &rank, err);
+	if (rc == 0)
+		rc = env_uint("LOCAL_WORLD_SIZE", &world, err);
+	if (rc)
+		return rc;
+	o->job = job;
+	o->rank = rank;
+	o->world_size = world;
+	return 0;
+}
+
+/* A job's name, rank and world size as the producer will take them. */
+static int check_job(const struct ts_client_opts *o, struct ts_error *err)
+{
+	if (!o->job)
+		return o->world_size || o->rank
+			       ? ts_error_set(err, TS_E_ARG,
+					      "rank and world_size are for a job: name it too")
+			       : 0;
+	size_t n = strlen(o->job);
+	bool ok = n >= 1 && n <= TS_PROTO_JOB_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)o->job[i] > 0x20 && (unsigned char)o->job[i] < 0x7f;
+	if (!ok)
+		return ts_error_set(err, TS_E_ARG,
+				    "job name '%.80s' must be 1 to %d printable characters "
+				    "without spaces", o->job, TS_PROTO_JOB_MAX);
+	if (o->world_size < 1 || o->world_size > TS_RING_MAX_CONSUMERS ||
+	    o->rank >= o->world_size)
+		return ts_error_set(err, TS_E_ARG,
+				    "rank %u of world size %u: a job has 1 to %d ranks, "
+				    "numbered 0 to world_size - 1",
+				    o->rank, o->world_size, TS_RING_MAX_CONSUMERS);
+	return 0;
 }
 
 /* Liveness between futex slices: the kernel hangs up the socket when the
@@ -144,6 +205,9 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		o = *opts;
 	else
 		ts_client_opts_init(&o);
+	rc = check_job(&o, err);
+	if (rc)
+		return rc;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
@@ -172,7 +236,12 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		.join = o.join == TS_CLIENT_JOIN_NEXT_EPOCH,
 		.drop_last = o.drop_last != 0,
 		.pid = (uint32_t)getpid(),
+		.rank = o.job ? o.rank : 0,
+		.world = o.job ? o.world_size : 0,
+		.job_drop = o.job && o.job_drop_last,
 	};
+	if (o.job)
+		snprintf(h.job, sizeof(h.job), "%s", o.job);
 	int sent = ts_proto_send(c->sock, buf, ts_proto_put_hello(buf, &h), NULL, 0);
 	/* A producer that refuses us at once (permission) may have closed
 	 * before our hello arrived: its refusal is still there to read. */
@@ -209,10 +278,13 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 				  nfds);
 		goto fail;
 	}
-	struct ts_ring_reader_opts ro = { w.batch, o.drop_last != 0, w.start,
-					  w.min_epoch,
-					  o.join != TS_CLIENT_JOIN_NEXT_EPOCH && w.start > 0,
-					  o.join == TS_CLIENT_JOIN_NEXT_EPOCH };
+	struct ts_ring_reader_opts ro = {
+		.batch = w.batch, .drop_last = o.drop_last != 0, .start = w.start,
+		.min_epoch = w.min_epoch,
+		.align = o.join != TS_CLIENT_JOIN_NEXT_EPOCH && w.start > 0,
+		.align_epoch = o.join == TS_CLIENT_JOIN_NEXT_EPOCH,
+		.rank = h.rank, .world = h.world, .job_drop = h.job_drop != 0,
+	};
 	rc = ts_ring_reader_open(fds[0], fds[1], &ro, &c->rd, err);
 	if (rc < 0)
 		goto fail;

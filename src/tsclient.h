@@ -33,9 +33,10 @@ enum ts_client_join {
 	TS_CLIENT_JOIN_NOW = 0,        /* start at the producer's head, at
 					  the next batch boundary (an index
 					  that is a multiple of the batch) */
-	TS_CLIENT_JOIN_NEXT_EPOCH = 1, /* start at a whole epoch: the current
-					  one when its start is still in the
-					  ring, else the next */
+	TS_CLIENT_JOIN_NEXT_EPOCH = 1, /* the default: start at a whole
+					  epoch, the current one when its
+					  start is still in the ring (nobody
+					  is rewound), else the next */
 };
 
 /* Element type and layout of samples (same values as the ring header and
@@ -57,11 +58,40 @@ struct ts_client_opts {
 				    (default through ts_client_opts_init):
 				    no limit */
 	int connect_timeout_ms;  /* for the hello; default 5000 */
+	/* A rank of a data-parallel job (tensorsocket(7)). job names it (1
+	 * to 63 printable bytes without spaces; NULL: a lone trainer); this
+	 * trainer is rank `rank` of `world_size` (1 to 64). Every rank of a
+	 * job must ask for the same world size, batch size, join policy,
+	 * drop_last and job_drop_last. Each rank reads a disjoint share of
+	 * every epoch, all shares equal in length and together the whole
+	 * epoch: with M samples and batch B, rounds of world_size * B
+	 * samples give rank r the r-th batch of each round; the M mod
+	 * (world_size * B) samples left give each rank q more, in one last
+	 * batch, q = ceil(rest / world_size) (the last ranks' batches
+	 * overlap at the epoch's end: a pad) or, with job_drop_last,
+	 * floor(rest / world_size) (the last rest mod world_size samples
+	 * are read by none). So each rank reads ceil(M / world_size) or
+	 * floor(M / world_size) samples per epoch, as
+	 * DistributedSampler(drop_last=job_drop_last). */
+	const char *job;
+	uint32_t rank;
+	uint32_t world_size;
+	int job_drop_last;
 };
 
-/* Fill o with defaults: batch 0, join now, keep the last batch, no
- * timeout, 5 s to connect. */
+/* Fill o with defaults: batch 0, join next_epoch (whole epochs), keep the
+ * last batch, no timeout, 5 s to connect, no job. */
 void ts_client_opts_init(struct ts_client_opts *o);
+
+/*
+ * Make o a rank of job `job` as torchrun started this process: rank from
+ * LOCAL_RANK, world_size from LOCAL_WORLD_SIZE (the ranks on this node,
+ * which read this node's tsrun). job is not copied: it must outlive o's
+ * use. Returns 0, or TS_E_ARG when a variable is missing or malformed
+ * (err says which; o is unchanged then).
+ */
+int ts_client_opts_torchrun(struct ts_client_opts *o, const char *job,
+			    struct ts_error *err);
 
 /* One batch: a view into the shared ring, valid until the next
  * ts_client_next, ts_client_release or ts_client_close on the client. */
@@ -174,8 +204,9 @@ const void *ts_client_batch_label_data(const struct ts_client *c,
  * The next batch (releasing the previous one first). Blocks until a full
  * batch, the end of an epoch or the end of the stream. Returns 0 and *b,
  * TS_E_EOS after the last sample, TS_E_PRODUCER when the producer died
- * (noticed within about 100 ms) or failed, -ETIMEDOUT after
- * opts.timeout_ms.
+ * (noticed within about 100 ms) or failed, TS_E_JOB when another rank of
+ * this trainer's job left before the end of the stream (err names it),
+ * -ETIMEDOUT after opts.timeout_ms.
  */
 int ts_client_next(struct ts_client *c, struct ts_batch *b,
 		   struct ts_error *err);

@@ -183,7 +183,7 @@ START_TEST(test_bad_peers)
 		ck_assert_int_le(read(s, &x, 1), 0);  /* hung up (EOF or reset) */
 		close(s);
 	}
-	struct ts_proto_hello h = { 7, 32, 0, 0, 1 };
+	struct ts_proto_hello h = { .version = 7, .batch = 32, .pid = 1 };
 	int s = raw_connect();
 	ts_proto_send(s, buf, ts_proto_put_hello(buf, &h), NULL, 0);
 	ck_assert_int_eq(ts_proto_recv(s, 2000, &type, buf, &len, fds, &nfds,

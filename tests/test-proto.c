@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,9 +13,12 @@
 START_TEST(test_hello_roundtrip)
 {
 	static const struct ts_proto_hello t[] = {
-		{ TS_PROTO_VERSION, 64, 0, 0, 1234 },
-		{ TS_PROTO_VERSION, 1, 1, 1, 0 },
-		{ TS_PROTO_VERSION, 0xffffffffu, 1, 0, 0x7fffffff },
+		{ TS_PROTO_VERSION, 64, 0, 0, 1234, 0, 0, 0, "" },
+		{ TS_PROTO_VERSION, 1, 1, 1, 0, 0, 0, 0, "" },
+		{ TS_PROTO_VERSION, 0xffffffffu, 1, 0, 0x7fffffff, 0, 0, 0, "" },
+		{ TS_PROTO_VERSION, 32, 1, 0, 99, 1, 2, 0, "sweep-a" },
+		{ TS_PROTO_VERSION, 32, 0, 1, 99, 63, 64, 1,
+		  "a-name-of-sixty-three-bytes-the-longest-a-job-may-have-0123456" },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
@@ -30,6 +34,10 @@ START_TEST(test_hello_roundtrip)
 		ck_assert_uint_eq(h.join, t[i].join);
 		ck_assert_uint_eq(h.drop_last, t[i].drop_last);
 		ck_assert_uint_eq(h.pid, t[i].pid);
+		ck_assert_uint_eq(h.rank, t[i].rank);
+		ck_assert_uint_eq(h.world, t[i].world);
+		ck_assert_uint_eq(h.job_drop, t[i].job_drop);
+		ck_assert_str_eq(h.job, t[i].job);
 	}
 }
 END_TEST
@@ -37,14 +45,17 @@ END_TEST
 /* The byte layout documented in tensorsocket(7). */
 START_TEST(test_hello_bytes)
 {
-	struct ts_proto_hello h = { 1, 0x102, 1, 0, 0x0a0b0c0d };
+	struct ts_proto_hello h = { 2, 0x102, 1, 0, 0x0a0b0c0d, 1, 3, 1, "job" };
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
-	static const uint8_t want[24] = {
-		'T', 'S', 'S', 'K', 1, 0, 16, 0,
-		1, 0, 0, 0, 2, 1, 0, 0, 1, 0, 0, 0, 0x0d, 0x0c, 0x0b, 0x0a,
+	static const uint8_t want[40] = {
+		'T', 'S', 'S', 'K', 1, 0, 92, 0,
+		2, 0, 0, 0, 2, 1, 0, 0, 1, 0, 0, 0, 0x0d, 0x0c, 0x0b, 0x0a,
+		1, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 'j', 'o', 'b', 0,
 	};
-	ck_assert_uint_eq(ts_proto_put_hello(buf, &h), 24);
-	ck_assert_mem_eq(buf, want, 24);
+	ck_assert_uint_eq(ts_proto_put_hello(buf, &h), 8 + 92);
+	ck_assert_mem_eq(buf, want, 40);
+	for (size_t i = 40; i < 8 + 92; i++)
+		ck_assert_uint_eq(buf[i], 0);
 }
 END_TEST
 
@@ -52,7 +63,7 @@ START_TEST(test_welcome_roundtrip)
 {
 	/* static: padding is zero, as in the decoder's result */
 	static struct ts_proto_welcome w = {
-		.version = 1, .producer_pid = 77, .height = 224, .width = 224,
+		.version = TS_PROTO_VERSION, .producer_pid = 77, .height = 224, .width = 224,
 		.channels = 3, .dtype = 3, .layout = 1, .epochs = 90,
 		.sample_bytes = 602112, .capacity = 2048,
 		.samples_per_epoch = 1281167, .start = 1ull << 40,
@@ -73,7 +84,7 @@ END_TEST
 START_TEST(test_welcome_device)
 {
 	static struct ts_proto_welcome w = {
-		.version = 1, .producer_pid = 77, .height = 224, .width = 224,
+		.version = TS_PROTO_VERSION, .producer_pid = 77, .height = 224, .width = 224,
 		.channels = 3, .dtype = 0, .layout = 0, .epochs = 1,
 		.sample_bytes = 150528, .capacity = 1024, .samples_per_epoch = 5000,
 		.batch = 64, .has_device = true,
@@ -133,14 +144,46 @@ START_TEST(test_garbage)
 				 TS_E_PROTOCOL);
 	}
 	struct ts_proto_hello h;
-	uint8_t body[16] = { 1, 0, 0, 0, 8, 0, 0, 0, 2 /* join */ };
+	uint8_t body[TS_PROTO_HELLO_LEN] = { 2, 0, 0, 0, 8, 0, 0, 0, 2 /* join */ };
+	ck_assert_int_eq(ts_proto_get_hello(body, TS_PROTO_HELLO_LEN, &h, &err), TS_E_PROTOCOL);
 	ck_assert_int_eq(ts_proto_get_hello(body, 16, &h, &err), TS_E_PROTOCOL);
-	ck_assert_int_eq(ts_proto_get_hello(body, 15, &h, &err), TS_E_PROTOCOL);
 	ck_assert_int_eq(ts_proto_get_hello(body, 3, &h, &err), TS_E_PROTOCOL);
-	/* A newer version decodes its version only (the server refuses). */
-	uint8_t v2[40] = { 2 };
-	ck_assert_int_eq(ts_proto_get_hello(v2, 40, &h, &err), 0);
-	ck_assert_uint_eq(h.version, 2);
+	/* Job fields that do not hang together. */
+	static const struct { uint32_t rank, world; uint8_t drop; const char *name; } bad[] = {
+		{ 0, 2, 0, "" },        /* a world without a name */
+		{ 0, 0, 0, "x" },       /* a name without a world */
+		{ 2, 2, 0, "x" },       /* rank past the world */
+		{ 1, 0, 0, "" },        /* a rank without a job */
+		{ 0, 2, 2, "x" },       /* drop not 0/1 */
+		{ 0, 2, 0, "a b" },     /* not printable without spaces */
+		{ 0, 2, 0, "a\n" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t ok[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+		struct ts_proto_hello g = { TS_PROTO_VERSION, 8, 0, 0, 1, bad[i].rank,
+					    bad[i].world, bad[i].drop, "" };
+		snprintf(g.job, sizeof(g.job), "%s", bad[i].name);
+		ts_proto_put_hello(ok, &g);
+		if (bad[i].drop > 1)
+			ok[8 + 24] = bad[i].drop;
+		ck_assert_int_eq(ts_proto_get_hello(ok + 8, TS_PROTO_HELLO_LEN, &h, &err),
+				 TS_E_PROTOCOL);
+	}
+	/* Garbage after the name's NUL. */
+	uint8_t tail[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	struct ts_proto_hello g = { TS_PROTO_VERSION, 8, 0, 0, 1, 0, 2, 0, "ab" };
+	ts_proto_put_hello(tail, &g);
+	ck_assert_int_eq(ts_proto_get_hello(tail + 8, TS_PROTO_HELLO_LEN, &h, &err), 0);
+	tail[8 + TS_PROTO_HELLO_JOB_OFF + 5] = 'z';
+	ck_assert_int_eq(ts_proto_get_hello(tail + 8, TS_PROTO_HELLO_LEN, &h, &err),
+			 TS_E_PROTOCOL);
+	/* Another version decodes its version only (the server refuses). */
+	uint8_t v1[16] = { 1 };
+	ck_assert_int_eq(ts_proto_get_hello(v1, 16, &h, &err), 0);
+	ck_assert_uint_eq(h.version, 1);
+	uint8_t v3[40] = { 3 };
+	ck_assert_int_eq(ts_proto_get_hello(v3, 40, &h, &err), 0);
+	ck_assert_uint_eq(h.version, 3);
 }
 END_TEST
 

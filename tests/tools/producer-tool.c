@@ -305,8 +305,8 @@ static int try_write(int argc, char **argv)
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[2]);
 	if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return 1;
-	struct ts_proto_hello h = { TS_PROTO_VERSION, 4, 0, 0,
-				    (uint32_t)getpid() };
+	struct ts_proto_hello h = { .version = TS_PROTO_VERSION, .batch = 4,
+				    .pid = (uint32_t)getpid() };
 	ts_proto_send(s, buf, ts_proto_put_hello(buf, &h), NULL, 0);
 	if (ts_proto_recv(s, 5000, &type, buf, &len, fds, &nfds, &err) < 0 ||
 	    type != TS_MSG_WELCOME || nfds != 2) {

@@ -21,7 +21,10 @@ class Error(ctypes.Structure):
 class Opts(ctypes.Structure):
     _fields_ = [("batch_size", ctypes.c_uint32), ("join", ctypes.c_int),
                 ("drop_last", ctypes.c_int), ("timeout_ms", ctypes.c_int),
-                ("connect_timeout_ms", ctypes.c_int)]
+                ("connect_timeout_ms", ctypes.c_int),
+                # a rank of a job (tsclient.h): the name, rank, world size
+                ("job", ctypes.c_char_p), ("rank", ctypes.c_uint32),
+                ("world_size", ctypes.c_uint32), ("job_drop_last", ctypes.c_int)]
 
 
 class Batch(ctypes.Structure):

@@ -9,6 +9,7 @@ E_PRODUCER = -5008
 E_EOS = -5009
 E_STATE = -5012
 E_NODEV = -5014
+E_JOB = -5016
 E_TIMEDOUT = -errno.ETIMEDOUT
 E_AGAIN = -errno.EAGAIN
 
@@ -31,6 +32,12 @@ class Timeout(TsrunError, TimeoutError):
     """No batch arrived within the Loader's ``timeout``."""
 
 
+class JobFailed(TsrunError):
+    """Another rank of this trainer's job left before the end of the
+    stream (the message names it): the job's shares can no longer be
+    equal, so every rank stops rather than wait in a collective."""
+
+
 class LibraryNotFound(OSError):
     """libtsclient could not be found or loaded; the message says where it
     looked and how to fix it (build tsrun, or set TSRUN_LIBTSCLIENT)."""
@@ -43,4 +50,6 @@ def raise_for(code, err):
         raise ProducerGone(code, msg)
     if code == E_TIMEDOUT:
         raise Timeout(code, msg)
+    if code == E_JOB:
+        raise JobFailed(code, msg)
     raise TsrunError(code, msg)

@@ -73,6 +73,35 @@ def _timeout(value):
     return t
 
 
+def _job_args(job, rank, world_size):
+    """(job, rank, world_size) of a Loader, the torchrun defaults filled
+    in; ValueError saying what is missing."""
+    if job is None:
+        if rank is not None or world_size is not None:
+            raise ValueError("rank and world_size are for a job: give job= too")
+        return None, None, None
+    if not isinstance(job, str) or not job:
+        raise ValueError("job must be a non-empty string, got %r" % (job,))
+    for name, value, env in (("rank", rank, "LOCAL_RANK"),
+                             ("world_size", world_size, "LOCAL_WORLD_SIZE")):
+        if value is None:
+            text = os.environ.get(env)
+            if text is None or not text.strip().isdigit():
+                raise ValueError(
+                    "job=%r needs %s: pass %s=, or start the trainer with "
+                    "torchrun, which sets %s (%s is %s)"
+                    % (job, name, name, env, env,
+                       "not set" if text is None else repr(text)))
+            value = int(text)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError("%s must be a non-negative integer, got %r" % (name, value))
+        if name == "rank":
+            rank = value
+        else:
+            world_size = value
+    return job, rank, world_size
+
+
 class Loader:
     """Batches from a tsrun producer, as (images, labels) torch tensors.
 
@@ -80,9 +109,10 @@ class Loader:
     batch_size  samples per batch, a positive integer; 0 = the pipeline's
                 batch(n) (ValueError for a negative one, TypeError for
                 one that is not an integer)
-    join        "now" (start at the producer's head, at the next batch
-                boundary of the epoch) or "next_epoch" (start at a whole
-                epoch)
+    join        "next_epoch" (the default: start at a whole epoch, the
+                current one when its start is still in the ring, else
+                the next) or "now" (start at the producer's head, at the
+                next batch boundary of the epoch)
     drop_last   drop each epoch's short last batch
     pin_memory  batches in pinned memory, so ``.cuda(non_blocking=True)``
                 is an asynchronous DMA: a copy into pinned memory; with
@@ -107,6 +137,21 @@ class Loader:
                 With device, raw views of the device ring
                 ("device-ring (zero-copy)" or "(peer copy)"): a write
                 there changes every trainer's batch.
+    job         None (a lone trainer: the whole stream) or the name of a
+                data-parallel job whose ranks split every epoch
+                (tensorsocket(7)): this trainer is rank ``rank`` of
+                ``world_size``; each rank reads a disjoint share, the
+                shares equal in length (``ceil(M / world_size)`` samples,
+                padded by repeating a few at the epoch's end, or
+                ``floor(M / world_size)`` with ``job_drop_last=True``, as
+                DistributedSampler's drop_last) and together the epoch.
+                rank and world_size default to LOCAL_RANK and
+                LOCAL_WORLD_SIZE as torchrun sets them (the ranks on this
+                node, which read this node's tsrun). Every rank must give
+                the same batch_size, join, drop_last and job_drop_last.
+                When another rank leaves before the end, iteration raises
+                JobFailed
+
 
     A batch (the default) is safe like any tensor: in-place ops work and
     never reach the ring or another trainer (CPU batches are private
@@ -131,13 +176,15 @@ class Loader:
     the producer's reason) when it fails or dies mid-stream.
     """
 
-    def __init__(self, socket, batch_size=0, join="now", drop_last=False,
-                 pin_memory=False, timeout=None, device=None, raw_views=False):
+    def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
+                 pin_memory=False, timeout=None, device=None, raw_views=False,
+                 job=None, rank=None, world_size=None, job_drop_last=False):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
             raise ValueError("join must be 'now' or 'next_epoch', got %r" % (join,))
         batch_size = _batch_size(batch_size)
+        job, rank, world_size = _job_args(job, rank, world_size)
         self._timeout = _timeout(timeout)
         self._lib = _lib.load_library()
         opts = _lib.Opts()
@@ -146,6 +193,13 @@ class Loader:
         opts.join = 1 if join == "next_epoch" else 0
         opts.drop_last = 1 if drop_last else 0
         opts.timeout_ms = _SLICE_MS
+        self.job, self.rank, self.world_size = job, rank, world_size
+        if job is not None:
+            self._job_name = os.fsencode(job)  # kept alive for the call
+            opts.job = self._job_name
+            opts.rank = rank
+            opts.world_size = world_size
+            opts.job_drop_last = 1 if job_drop_last else 0
         self.socket = os.fspath(socket)
         client = ctypes.c_void_p()
         err = _lib.Error()
