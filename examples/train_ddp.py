@@ -40,6 +40,18 @@ def slurm_defaults():
     return int(os.environ["SLURM_LOCALID"]), int(per_node)
 
 
+def every_epoch(loader):
+    """The whole stream: one pass of the loader per epoch, until a pass
+    yields nothing (the stream has ended)."""
+    while True:
+        n = 0
+        for batch in loader:
+            n += 1
+            yield batch
+        if n == 0:
+            return
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description="One DDP rank reading its share "
                                              "of a tsrun stream.")
@@ -82,7 +94,7 @@ def main(argv):
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     read, failed, steps, loss = [], None, 0, None
     try:
-        for images, labels in loader:
+        for images, labels in every_epoch(loader):
             x = images.to(device).float()
             if nhwc:   # a uint8 NHWC ring: to NCHW in [0, 1]
                 x = x.permute(0, 3, 1, 2) / 255.0

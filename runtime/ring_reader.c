@@ -384,6 +384,18 @@ static int stream_over(struct ts_ring_reader *rd, uint32_t state, uint64_t h,
 			    ts_error_name(status));
 }
 
+/* The epochs no longer have the size the job's ranks split (a reload took
+ * over with another data set): equal shares cannot be kept. */
+static int job_resized(const struct ts_ring_reader *rd, uint32_t epoch,
+		       struct ts_error *err)
+{
+	return ts_error_set(err, TS_E_STATE,
+			    "epoch %u is not of the %llu samples this job's ranks split (a "
+			    "reload changed the epoch size): the shares cannot stay equal; "
+			    "start the job again", epoch,
+			    (unsigned long long)rd->share.epoch_size);
+}
+
 /*
  * A rank of a job: its next span of the epoch (share.h), passing over the
  * other ranks' samples, which it releases unread and counts as skipped
@@ -433,15 +445,21 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 					continue;
 				}
 			}
+			if (m->index >= s->epoch_size)
+				return job_resized(rd, m->epoch, err);
 			uint64_t first = 0, n = 0, gap;
 			bool ours = ts_share_rank_next(s, m->index, &first, &n) &&
 				    !(rd->drop_last && n < rd->batch);
 			if (!ours)  /* nothing more of ours in this epoch */
-				gap = s->epoch_size > m->index ? s->epoch_size - m->index : 1;
+				gap = s->epoch_size - m->index;
 			else
 				gap = first - m->index;
 			if (gap) {
-				skip += gap < h - skip ? gap : h - skip;
+				/* Pass over it, but never into the next epoch. */
+				uint64_t end = skip + (gap < h - skip ? gap : h - skip);
+				uint32_t e = m->epoch;
+				while (skip < end && meta_at(rd, skip)->epoch == e)
+					skip++;
 				continue;
 			}
 			want = skip + n;
@@ -454,6 +472,10 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			reader_release_to(rd, skip);
 		}
 		if (want && h >= want) {
+			/* The span is one epoch's: an epoch that ends inside it
+			 * is shorter than the job's size. */
+			if (meta_at(rd, want - 1)->epoch != meta_at(rd, rd->pos)->epoch)
+				return job_resized(rd, meta_at(rd, rd->pos)->epoch, err);
 			fill_batch(rd, b, (size_t)(want - rd->pos));
 			return 0;
 		}

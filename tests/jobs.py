@@ -52,6 +52,15 @@ def check(cond, what):
 TRAINER = r'''
 import json, os, sys, time
 import tsrun
+def every_epoch(loader):
+    # one pass of the Loader per epoch, until a pass yields nothing
+    while True:
+        n = 0
+        for batch in loader:
+            n += 1
+            yield batch
+        if n == 0:
+            return
 sock, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 args = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 delay = args.pop("delay", 0)
@@ -59,10 +68,10 @@ die_after = args.pop("die_after", None)
 time.sleep(delay)
 rec = {"batches": [], "error": None}
 try:
-    args.setdefault("timeout", 30)
+    args.setdefault("timeout", 120)
     loader = tsrun.Loader(sock, **args)
     rec["rank"], rec["world"] = loader.rank, loader.world_size
-    for images, labels in loader:
+    for images, labels in every_epoch(loader):
         rec["batches"].append([loader.epoch, loader.index, [int(x) for x in labels]])
         if die_after is not None and len(rec["batches"]) >= die_after:
             with open(out, "w") as f:
@@ -269,6 +278,11 @@ def late_rank(tmp):
     recs = [load(o) for o in outs]
     if None in recs:
         return
+    for r, rec in enumerate(recs):
+        if not check(rec["error"] is None and rec["batches"],
+                     "late rank: rank %d read %d batches: %s" % (r, len(rec["batches"]),
+                                                                 rec["error"])):
+            return
     check(recs[0]["batches"][0][:2] == [0, 0] and recs[1]["batches"][0][:2] == [0, 8],
           "late rank: first batches at %s and %s, want the job's start: [0, 0] and [0, 8]"
           % (recs[0]["batches"][0][:2], recs[1]["batches"][0][:2]))

@@ -42,6 +42,15 @@ def check(cond, what):
 
 TRAINER = r'''
 import json, os, sys, time, tsrun
+def every_epoch(loader):
+    # one pass of the Loader per epoch, until a pass yields nothing
+    while True:
+        n = 0
+        for batch in loader:
+            n += 1
+            yield batch
+        if n == 0:
+            return
 sock, out, join, plan = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 kw = {} if join == "default" else {"join": join}
 loader = tsrun.Loader(sock, batch_size=8, timeout=60, **kw)
@@ -51,7 +60,7 @@ for stop, go in plan:       # stop 0: before the first batch
     if stop == 0:
         while not os.path.exists(go):
             time.sleep(0.02)
-for images, labels in loader:
+for images, labels in every_epoch(loader):
     rec.append([loader.epoch, loader.index, len(labels)])
     n += 1
     if rec and len(rec) == 1:

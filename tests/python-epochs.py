@@ -78,7 +78,7 @@ def mid_epoch(tmp):
         except Exception as e:  # reported below
             errors.append(e)
 
-    late = tsrun.Loader(sock, batch_size=16, timeout=30)
+    late = tsrun.Loader(sock, batch_size=16, join="now", timeout=30)
     t = threading.Thread(target=drain)
     t.start()
     got = passes(late, 3)
@@ -98,7 +98,7 @@ def mid_epoch(tmp):
 def resume(tmp):
     path, sock = pytrainer.pipeline(tmp, "res", f"synthetic(4, count = {SPE})", 3)
     prod = pytrainer.run(path, "--wait", "1")
-    loader = tsrun.Loader(sock, batch_size=16, timeout=30)
+    loader = tsrun.Loader(sock, batch_size=16, join="now", timeout=30)
     passes(loader, 1)
     it = iter(loader)
     next(it)
@@ -109,7 +109,7 @@ def resume(tmp):
     pytrainer.stop(prod)
     # Restarted exactly there: nothing lost, nothing repeated.
     prod = pytrainer.run(path, "--wait", "1", "--start", "1:32")
-    loader = tsrun.Loader(sock, batch_size=16, timeout=30)
+    loader = tsrun.Loader(sock, batch_size=16, join="now", timeout=30)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         loader.load_state_dict(state)
@@ -120,7 +120,7 @@ def resume(tmp):
     pytrainer.stop(prod)
     # Restarted later in that epoch: on at the next whole one, with a word.
     prod = pytrainer.run(path, "--wait", "1", "--start", "1:64")
-    loader = tsrun.Loader(sock, batch_size=16, timeout=30)
+    loader = tsrun.Loader(sock, batch_size=16, join="now", timeout=30)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         loader.load_state_dict(state)

@@ -322,7 +322,9 @@ class Loader:
         a producer restarted with ``tsrun run --start EPOCH:INDEX`` at
         (or before) it resumes exactly; when the producer has moved past
         it, the loader starts at the next whole epoch and warns, saying
-        what was lost."""
+        what was lost. Connect with ``join="now"`` to resume mid-epoch:
+        the default, "next_epoch", starts at a whole epoch, and a producer
+        restarted mid-epoch has none until the next."""
         if self._next_pos is not None or self._pending is not None:
             raise TsrunError(E_STATE, "tsrun.Loader.load_state_dict: call it before "
                              "the first batch")
