@@ -5,6 +5,9 @@ GROUP_WORLD_SIZE (torchrun's names) or SLURM_NODEID and SLURM_NNODES, each
 read by a trainer. Every sample's label is its item id (synthetic, classes
 = count), so the test sees which items each node served.
 
+Then two nodes of two ranks each (a 2-rank job on each node's tsrun):
+the four processes together read each epoch exactly once.
+
 Per epoch: every node serves the same number of items; together they
 serve every item once, with the documented pad (drop_last = false: the
 first ceil(N/K)*K - N items twice) or drop (drop_last = true: N mod K
@@ -83,7 +86,9 @@ def pipeline(tmp, name, sock, drop, files=False):
 
 TRAINER = r"""
 import json, sys, tsrun
-loader = tsrun.Loader(sys.argv[1], join="next_epoch", timeout=60)
+job = {} if len(sys.argv) < 3 else {"job": "ddp", "rank": int(sys.argv[2]),
+                                    "world_size": int(sys.argv[3])}
+loader = tsrun.Loader(sys.argv[1], join="next_epoch", timeout=120, **job)
 seen = {}
 while True:  # one pass per epoch, to the end of the stream
     n = 0
@@ -118,6 +123,59 @@ def serve_node(tmp, name, drop, env, files):
         return None
     out = json.loads(tr.stdout)
     return out["spe"], {int(k): v for k, v in out["seen"].items()}
+
+
+def two_nodes_two_ranks(tmp):
+    """Two nodes of two ranks each (a 2-rank job on each node's tsrun): the
+    four processes together read every item of each epoch once (N = 128:
+    no pad at either level), each node's share changes between epochs."""
+    import json
+    n, k = 128, 2
+    per_node = []
+    for node in range(k):
+        name = "r%d" % node
+        sock = os.path.join(tmp, name + ".sock")
+        path = os.path.join(tmp, name + ".ts")
+        with open(path, "w") as f:
+            f.write("pipeline p = synthetic(size = 4, count = %d, classes = %d)\n"
+                    "    | shuffle(seed = 5) | shard | batch(8)\n"
+                    "serve p { socket = \"%s\" epochs = %d ring = 4 batches }\n"
+                    % (n, n, sock, EPOCHS))
+        prod = subprocess.Popen([TSRUN, "run", path, "--wait", "2", "-q"],
+                                stderr=subprocess.PIPE, text=True,
+                                env=clean_env({"GROUP_RANK": str(node),
+                                               "GROUP_WORLD_SIZE": str(k)}))
+        for _ in range(200):
+            if os.path.exists(sock) or prod.poll() is not None:
+                break
+            time.sleep(0.05)
+        ranks = [subprocess.Popen([sys.executable, "-c", TRAINER, sock, str(r), "2"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=clean_env({})) for r in range(2)]
+        outs = [p.communicate(timeout=180) for p in ranks]
+        prod.wait(timeout=60)
+        check(prod.returncode == 0, "%s: tsrun exited %s" % (name, prod.returncode))
+        for r, (p, (out, err)) in enumerate(zip(ranks, outs)):
+            if not check(p.returncode == 0, "%s rank %d failed: %s" % (name, r, err[-500:])):
+                return
+        per_node.append([{int(e): v for e, v in json.loads(o)["seen"].items()}
+                         for o, _ in outs])
+    for e in range(EPOCHS):
+        counts = {}
+        for node in range(k):
+            sizes = [len(per_node[node][r].get(e, [])) for r in range(2)]
+            check(sizes == [n // 4, n // 4],
+                  "node %d epoch %d: ranks read %s, want %d each" % (node, e, sizes, n // 4))
+            for r in range(2):
+                for x in per_node[node][r].get(e, []):
+                    counts[x] = counts.get(x, 0) + 1
+        check(sorted(counts) == list(range(n)) and set(counts.values()) == {1},
+              "2 nodes x 2 ranks, epoch %d: %d items read, %d more than once, want %d once"
+              % (e, len(counts), sum(c > 1 for c in counts.values()), n))
+    for node in range(k):
+        shares = [frozenset(per_node[node][0].get(e, []) + per_node[node][1].get(e, []))
+                  for e in range(EPOCHS)]
+        check(len(set(shares)) == EPOCHS, "node %d's share is the same in two epochs" % node)
 
 
 def two_nodes(tmp, drop, names, files=False):
@@ -191,6 +249,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tsrun-nodes.") as tmp:
         two_nodes(tmp, False, ("GROUP_RANK", "GROUP_WORLD_SIZE"))
         two_nodes(tmp, True, ("SLURM_NODEID", "SLURM_NNODES"))
+        two_nodes_two_ranks(tmp)
         image_list(tmp)
         two_nodes(tmp, False, ("GROUP_RANK", "GROUP_WORLD_SIZE"), files=True)
         messages(tmp)
