@@ -112,7 +112,9 @@ while [ ! -S "$dir/train.sock" ] && [ $i -lt 100 ]; do
 	i=$((i + 1))
 done
 if [ -S "$dir/train.sock" ]; then
-	timeout 60 "$tsrun" consume "$dir/train.sock" --batch 9 > "$dir/consume.out" 2>&1 ||
+	# --join now: the stream begins mid-epoch, and the default (whole
+	# epochs) would skip to the next one.
+	timeout 60 "$tsrun" consume "$dir/train.sock" --batch 9 --join now > "$dir/consume.out" 2>&1 ||
 		bad "consume failed: $(cat "$dir/consume.out")"
 	c="$(sed -n 's/^images: //p' "$dir/consume.out") $(sed -n 's/^digest: //p' "$dir/consume.out")"
 	echo "run --start 1:23 + consume: $c"
