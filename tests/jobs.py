@@ -265,7 +265,8 @@ def late_rank(tmp):
     arriving 2 s after its partner would find the job's start gone."""
     m = 400
     ts, sock = pipeline(tmp, "late", m, 2, "32 samples", batch=8)
-    prod = start_tsrun(ts, sock, 1)
+    # --wait 2: rank 0 and the lone trainer, in either order, start it
+    prod = start_tsrun(ts, sock, 2)
     outs = [os.path.join(tmp, "late-%d.json" % r) for r in range(2)]
     p0 = trainer(tmp, sock, outs[0], job="late", rank=0, world_size=2, batch_size=8)
     lone_out = os.path.join(tmp, "late-lone.json")
