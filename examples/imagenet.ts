@@ -21,7 +21,9 @@ pipeline train =
 serve train {
     socket  = "/tmp/tsrun-train.sock"
     epochs  = 90
-    ring    = 8 batches     # how far the fastest trainer may run ahead of the slowest
+    ring    = 2 batches     # how far the fastest trainer may run ahead of the slowest:
+                            # 2 x 256 float32 samples (300 MiB); 8 batches cost 1.2 GiB
+                            # and 0.13 ms/image of page zeroing over 3 epochs (perf/README.md)
     memory  = 4 GiB         # refuse to start if the plan needs more
     threads = auto
 }
