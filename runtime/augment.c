@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "color.h"
+#include "kernel.h"
 #include "resample.h"
 #include "util.h"
 
@@ -742,6 +743,15 @@ static inline float unit_value(const uint8_t *row, enum ts_dtype t, size_t i)
 	return ((const float *)(const void *)row)[i];
 }
 
+/* What a kernel of this family reports when it fails. */
+static int failed(const struct ts_op *op, int rc, struct ts_error *err)
+{
+	if (rc == 0)
+		return 0;
+	return ts_error_set(err, rc, "%s: %s", ts_op_kind_name(op->kind),
+			    rc == -ENOMEM ? "out of memory" : "invalid image or size");
+}
+
 static int apply_normalize(const struct ts_op *op, struct ts_image *img,
 			   struct ts_image *tmp)
 {
@@ -779,7 +789,7 @@ static int apply_to(const struct ts_op *op, struct ts_image *img,
 		return 0;
 	int rc = ts_image_reserve(tmp, img->width, img->height, img->channels, to);
 	if (rc < 0)
-		return rc;
+		return failed(op, rc, err);
 	const size_t n = (size_t)img->width * img->channels;
 	for (int y = 0; y < img->height; y++) {
 		const uint8_t *s = img->data + (size_t)y * img->stride;
@@ -819,79 +829,113 @@ static int crop_swap(struct ts_image *img, struct ts_image *tmp, int x, int y,
 	return rc;
 }
 
-int ts_aug_apply(const struct ts_op *op, struct ts_image *img,
-		 struct ts_image *tmp, struct ts_rng *rng,
-		 struct ts_error *err)
+/* ---- The family's table (kernel.h) ---- */
+
+static int k_resize(const struct ts_op *op, struct ts_image *img,
+		    struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
-	int rc = 0, x, y, cw, ch, ow, oh;
-	switch (op->kind) {
-	case TS_OP_RESIZE:
-		ts_aug_resize_dims(img->width, img->height, op, &ow, &oh);
-		rc = ts_aug_resize(img, tmp, ow, oh, op->interp, op->antialias);
-		if (rc == 0)
-			ts_image_swap(img, tmp);
-		break;
-	case TS_OP_CENTER_CROP:
-		ts_aug_center_box(img->width, img->height, op->size_w, op->size_h,
-				  &x, &y);
-		rc = crop_swap(img, tmp, x, y, op->size_w, op->size_h);
-		break;
-	case TS_OP_RANDOM_CROP:
-		ts_aug_random_crop_box(img->width, img->height, op, rng, &x, &y);
-		rc = crop_swap(img, tmp, x, y, op->size_w, op->size_h);
-		break;
-	case TS_OP_RANDOM_RESIZED_CROP: {
-		ts_aug_rrc_box(img->width, img->height, op, rng, &x, &y, &cw, &ch);
-		/* Resize straight from a view of the box: no crop copy. */
-		struct ts_image view = *img;
-		size_t px = (size_t)img->channels * ts_dtype_size(img->dtype);
-		view.data = img->data + (size_t)y * img->stride + (size_t)x * px;
-		view.width = cw;
-		view.height = ch;
-		rc = ts_aug_resize(&view, tmp, op->size_w, op->size_h, op->interp,
-				   op->antialias);
-		if (rc == 0)
-			ts_image_swap(img, tmp);
-		break;
-	}
-	case TS_OP_FLIP:
-		if (ts_rng_uniform(rng) < op->p)
-			ts_aug_flip(img, op->horizontal);
-		break;
-	case TS_OP_COLOR_JITTER:
-		rc = ts_aug_color_jitter(img, op, rng);
-		break;
-	case TS_OP_GRAYSCALE: {
-		int chn = op->channels > 0 ? op->channels : img->channels;
-		bool apply = op->p >= 1.0 || chn != img->channels ||
-			     ts_rng_uniform(rng) < op->p;
-		if (!apply)
-			break;
-		rc = ts_aug_grayscale(img, tmp, chn);
-		if (rc == 0)
-			ts_image_swap(img, tmp);
-		break;
-	}
-	case TS_OP_NORMALIZE:
-		rc = apply_normalize(op, img, tmp);
-		break;
-	case TS_OP_TO:
-		rc = apply_to(op, img, tmp, err);
-		if (rc < 0)
-			return rc;
-		break;
-	default:
-		if (ts_color_has(op->kind))
-			return ts_color_apply(op, img, rng, err);
-		return ts_error_set(err, TS_E_ARG, "%s is not an augment op",
-				    ts_op_kind_name(op->kind));
-	}
-	if (rc < 0)
-		return ts_error_set(err, rc, "%s: %s", ts_op_kind_name(op->kind),
-				    rc == -ENOMEM ? "out of memory"
-						  : "invalid image or size");
+	int ow, oh;
+	ts_aug_resize_dims(img->width, img->height, op, &ow, &oh);
+	int rc = ts_aug_resize(img, tmp, ow, oh, op->interp, op->antialias);
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return failed(op, rc, err);
+}
+
+static int k_center_crop(const struct ts_op *op, struct ts_image *img,
+			 struct ts_image *tmp, struct ts_rng *rng,
+			 struct ts_error *err)
+{
+	int x, y;
+	ts_aug_center_box(img->width, img->height, op->size_w, op->size_h, &x, &y);
+	return failed(op, crop_swap(img, tmp, x, y, op->size_w, op->size_h), err);
+}
+
+static int k_random_crop(const struct ts_op *op, struct ts_image *img,
+			 struct ts_image *tmp, struct ts_rng *rng,
+			 struct ts_error *err)
+{
+	int x, y;
+	ts_aug_random_crop_box(img->width, img->height, op, rng, &x, &y);
+	return failed(op, crop_swap(img, tmp, x, y, op->size_w, op->size_h), err);
+}
+
+static int k_random_resized_crop(const struct ts_op *op, struct ts_image *img,
+				 struct ts_image *tmp, struct ts_rng *rng,
+				 struct ts_error *err)
+{
+	int x, y, cw, ch;
+	ts_aug_rrc_box(img->width, img->height, op, rng, &x, &y, &cw, &ch);
+	/* Resize straight from a view of the box: no crop copy. */
+	struct ts_image view = *img;
+	size_t px = (size_t)img->channels * ts_dtype_size(img->dtype);
+	view.data = img->data + (size_t)y * img->stride + (size_t)x * px;
+	view.width = cw;
+	view.height = ch;
+	int rc = ts_aug_resize(&view, tmp, op->size_w, op->size_h, op->interp,
+			       op->antialias);
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return failed(op, rc, err);
+}
+
+static int k_flip(const struct ts_op *op, struct ts_image *img,
+		  struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	if (ts_rng_uniform(rng) < op->p)
+		ts_aug_flip(img, op->horizontal);
 	return 0;
 }
+
+static int k_color_jitter(const struct ts_op *op, struct ts_image *img,
+			  struct ts_image *tmp, struct ts_rng *rng,
+			  struct ts_error *err)
+{
+	return failed(op, ts_aug_color_jitter(img, op, rng), err);
+}
+
+/* GRAYSCALE applies when U < p (p >= 1: always, without a draw), and
+ * always when the channel count must change. */
+static int k_grayscale(const struct ts_op *op, struct ts_image *img,
+		       struct ts_image *tmp, struct ts_rng *rng,
+		       struct ts_error *err)
+{
+	int chn = op->channels > 0 ? op->channels : img->channels;
+	bool apply = op->p >= 1.0 || chn != img->channels ||
+		     ts_rng_uniform(rng) < op->p;
+	if (!apply)
+		return 0;
+	int rc = ts_aug_grayscale(img, tmp, chn);
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return failed(op, rc, err);
+}
+
+static int k_normalize(const struct ts_op *op, struct ts_image *img,
+		       struct ts_image *tmp, struct ts_rng *rng,
+		       struct ts_error *err)
+{
+	return failed(op, apply_normalize(op, img, tmp), err);
+}
+
+static int k_to(const struct ts_op *op, struct ts_image *img,
+		struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	return apply_to(op, img, tmp, err);
+}
+
+const struct ts_kernel ts_kernels_augment[] = {
+	{ .kind = TS_OP_RESIZE, .apply = k_resize },
+	{ .kind = TS_OP_CENTER_CROP, .apply = k_center_crop },
+	{ .kind = TS_OP_RANDOM_CROP, .apply = k_random_crop },
+	{ .kind = TS_OP_RANDOM_RESIZED_CROP, .apply = k_random_resized_crop },
+	{ .kind = TS_OP_FLIP, .apply = k_flip },
+	{ .kind = TS_OP_COLOR_JITTER, .apply = k_color_jitter },
+	{ .kind = TS_OP_GRAYSCALE, .apply = k_grayscale },
+	{ .kind = TS_OP_NORMALIZE, .apply = k_normalize },
+	{ .kind = TS_OP_TO, .apply = k_to },
+	TS_KERNEL_END,
+};
 
 bool ts_aug_filter_keep(const struct ts_op *filter, const struct ts_image *img)
 {

@@ -121,20 +121,14 @@ void ts_aug_saturation(struct ts_image *img, float factor);
 int ts_aug_grayscale(const struct ts_image *in, struct ts_image *out,
 		     int channels);
 
-/* Apply one op (RESIZE, CENTER_CROP, RANDOM_CROP, RANDOM_RESIZED_CROP,
- * FLIP, COLOR_JITTER, GRAYSCALE, NORMALIZE, TO) to *img, using *tmp as
- * scratch; the two may be swapped, so the result is always in *img.
- * rng is the op's stream, ts_rng_init(&rng, seed, epoch, index, op->index).
- * FLIP applies when U < p; GRAYSCALE when U < p (p >= 1: always), and always
- * when the channel count must change. NORMALIZE yields float32 normalized
- * values; TO converts to uint8, uint16 or float32 (float16 exists only in
- * the output stage: ts_image holds no float16) keeping HWC.
- * The colour family's ops (runtime/color.h) go to ts_color_apply.
- * Returns 0, -ENOMEM, or TS_E_ARG for an op it does not handle (err says
- * which). */
-int ts_aug_apply(const struct ts_op *op, struct ts_image *img,
-		 struct ts_image *tmp, struct ts_rng *rng,
-		 struct ts_error *err);
+/* The ops' rows of the kernel table (kernel.h, ts_kernels_augment at the
+ * end of augment.c) run RESIZE, CENTER_CROP, RANDOM_CROP,
+ * RANDOM_RESIZED_CROP, FLIP, COLOR_JITTER, GRAYSCALE, NORMALIZE and TO on
+ * one image. FLIP applies when U < p; GRAYSCALE when U < p (p >= 1:
+ * always), and always when the channel count must change. NORMALIZE
+ * yields float32 normalized values; TO converts to uint8, uint16 or
+ * float32 (float16 exists only in the output stage: ts_image holds no
+ * float16) keeping HWC. */
 
 /* filter: true when the sample is kept, i.e. when at most max_fraction of
  * its pixels have a channel mean above threshold * full scale. */

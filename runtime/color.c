@@ -1,6 +1,6 @@
 /*
- * color.c - the colour family's kernels (color.h), reached from
- * ts_aug_apply through ts_color_apply and the table at the end.
+ * color.c - the colour family's kernels (color.h) and their rows of the
+ * kernel table (kernel.h) at the end.
  *
  * The table-driven ops build one 256-entry lookup table per channel with
  * ImageOps' arithmetic (PIL's Image.point applies them the same way) and
@@ -8,6 +8,7 @@
  * ImageEnhance blends, which color_jitter uses too.
  */
 #include "color.h"
+#include "kernel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -222,98 +223,55 @@ void ts_color_hue(struct ts_image *img, double factor)
 	}
 }
 
-/* ---- the family's table ---------------------------------------------- */
+/* ---- the family's table (kernel.h) ------------------------------------ */
 
-static void run_invert(const struct ts_op *op, struct ts_image *img)
+/* Whether to run a colour op on img: 1 yes, 0 not this time, or TS_E_ARG
+ * for an image that is not uint8. The ops with a probability (random)
+ * follow torchvision's Random* classes: apply when torch.rand(1) < p
+ * (p >= 1: always, without a draw). */
+static int gate(const struct ts_op *op, const struct ts_image *img,
+		struct ts_rng *rng, bool random, struct ts_error *err)
 {
-	ts_color_invert(img);
-}
-
-static void run_posterize(const struct ts_op *op, struct ts_image *img)
-{
-	ts_color_posterize(img, op->bits);
-}
-
-static void run_solarize(const struct ts_op *op, struct ts_image *img)
-{
-	ts_color_solarize(img, op->threshold);
-}
-
-static void run_autocontrast(const struct ts_op *op, struct ts_image *img)
-{
-	ts_color_autocontrast(img);
-}
-
-static void run_equalize(const struct ts_op *op, struct ts_image *img)
-{
-	ts_color_equalize(img);
-}
-
-/* PIL takes the factor as a C float (ImagingBlend's alpha). */
-static void run_brightness(const struct ts_op *op, struct ts_image *img)
-{
-	ts_aug_brightness(img, (float)op->factor);
-}
-
-static void run_contrast(const struct ts_op *op, struct ts_image *img)
-{
-	ts_aug_contrast(img, (float)op->factor);
-}
-
-static void run_saturation(const struct ts_op *op, struct ts_image *img)
-{
-	ts_aug_saturation(img, (float)op->factor);
-}
-
-static void run_hue(const struct ts_op *op, struct ts_image *img)
-{
-	ts_color_hue(img, op->factor);
-}
-
-static const struct {
-	enum ts_op_kind kind;
-	bool random;              /* has a probability p */
-	void (*run)(const struct ts_op *op, struct ts_image *img);
-} kernels[] = {
-	{ TS_OP_INVERT, true, run_invert },
-	{ TS_OP_POSTERIZE, true, run_posterize },
-	{ TS_OP_SOLARIZE, true, run_solarize },
-	{ TS_OP_AUTOCONTRAST, true, run_autocontrast },
-	{ TS_OP_EQUALIZE, true, run_equalize },
-	{ TS_OP_ADJUST_BRIGHTNESS, false, run_brightness },
-	{ TS_OP_ADJUST_CONTRAST, false, run_contrast },
-	{ TS_OP_ADJUST_SATURATION, false, run_saturation },
-	{ TS_OP_ADJUST_HUE, false, run_hue },
-};
-
-static int find(enum ts_op_kind k)
-{
-	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
-		if (kernels[i].kind == k)
-			return (int)i;
-	return -1;
-}
-
-bool ts_color_has(enum ts_op_kind k)
-{
-	return find(k) >= 0;
-}
-
-int ts_color_apply(const struct ts_op *op, struct ts_image *img,
-		   struct ts_rng *rng, struct ts_error *err)
-{
-	int i = find(op->kind);
-	if (i < 0)
-		return ts_error_set(err, TS_E_ARG, "%s is not a colour op",
-				    ts_op_kind_name(op->kind));
 	if (img->dtype != TS_DTYPE_U8 || img->channels < 1 || img->channels > 4)
 		return ts_error_set(err, TS_E_ARG,
 				    "%s needs uint8 pixels with 1 to 4 channels, got %s x %d",
 				    ts_op_kind_name(op->kind), ts_dtype_name(img->dtype),
 				    img->channels);
-	/* torchvision's Random* classes: apply when torch.rand(1) < p. */
-	if (kernels[i].random && op->p < 1.0 && !(ts_rng_uniform(rng) < op->p))
-		return 0;
-	kernels[i].run(op, img);
-	return 0;
+	return !random || op->p >= 1.0 || ts_rng_uniform(rng) < op->p;
 }
+
+/* A kernel row's apply: gate, then the in-place kernel. */
+#define COLOR_KERNEL(name, random, call)                                      \
+	static int k_##name(const struct ts_op *op, struct ts_image *img,     \
+			    struct ts_image *tmp, struct ts_rng *rng,          \
+			    struct ts_error *err)                              \
+	{                                                                      \
+		int rc = gate(op, img, rng, random, err);                      \
+		if (rc > 0)                                                    \
+			call;                                                  \
+		return rc < 0 ? rc : 0;                                        \
+	}
+
+COLOR_KERNEL(invert, true, ts_color_invert(img))
+COLOR_KERNEL(posterize, true, ts_color_posterize(img, op->bits))
+COLOR_KERNEL(solarize, true, ts_color_solarize(img, op->threshold))
+COLOR_KERNEL(autocontrast, true, ts_color_autocontrast(img))
+COLOR_KERNEL(equalize, true, ts_color_equalize(img))
+/* PIL takes the enhancement factor as a C float (ImagingBlend's alpha). */
+COLOR_KERNEL(brightness, false, ts_aug_brightness(img, (float)op->factor))
+COLOR_KERNEL(contrast, false, ts_aug_contrast(img, (float)op->factor))
+COLOR_KERNEL(saturation, false, ts_aug_saturation(img, (float)op->factor))
+COLOR_KERNEL(hue, false, ts_color_hue(img, op->factor))
+
+const struct ts_kernel ts_kernels_color[] = {
+	{ .kind = TS_OP_INVERT, .apply = k_invert },
+	{ .kind = TS_OP_POSTERIZE, .apply = k_posterize },
+	{ .kind = TS_OP_SOLARIZE, .apply = k_solarize },
+	{ .kind = TS_OP_AUTOCONTRAST, .apply = k_autocontrast },
+	{ .kind = TS_OP_EQUALIZE, .apply = k_equalize },
+	{ .kind = TS_OP_ADJUST_BRIGHTNESS, .apply = k_brightness },
+	{ .kind = TS_OP_ADJUST_CONTRAST, .apply = k_contrast },
+	{ .kind = TS_OP_ADJUST_SATURATION, .apply = k_saturation },
+	{ .kind = TS_OP_ADJUST_HUE, .apply = k_hue },
+	TS_KERNEL_END,
+};

@@ -8,8 +8,11 @@
  * blends, bit-exact on uint8.
  *
  * Images are struct ts_image, uint8 HWC with 1 or 3 channels (the checker
- * refuses anything else); every kernel works in place. Thread safety:
- * each function works only on its arguments.
+ * refuses anything else); every kernel works in place. Their rows of the
+ * kernel table (kernel.h, at the end of color.c) refuse other images
+ * (TS_E_ARG) and apply the ops with a probability p when U(0, 1) < p
+ * (p >= 1: always, without a draw). Thread safety: each function works
+ * only on its arguments.
  */
 #ifndef TS_COLOR_H
 #define TS_COLOR_H
@@ -19,16 +22,6 @@
 #include "image.h"
 #include "rng.h"
 #include "error.h"
-
-/* Whether op kind k is one of this family's (ts_color_apply runs it). */
-bool ts_color_has(enum ts_op_kind k);
-
-/* Run the colour op on *img in place. rng is the op's stream: the ops
- * with a probability p draw one U(0, 1) and apply when it is below p
- * (p >= 1: always, without a draw). Returns 0, or TS_E_ARG (err filled)
- * for an image that is not uint8 or an op not of this family. */
-int ts_color_apply(const struct ts_op *op, struct ts_image *img,
-		   struct ts_rng *rng, struct ts_error *err);
 
 /* ImageOps.invert: x -> 255 - x. */
 void ts_color_invert(struct ts_image *img);

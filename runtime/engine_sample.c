@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "augment.h"
+#include "kernel.h"
 #include "digest.h"
 #include "profile.h"
 #include "rng.h"
@@ -124,7 +125,7 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 	if (f && apply_after) {
 		struct ts_rng rng;
 		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
-		return ts_aug_apply(f, &w->img, &w->tmp1, &rng, err);
+		return ts_kernel_apply(f, &w->img, &w->tmp1, &rng, err);
 	}
 	if (resample && (w->img.width != tw || w->img.height != th)) {
 		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
@@ -249,7 +250,7 @@ static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
 			break;
 		struct ts_rng rng;
 		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)op->index);
-		*rc = ts_aug_apply(op, img, &w->tmp1, &rng, err);
+		*rc = ts_kernel_apply(op, img, &w->tmp1, &rng, err);
 		if (*rc)
 			break;
 	}
@@ -476,7 +477,7 @@ static int stage_one(struct worker *w, struct ts_image *cur, size_t i,
 		}
 		struct ts_rng rng;
 		ts_rng_init(&rng, plan->source.seed, epoch, sub, (uint64_t)o->index);
-		rc = ts_aug_apply(o, cur, &w->tmp1, &rng, err);
+		rc = ts_kernel_apply(o, cur, &w->tmp1, &rng, err);
 		if (rc)
 			return rc;
 	}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "augment.h"
+#include "kernel.h"
 
 static struct ts_image make_u8(int w, int h, int c, const uint8_t *px)
 {
@@ -569,7 +570,7 @@ static void run_chain(uint64_t index, struct ts_image *img)
 	for (int i = 0; i < 4; i++) {
 		struct ts_rng r;
 		ts_rng_init(&r, 42, 7, index, (uint64_t)ops[i].index);
-		ck_assert_int_eq(ts_aug_apply(&ops[i], img, &tmp, &r, NULL), 0);
+		ck_assert_int_eq(ts_kernel_apply(&ops[i], img, &tmp, &r, NULL), 0);
 	}
 	ts_image_free(&tmp);
 }
@@ -601,7 +602,7 @@ START_TEST(apply_rejects_unknown)
 	struct ts_rng r;
 	struct ts_error err = { 0 };
 	ts_rng_init(&r, 0, 0, 0, 0);
-	ck_assert_int_eq(ts_aug_apply(&op, &img, &tmp, &r, &err), TS_E_ARG);
+	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &r, &err), TS_E_ARG);
 	ck_assert_int_eq(err.code, TS_E_ARG);
 	ck_assert_ptr_nonnull(strstr(err.msg, "decode"));
 	ts_image_free(&img);

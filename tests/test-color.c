@@ -2,7 +2,7 @@
  * values computed by hand from ImageOps' / ImageEnhance's arithmetic (the
  * match on real photos is tests/torch-color.py's job), the probability p
  * and its determinism, color_jitter's draws (hue included),
- * ts_color_apply's refusals, and what the checker
+ * the colour rows of the kernel table and their refusals, and what the checker
  * makes of the operators' text (plan fields, no fusion, the misuses and
  * where they point). */
 #include <check.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "augment.h"
+#include "kernel.h"
 #include "color.h"
 #include "dsl.h"
 
@@ -253,7 +254,7 @@ START_TEST(jitter_applies_draws)
 }
 END_TEST
 
-/* ---- ts_color_apply: probability, determinism, refusals ---- */
+/* ---- the colour rows of the kernel table: probability, determinism, refusals ---- */
 
 static struct ts_op color_op(enum ts_op_kind k, double p)
 {
@@ -271,7 +272,7 @@ START_TEST(apply_probability)
 		struct ts_image img = make_u8(1, 1, 1, &px);
 		struct ts_rng rng, again;
 		ts_rng_init(&rng, 42, 1, i, 3);
-		ck_assert_int_eq(ts_color_apply(&op, &img, &rng, NULL), 0);
+		ck_assert_int_eq(ts_kernel_apply(&op, &img, NULL, &rng, NULL), 0);
 		ck_assert(img.data[0] == 10 || img.data[0] == 245);
 		/* the same stream decides the same way */
 		ts_rng_init(&again, 42, 1, i, 3);
@@ -291,7 +292,7 @@ START_TEST(apply_probability)
 		struct ts_rng rng, fresh;
 		ts_rng_init(&rng, 7, 0, 0, 3);
 		ts_rng_init(&fresh, 7, 0, 0, 3);
-		ck_assert_int_eq(ts_color_apply(&op, &img, &rng, NULL), 0);
+		ck_assert_int_eq(ts_kernel_apply(&op, &img, NULL, &rng, NULL), 0);
 		ck_assert_uint_eq(img.data[0], p ? 245 : 10);
 		if (p)
 			ck_assert(ts_rng_uniform(&rng) == ts_rng_uniform(&fresh));
@@ -300,7 +301,17 @@ START_TEST(apply_probability)
 }
 END_TEST
 
-/* Every op of the family through ts_aug_apply equals its kernel. */
+/* The colour family's row of kind k, or NULL. */
+static const struct ts_kernel *in_color(enum ts_op_kind k)
+{
+	for (const struct ts_kernel *r = ts_kernels_color; r->apply; r++)
+		if (r->kind == k)
+			return r;
+	return NULL;
+}
+
+/* Every op of the family through ts_kernel_apply equals its kernel, and
+ * its row is in the colour family's table. */
 START_TEST(apply_dispatch)
 {
 	static const enum ts_op_kind kinds[] = {
@@ -320,8 +331,8 @@ START_TEST(apply_dispatch)
 		struct ts_image tmp = { 0 };
 		struct ts_rng rng;
 		ts_rng_init(&rng, 1, 0, 0, 3);
-		ck_assert(ts_color_has(kinds[k]));
-		ck_assert_int_eq(ts_aug_apply(&op, &a, &tmp, &rng, NULL), 0);
+		ck_assert_ptr_eq(ts_kernel_find(kinds[k]), in_color(kinds[k]));
+		ck_assert_int_eq(ts_kernel_apply(&op, &a, &tmp, &rng, NULL), 0);
 		switch (kinds[k]) {
 		case TS_OP_INVERT: ts_color_invert(&b); break;
 		case TS_OP_POSTERIZE: ts_color_posterize(&b, 4); break;
@@ -339,7 +350,7 @@ START_TEST(apply_dispatch)
 		ts_image_free(&b);
 		ts_image_free(&tmp);
 	}
-	ck_assert(!ts_color_has(TS_OP_FLIP));
+	ck_assert_ptr_null(in_color(TS_OP_FLIP));
 }
 END_TEST
 
@@ -351,11 +362,11 @@ START_TEST(apply_refuses)
 	ts_rng_init(&rng, 1, 0, 0, 0);
 	ck_assert_int_eq(ts_image_reserve(&img, 2, 2, 3, TS_DTYPE_U16), 0);
 	struct ts_op op = color_op(TS_OP_EQUALIZE, 1.0);
-	ck_assert_int_eq(ts_color_apply(&op, &img, &rng, &err), TS_E_ARG);
+	ck_assert_int_eq(ts_kernel_apply(&op, &img, NULL, &rng, &err), TS_E_ARG);
 	ck_assert_ptr_nonnull(strstr(err.msg, "equalize needs uint8"));
-	op.kind = TS_OP_FLIP;
-	ck_assert_int_eq(ts_color_apply(&op, &img, &rng, &err), TS_E_ARG);
-	ck_assert_ptr_nonnull(strstr(err.msg, "not a colour op"));
+	op.kind = TS_OP_TILE;
+	ck_assert_int_eq(ts_kernel_apply(&op, &img, NULL, &rng, &err), TS_E_ARG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "tile is not a per-image op"));
 	ts_image_free(&img);
 }
 END_TEST

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "augment.h"
+#include "kernel.h"
 #include "dsl.h"
 
 static int read_raw(const char *path, struct ts_image *img, int w, int h, int c)
@@ -81,7 +82,7 @@ int main(int argc, char **argv)
 			break;
 		struct ts_rng rng;
 		ts_rng_init(&rng, seed, epoch, index, (uint64_t)op->index);
-		rc = ts_aug_apply(op, &img, &tmp, &rng, &err);
+		rc = ts_kernel_apply(op, &img, &tmp, &rng, &err);
 	}
 	if (rc == 0)
 		rc = write_image(argv[5], &img);

@@ -1,0 +1,34 @@
+/*
+ * kernel.c - the families of kernels (kernel.h) and the lookup from an op
+ * kind to its row. The families are listed here; their rows, and so the
+ * kinds, live in each family's file.
+ */
+#include "kernel.h"
+
+#include "util.h"
+
+static const struct ts_kernel *const families[] = {
+	ts_kernels_augment, ts_kernels_color,
+};
+
+/* A linear scan: a few dozen rows, once per op and sample, against
+ * kernels that touch every pixel. */
+const struct ts_kernel *ts_kernel_find(enum ts_op_kind k)
+{
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+		for (const struct ts_kernel *r = families[f]; r->apply; r++)
+			if (r->kind == k)
+				return r;
+	return NULL;
+}
+
+int ts_kernel_apply(const struct ts_op *op, struct ts_image *img,
+		    struct ts_image *tmp, struct ts_rng *rng,
+		    struct ts_error *err)
+{
+	const struct ts_kernel *k = ts_kernel_find(op->kind);
+	if (!k)
+		return ts_error_set(err, TS_E_ARG, "%s is not a per-image op",
+				    ts_op_kind_name(op->kind));
+	return k->apply(op, img, tmp, rng, err);
+}
