@@ -546,7 +546,7 @@ START_TEST(output_matches_kernels)
 }
 END_TEST
 
-/* ---- determinism of ts_aug_apply ---- */
+/* ---- determinism of ts_kernel_apply ---- */
 
 static void run_chain(uint64_t index, struct ts_image *img)
 {

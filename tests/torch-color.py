@@ -7,7 +7,7 @@ Pillow 9.4). Exit 77 (skip) when torch or torchvision cannot be imported or
 the colour tool was not built.
 
 The operators are compiled from their pipeline text (tests/tools/
-color-tool.c: the DSL, the registry row, ts_aug_apply and the kernel) and
+color-tool.c: the DSL, the registry row, ts_kernel_apply and the kernel) and
 run on the same uint8 pixels as torchvision on PIL images, the path a
 DataLoader takes and tsrun's contract. Images: crops of the real photos
 torch-equal.py uses (/usr/share/backgrounds, else ImageMagick plasma), each

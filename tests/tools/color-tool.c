@@ -7,7 +7,7 @@
  *
  * OPS is what goes between a source and batch(), e.g. "posterize(3)" or
  * "adjust_brightness(1.3) | equalize". The image runs through every op
- * before the output stage with ts_aug_apply, each drawing from its stream
+ * before the output stage with ts_kernel_apply, each drawing from its stream
  * (SEED, EPOCH, INDEX, op position) as the engine does. OUT receives the
  * raw uint8 HWC result. Exit 0 on success, 1 on an error, 2 on bad usage.
  */
