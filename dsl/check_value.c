@@ -261,6 +261,11 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 	}
 	case TS_PT_RANGE: {
 		const struct ts_ast_value *lo, *hi;
+		if (p->point_ok && plain_num(v)) {
+			/* one number: the range of that point */
+			out->lo = out->hi = v->num;
+			return check_bounds(c, what, p, v->num, loc, v->text);
+		}
 		if (v->kind != TS_AST_RANGE)
 			goto type;
 		lo = ts_check_resolve(c, v->lo);

@@ -4,9 +4,11 @@
  * (invert, posterize, solarize, autocontrast, equalize, each with a
  * probability p as their Random* classes have), the fixed-factor
  * enhancements (adjust_brightness, adjust_contrast, adjust_saturation)
- * and adjust_hue.
- * All of them take uint8 nhwc pixels, as torchvision's integer paths do.
- * Their kernels are in runtime/color.c.
+ * and adjust_hue, adjust_sharpness (ImageEnhance.Sharpness) and
+ * adjust_gamma.
+ * All of them take uint8 nhwc pixels, as torchvision's integer paths do
+ * (adjust_gamma uint16 too). Their kernels are in runtime/color.c
+ * (adjust_sharpness in runtime/filter.c).
  */
 #include "checker.h"
 
@@ -241,6 +243,46 @@ static void describe_saturation(const struct ts_op *op, char *buf, size_t n)
 	snprintf(buf, n, "adjust_saturation(saturation_factor=%g)", op->factor);
 }
 
+/* ---- adjust_sharpness, adjust_gamma ---------------------------------- */
+
+static const struct ts_param p_sharpness[] = {
+	P_FACTOR("sharpness_factor", "0 blurred, 1 unchanged, 2 twice as sharp"),
+};
+
+static int shape_sharpness(const struct ts_op *op, const struct ts_shape *in,
+			   struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	return need_u8("adjust_sharpness", in, e);
+}
+
+static void describe_sharpness(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "adjust_sharpness(sharpness_factor=%g)", op->factor);
+}
+
+static const struct ts_param p_gamma[] = {
+	{ .name = "gamma", .type = TS_PT_NUMBER, .positional = true,
+	  .required = true, P_MIN(0), P_MAX(1000),
+	  .doc = "exponent, >= 0: below 1 brightens the shadows, above 1 darkens" },
+	{ .name = "gain", .type = TS_PT_NUMBER, .positional = true, .def = "1",
+	  .def_num = 1.0, P_MIN(0), P_MAX(255), .doc = "multiplier, after the power" },
+};
+
+static int build_gamma(struct ts_check *c, const struct ts_opdef *def,
+		       struct ts_check_val *vals, const struct ts_ast_call *call,
+		       const struct ts_shape *in, struct ts_op *op)
+{
+	op->gamma = ts_check_arg(def, vals, "gamma")->num;
+	op->gain = ts_check_arg(def, vals, "gain")->num;
+	return 0;
+}
+
+static void describe_gamma(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "adjust_gamma(gamma=%g, gain=%g)", op->gamma, op->gain);
+}
+
 /* ---- the rows -------------------------------------------------------- */
 
 #define COLOR (TS_OPF_PIXELS | TS_OPF_UINT8)
@@ -279,5 +321,13 @@ const struct ts_opdef ts_ops_color[] = {
 	{ TS_TRANSFORM("adjust_hue", TS_OP_ADJUST_HUE, p_hue, COLOR,
 		       "turn the hue by a fixed fraction of the circle"),
 	  .shape = shape_hue, .build = build_factor, .describe = describe_hue },
+	{ TS_TRANSFORM("adjust_sharpness", TS_OP_ADJUST_SHARPNESS, p_sharpness,
+		       COLOR, "blend with the 3x3-smoothed image by a fixed factor"),
+	  .shape = shape_sharpness, .build = build_factor,
+	  .describe = describe_sharpness },
+	{ TS_TRANSFORM("adjust_gamma", TS_OP_ADJUST_GAMMA, p_gamma, TS_OPF_PIXELS,
+		       "gain * x ^ gamma on the 0..1 scale, by a table"),
+	  .shape = ts_registry_shape_same, .build = build_gamma,
+	  .describe = describe_gamma },
 	TS_ROW_END,
 };

@@ -34,7 +34,8 @@ enum ts_dtype { TS_DTYPE_U8 = 0, TS_DTYPE_U16 = 1, TS_DTYPE_F16 = 2, TS_DTYPE_F3
 enum ts_layout { TS_LAYOUT_NHWC = 0, TS_LAYOUT_NCHW = 1 };
 enum ts_source_kind { TS_SRC_FOLDER, TS_SRC_LIST, TS_SRC_TAR, TS_SRC_SYNTHETIC };
 enum ts_on_error { TS_ON_ERROR_FAIL, TS_ON_ERROR_SKIP };
-enum ts_interp { TS_INTERP_BILINEAR, TS_INTERP_AREA, TS_INTERP_NEAREST };
+enum ts_interp { TS_INTERP_BILINEAR, TS_INTERP_AREA, TS_INTERP_NEAREST,
+		 TS_INTERP_BICUBIC, TS_INTERP_LANCZOS };
 enum ts_color { TS_COLOR_RGB, TS_COLOR_GRAY };
 
 /* Bytes of one element of a dtype; the lowercase name ("float32"). */
@@ -93,6 +94,11 @@ enum ts_op_kind {
 	TS_OP_ADJUST_CONTRAST,
 	TS_OP_ADJUST_SATURATION,
 	TS_OP_ADJUST_HUE,
+	/* filters and enhancements (dsl/ops_filter.c, dsl/ops_color.c;
+	 * runtime/filter.c, runtime/color.c) */
+	TS_OP_ADJUST_SHARPNESS,
+	TS_OP_ADJUST_GAMMA,
+	TS_OP_GAUSSIAN_BLUR,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -149,6 +155,14 @@ struct ts_op {
 					   max_fraction of its pixels exceed
 					   threshold (fraction of full scale);
 					   solarize: threshold in levels */
+
+	/* filters (ops_filter.c, runtime/filter.c) and adjust_gamma */
+	int max_size;             /* resize(N, max_size = M): the longer side's
+				     bound (torchvision's max_size); 0: none */
+	double gamma, gain;       /* adjust_gamma */
+	int kernel_w, kernel_h;   /* gaussian_blur: odd kernel sides (x, y) */
+	double sigma_lo, sigma_hi; /* gaussian_blur: sigma, or drawn
+				      U(lo, hi) per sample when lo < hi */
 
 	/* plugin: the shared object and its parameters; owned (one block:
 	 * free() of the pointer frees it all). NULL for other kinds. */

@@ -47,7 +47,8 @@ static const struct ts_opdef ops_end[] = {
 
 /* The families, in documentation order. */
 static const struct ts_opdef *const families[] = {
-	ts_ops_source, ts_ops_image, ts_ops_color, ts_ops_sample, ops_end,
+	ts_ops_source, ts_ops_image, ts_ops_color, ts_ops_filter, ts_ops_sample,
+	ops_end,
 };
 
 size_t ts_registry_count(void)

@@ -58,6 +58,7 @@ struct ts_param {
 	double min, max;          /* allowed range (inclusive) for numbers,
 				     range ends, list items, sizes */
 	const char *const *words; /* WORD: the accepted words, NULL-ended */
+	bool point_ok;            /* RANGE: one number n is also taken, as n..n */
 	const char *doc;          /* one line */
 };
 
@@ -145,6 +146,7 @@ struct ts_opdef {
 extern const struct ts_opdef ts_ops_source[];  /* ops_source.c */
 extern const struct ts_opdef ts_ops_image[];   /* ops_image.c */
 extern const struct ts_opdef ts_ops_color[];   /* ops_color.c */
+extern const struct ts_opdef ts_ops_filter[];  /* ops_filter.c */
 extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
 
 /* The number of operator rows, and row i, in documentation order. */

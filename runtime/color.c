@@ -145,6 +145,32 @@ void ts_color_equalize(struct ts_image *img)
 	map_luts(img, lut);
 }
 
+void ts_color_gamma(struct ts_image *img, double gamma, double gain)
+{
+	if (img->dtype == TS_DTYPE_U8) {
+		uint8_t lut[256];
+		for (int i = 0; i < 256; i++) {
+			/* Python: (255 + 1 - 1e-3) * gain * pow(i / 255.0, gamma),
+			 * left to right, int() truncating; point() clips */
+			volatile double a = (255 + 1 - 1e-3) * gain;
+			double v = a * pow(i / 255.0, gamma);
+			lut[i] = (uint8_t)(v >= 255.0 ? 255 : v <= 0.0 ? 0 : (int)v);
+		}
+		map_lut(img, lut);
+		return;
+	}
+	/* uint16: the same formula on 0..65535 */
+	const size_t n = (size_t)img->width * img->channels;
+	volatile double a = (65535 + 1 - 1e-3) * gain;
+	for (int y = 0; y < img->height; y++) {
+		uint16_t *r = (uint16_t *)(void *)(img->data + (size_t)y * img->stride);
+		for (size_t i = 0; i < n; i++) {
+			double v = a * pow(r[i] / 65535.0, gamma);
+			r[i] = (uint16_t)(v >= 65535.0 ? 65535 : v <= 0.0 ? 0 : (int)v);
+		}
+	}
+}
+
 static uint8_t clip8(int v)
 {
 	return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
@@ -263,6 +289,20 @@ COLOR_KERNEL(contrast, false, ts_aug_contrast(img, (float)op->factor))
 COLOR_KERNEL(saturation, false, ts_aug_saturation(img, (float)op->factor))
 COLOR_KERNEL(hue, false, ts_color_hue(img, op->factor))
 
+/* adjust_gamma takes uint16 too: its own gate. */
+static int k_gamma(const struct ts_op *op, struct ts_image *img,
+		   struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	if (img->dtype == TS_DTYPE_U16 && img->channels >= 1 && img->channels <= 4) {
+		ts_color_gamma(img, op->gamma, op->gain);
+		return 0;
+	}
+	int rc = gate(op, img, rng, false, err);
+	if (rc > 0)
+		ts_color_gamma(img, op->gamma, op->gain);
+	return rc < 0 ? rc : 0;
+}
+
 const struct ts_kernel ts_kernels_color[] = {
 	{ .kind = TS_OP_INVERT, .apply = k_invert },
 	{ .kind = TS_OP_POSTERIZE, .apply = k_posterize },
@@ -273,5 +313,6 @@ const struct ts_kernel ts_kernels_color[] = {
 	{ .kind = TS_OP_ADJUST_CONTRAST, .apply = k_contrast },
 	{ .kind = TS_OP_ADJUST_SATURATION, .apply = k_saturation },
 	{ .kind = TS_OP_ADJUST_HUE, .apply = k_hue },
+	{ .kind = TS_OP_ADJUST_GAMMA, .apply = k_gamma },
 	TS_KERNEL_END,
 };

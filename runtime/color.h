@@ -44,4 +44,10 @@ void ts_color_equalize(struct ts_image *img);
  * factor -0.5..0.5; a 1-channel image is left as it is. */
 void ts_color_hue(struct ts_image *img, double factor);
 
+/* torchvision's adjust_gamma on a PIL image: the point table
+ * int(255.999 * gain * (x / 255.0) ** gamma), clipped to 0..255, in
+ * double as Python computes it (a gray image's RGB round trip is exact).
+ * uint16 images take the same formula on 0..65535 (65535.999, clipped). */
+void ts_color_gamma(struct ts_image *img, double gamma, double gain);
+
 #endif

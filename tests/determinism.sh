@@ -41,6 +41,8 @@ pipeline train =
     | color_jitter(brightness = 0.4, contrast = 0.4, saturation = 0.4, hue = 0.1)
     | equalize(p = 0.3)
     | solarize(128, p = 0.2)
+    | gaussian_blur(5, sigma = 0.1..2.0)
+    | adjust_sharpness(1.5)
     | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
     | to(float32, nchw)
     | batch(16)

@@ -627,6 +627,7 @@ START_TEST(test_registry)
 		"color_jitter", "grayscale", "normalize", "to",
 		"invert", "posterize", "solarize", "autocontrast", "equalize",
 		"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+		"adjust_sharpness", "adjust_gamma", "gaussian_blur",
 		"tile", "filter", "plugin", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));

@@ -5,13 +5,15 @@
  *
  *   color-tool IN W H C OUT 'OPS' [SEED EPOCH INDEX]
  *
+ * C may be written C:16 for uint16 pixels (native byte order in and out).
  * OPS is what goes between a source and batch(), e.g. "posterize(3)" or
  * "adjust_brightness(1.3) | equalize". The image runs through every op
  * before the output stage with ts_kernel_apply, each drawing from its stream
  * (SEED, EPOCH, INDEX, op position) as the engine does. OUT receives the
- * raw uint8 HWC result. Exit 0 on success, 1 on an error, 2 on bad usage.
+ * raw HWC result, in the dtype the ops leave. Exit 0 on success, 1 on an error, 2 on bad usage.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +22,10 @@
 #include "kernel.h"
 #include "dsl.h"
 
-static int read_raw(const char *path, struct ts_image *img, int w, int h, int c)
+static int read_raw(const char *path, struct ts_image *img, int w, int h, int c,
+		    enum ts_dtype t)
 {
-	if (ts_image_reserve(img, w, h, c, TS_DTYPE_U8) < 0)
+	if (ts_image_reserve(img, w, h, c, t) < 0)
 		return -ENOMEM;
 	FILE *f = fopen(path, "rbe");
 	if (!f)
@@ -51,6 +54,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int w = atoi(argv[2]), h = atoi(argv[3]), c = atoi(argv[4]);
+	const char *depth = strchr(argv[4], ':');
+	const bool u16 = depth && atoi(depth + 1) == 16;
 	uint64_t seed = 0, epoch = 0, index = 0;
 	if (argc == 10) {
 		seed = strtoull(argv[7], NULL, 0);
@@ -59,8 +64,8 @@ int main(int argc, char **argv)
 	}
 	char src[4096];
 	snprintf(src, sizeof(src),
-		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d)\n"
-		 "    | %s\n    | batch(1)\n", h, w, c, argv[6]);
+		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d, depth = %d)\n"
+		 "    | %s\n    | batch(1)\n", h, w, c, u16 ? 16 : 8, argv[6]);
 	struct ts_diags d;
 	struct ts_plan *plan = NULL;
 	ts_diags_init(&d, "color-tool.ts", src, strlen(src));
@@ -75,7 +80,7 @@ int main(int argc, char **argv)
 	ts_diags_fini(&d);
 	struct ts_image img = {0}, tmp = {0};
 	struct ts_error err = {0};
-	rc = read_raw(argv[1], &img, w, h, c);
+	rc = read_raw(argv[1], &img, w, h, c, u16 ? TS_DTYPE_U16 : TS_DTYPE_U8);
 	for (size_t i = 0; rc == 0 && i < plan->n_ops; i++) {
 		const struct ts_op *op = &plan->ops[i];
 		if (op->kind == TS_OP_OUTPUT)

@@ -1,0 +1,82 @@
+/*
+ * ops_filter.c - the neighbourhood filters of torchvision.transforms:
+ * gaussian_blur(kernel_size, sigma), with a fixed sigma as
+ * F.gaussian_blur takes it or a range drawn per sample as the
+ * GaussianBlur class draws it. Its kernel is in runtime/filter.c.
+ */
+#include "checker.h"
+
+#include <stdio.h>
+
+/* ---- gaussian_blur --------------------------------------------------- */
+
+static const struct ts_param p_gaussian_blur[] = {
+	{ .name = "kernel_size", .type = TS_PT_SIZE_PAIR, .positional = true,
+	  .required = true, P_MIN(1), P_MAX(999),
+	  .doc = "odd kernel side k, or [kx, ky] (torchvision's order: width first)" },
+	{ .name = "sigma", .type = TS_PT_RANGE, .positional = true,
+	  .def = "0.1..2.0", .def_lo = 0.1, .def_hi = 2.0, .point_ok = true,
+	  P_MIN(0), P_MAX(1000),
+	  .doc = "standard deviation > 0, or lo..hi drawn per sample (both axes alike)" },
+};
+
+static int build_gaussian_blur(struct ts_check *c, const struct ts_opdef *def,
+			       struct ts_check_val *vals,
+			       const struct ts_ast_call *call,
+			       const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *k = ts_check_arg(def, vals, "kernel_size");
+	const struct ts_check_val *s = ts_check_arg(def, vals, "sigma");
+	int rc = 0;
+
+	/* SIZE_PAIR reads [a, b] as (h, w); torchvision's pair is (x, y). */
+	op->kernel_w = k->h;
+	op->kernel_h = k->w;
+	op->sigma_lo = s->lo;
+	op->sigma_hi = s->hi;
+	if (!k->bad && (!(op->kernel_w & 1) || !(op->kernel_h & 1))) {
+		char hint[192];
+		int e = !(op->kernel_w & 1) ? op->kernel_w : op->kernel_h;
+		snprintf(hint, sizeof(hint), "use %d or %d: the kernel is centred on "
+			 "the pixel", e - 1 > 0 ? e - 1 : e + 1, e + 1);
+		ts_check_err(c, k->loc, hint,
+			     "parameter 'kernel_size' must be odd, got %d", e);
+		op->kernel_w |= 1;
+		op->kernel_h |= 1;
+		rc = -1;
+	}
+	if (!s->bad && !(op->sigma_lo > 0)) {
+		ts_check_err(c, s->loc, "sigma 0 would not blur: give a value above 0, "
+			     "or drop gaussian_blur",
+			     "parameter 'sigma' must be above 0, got %g", op->sigma_lo);
+		op->sigma_lo = op->sigma_hi > 0 ? op->sigma_hi : 1.0;
+		rc = -1;
+	}
+	return rc;
+}
+
+static void describe_gaussian_blur(const struct ts_op *op, char *buf, size_t n)
+{
+	char k[48], s[64];
+
+	if (op->kernel_w == op->kernel_h)
+		snprintf(k, sizeof(k), "%d", op->kernel_w);
+	else
+		snprintf(k, sizeof(k), "[%d, %d]", op->kernel_w, op->kernel_h);
+	if (op->sigma_lo < op->sigma_hi)
+		snprintf(s, sizeof(s), "%g..%g", op->sigma_lo, op->sigma_hi);
+	else
+		snprintf(s, sizeof(s), "%g", op->sigma_lo);
+	snprintf(buf, n, "gaussian_blur(kernel_size=%s, sigma=%s)", k, s);
+}
+
+/* ---- the rows -------------------------------------------------------- */
+
+const struct ts_opdef ts_ops_filter[] = {
+	{ TS_TRANSFORM("gaussian_blur", TS_OP_GAUSSIAN_BLUR, p_gaussian_blur,
+		       TS_OPF_PIXELS,
+		       "Gaussian blur, reflect border; sigma fixed or drawn per sample"),
+	  .shape = ts_registry_shape_same, .build = build_gaussian_blur,
+	  .describe = describe_gaussian_blur },
+	TS_ROW_END,
+};
