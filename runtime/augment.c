@@ -831,60 +831,106 @@ static int crop_swap(struct ts_image *img, struct ts_image *tmp, int x, int y,
 
 /* ---- The family's table (kernel.h) ---- */
 
+/* The geometry ops are a box of their input (kernel.h), maybe resampled:
+ * the box hooks below choose it, run_box applies it. */
+static void box_resize(const struct ts_op *op, int w, int h, struct ts_rng *rng,
+		       struct ts_kernel_box *b)
+{
+	*b = (struct ts_kernel_box){ .cw = w, .ch = h };
+	ts_aug_resize_dims(w, h, op, &b->tw, &b->th);
+}
+
+static void box_center_crop(const struct ts_op *op, int w, int h,
+			    struct ts_rng *rng, struct ts_kernel_box *b)
+{
+	*b = (struct ts_kernel_box){ .cw = op->size_w, .ch = op->size_h };
+	ts_aug_center_box(w, h, b->cw, b->ch, &b->x, &b->y);
+}
+
+static void box_random_crop(const struct ts_op *op, int w, int h,
+			    struct ts_rng *rng, struct ts_kernel_box *b)
+{
+	*b = (struct ts_kernel_box){ .cw = op->size_w, .ch = op->size_h,
+				     .pads = op->padding > 0 };
+	ts_aug_random_crop_box(w, h, op, rng, &b->x, &b->y);
+}
+
+static void box_random_resized_crop(const struct ts_op *op, int w, int h,
+				    struct ts_rng *rng, struct ts_kernel_box *b)
+{
+	*b = (struct ts_kernel_box){ .tw = op->size_w, .th = op->size_h };
+	ts_aug_rrc_box(w, h, op, rng, &b->x, &b->y, &b->cw, &b->ch);
+}
+
+/* A box on *img through tmp, the result in *img: a resample straight
+ * from a view of the box (no crop copy), or the crop (padded). */
+static int run_box(const struct ts_op *op, struct ts_image *img,
+		   struct ts_image *tmp, const struct ts_kernel_box *b,
+		   struct ts_error *err)
+{
+	int rc;
+	if (b->tw > 0) {
+		struct ts_image view = ts_image_view(img, b->x, b->y, b->cw, b->ch);
+		rc = ts_aug_resize(&view, tmp, b->tw, b->th, op->interp, op->antialias);
+		if (rc == 0)
+			ts_image_swap(img, tmp);
+	} else {
+		rc = crop_swap(img, tmp, b->x, b->y, b->cw, b->ch);
+	}
+	return failed(op, rc, err);
+}
+
 static int k_resize(const struct ts_op *op, struct ts_image *img,
 		    struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
-	int ow, oh;
-	ts_aug_resize_dims(img->width, img->height, op, &ow, &oh);
-	int rc = ts_aug_resize(img, tmp, ow, oh, op->interp, op->antialias);
-	if (rc == 0)
-		ts_image_swap(img, tmp);
-	return failed(op, rc, err);
+	struct ts_kernel_box b;
+	box_resize(op, img->width, img->height, rng, &b);
+	return run_box(op, img, tmp, &b, err);
 }
 
 static int k_center_crop(const struct ts_op *op, struct ts_image *img,
 			 struct ts_image *tmp, struct ts_rng *rng,
 			 struct ts_error *err)
 {
-	int x, y;
-	ts_aug_center_box(img->width, img->height, op->size_w, op->size_h, &x, &y);
-	return failed(op, crop_swap(img, tmp, x, y, op->size_w, op->size_h), err);
+	struct ts_kernel_box b;
+	box_center_crop(op, img->width, img->height, rng, &b);
+	return run_box(op, img, tmp, &b, err);
 }
 
 static int k_random_crop(const struct ts_op *op, struct ts_image *img,
 			 struct ts_image *tmp, struct ts_rng *rng,
 			 struct ts_error *err)
 {
-	int x, y;
-	ts_aug_random_crop_box(img->width, img->height, op, rng, &x, &y);
-	return failed(op, crop_swap(img, tmp, x, y, op->size_w, op->size_h), err);
+	struct ts_kernel_box b;
+	box_random_crop(op, img->width, img->height, rng, &b);
+	return run_box(op, img, tmp, &b, err);
 }
 
 static int k_random_resized_crop(const struct ts_op *op, struct ts_image *img,
 				 struct ts_image *tmp, struct ts_rng *rng,
 				 struct ts_error *err)
 {
-	int x, y, cw, ch;
-	ts_aug_rrc_box(img->width, img->height, op, rng, &x, &y, &cw, &ch);
-	/* Resize straight from a view of the box: no crop copy. */
-	struct ts_image view = *img;
-	size_t px = (size_t)img->channels * ts_dtype_size(img->dtype);
-	view.data = img->data + (size_t)y * img->stride + (size_t)x * px;
-	view.width = cw;
-	view.height = ch;
-	int rc = ts_aug_resize(&view, tmp, op->size_w, op->size_h, op->interp,
-			       op->antialias);
-	if (rc == 0)
-		ts_image_swap(img, tmp);
-	return failed(op, rc, err);
+	struct ts_kernel_box b;
+	box_random_resized_crop(op, img->width, img->height, rng, &b);
+	return run_box(op, img, tmp, &b, err);
 }
 
-static int k_flip(const struct ts_op *op, struct ts_image *img,
-		  struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+/* The ops with an out-of-place form (into) run in place through it. */
+static int swap_into(int rc, struct ts_image *img, struct ts_image *tmp)
 {
-	if (ts_rng_uniform(rng) < op->p)
-		ts_aug_flip(img, op->horizontal);
-	return 0;
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return rc < 0 ? rc : 0;
+}
+
+static int into_color_jitter(const struct ts_op *op, const struct ts_image *in,
+			     struct ts_image *out, struct ts_rng *rng,
+			     struct ts_error *err)
+{
+	int rc = ts_aug_crop(in, out, 0, 0, in->width, in->height);
+	if (rc == 0)
+		rc = ts_aug_color_jitter(out, op, rng);
+	return failed(op, rc, err);
 }
 
 static int k_color_jitter(const struct ts_op *op, struct ts_image *img,
@@ -896,19 +942,56 @@ static int k_color_jitter(const struct ts_op *op, struct ts_image *img,
 
 /* GRAYSCALE applies when U < p (p >= 1: always, without a draw), and
  * always when the channel count must change. */
+static int into_grayscale(const struct ts_op *op, const struct ts_image *in,
+			  struct ts_image *out, struct ts_rng *rng,
+			  struct ts_error *err)
+{
+	int chn = op->channels > 0 ? op->channels : in->channels;
+	bool apply = op->p >= 1.0 || chn != in->channels ||
+		     ts_rng_uniform(rng) < op->p;
+	if (!apply)
+		return 1;
+	return failed(op, ts_aug_grayscale(in, out, chn), err);
+}
+
 static int k_grayscale(const struct ts_op *op, struct ts_image *img,
 		       struct ts_image *tmp, struct ts_rng *rng,
 		       struct ts_error *err)
 {
-	int chn = op->channels > 0 ? op->channels : img->channels;
-	bool apply = op->p >= 1.0 || chn != img->channels ||
-		     ts_rng_uniform(rng) < op->p;
-	if (!apply)
-		return 0;
-	int rc = ts_aug_grayscale(img, tmp, chn);
-	if (rc == 0)
-		ts_image_swap(img, tmp);
-	return failed(op, rc, err);
+	return swap_into(into_grayscale(op, img, tmp, rng, err), img, tmp);
+}
+
+/* flip, normalize and to fold into the output stage's final pass
+ * (tail), or run on their own (apply). */
+static void tail_flip(const struct ts_op *op, struct ts_rng *rng,
+		      struct ts_kernel_tail *t)
+{
+	if (ts_rng_uniform(rng) < op->p) {
+		if (op->horizontal)
+			t->hflip = !t->hflip;
+		else
+			t->vflip = !t->vflip;
+	}
+}
+
+static int k_flip(const struct ts_op *op, struct ts_image *img,
+		  struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	if (ts_rng_uniform(rng) < op->p)
+		ts_aug_flip(img, op->horizontal);
+	return 0;
+}
+
+static void tail_normalize(const struct ts_op *op, struct ts_rng *rng,
+			   struct ts_kernel_tail *t)
+{
+	t->normalize = true;
+	t->dtype = TS_DTYPE_F32;
+	for (int c = 0; c < 4; c++) {
+		int k = c < op->n_mean ? c : 0;
+		t->mean[c] = op->mean[k];
+		t->std[c] = op->std[k];
+	}
 }
 
 static int k_normalize(const struct ts_op *op, struct ts_image *img,
@@ -918,6 +1001,13 @@ static int k_normalize(const struct ts_op *op, struct ts_image *img,
 	return failed(op, apply_normalize(op, img, tmp), err);
 }
 
+static void tail_to(const struct ts_op *op, struct ts_rng *rng,
+		    struct ts_kernel_tail *t)
+{
+	t->dtype = op->dtype;
+	t->layout = op->layout;
+}
+
 static int k_to(const struct ts_op *op, struct ts_image *img,
 		struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
@@ -925,15 +1015,16 @@ static int k_to(const struct ts_op *op, struct ts_image *img,
 }
 
 const struct ts_kernel ts_kernels_augment[] = {
-	{ .kind = TS_OP_RESIZE, .apply = k_resize },
-	{ .kind = TS_OP_CENTER_CROP, .apply = k_center_crop },
-	{ .kind = TS_OP_RANDOM_CROP, .apply = k_random_crop },
-	{ .kind = TS_OP_RANDOM_RESIZED_CROP, .apply = k_random_resized_crop },
-	{ .kind = TS_OP_FLIP, .apply = k_flip },
-	{ .kind = TS_OP_COLOR_JITTER, .apply = k_color_jitter },
-	{ .kind = TS_OP_GRAYSCALE, .apply = k_grayscale },
-	{ .kind = TS_OP_NORMALIZE, .apply = k_normalize },
-	{ .kind = TS_OP_TO, .apply = k_to },
+	{ .kind = TS_OP_RESIZE, .apply = k_resize, .box = box_resize },
+	{ .kind = TS_OP_CENTER_CROP, .apply = k_center_crop, .box = box_center_crop },
+	{ .kind = TS_OP_RANDOM_CROP, .apply = k_random_crop, .box = box_random_crop },
+	{ .kind = TS_OP_RANDOM_RESIZED_CROP, .apply = k_random_resized_crop,
+	  .box = box_random_resized_crop },
+	{ .kind = TS_OP_FLIP, .apply = k_flip, .tail = tail_flip },
+	{ .kind = TS_OP_COLOR_JITTER, .apply = k_color_jitter, .into = into_color_jitter },
+	{ .kind = TS_OP_GRAYSCALE, .apply = k_grayscale, .into = into_grayscale },
+	{ .kind = TS_OP_NORMALIZE, .apply = k_normalize, .tail = tail_normalize },
+	{ .kind = TS_OP_TO, .apply = k_to, .tail = tail_to },
 	TS_KERNEL_END,
 };
 

@@ -140,13 +140,14 @@ void ts_aug_scratch_free(void);
 
 /* ---- The fused output stage (output.c) ---- */
 
-/* Write one sample into its ring slot. output->kind == TS_OP_OUTPUT and
- * output->parts are any of RESIZE, CENTER_CROP, RANDOM_CROP,
- * RANDOM_RESIZED_CROP, COLOR_JITTER, GRAYSCALE (geometry and colour, run
- * first, in order, through tmp1/tmp2) followed by any of FLIP, NORMALIZE,
- * TO, which run as ONE pass from the last image straight into dst: flip,
- * normalize, dtype conversion (uint8, uint16, float16, float32) and layout
- * (NHWC, or NCHW planes). A center crop that lies inside the image is read
+/* Write one sample into its ring slot. output is the plan's output stage
+ * (its last op); its parts are ops whose kernel rows (kernel.h) have a box
+ * or an into hook (geometry and colour, e.g. resize, the crops,
+ * color_jitter, grayscale: run first, in order, through tmp1/tmp2)
+ * followed by ops with a tail hook (flip, normalize, to), which run as
+ * ONE pass from the last image straight into dst: flip, normalize, dtype
+ * conversion (uint8, uint16, float16, float32) and layout (NHWC, or NCHW
+ * planes). A box that lies inside the image and is not resampled is read
  * in place, without a copy. Random parts draw from ts_rng_init(seed,
  * epoch, index, part->index).
  * dst_bytes must equal the sample's size (height * width * channels *
@@ -156,6 +157,13 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		 uint64_t seed, uint64_t epoch, uint64_t index,
 		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,
 		 size_t dst_bytes, struct ts_error *err);
+
+/* The shape ts_out_write writes for in: the size after the stage's
+ * geometry (drawn as ts_out_write draws it), the final pass' dtype and
+ * layout. The channels are in's. */
+void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
+		  uint64_t seed, uint64_t epoch, uint64_t index, int *width,
+		  int *height, enum ts_dtype *dtype, enum ts_layout *layout);
 
 /* IEEE binary16 bits of a float, rounded to nearest even; overflow gives
  * infinity, NaN stays NaN (quiet), subnormals are exact. */

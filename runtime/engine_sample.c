@@ -176,49 +176,29 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 	bool resample = false, apply_after = false;
 	int tw = 0, th = 0;
 	if (f) {
-		struct ts_rng rng;
-		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
-		int x = 0, y = 0, cw = info.width, ch = info.height;
-		switch (f->kind) {
-		case TS_OP_RANDOM_RESIZED_CROP:
-			ts_aug_rrc_box(info.width, info.height, f, &rng, &x, &y, &cw, &ch);
-			tw = f->size_w;
-			th = f->size_h;
-			resample = true;
-			break;
-		case TS_OP_RESIZE:
-			ts_aug_resize_dims(info.width, info.height, f, &tw, &th);
-			resample = true;
-			break;
-		case TS_OP_CENTER_CROP:
-			cw = f->size_w;
-			ch = f->size_h;
-			if (cw > info.width || ch > info.height) {
-				apply_after = true; /* needs padding */
-				break;
-			}
-			ts_aug_center_box(info.width, info.height, cw, ch, &x, &y);
-			break;
-		case TS_OP_RANDOM_CROP:
-			cw = f->size_w;
-			ch = f->size_h;
-			if (f->padding > 0 || cw > info.width || ch > info.height) {
-				apply_after = true;
-				break;
-			}
-			ts_aug_random_crop_box(info.width, info.height, f, &rng, &x, &y);
-			break;
-		default:
-			apply_after = true;
-			break;
+		/* The fused op's box (kernel.h) as the decoder's ROI and
+		 * target size; a box it cannot read (padded, or outside the
+		 * image) leaves the op to run after a full decode. */
+		const struct ts_kernel *k = ts_kernel_find(f->kind);
+		struct ts_kernel_box b = {0};
+		apply_after = !k || !k->box;
+		if (!apply_after) {
+			struct ts_rng rng;
+			ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+			k->box(f, info.width, info.height, &rng, &b);
+			apply_after = b.pads || b.x < 0 || b.y < 0 ||
+				      b.x + b.cw > info.width || b.y + b.ch > info.height;
 		}
 		if (!apply_after) {
-			req.roi_x = x;
-			req.roi_y = y;
-			req.roi_w = cw;
-			req.roi_h = ch;
-			req.target_w = resample ? tw : 0;
-			req.target_h = resample ? th : 0;
+			resample = b.tw > 0;
+			tw = b.tw;
+			th = b.th;
+			req.roi_x = b.x;
+			req.roi_y = b.y;
+			req.roi_w = b.cw;
+			req.roi_h = b.ch;
+			req.target_w = tw;
+			req.target_h = th;
 		}
 	}
 	struct ts_decode_geom geom;
@@ -234,8 +214,9 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 }
 
 /* Everything between the decode (or synthetic source) and the output
- * stage, for one image; ops[first..] up to OUTPUT, TILE, FILTER or PLUGIN. Returns
- * the index of the op it stopped at. */
+ * stage, for one image: ops[first..] up to the first without a kernel
+ * row (the output, a tile, a filter or a plugin). Returns the index of
+ * the op it stopped at. */
 static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
 			   uint64_t index, struct ts_image *img, int *rc,
 			   struct ts_error *err)
@@ -245,12 +226,12 @@ static size_t apply_middle(struct worker *w, size_t first, uint64_t epoch,
 	*rc = 0;
 	for (; i < plan->n_ops; i++) {
 		const struct ts_op *op = &plan->ops[i];
-		if (op->kind == TS_OP_OUTPUT || op->kind == TS_OP_TILE ||
-		    op->kind == TS_OP_FILTER || op->kind == TS_OP_PLUGIN)
-			break;
+		const struct ts_kernel *k = ts_kernel_find(op->kind);
+		if (!k)
+			break; /* an engine stage: output, tile, filter, plugin */
 		struct ts_rng rng;
 		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)op->index);
-		*rc = ts_kernel_apply(op, img, &w->tmp1, &rng, err);
+		*rc = k->apply(op, img, &w->tmp1, &rng, err);
 		if (*rc)
 			break;
 	}
@@ -815,35 +796,15 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	return 0;
 }
 
-/* Shape the output stage writes for img in a variable-size plan: img's,
- * after the stage's own resize/crop (the only geometry lowering leaves in
- * the output of such a plan) and its dtype and layout. */
+/* Shape the output stage writes for img in a variable-size plan. */
 static void out_shape(const struct ts_op *out, const struct ts_image *img,
-		      struct ts_engine_sample *s)
+		      uint64_t seed, struct ts_engine_sample *s)
 {
-	int w = img->width, h = img->height;
-	enum ts_dtype t = img->dtype;
-	enum ts_layout l = TS_LAYOUT_NHWC;
-	for (size_t i = 0; i < out->n_parts; i++) {
-		const struct ts_op *q = &out->parts[i];
-		if (q->kind == TS_OP_RESIZE)
-			ts_aug_resize_dims(w, h, q, &w, &h);
-		else if (q->kind == TS_OP_CENTER_CROP) {
-			w = q->size_w;
-			h = q->size_h;
-		} else if (q->kind == TS_OP_NORMALIZE)
-			t = TS_DTYPE_F32;
-		else if (q->kind == TS_OP_TO) {
-			t = q->dtype;
-			l = q->layout;
-		}
-	}
-	s->width = w;
-	s->height = h;
+	ts_out_shape(out, img, seed, s->epoch, s->index, &s->width, &s->height,
+		     &s->dtype, &s->layout);
 	s->channels = img->channels;
-	s->dtype = t;
-	s->layout = l;
-	s->bytes = (size_t)w * (size_t)h * (size_t)img->channels * ts_dtype_size(t);
+	s->bytes = (size_t)s->width * (size_t)s->height * (size_t)img->channels *
+		   ts_dtype_size(s->dtype);
 }
 
 /* Discard mode: produce position p into the worker's own buffer and fold
@@ -863,7 +824,7 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 		return rc;
 	struct ts_engine_sample smp = {.pos = p, .epoch = epoch, .index = index,
 				       .label = label, .path = w->path};
-	out_shape(&plan->ops[i], &w->img, &smp);
+	out_shape(&plan->ops[i], &w->img, plan->source.seed, &smp);
 	if (plan->sample_bytes) {
 		smp.height = plan->height;
 		smp.width = plan->width;

@@ -47,6 +47,17 @@ void ts_image_swap(struct ts_image *a, struct ts_image *b)
 	*b = t;
 }
 
+struct ts_image ts_image_view(const struct ts_image *img, int x, int y, int w,
+			      int h)
+{
+	struct ts_image v = *img;
+	v.data = img->data + (size_t)y * img->stride +
+		 (size_t)x * (size_t)img->channels * ts_dtype_size(img->dtype);
+	v.width = w;
+	v.height = h;
+	return v;
+}
+
 size_t ts_image_bytes(const struct ts_image *img)
 {
 	return img->stride * (size_t)img->height;

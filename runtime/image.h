@@ -31,6 +31,10 @@ int ts_image_reserve(struct ts_image *img, int width, int height,
 void ts_image_free(struct ts_image *img);
 /* Exchange two images (buffers included): ping-pong between stages. */
 void ts_image_swap(struct ts_image *a, struct ts_image *b);
+/* The w x h window at (x, y) of img, inside it, sharing its pixels (rows
+ * img->stride apart): read it, never reserve into or free it. */
+struct ts_image ts_image_view(const struct ts_image *img, int x, int y, int w,
+			      int h);
 /* Bytes of pixel data: height * stride. */
 size_t ts_image_bytes(const struct ts_image *img);
 

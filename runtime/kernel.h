@@ -9,7 +9,7 @@
  * lists the families (naming no kind), as dsl/registry.c lists the
  * DSL's. Adding an operator's kernel is a row in its family's table:
  *
- *	{ .kind = TS_OP_POSTERIZE, .apply = k_posterize },
+ *	{ .kind = TS_OP_<NAME>, .apply = k_<name> },
  *
  * and a new family is its table declared below and named in kernel.c's
  * families[]. Rows are designated initializers: hooks added later are
@@ -26,20 +26,66 @@
  *   - thread safety: only its arguments (and per-thread scratch).
  * The call is one indirect call per op and sample; the pixel loops stay
  * inside the kernel.
+ *
+ * The fused stages reach a kernel through its optional hooks, so that
+ * neither the decode nor the output stage names a kind:
+ *   - box: a geometry op (a window of its input, maybe resampled): the
+ *     decode runs it as an ROI + DCT-scaled decode, the output stage as a
+ *     view of its input (no copy) or one resample;
+ *   - into: an op the output stage runs out of place (its input is not
+ *     its own to change);
+ *   - tail: an op that folds into the output stage's final pass (flip,
+ *     normalize, dtype and layout: output.c's per-pixel loops).
+ * The checker's flags (dsl/registry.h: TS_OPF_FUSE_DECODE, FUSE_OUTPUT,
+ * GEOMETRY) decide what is fused; a fused op's row must have the hook.
  */
 #ifndef TS_KERNEL_H
 #define TS_KERNEL_H
 
+#include <stdbool.h>
 #include "plan.h"
 #include "image.h"
 #include "rng.h"
 #include "error.h"
+
+/* A geometry op's window of a w x h image: the box it reads, x, y, cw x
+ * ch in image coordinates (pixels outside the image are zeros,
+ * torchvision's padding), and the size it resamples the box to, tw x th
+ * (0: none, the box as it is; a resampled box lies inside the image). */
+struct ts_kernel_box {
+	int x, y, cw, ch;
+	int tw, th;
+	bool pads;    /* drawn in a padded image (random_crop's padding): a
+			 decoder's ROI does not stand in for it */
+};
+
+/* What the output stage's final pass does, as the tail ops' rows set it
+ * in order; output.c starts it at the image's dtype, NHWC. */
+struct ts_kernel_tail {
+	bool hflip, vflip;
+	bool normalize;
+	float mean[4], std[4];
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+};
 
 struct ts_kernel {
 	enum ts_op_kind kind;
 	int (*apply)(const struct ts_op *op, struct ts_image *img,
 		     struct ts_image *tmp, struct ts_rng *rng,
 		     struct ts_error *err);
+	/* Optional (NULL when none), as above. box draws from rng what
+	 * apply would. into writes the op's result on in (a view,
+	 * unchanged) into out and returns 0, or 1 when the op leaves in as
+	 * it is (out untouched), or a negative code with err filled. tail
+	 * draws from rng what apply would. */
+	void (*box)(const struct ts_op *op, int w, int h, struct ts_rng *rng,
+		    struct ts_kernel_box *b);
+	int (*into)(const struct ts_op *op, const struct ts_image *in,
+		    struct ts_image *out, struct ts_rng *rng,
+		    struct ts_error *err);
+	void (*tail)(const struct ts_op *op, struct ts_rng *rng,
+		     struct ts_kernel_tail *t);
 };
 
 /* The end of a family's table. */

@@ -13,6 +13,7 @@
  * -ffp-contract=fast FMA; the two operations are separate statements).
  */
 #include "augment.h"
+#include "kernel.h"
 #include "outpass.h"
 #include "profile.h"
 
@@ -74,15 +75,6 @@ float ts_out_f32_from_f16(uint16_t h)
 	return f;
 }
 
-/* What the final pass writes. */
-struct tail {
-	bool hflip, vflip;
-	bool normalize;
-	float mean[4], std[4];
-	enum ts_dtype dtype;
-	enum ts_layout layout;
-};
-
 /* One source value (element of the image, as [0,1] or raw for float) to
  * the output's float value before the dtype conversion. */
 static inline float src_unit(const uint8_t *row, enum ts_dtype t, size_t i)
@@ -94,7 +86,7 @@ static inline float src_unit(const uint8_t *row, enum ts_dtype t, size_t i)
 	return ((const float *)(const void *)row)[i];
 }
 
-static inline float norm(float v, const struct tail *t, int c)
+static inline float norm(float v, const struct ts_kernel_tail *t, int c)
 {
 	float d = v - t->mean[c];
 	return d / t->std[c];
@@ -125,7 +117,7 @@ static inline void store(void *dst, size_t i, enum ts_dtype dt, float v)
 }
 
 /* Index of output element (y, x, c) in the slot. */
-static inline size_t dst_index(const struct tail *t, int W, int H, int C,
+static inline size_t dst_index(const struct ts_kernel_tail *t, int W, int H, int C,
 			       int y, int x, int c)
 {
 	if (t->layout == TS_LAYOUT_NCHW)
@@ -134,7 +126,7 @@ static inline size_t dst_index(const struct tail *t, int W, int H, int C,
 }
 
 static inline const uint8_t *row_of(const struct ts_image *img,
-				    const struct tail *t, int y)
+				    const struct ts_kernel_tail *t, int y)
 {
 	int sy = t->vflip ? img->height - 1 - y : y;
 	return img->data + (size_t)sy * img->stride;
@@ -174,7 +166,7 @@ static inline const uint8_t *row_of(const struct ts_image *img,
 		}                                                              \
 	} while (0)
 
-static void pass_u8(const struct ts_image *img, const struct tail *t, void *dst)
+static void pass_u8(const struct ts_image *img, const struct ts_kernel_tail *t, void *dst)
 {
 	const int W = img->width, H = img->height, C = img->channels;
 	if (t->dtype == TS_DTYPE_F32) {
@@ -235,7 +227,7 @@ static void pass_u8(const struct ts_image *img, const struct tail *t, void *dst)
 }
 
 /* uint16 and float32 sources: per element arithmetic. */
-static void pass_generic(const struct ts_image *img, const struct tail *t,
+static void pass_generic(const struct ts_image *img, const struct ts_kernel_tail *t,
 			 void *dst)
 {
 	const int W = img->width, H = img->height, C = img->channels;
@@ -269,11 +261,6 @@ static void pass_generic(const struct ts_image *img, const struct tail *t,
 	}
 }
 
-static bool is_tail(enum ts_op_kind k)
-{
-	return k == TS_OP_FLIP || k == TS_OP_NORMALIZE || k == TS_OP_TO;
-}
-
 int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		 uint64_t seed, uint64_t epoch, uint64_t index,
 		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,
@@ -281,76 +268,50 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 {
 	struct ts_image view = *in;   /* what the next step reads */
 	struct ts_image *owner = NULL; /* which tmp holds view's pixels */
-	struct tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
+	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
 	struct ts_rng rng;
 	size_t i = 0;
 	int rc = 0;
 	uint64_t pt = ts_prof_now();
 
-	/* Geometry and colour, each reading view and writing the tmp that
-	 * view does not live in. */
-	for (; i < output->n_parts && !is_tail(output->parts[i].kind); i++) {
+	/* Geometry and colour (the parts before the first tail part), each
+	 * reading view and writing the tmp that view does not live in. */
+	for (; i < output->n_parts; i++) {
 		const struct ts_op *p = &output->parts[i];
+		const struct ts_kernel *k = ts_kernel_find(p->kind);
+		if (k && k->tail)
+			break;
 		struct ts_image *next = owner == tmp1 ? tmp2 : tmp1;
-		size_t px = (size_t)view.channels * ts_dtype_size(view.dtype);
-		int x = 0, y = 0, cw = 0, ch = 0;
 		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
-		switch (p->kind) {
-		case TS_OP_RESIZE: {
-			int ow, oh;
-			ts_aug_resize_dims(view.width, view.height, p, &ow, &oh);
-			rc = ts_aug_resize(&view, next, ow, oh, p->interp, p->antialias);
-			break;
-		}
-		case TS_OP_CENTER_CROP:
-		case TS_OP_RANDOM_CROP:
-			cw = p->size_w;
-			ch = p->size_h;
-			if (p->kind == TS_OP_CENTER_CROP)
-				ts_aug_center_box(view.width, view.height, cw, ch, &x, &y);
-			else
-				ts_aug_random_crop_box(view.width, view.height, p, &rng, &x, &y);
-			if (x >= 0 && y >= 0 && x + cw <= view.width &&
-			    y + ch <= view.height) {
+		if (k && k->box) {
+			struct ts_kernel_box b;
+			k->box(p, view.width, view.height, &rng, &b);
+			if (b.tw > 0) {
+				struct ts_image box = ts_image_view(&view, b.x, b.y, b.cw, b.ch);
+				rc = ts_aug_resize(&box, next, b.tw, b.th, p->interp,
+						   p->antialias);
+			} else if (b.x >= 0 && b.y >= 0 && b.x + b.cw <= view.width &&
+				   b.y + b.ch <= view.height) {
 				/* Inside: read it in place. */
-				view.data += (size_t)y * view.stride + (size_t)x * px;
-				view.width = cw;
-				view.height = ch;
+				view = ts_image_view(&view, b.x, b.y, b.cw, b.ch);
 				continue;
+			} else {
+				rc = ts_aug_crop(&view, next, b.x, b.y, b.cw, b.ch);
 			}
-			rc = ts_aug_crop(&view, next, x, y, cw, ch);
-			break;
-		case TS_OP_RANDOM_RESIZED_CROP: {
-			ts_aug_rrc_box(view.width, view.height, p, &rng, &x, &y, &cw, &ch);
-			struct ts_image box = view;
-			box.data += (size_t)y * view.stride + (size_t)x * px;
-			box.width = cw;
-			box.height = ch;
-			rc = ts_aug_resize(&box, next, p->size_w, p->size_h, p->interp,
-					   p->antialias);
-			break;
-		}
-		case TS_OP_GRAYSCALE: {
-			int chn = p->channels > 0 ? p->channels : view.channels;
-			if (!(p->p >= 1.0 || chn != view.channels ||
-			      ts_rng_uniform(&rng) < p->p))
-				continue;
-			rc = ts_aug_grayscale(&view, next, chn);
-			break;
-		}
-		case TS_OP_COLOR_JITTER:
-			rc = ts_aug_crop(&view, next, 0, 0, view.width, view.height);
-			if (rc == 0)
-				rc = ts_aug_color_jitter(next, p, &rng);
-			break;
-		default:
+			if (rc < 0)
+				return ts_error_set(err, rc, "output stage: %s failed",
+						    ts_op_kind_name(p->kind));
+		} else if (k && k->into) {
+			rc = k->into(p, &view, next, &rng, err);
+			if (rc < 0)
+				return rc;
+			if (rc == 1)
+				continue; /* not applied: view stays */
+		} else {
 			return ts_error_set(err, TS_E_ARG,
 					    "output stage cannot run %s",
 					    ts_op_kind_name(p->kind));
 		}
-		if (rc < 0)
-			return ts_error_set(err, rc, "output stage: %s failed",
-					    ts_op_kind_name(p->kind));
 		view = *next;
 		owner = next;
 	}
@@ -358,34 +319,13 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 	pt = ts_prof_now();
 	for (; i < output->n_parts; i++) {
 		const struct ts_op *p = &output->parts[i];
-		switch (p->kind) {
-		case TS_OP_FLIP:
-			ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
-			if (ts_rng_uniform(&rng) < p->p) {
-				if (p->horizontal)
-					t.hflip = !t.hflip;
-				else
-					t.vflip = !t.vflip;
-			}
-			break;
-		case TS_OP_NORMALIZE:
-			t.normalize = true;
-			t.dtype = TS_DTYPE_F32;
-			for (int c = 0; c < 4; c++) {
-				int k = c < p->n_mean ? c : 0;
-				t.mean[c] = p->mean[k];
-				t.std[c] = p->std[k];
-			}
-			break;
-		case TS_OP_TO:
-			t.dtype = p->dtype;
-			t.layout = p->layout;
-			break;
-		default:
+		const struct ts_kernel *k = ts_kernel_find(p->kind);
+		if (!k || !k->tail)
 			return ts_error_set(err, TS_E_ARG,
 					    "%s after flip/normalize/to in the output stage",
 					    ts_op_kind_name(p->kind));
-		}
+		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
+		k->tail(p, &rng, &t);
 	}
 	size_t need = (size_t)view.width * view.height * view.channels *
 		      ts_dtype_size(t.dtype);
@@ -400,4 +340,30 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		pass_generic(&view, &t, dst);
 	ts_prof_add(TS_PROF_OUTPUT, pt);
 	return 0;
+}
+
+void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
+		  uint64_t seed, uint64_t epoch, uint64_t index, int *width,
+		  int *height, enum ts_dtype *dtype, enum ts_layout *layout)
+{
+	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
+	int w = in->width, h = in->height;
+	for (size_t i = 0; i < output->n_parts; i++) {
+		const struct ts_op *p = &output->parts[i];
+		const struct ts_kernel *k = ts_kernel_find(p->kind);
+		struct ts_rng rng;
+		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
+		if (k && k->box) {
+			struct ts_kernel_box b;
+			k->box(p, w, h, &rng, &b);
+			w = b.tw > 0 ? b.tw : b.cw;
+			h = b.tw > 0 ? b.th : b.ch;
+		} else if (k && k->tail) {
+			k->tail(p, &rng, &t);
+		}
+	}
+	*width = w;
+	*height = h;
+	*dtype = t.dtype;
+	*layout = t.layout;
 }
