@@ -16,8 +16,6 @@
 #include "memory.h"
 #include "util.h"
 
-#define MAX_LET_DEPTH 16
-
 /* Every error goes through here so that running out of memory while
  * reporting is remembered rather than lost. */
 void ts_check_err(struct ts_check *c, struct ts_loc loc, const char *hint,
@@ -34,16 +32,6 @@ void ts_check_err(struct ts_check *c, struct ts_loc loc, const char *hint,
 		c->oom = true;
 }
 
-static const struct ts_ast_stmt *find_stmt(const struct ts_ast_program *p,
-					   enum ts_ast_stmt_kind kind,
-					   const char *name)
-{
-	for (const struct ts_ast_stmt *s = p->stmts; s; s = s->next)
-		if (s->kind == kind && s->name && strcmp(s->name, name) == 0)
-			return s;
-	return NULL;
-}
-
 /* Names of the statements of one kind, for "did you mean" hints. */
 size_t ts_check_stmt_names(const struct ts_ast_program *p,
 			 enum ts_ast_stmt_kind kind, const char **out,
@@ -54,24 +42,6 @@ size_t ts_check_stmt_names(const struct ts_ast_program *p,
 		if (s->kind == kind && s->name)
 			out[n++] = s->name;
 	return n;
-}
-
-/* Follow let names: a word that names a let stands for the let's value,
- * recursively. A word that names no let is returned as is (it may be an
- * enum word such as rgb). Returns NULL for a cycle. */
-const struct ts_ast_value *ts_check_resolve(const struct ts_check *c,
-					  const struct ts_ast_value *v)
-{
-	for (int depth = 0; v && v->kind == TS_AST_WORD; depth++) {
-		const struct ts_ast_stmt *let;
-		if (depth > MAX_LET_DEPTH)
-			return NULL;
-		let = find_stmt(c->prog, TS_AST_LET, v->str);
-		if (!let)
-			return v;
-		v = let->value;
-	}
-	return v;
 }
 
 static int new_plan(const struct ts_ast_stmt *st, const char *file,
@@ -117,7 +87,7 @@ static void check_budget(struct ts_check *c, const struct ts_plan *plan,
 
 /* plan->n_served and served_names: the pipelines the program serves, in
  * order, each once ("train, val"). Returns 0 or TS_E_NOMEM. */
-static int list_served(const struct ts_ast_program *prog, struct ts_plan *plan)
+static int list_served(const struct ts_check *c, struct ts_plan *plan)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -126,15 +96,9 @@ static int list_served(const struct ts_ast_program *prog, struct ts_plan *plan)
 
 	if (!f)
 		return TS_E_NOMEM;
-	for (const struct ts_ast_stmt *s = prog->stmts; s; s = s->next) {
-		const struct ts_ast_stmt *t = prog->stmts;
-
-		if (s->kind != TS_AST_SERVE || !s->name)
-			continue;
-		while (t != s && !(t->kind == TS_AST_SERVE && t->name &&
-				   strcmp(t->name, s->name) == 0))
-			t = t->next;
-		if (t != s)
+	for (const struct ts_ast_stmt *s = c->prog->stmts; s; s = s->next) {
+		if (s->kind != TS_AST_SERVE || !s->name ||
+		    ts_check_find(c, TS_AST_SERVE, s->name) != s)
 			continue; /* served twice: reported */
 		fprintf(f, "%s%s", n++ ? ", " : "", s->name);
 	}
@@ -152,22 +116,55 @@ static int list_served(const struct ts_ast_program *prog, struct ts_plan *plan)
 	return 0;
 }
 
-/* Stable insertion sort of diagnostics [from, n) by position, so errors
- * found in different passes still read top to bottom. */
+static bool diag_before(const struct ts_diag *a, const struct ts_diag *b)
+{
+	return a->loc.first_line < b->loc.first_line ||
+	       (a->loc.first_line == b->loc.first_line &&
+		a->loc.first_column < b->loc.first_column);
+}
+
+/* Stable sort of diagnostics [from, n) by position, so errors found in
+ * different passes still read top to bottom: a merge sort (insertion
+ * sort was quadratic in the number of errors), or nothing when they are
+ * in order already, as they mostly are. Without memory for the merge,
+ * insertion sort. */
 static void sort_diags(struct ts_diags *d, size_t from)
 {
-	for (size_t i = from + 1; i < d->n; i++) {
-		struct ts_diag x = d->items[i];
-		size_t j = i;
-		while (j > from &&
-		       (d->items[j - 1].loc.first_line > x.loc.first_line ||
-			(d->items[j - 1].loc.first_line == x.loc.first_line &&
-			 d->items[j - 1].loc.first_column > x.loc.first_column))) {
-			d->items[j] = d->items[j - 1];
-			j--;
+	size_t n = d->n - from, i;
+	struct ts_diag *a = d->items + from, *tmp;
+
+	for (i = 1; i < n && !diag_before(&a[i], &a[i - 1]); i++)
+		;
+	if (i >= n)
+		return;
+	tmp = malloc(n * sizeof(*tmp));
+	if (!tmp) {
+		for (i = 1; i < n; i++) {
+			struct ts_diag x = a[i];
+			size_t j = i;
+			while (j > 0 && diag_before(&x, &a[j - 1])) {
+				a[j] = a[j - 1];
+				j--;
+			}
+			a[j] = x;
 		}
-		d->items[j] = x;
+		return;
 	}
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n - w; lo += 2 * w) {
+			size_t mid = lo + w, hi = mid + w < n ? mid + w : n;
+			size_t l = lo, r = mid, k = lo;
+
+			while (l < mid && r < hi)
+				tmp[k++] = diag_before(&a[r], &a[l]) ? a[r++] : a[l++];
+			while (l < mid)
+				tmp[k++] = a[l++];
+			while (r < hi)
+				tmp[k++] = a[r++];
+			memcpy(a + lo, tmp + lo, (hi - lo) * sizeof(*a));
+		}
+	}
+	free(tmp);
 }
 
 TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
@@ -182,12 +179,15 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 	int rc = 0;
 	char hint[192];
 
+	if ((rc = ts_check_names_build(&c)) < 0)
+		goto out;
+
 	/* Duplicate names. */
 	for (const struct ts_ast_stmt *s = prog->stmts; s; s = s->next) {
 		const struct ts_ast_stmt *prev;
 		if (s->kind == TS_AST_SERVE || !s->name)
 			continue;
-		prev = find_stmt(prog, s->kind, s->name);
+		prev = ts_check_find(&c, s->kind, s->name);
 		if (prev != s) {
 			snprintf(hint, sizeof(hint), "first defined at line %d",
 				 prev->name_loc.first_line);
@@ -198,7 +198,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 
 	/* Pick the pipeline to lower. */
 	if (pipeline) {
-		chosen = find_stmt(prog, TS_AST_PIPELINE, pipeline);
+		chosen = ts_check_find(&c, TS_AST_PIPELINE, pipeline);
 		if (!chosen) {
 			const char *names[64];
 			size_t n = ts_check_stmt_names(prog, TS_AST_PIPELINE, names, 64);
@@ -211,7 +211,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 	} else {
 		for (const struct ts_ast_stmt *s = prog->stmts; s && !chosen; s = s->next)
 			if (s->kind == TS_AST_SERVE && s->name)
-				chosen = find_stmt(prog, TS_AST_PIPELINE, s->name);
+				chosen = ts_check_find(&c, TS_AST_PIPELINE, s->name);
 		for (const struct ts_ast_stmt *s = prog->stmts; s && !chosen; s = s->next)
 			if (s->kind == TS_AST_PIPELINE)
 				chosen = s;
@@ -231,14 +231,11 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 		const struct ts_ast_stmt *serve = NULL;
 		bool size_reported = false;
 
+		if (s->kind == TS_AST_SERVE && !s->name)
+			continue;
 		if (s->kind == TS_AST_SERVE) {
-			const struct ts_ast_stmt *p = find_stmt(prog, TS_AST_PIPELINE, s->name);
-			const struct ts_ast_stmt *first_serve = NULL;
-			for (const struct ts_ast_stmt *t = prog->stmts; t; t = t->next)
-				if (t->kind == TS_AST_SERVE && strcmp(t->name, s->name) == 0) {
-					first_serve = t;
-					break;
-				}
+			const struct ts_ast_stmt *p = ts_check_find(&c, TS_AST_PIPELINE, s->name);
+			const struct ts_ast_stmt *first_serve = ts_check_find(&c, TS_AST_SERVE, s->name);
 			if (first_serve != s) {
 				snprintf(hint, sizeof(hint), "first served at line %d",
 					 first_serve->name_loc.first_line);
@@ -281,7 +278,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 			}
 			continue;
 		}
-		if (s->kind != TS_AST_PIPELINE || find_stmt(prog, TS_AST_PIPELINE, s->name) != s)
+		if (s->kind != TS_AST_PIPELINE || ts_check_find(&c, TS_AST_PIPELINE, s->name) != s)
 			continue;
 		if ((rc = new_plan(s, file, base_dir, &plan)) < 0)
 			goto out;
@@ -291,9 +288,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 			goto out;
 		}
 		ts_check_serve_defaults(plan);
-		for (const struct ts_ast_stmt *t = prog->stmts; t && !serve; t = t->next)
-			if (t->kind == TS_AST_SERVE && t->name && strcmp(t->name, s->name) == 0)
-				serve = t;
+		serve = ts_check_find(&c, TS_AST_SERVE, s->name);
 		if (serve) {
 			struct ts_loc mem_loc = serve->name_loc;
 			bool has_memory;
@@ -327,7 +322,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 	}
 	sort_diags(d, first);
 	if (d->n_errors == errors_before && result &&
-	    (rc = list_served(prog, result)) < 0)
+	    (rc = list_served(&c, result)) < 0)
 		goto out;
 	if (d->n_errors > errors_before || !result) {
 		rc = TS_E_CHECK;
@@ -336,6 +331,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 	*out = result;
 	result = NULL;
 out:
+	ts_check_names_free(&c);
 	ts_plan_destroy(result);
 	return rc;
 }

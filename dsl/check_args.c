@@ -160,8 +160,7 @@ static const char *plugin_text(struct ts_check *c, const struct ts_ast_arg *a,
 	const struct ts_ast_value *v = ts_check_resolve(c, a->value);
 
 	if (!v) {
-		ts_check_err(c, a->value->loc, "a let may not refer to itself, directly or not",
-		    "let '%s' refers to itself", a->value->str);
+		ts_check_cycle_err(c, a->value->loc, a->value->str);
 		return NULL;
 	}
 	switch (v->kind) {

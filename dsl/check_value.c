@@ -151,8 +151,7 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 	char got[96];
 
 	if (!v) {
-		ts_check_err(c, loc, "a let may not refer to itself, directly or not",
-		    "let '%s' refers to itself", raw->str);
+		ts_check_cycle_err(c, loc, raw->str);
 		return -1;
 	}
 	out->given = true;
@@ -225,11 +224,15 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 		out->n_nums = 0;
 		for (it = v->items; it; it = it->next) {
 			const struct ts_ast_value *x = ts_check_resolve(c, it);
+			if (!x) {
+				ts_check_cycle_err(c, it->loc, it->str);
+				return -1;
+			}
 			if (!plain_num(x)) {
 				ts_check_err(c, it->loc, NULL,
 				    "%s '%s' expects a list of numbers, got %s in the list",
 				    what, p->name,
-				    x ? got_desc(x, got, sizeof(got)) : "a cycle");
+				    got_desc(x, got, sizeof(got)));
 				return -1;
 			}
 			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)

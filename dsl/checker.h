@@ -36,23 +36,38 @@ struct ts_check_val {
 
 /* One ts_dsl_check call: the program, where errors go, and whether
  * reporting one ran out of memory. */
+struct ts_check_entry;
 struct ts_check {
 	const struct ts_ast_program *prog;
 	struct ts_diags *d;
+	struct ts_check_entry *names; /* check_names.c: statements by name */
+	size_t names_mask;
 	bool oom;
 	bool shuffled, sharded;   /* in the pipeline being checked */
 };
 
 /* check.c: report an error (remembering out of memory in c->oom); the
- * names of the statements of one kind; a value with let names followed
- * (NULL for a cycle). */
+ * names of the statements of one kind. */
 void ts_check_err(struct ts_check *c, struct ts_loc loc, const char *hint,
 		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 size_t ts_check_stmt_names(const struct ts_ast_program *p,
 			   enum ts_ast_stmt_kind kind, const char **out,
 			   size_t max);
+
+/* check_names.c: the index of c->prog's statements by kind and name,
+ * with every let resolved (0 or TS_E_NOMEM; freed by _free, which may be
+ * called on a context whose build failed); the first statement of a kind
+ * with a name (NULL: none); a value with let names followed (NULL for a
+ * let in or leading to a cycle); the error for such a let, naming the
+ * cycle. Lookups are O(1): the checker stays linear in the file's size. */
+int ts_check_names_build(struct ts_check *c);
+void ts_check_names_free(struct ts_check *c);
+const struct ts_ast_stmt *ts_check_find(const struct ts_check *c,
+					enum ts_ast_stmt_kind kind,
+					const char *name);
 const struct ts_ast_value *ts_check_resolve(const struct ts_check *c,
 					    const struct ts_ast_value *v);
+void ts_check_cycle_err(struct ts_check *c, struct ts_loc loc, const char *name);
 
 /* check_value.c: convert one argument or setting to p's type (what is
  * "parameter" or "setting", for messages); fill the defaults of the

@@ -65,11 +65,22 @@ static const char *sev_name(enum ts_severity sev)
 	return "error";
 }
 
+/* Where the last line found starts, so that rendering diagnostics in
+ * order walks the source once (from the start for each one was quadratic
+ * in a file with many errors). */
+struct line_cursor {
+	int line;      /* 0: none yet */
+	const char *p;
+};
+
 /* Find 1-based line `line` in the source; *len excludes the newline (and a
- * '\r' before it). Returns NULL past the end. */
-static const char *find_line(const struct ts_diags *d, int line, size_t *len)
+ * '\r' before it). Returns NULL past the end. Starts from the cursor when
+ * the line is not before it, and moves the cursor there. */
+static const char *find_line(const struct ts_diags *d, struct line_cursor *cur,
+			     int line, size_t *len)
 {
 	const char *p = d->src, *end = d->src + d->src_len;
+	int l = 1;
 
 	if (!p || line < 1)
 		return NULL;
@@ -77,13 +88,19 @@ static const char *find_line(const struct ts_diags *d, int line, size_t *len)
 	 * it too, so columns start after it). */
 	if (d->src_len >= 3 && memcmp(p, TS_DIAG_BOM, 3) == 0)
 		p += 3;
-	for (int l = 1; l < line; l++) {
+	if (cur->line > 0 && cur->line <= line) {
+		l = cur->line;
+		p = cur->p;
+	}
+	for (; l < line; l++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 
 		if (!nl)
 			return NULL;
 		p = nl + 1;
 	}
+	cur->line = line;
+	cur->p = p;
 	const char *nl = memchr(p, '\n', (size_t)(end - p));
 	*len = (size_t)((nl ? nl : end) - p);
 	if (*len > 0 && p[*len - 1] == '\r')
@@ -188,7 +205,7 @@ static bool shown_as_is(const char *s, long cp)
  * line, and a wide character (CJK) gets two columns of it, so a terminal
  * lines both up. Columns of locations count characters. */
 static void render_one(FILE *f, const struct ts_diags *d,
-		       const struct ts_diag *it)
+		       struct line_cursor *cur, const struct ts_diag *it)
 {
 	const char *file = d->file ? d->file : "<input>";
 	const struct ts_loc *l = &it->loc;
@@ -204,7 +221,7 @@ static void render_one(FILE *f, const struct ts_diags *d,
 	}
 	fprintf(f, "%s:%d:%d: %s: %s\n", file, l->first_line,
 		l->first_column, sev_name(it->sev), it->msg);
-	line = find_line(d, l->first_line, &len);
+	line = find_line(d, cur, l->first_line, &len);
 	if (!line)
 		goto hint;
 	snprintf(num, sizeof(num), "%d", l->first_line);
@@ -261,10 +278,12 @@ TS_EXPORT char *ts_diags_render(const struct ts_diags *d)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
+	struct line_cursor cur = { 0, NULL };
+
 	if (!f)
 		return NULL;
 	for (size_t i = 0; i < d->n; i++)
-		render_one(f, d, &d->items[i]);
+		render_one(f, d, &cur, &d->items[i]);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

@@ -81,44 +81,67 @@ void ts_dsl_parse_advance(struct ts_parse_state *st, TS_DSL_YYLTYPE *lloc,
 }
 
 /* Unescape the body of a string literal into a new string, reporting
- * unknown escapes (kept as written). base is the location of the body's
- * first character. */
+ * unknown escapes (kept as written), NUL bytes (a path would end there)
+ * and bytes that are not UTF-8 (the status file and tsrun graph carry
+ * strings as JSON and text: they must be UTF-8) at their column. base is
+ * the location of the body's first character; columns count characters
+ * as ts_dsl_parse_advance does. */
 static char *unescape(struct ts_parse_state *st, const char *s, size_t len,
 		      struct ts_loc base)
 {
+	static const char known[] = "known escapes are \\\", \\\\, \\n and \\t";
 	char *out = malloc(len + 1), *o = out;
 	int col = base.first_column;
+	bool bad = false; /* one NUL or UTF-8 error per string is enough */
+	size_t k;
+	long cp;
 
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < len; i++, col++) {
-		if (((unsigned char)s[i] & 0xc0) == 0x80)
-			col--;
-		if (s[i] != '\\' || i + 1 == len) {
-			*o++ = s[i];
+	for (size_t i = 0; i < len; i += k, col++) {
+		struct ts_loc l = {base.first_line, col, base.first_line, col};
+
+		k = ts_diag_utf8_next(s + i, len - i, &cp);
+		if (s[i] == '\0') {
+			if (!bad)
+				report(st, l, "remove it: a string cannot hold a NUL byte",
+				       "NUL byte in string");
+			bad = true;
 			continue;
 		}
-		char e = s[++i];
+		if (cp < 0) {
+			if (!bad)
+				report(st, l, "save the file as UTF-8 (a string is UTF-8 text)",
+				       "byte 0x%02x in string is not UTF-8",
+				       (unsigned char)s[i]);
+			bad = true;
+			continue;
+		}
+		if (s[i] != '\\' || i + 1 == len) {
+			memcpy(o, s + i, k);
+			o += k;
+			continue;
+		}
+		char e = s[i + 1];
+		k = 2;
 		switch (e) {
 		case '"': *o++ = '"'; break;
 		case '\\': *o++ = '\\'; break;
 		case 'n': *o++ = '\n'; break;
 		case 't': *o++ = '\t'; break;
-		default: {
-			struct ts_loc l = {base.first_line, col, base.first_line,
-					   col + 1};
-
-			if (isprint((unsigned char)e))
-				report(st, l, "known escapes are \\\", \\\\, \\n and \\t",
-				       "unknown escape '\\%c' in string", e);
+		default:
+			l.last_column = col + 1;
+			if (e >= 0x20 && e < 0x7f)
+				report(st, l, known, "unknown escape '\\%c' in string", e);
 			else
-				report(st, l, "known escapes are \\\", \\\\, \\n and \\t",
-				       "unknown escape in string");
+				report(st, l, known, "unknown escape in string");
+			/* The backslash kept; what follows is read as text
+			 * (a NUL or a byte that is not UTF-8 reported as such). */
 			*o++ = '\\';
-			*o++ = e;
+			k = 1;
+			break;
 		}
-		}
-		col++;
+		col += k == 2;
 	}
 	*o = '\0';
 	return out;

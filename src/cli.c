@@ -39,16 +39,33 @@ bool ts_cli_color(FILE *f)
 	return !(no && *no) && isatty(fileno(f));
 }
 
-int ts_cli_read_file(const char *path, char **out, size_t *len)
+int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len)
 {
-	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO
-					 : open(path, O_RDONLY | O_CLOEXEC);
+	int fd = strcmp(path, "-") == 0 && !max
+		? STDIN_FILENO
+		: open(path, O_RDONLY | O_CLOEXEC | (max ? O_NONBLOCK | O_NOCTTY : 0));
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
+	struct stat st;
 
 	if (fd < 0)
 		return -errno;
+	/* Bounded: only a regular file (a FIFO would block, a device never
+	 * end), no larger than max, and no more than max bytes read should it
+	 * grow meanwhile. */
+	if (max && fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (max && !S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (max && (uint64_t)st.st_size > max) {
+		rc = -EFBIG;
+		goto out;
+	}
 	for (;;) {
 		ssize_t r;
 		if (cap - n < 4096) {
@@ -71,6 +88,10 @@ int ts_cli_read_file(const char *path, char **out, size_t *len)
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (max && n > max) {
+			rc = -EFBIG;
+			goto out;
+		}
 	}
 	if (!buf && !(buf = malloc(1))) {
 		rc = -ENOMEM;
@@ -128,6 +149,10 @@ int ts_cli_read_side_file(const char *path, size_t max, unsigned owner, char **o
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (max && n > max) {
+			rc = -EFBIG;
+			goto out;
+		}
 	}
 	buf[n] = '\0';
 	*out = buf;
@@ -259,11 +284,22 @@ void ts_cli_error(const char *cmd, const char *fmt, ...)
 int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 		   struct ts_plan **out)
 {
+	return ts_cli_compile_max(cmd, path, pipeline, 0, out);
+}
+
+int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
+		       size_t max, struct ts_plan **out)
+{
 	struct ts_diags d;
 	char *src = NULL;
 	size_t len = 0;
-	int rc = ts_cli_read_file(path, &src, &len);
+	int rc = ts_cli_read_file(path, max, &src, &len);
 
+	if (rc == -EINVAL || rc == -EFBIG) {
+		ts_cli_error(cmd, "cannot read %s: %s", path, rc == -EINVAL
+			     ? "not a regular file" : "larger than a pipeline file may be here");
+		return TS_EXIT_USAGE;
+	}
 	if (rc < 0) {
 		ts_cli_error(cmd, "cannot read %s: %s", path, strerror(-rc));
 		return TS_EXIT_USAGE;

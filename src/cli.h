@@ -43,8 +43,11 @@ bool ts_cli_set_color(const char *mode);
 bool ts_cli_color(FILE *f);
 
 /* Read a whole file ("-" is standard input) into a malloc'd,
- * NUL-terminated buffer. Returns 0 with *out and *len set, or -errno. */
-int ts_cli_read_file(const char *path, char **out, size_t *len);
+ * NUL-terminated buffer. With max > 0, only a regular file of at most max
+ * bytes ("-" is then a file name), opened without blocking: -EINVAL for
+ * anything else, -EFBIG when larger. Returns 0 with *out and *len set, or
+ * -errno. */
+int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Side files: the status file, reload requests and answers, which live
  * next to the socket, in a folder other users may write (/tmp). Read
@@ -78,6 +81,14 @@ void ts_cli_error(const char *cmd, const char *fmt, ...)
  * TS_EXIT_USAGE when the file cannot be read. */
 int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 		   struct ts_plan **out);
+/* The same with the file bounded as ts_cli_read_file's max (0: none). */
+/* The largest pipeline file a reload takes: the running tsrun checks it
+ * on its main thread, in well under a second at this size (the checker
+ * is linear in the file's size), so the status line, the status file and
+ * the answer to SIGINT are not held up longer (tsrun(1), RELOAD). */
+#define TS_CLI_RELOAD_MAX_SOURCE (4u << 20)
+int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
+		       size_t max, struct ts_plan **out);
 
 /* Where `tsrun reload` leaves the new pipeline's path for the `tsrun run`
  * serving socket_path: "<socket>.reload". Malloc'd; NULL on no memory. */

@@ -116,7 +116,7 @@ int ts_cmd_reload(int argc, char **argv)
 	}
 	const char *socket_path = argv[1], *file = argv[2];
 	struct ts_plan *plan = NULL;
-	int st = ts_cli_compile("reload", file, NULL, &plan);
+	int st = ts_cli_compile_max("reload", file, NULL, TS_CLI_RELOAD_MAX_SOURCE, &plan);
 	if (st != TS_EXIT_OK)
 		return st;
 	ts_plan_destroy(plan);

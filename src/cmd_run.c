@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "lower.h"
+#include "reload_req.h"
 #include "session.h"
 #include "status.h"
 #include "util.h"
@@ -52,7 +53,7 @@ char *ts_cmd_run_reload_path(const char *socket_path)
 struct reload_req {
 	long pid;
 	double mtime;
-	char path[4096];
+	char path[TS_RELOAD_REQ_PATH_MAX];
 };
 
 static int req_cmp(const void *a, const void *b)
@@ -72,29 +73,18 @@ static int req_cmp(const void *a, const void *b)
 static size_t take_requests(const char *socket_path, struct reload_req *out, size_t max)
 {
 	/* "<dir>/<name>.reload.PID.req": read dir, match "<name>.reload." */
-	const char *slash = strrchr(socket_path, '/');
 	char dir[4096], prefix[1024];
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", slash == socket_path ? 1 :
-			 (int)(slash - socket_path), socket_path);
-	snprintf(prefix, sizeof(prefix), "%s.reload", slash ? slash + 1 : socket_path);
-	size_t n = 0, plen = strlen(prefix);
+	size_t n = 0;
+	if (ts_reload_req_where(socket_path, dir, sizeof(dir), prefix, sizeof(prefix)) < 0)
+		return 0;
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && n < max && (de = readdir(d)) != NULL) {
-		const char *name = de->d_name;
-		size_t len = strlen(name);
-		if (len <= plen + 5 || strncmp(name, prefix, plen) != 0 || name[plen] != '.' ||
-		    strcmp(name + len - 4, ".req") != 0)
-			continue;
-		char *end = NULL;
-		long pid = strtol(name + plen + 1, &end, 10);
-		if (pid <= 0 || end != name + len - 4)
+		long pid = ts_reload_req_pid(de->d_name, prefix);
+		if (pid <= 0)
 			continue;
 		char full[8192];
-		snprintf(full, sizeof(full), "%s/%s", dir, name);
+		snprintf(full, sizeof(full), "%s/%s", dir, de->d_name);
 		/* O_NOFOLLOW | O_NONBLOCK: a symlink or FIFO planted here
 		 * neither redirects nor blocks us */
 		struct stat st;
@@ -111,16 +101,19 @@ static size_t take_requests(const char *socket_path, struct reload_req *out, siz
 		}
 		if (e)
 			continue;
-		memcpy(r->path, text, got + 1);
-		free(text);
 		unlink(full);
-		if (got == 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+		e = ts_reload_req_path(text, got, r->path, sizeof(r->path));
+		free(text);
+		if (e) {
+			fprintf(stderr, "tsrun: reload: ignoring %s: not a reload request (one "
+				"absolute path and a newline)\n", full);
 			continue;
-		r->path[strcspn(r->path, "\n")] = 0;
+		}
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			continue;
 		r->pid = pid;
 		r->mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
-		if (r->path[0])
-			n++;
+		n++;
 	}
 	if (d)
 		closedir(d);
@@ -139,7 +132,13 @@ static struct ts_plan *reload_compile(const char *path, const char *pipeline,
 {
 	fprintf(stderr, "tsrun: reload: checking %s\n", path);
 	struct ts_plan *next = NULL;
-	if (ts_cli_compile("reload", path, pipeline, &next) != TS_EXIT_OK) {
+	int st = ts_cli_compile_max("reload", path, pipeline, TS_CLI_RELOAD_MAX_SOURCE, &next);
+	if (st == TS_EXIT_USAGE) {
+		snprintf(why, why_n, "%s cannot be read as a pipeline file of at most %u MiB "
+			 "(tsrun's log says why)", path, TS_CLI_RELOAD_MAX_SOURCE >> 20);
+		return NULL;
+	}
+	if (st != TS_EXIT_OK) {
 		snprintf(why, why_n, "%s does not check (diagnostics in tsrun's log)", path);
 		return NULL;
 	}

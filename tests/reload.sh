@@ -40,6 +40,29 @@ sleep 0.5
 # An invalid pipeline: rejected locally with its diagnostics, exit 1.
 if "$TSRUN" reload "$sock" "$dir/bad.ts" 2> "$dir/bad.err"; then fail "invalid reload accepted"; fi
 grep -q "unknown operator 'flipp'" "$dir/bad.err" || fail "no diagnostic for the invalid pipeline"
+# Requests written by hand, as any program of this user could: one naming
+# a FIFO (opened without blocking, refused as no regular file), one a file
+# over the 4 MiB a reload takes (tsrun checks it on its main thread), and
+# one that is no request at all: each refused in the log and answered,
+# while the stream goes on.
+mkfifo "$dir/fifo.ts"
+head -c 5000000 /dev/zero | tr '\0' '#' > "$dir/big.ts"
+sleep 30 & a1=$!
+sleep 30 & a2=$!
+sleep 30 & a3=$!
+pids="$pids $a1 $a2 $a3"
+printf '%s\n' "$dir/fifo.ts" > "$sock.reload.$a1.req"
+printf '%s\n' "$dir/big.ts" > "$sock.reload.$a2.req"
+printf 'relative.ts\n\000/etc/passwd\n' > "$sock.reload.$a3.req"
+kill -HUP "$run_pid"
+wait_for 10 grep -q "not a reload request" "$dir/run.err" || fail "a garbage request was not refused"
+wait_for 10 grep -q "big.ts rejected: .*at most 4 MiB" "$dir/run.err" || fail "a 5 MB reload was not refused: $(grep reload "$dir/run.err")"
+grep -q "fifo.ts rejected: .*at most 4 MiB" "$dir/run.err" || fail "a FIFO reload was not refused: $(grep reload "$dir/run.err")"
+grep -q "fifo.ts: not a regular file" "$dir/run.err" || fail "the FIFO is not named as such: $(grep fifo "$dir/run.err")"
+grep -q "^rejected: " "$sock.reload.$a1" || fail "the FIFO's asker got no answer"
+[ ! -e "$sock.reload.$a3.req" ] || fail "the garbage request was left behind"
+kill -0 "$run_pid" || fail "tsrun ended after the bad requests"
+
 # Another sample shape: refused by the running tsrun, which answers with
 # the reason: exit 1.
 if "$TSRUN" reload "$sock" "$dir/shape.ts" > /dev/null 2> "$dir/shape.err"; then

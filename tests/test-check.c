@@ -505,7 +505,11 @@ static const struct {
 	{ "pipeline p = synthetic(8) | center_crop(16) | batch(1)", 1, 1, 41, "larger than the 8x8" },
 	{ "pipeline p = synthetic(8)\nserve p { ring = 4 GiB }", 1, 2, 18, "expects a count" },
 	{ "pipeline p = synthetic(8)\nserve p { threads = many }", 1, 2, 21, "expects auto or an integer" },
-	{ "let a = b\nlet b = a\npipeline p = synthetic(a)", 1, 3, 24, "refers to itself" },
+	{ "let a = b\nlet b = a\npipeline p = synthetic(a)", 1, 3, 24,
+	  "let 'a' refers to itself: a -> b -> a" },
+	/* a cycle inside a list, and in a plugin's parameter */
+	{ "let a = b\nlet b = a\npipeline p = synthetic(8) | normalize([1, a, 1], 1)", 1, 3, 43,
+	  "let 'a' refers to itself: a -> b -> a" },
 	/* image sizes are 1 to 65535, and an invalid one does not cascade */
 	{ "pipeline p = synthetic(8) | center_crop(-1) | batch(1)", 1, 1, 41,
 	  "parameter 'size' must be between 1 and 65535, got -1" },
@@ -569,6 +573,62 @@ START_TEST(test_errors)
 	}
 	free(text);
 	ts_diags_fini(&d);
+}
+END_TEST
+
+/* Let chains of any length resolve (17 was reported as a cycle once; the
+ * depth limit is gone), and a cycle is named with its members, from the
+ * let used when it is one of them, else from where the chain enters it. */
+static const struct {
+	int n_chain;        /* lets a0 = a1, ..., a(n-1) = an */
+	int cycle_to;       /* -1: an = 8; else an = a(cycle_to) */
+	const char *msg;    /* NULL: it checks */
+} chains[] = {
+	{ 17, -1, NULL },
+	{ 20000, -1, NULL },
+	{ 2, 0, "let 'a0' refers to itself: a0 -> a1 -> a2 -> a0" },
+	{ 0, 0, "let 'a0' refers to itself: a0 -> a0" },
+	{ 5, 3, "let 'a0' leads to a cycle of lets: a3 -> a4 -> a5 -> a3" },
+	{ 30, 0, "let 'a0' refers to itself: a0 -> a1 -> a2 -> a3 -> a4 -> a5 -> a6 -> a7 -> ..." },
+	{ 20000, 19990, "let 'a0' leads to a cycle of lets: a19990 -> a19991 -> " },
+};
+
+START_TEST(test_let_chains)
+{
+	int n = chains[_i].n_chain;
+	size_t cap = (size_t)n * 32 + 256, len = 0;
+	char *src = malloc(cap);
+	struct ts_diags d;
+	int rc;
+
+	ck_assert_ptr_nonnull(src);
+	/* the lets after their use, in reverse order: order does not matter */
+	len += (size_t)snprintf(src + len, cap - len,
+				"pipeline p = synthetic(a0) | to(uint8, nhwc) | batch(2)\n");
+	if (chains[_i].cycle_to < 0)
+		len += (size_t)snprintf(src + len, cap - len, "let a%d = 8\n", n);
+	else
+		len += (size_t)snprintf(src + len, cap - len, "let a%d = a%d\n", n,
+					chains[_i].cycle_to);
+	for (int i = n - 1; i >= 0; i--)
+		len += (size_t)snprintf(src + len, cap - len, "let a%d = a%d\n", i, i + 1);
+	struct ts_plan *p = compile(src, NULL, &d, &rc);
+	if (!chains[_i].msg) {
+		char *text = ts_diags_render(&d);
+		ck_assert_msg(rc == 0, "chain of %d: %s", n, text ? text : "");
+		free(text);
+		ck_assert_int_eq(p->height, 8);
+		ts_plan_destroy(p);
+	} else {
+		ck_assert_int_eq(rc, TS_E_CHECK);
+		ck_assert_uint_eq(d.n_errors, 1);
+		ck_assert_int_eq(d.items[0].loc.first_line, 1);
+		ck_assert_int_eq(d.items[0].loc.first_column, 24);
+		ck_assert_msg(strncmp(d.items[0].msg, chains[_i].msg, strlen(chains[_i].msg)) == 0,
+			      "'%s' does not start with '%s'", d.items[0].msg, chains[_i].msg);
+	}
+	ts_diags_fini(&d);
+	free(src);
 }
 END_TEST
 
@@ -729,6 +789,7 @@ static Suite *check_suite(void)
 
 	tc = tcase_create("errors");
 	tcase_add_loop_test(tc, test_errors, 0, sizeof(errors) / sizeof(errors[0]));
+	tcase_add_loop_test(tc, test_let_chains, 0, sizeof(chains) / sizeof(chains[0]));
 	tcase_add_test(tc, test_ast_direct);
 	suite_add_tcase(s, tc);
 

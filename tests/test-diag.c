@@ -350,6 +350,71 @@ START_TEST(test_control_chars)
 }
 END_TEST
 
+/* Inside a string, a NUL byte (it would cut a path short) and bytes that
+ * are not UTF-8 (strings reach the JSON status file) are errors at their
+ * column, one per string; the string's other characters count as usual. */
+static const struct {
+	const char *src;
+	size_t len;
+	const char *text;
+} string_bytes[] = {
+	{"let s = \"ab\0cd\"", 15,
+	 "pipe.ts:1:12: error: NUL byte in string\n"
+	 "    1 | let s = \"ab?cd\"\n"
+	 "      |            ^\n"
+	 "hint: remove it: a string cannot hold a NUL byte\n"},
+	{"let s = \"\xc3\xa9\xff\xfe\"", 14,
+	 "pipe.ts:1:11: error: byte 0xff in string is not UTF-8\n"
+	 "    1 | let s = \"\xc3\xa9??\"\n"
+	 "      |           ^\n"
+	 "hint: save the file as UTF-8 (a string is UTF-8 text)\n"},
+	/* overlong, a surrogate, a sequence cut short */
+	{"let s = \"\xc0\x80\"", 12,
+	 "pipe.ts:1:10: error: byte 0xc0 in string is not UTF-8\n"
+	 "    1 | let s = \"??\"\n"
+	 "      |          ^\n"
+	 "hint: save the file as UTF-8 (a string is UTF-8 text)\n"},
+	{"let s = \"\xe6\x97\xa5\xed\xa0\x80\"", 16,
+	 "pipe.ts:1:11: error: byte 0xed in string is not UTF-8\n"
+	 "    1 | let s = \"\xe6\x97\xa5???\"\n"
+	 "      |            ^\n"
+	 "hint: save the file as UTF-8 (a string is UTF-8 text)\n"},
+	{"let s = \"a\xe6\x97\" let t = 1", 23,
+	 "pipe.ts:1:11: error: byte 0xe6 in string is not UTF-8\n"
+	 "    1 | let s = \"a??\" let t = 1\n"
+	 "      |           ^\n"
+	 "hint: save the file as UTF-8 (a string is UTF-8 text)\n"},
+	/* a NUL after a backslash: the escape, then the NUL */
+	{"let s = \"\\\0\"", 12,
+	 "pipe.ts:1:10: error: unknown escape in string\n"
+	 "    1 | let s = \"\\?\"\n"
+	 "      |          ^~\n"
+	 "hint: known escapes are \\\", \\\\, \\n and \\t\n"
+	 "pipe.ts:1:11: error: NUL byte in string\n"
+	 "    1 | let s = \"\\?\"\n"
+	 "      |           ^\n"
+	 "hint: remove it: a string cannot hold a NUL byte\n"},
+};
+
+START_TEST(test_string_bytes)
+{
+	struct ts_ast_program p = {0};
+	struct ts_diags d;
+	char *got;
+
+	ts_diags_init(&d, "pipe.ts", string_bytes[_i].src, string_bytes[_i].len);
+	ck_assert_int_eq(ts_dsl_parse(string_bytes[_i].src, string_bytes[_i].len, &d, &p),
+			 TS_E_SYNTAX);
+	got = ts_diags_render(&d);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_msg(strcmp(got, string_bytes[_i].text) == 0, "got:\n%s\nwant:\n%s", got,
+		      string_bytes[_i].text);
+	free(got);
+	ts_ast_program_destroy(&p);
+	ts_diags_fini(&d);
+}
+END_TEST
+
 /* ---- the renderer on hand-made diagnostics ---- */
 
 struct span {
@@ -565,6 +630,8 @@ static Suite *diag_suite(void)
 	tcase_add_test(tc, test_error_cap);
 	tcase_add_test(tc, test_deep_nesting);
 	tcase_add_test(tc, test_control_chars);
+	tcase_add_loop_test(tc, test_string_bytes, 0,
+			    (int)(sizeof(string_bytes) / sizeof(string_bytes[0])));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("render");
 	tcase_add_loop_test(tc, test_render, 0, (int)(sizeof(renders) / sizeof(renders[0])));
