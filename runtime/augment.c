@@ -204,14 +204,18 @@ static int coeff_ksize(int in_size, int out_size, double support,
 	return (int)ceil(support * fs) * 2 + 1;
 }
 
-/* Pillow's precompute_coeffs for the box [0, in_size): per output pixel
- * the first input index, the count, and ksize normalised weights in
- * double (kd) and in 22-bit fixed point (ki, rounded away from zero as
- * Pillow's normalize_coeffs_8bpc does). The centre of output xx is
- * (xx + 0.5) * scale and the filter is evaluated at input pixel centres. */
-static void coeff_compute(int in_size, int out_size, double (*filter)(double),
-			  double support_base, bool antialias, int ksize,
-			  int *bounds, double *kd, int32_t *ki)
+/* Pillow's precompute_coeffs for the box [0, in_size), for outputs
+ * [o0, o0 + n) of out_size (entry i is output o0 + i): per output pixel the
+ * first input index, the count, and ksize normalised weights in double (kd)
+ * and in 22-bit fixed point (ki, rounded away from zero as Pillow's
+ * normalize_coeffs_8bpc does). The centre of output xx is (xx + 0.5) *
+ * scale and the filter is evaluated at input pixel centres. Each output's
+ * coefficients depend on nothing but xx, so a window of them is the same
+ * as those of the whole axis. */
+static void coeff_compute(int in_size, int out_size, int o0, int n,
+			  double (*filter)(double), double support_base,
+			  bool antialias, int ksize, int *bounds, double *kd,
+			  int32_t *ki)
 {
 	double scale = (double)((float)in_size - 0.0f) / out_size;
 	double fs = scale;
@@ -219,7 +223,8 @@ static void coeff_compute(int in_size, int out_size, double (*filter)(double),
 		fs = 1.0;
 	double support = support_base * fs;
 	double ss = 1.0 / fs;
-	for (int xx = 0; xx < out_size; xx++) {
+	for (int i = 0; i < n; i++) {
+		int xx = o0 + i;
 		double center = (xx + 0.5) * scale;
 		double ww = 0.0;
 		int xmin = (int)(center - support + 0.5);
@@ -229,7 +234,7 @@ static void coeff_compute(int in_size, int out_size, double (*filter)(double),
 		if (xmax > in_size)
 			xmax = in_size;
 		xmax -= xmin;
-		double *k = kd + (size_t)xx * ksize;
+		double *k = kd + (size_t)i * ksize;
 		int x;
 		for (x = 0; x < xmax; x++) {
 			double w = filter((x + xmin - center + 0.5) * ss);
@@ -241,13 +246,48 @@ static void coeff_compute(int in_size, int out_size, double (*filter)(double),
 				k[x] /= ww;
 		for (; x < ksize; x++)
 			k[x] = 0;
-		bounds[xx * 2] = xmin;
-		bounds[xx * 2 + 1] = xmax;
-		int32_t *kq = ki + (size_t)xx * ksize;
+		bounds[i * 2] = xmin;
+		bounds[i * 2 + 1] = xmax;
+		int32_t *kq = ki + (size_t)i * ksize;
 		for (x = 0; x < ksize; x++)
 			kq[x] = k[x] < 0 ? (int32_t)(-0.5 + k[x] * (1 << PRECISION_BITS))
 					 : (int32_t)(0.5 + k[x] * (1 << PRECISION_BITS));
 	}
+}
+
+/* The filter and its support for a (non-nearest) interpolation. */
+static void pick_filter(enum ts_interp interp, double (**filter)(double),
+			double *support, bool *antialias)
+{
+	*filter = filter_triangle;
+	*support = 1.0;
+	if (interp == TS_INTERP_AREA) {
+		*filter = filter_box;
+		*support = 0.5;
+		*antialias = true; /* an area average always covers the box */
+	}
+}
+
+void ts_aug_resize_span(int in_size, int out_size, enum ts_interp interp,
+			bool antialias, int o0, int n, int *s0, int *s1)
+{
+	double (*filter)(double);
+	double support_base;
+	pick_filter(interp, &filter, &support_base, &antialias);
+	if (interp == TS_INTERP_NEAREST || n <= 0) {
+		*s0 = 0;
+		*s1 = in_size;
+		return;
+	}
+	/* coeff_compute's bounds, at the window's two ends: both edges grow
+	 * with the output index. */
+	double scale = (double)((float)in_size - 0.0f) / out_size;
+	double fs = scale < 1.0 || !antialias ? 1.0 : scale;
+	double support = support_base * fs;
+	int lo = (int)((o0 + 0.5) * scale - support + 0.5);
+	int hi = (int)((o0 + n - 1 + 0.5) * scale + support + 0.5);
+	*s0 = lo < 0 ? 0 : lo > in_size ? in_size : lo;
+	*s1 = hi > in_size ? in_size : hi < *s0 ? *s0 : hi;
 }
 
 /* Horizontal pass, uint8: rows [y0, y0 + rows) of in into out
@@ -372,32 +412,53 @@ static size_t align16(size_t n)
 int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 		  int oh, enum ts_interp interp, bool antialias)
 {
-	if (ow <= 0 || oh <= 0 || in->width <= 0 || in->height <= 0)
+	const struct ts_aug_window win = {
+		.full_w = in->width, .full_h = in->height, .rw = ow, .rh = oh,
+		.ow = ow, .oh = oh,
+	};
+	return ts_aug_resize_window(in, out, &win, interp, antialias);
+}
+
+int ts_aug_resize_window(const struct ts_image *in, struct ts_image *out,
+			 const struct ts_aug_window *win, enum ts_interp interp,
+			 bool antialias)
+{
+	const int ow = win->ow, oh = win->oh;
+	if (ow <= 0 || oh <= 0 || in->width <= 0 || in->height <= 0 ||
+	    win->rw <= 0 || win->rh <= 0 || win->ox < 0 || win->oy < 0 ||
+	    win->ox + ow > win->rw || win->oy + oh > win->rh || win->in_x < 0 ||
+	    win->in_y < 0 || win->in_x + in->width > win->full_w ||
+	    win->in_y + in->height > win->full_h)
 		return -EINVAL;
-	int rc = ts_image_reserve(out, ow, oh, in->channels, in->dtype);
+	const int C = in->channels;
+	const size_t esize = ts_dtype_size(in->dtype);
+	const bool need_h = win->rw != win->full_w, need_v = win->rh != win->full_h;
+	if (interp == TS_INTERP_NEAREST && (need_h || need_v)) {
+		if (win->full_w != in->width || win->full_h != in->height ||
+		    win->ox || win->oy || ow != win->rw || oh != win->rh)
+			return -EINVAL; /* only whole images */
+		int rc = ts_image_reserve(out, ow, oh, C, in->dtype);
+		return rc < 0 ? rc : resize_nearest(in, out, ow, oh);
+	}
+	int rc = ts_image_reserve(out, ow, oh, C, in->dtype);
 	if (rc < 0)
 		return rc;
-	const int C = in->channels;
-	if (ow == in->width && oh == in->height) {
-		size_t row = (size_t)ow * C * ts_dtype_size(in->dtype);
-		for (int y = 0; y < oh; y++)
-			memcpy(out->data + (size_t)y * out->stride,
-			       in->data + (size_t)y * in->stride, row);
+	if (!need_h && !need_v) {
+		int x = win->ox - win->in_x, y = win->oy - win->in_y;
+		if (x < 0 || y < 0 || x + ow > in->width || y + oh > in->height)
+			return -EINVAL;
+		size_t row = (size_t)ow * C * esize;
+		for (int r = 0; r < oh; r++)
+			memcpy(out->data + (size_t)r * out->stride,
+			       in->data + (size_t)(y + r) * in->stride + (size_t)x * C * esize, row);
 		return 0;
 	}
-	if (interp == TS_INTERP_NEAREST)
-		return resize_nearest(in, out, ow, oh);
 
-	double (*filter)(double) = filter_triangle;
-	double support = 1.0;
-	if (interp == TS_INTERP_AREA) {
-		filter = filter_box;
-		support = 0.5;
-		antialias = true; /* an area average always covers the box */
-	}
-	const bool need_h = ow != in->width, need_v = oh != in->height;
-	const int kh = coeff_ksize(in->width, ow, support, antialias);
-	const int kv = coeff_ksize(in->height, oh, support, antialias);
+	double (*filter)(double);
+	double support;
+	pick_filter(interp, &filter, &support, &antialias);
+	const int kh = coeff_ksize(win->full_w, win->rw, support, antialias);
+	const int kv = coeff_ksize(win->full_h, win->rh, support, antialias);
 	const bool u8 = in->dtype == TS_DTYPE_U8;
 	const size_t mid_elem = u8 ? 1 : sizeof(float);
 
@@ -424,31 +485,42 @@ int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 	int32_t *kiv = (int32_t *)(void *)(base + o_kiv);
 	uint8_t *mid = base + o_mid;
 
-	coeff_compute(in->width, ow, filter, support, antialias, kh, bh, kdh,
-		      kih);
-	coeff_compute(in->height, oh, filter, support, antialias, kv, bv, kdv,
-		      kiv);
+	/* Coefficients of the window's outputs only, their input indices made
+	 * relative to in; every tap must lie inside in (ts_aug_resize_span
+	 * gives the region that holds them). */
+	coeff_compute(win->full_w, win->rw, win->ox, ow, filter, support, antialias,
+		      kh, bh, kdh, kih);
+	coeff_compute(win->full_h, win->rh, win->oy, oh, filter, support, antialias,
+		      kv, bv, kdv, kiv);
+	for (int i = 0; i < ow; i++) {
+		bh[2 * i] -= win->in_x;
+		if (bh[2 * i] < 0 || bh[2 * i] + bh[2 * i + 1] > in->width)
+			return -EINVAL;
+	}
+	for (int i = 0; i < oh; i++) {
+		bv[2 * i] -= win->in_y;
+		if (bv[2 * i] < 0 || bv[2 * i] + bv[2 * i + 1] > in->height)
+			return -EINVAL;
+	}
 	/* First and one-past-last input rows the vertical pass uses. */
 	int y_first = bv[0];
 	int y_last = bv[2 * oh - 2] + bv[2 * oh - 1];
 
 	if (!u8) {
-		if (!need_v) {
-			/* Identity vertical weights keep the code single. */
-			y_first = 0;
-			y_last = in->height;
-		}
+		/* Identity weights on an axis that keeps its size keep the
+		 * code single (coeff_compute gives them: one tap of 1). */
 		resample_float(in, out, ow, oh, kh, bh, kdh, kv, bv, kdv,
 			       (float *)(void *)mid, y_first, y_last - y_first);
 		return 0;
 	}
 	if (need_h && !need_v) {
-		resample_h_u8(in, 0, oh, out->data, out->stride, ow, kh, bh, kih);
+		resample_h_u8(in, win->oy - win->in_y, oh, out->data, out->stride, ow, kh,
+			      bh, kih);
 		return 0;
 	}
 	if (!need_h) {
-		resample_v_u8(in->data, in->stride, ow * C, out->data,
-			      out->stride, oh, kv, bv, kiv);
+		resample_v_u8(in->data + (size_t)(win->ox - win->in_x) * C, in->stride,
+			      ow * C, out->data, out->stride, oh, kv, bv, kiv);
 		return 0;
 	}
 	size_t mstride = (size_t)ow * C;

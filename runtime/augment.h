@@ -81,6 +81,32 @@ void ts_aug_tile_grid(int w, int h, const struct ts_op *tile, int *nx,
 int ts_aug_resize(const struct ts_image *in, struct ts_image *out, int ow,
 		  int oh, enum ts_interp interp, bool antialias);
 
+/* A window of a resize: outputs [ox, ox + ow) x [oy, oy + oh) of the
+ * full_w x full_h source resized to rw x rh, where in holds only the
+ * source's region at (in_x, in_y), in->width x in->height; the region must
+ * hold every tap those outputs read (ts_aug_resize_span). The pixels are
+ * those of ts_aug_resize of the whole source, then cropped: every output
+ * has the same coefficients either way. */
+struct ts_aug_window {
+	int full_w, full_h;   /* the whole source */
+	int in_x, in_y;       /* where in lies in it */
+	int rw, rh;           /* the size the whole source is resized to */
+	int ox, oy, ow, oh;   /* the window of that result computed */
+};
+
+/* ts_aug_resize's window form (out is ow x oh); -EINVAL when the window
+ * lies outside the result, in outside the source or a tap outside in, or
+ * for NEAREST on anything but the whole image. */
+int ts_aug_resize_window(const struct ts_image *in, struct ts_image *out,
+			 const struct ts_aug_window *win, enum ts_interp interp,
+			 bool antialias);
+
+/* The source span [*s0, *s1) of one axis (in_size resized to out_size)
+ * that outputs [o0, o0 + n) read: every tap of their coefficients, zero
+ * weights included. NEAREST: the whole axis. */
+void ts_aug_resize_span(int in_size, int out_size, enum ts_interp interp,
+			bool antialias, int o0, int n, int *s0, int *s1);
+
 /* Copy the cw x ch window at (x, y) of in into out (reserved here). Pixels
  * of the window outside in are zero (torchvision's padding, fill 0). */
 int ts_aug_crop(const struct ts_image *in, struct ts_image *out, int x, int y,

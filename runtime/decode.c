@@ -188,7 +188,13 @@ int ts_decoder_geometry(const struct ts_decode_info *info,
 	 * and 4/8: libjpeg-turbo has SIMD code for those, while its 3/8 and
 	 * 5/8..7/8 IDCTs are plain C and measured slower than 4/8 and 8/8
 	 * (5/8..7/8 by 1.5-2x than a full-scale decode). */
-	if (info->format == TS_FORMAT_JPEG && (req->target_w > 0 || req->target_h > 0)) {
+	if (req->scale_num != 0 && req->scale_num != 1 && req->scale_num != 2 &&
+	    req->scale_num != 4 && req->scale_num != 8)
+		return ts_error_set(err, TS_E_ARG, "decode scale must be 1, 2, 4 or 8 eighths, "
+				    "not %d", req->scale_num);
+	if (info->format == TS_FORMAT_JPEG && req->scale_num)
+		n = req->scale_num;
+	else if (info->format == TS_FORMAT_JPEG && (req->target_w > 0 || req->target_h > 0)) {
 		static const int scales[] = { 1, 2, 4 };
 		for (size_t i = 0; i < TS_ARRAY_LEN(scales); i++) {
 			int s = scales[i];

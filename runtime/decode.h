@@ -79,6 +79,11 @@ struct ts_decode_req {
 	 * resize follows: decode at full scale. Used only to pick the JPEG
 	 * DCT scale, never to resize. */
 	int target_w, target_h;
+	/* 0: the JPEG DCT scale is picked from the target (see struct
+	 * ts_decode_geom); 1, 2, 4 or 8: decode at scale_num / 8 whatever
+	 * the target (a region of the image the whole of which is resized,
+	 * at the scale the whole image's decode would use). */
+	int scale_num;
 };
 
 /*

@@ -115,10 +115,12 @@ void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
 }
 
 /* The fused op's work left after the ROI decode: the op itself when the
- * decoder could not do its crop, else the resample to its size. */
+ * decoder could not do its crop, else the resample to its size (only the
+ * window win of it when win is set). */
 static int crop_after_decode(struct worker *w, const struct ts_op *f,
 			     bool apply_after, bool resample, int tw, int th,
-			     uint64_t epoch, uint64_t index, struct ts_error *err)
+			     const struct ts_aug_window *win, uint64_t epoch,
+			     uint64_t index, struct ts_error *err)
 {
 	const struct ts_plan *plan = w->e->plan;
 	int rc;
@@ -127,6 +129,14 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
 		return ts_kernel_apply(f, &w->img, &w->tmp1, &rng, err);
 	}
+	if (win) {
+		rc = ts_aug_resize_window(&w->img, &w->tmp1, win, f->interp, f->antialias);
+		if (rc)
+			return ts_error_set(err, rc, "resize to %dx%d (its %dx%d center) failed",
+					    tw, th, win->ow, win->oh);
+		ts_image_swap(&w->img, &w->tmp1);
+		return 0;
+	}
 	if (resample && (w->img.width != tw || w->img.height != th)) {
 		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
 		if (rc)
@@ -134,6 +144,65 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 		ts_image_swap(&w->img, &w->tmp1);
 	}
 	return 0;
+}
+
+/* The center crop that comes straight after the decode's fused resize (the
+ * val recipe: resize(256) | center_crop(224), the crop the first part of
+ * the output stage), or NULL. */
+static const struct ts_op *crop_after_resize(const struct ts_plan *plan)
+{
+	if (plan->n_ops < 2)
+		return NULL;
+	const struct ts_op *o = &plan->ops[1];
+	if (o->kind == TS_OP_CENTER_CROP)
+		return o;
+	if (o->kind == TS_OP_OUTPUT && o->n_parts > 0 &&
+	    o->parts[0].kind == TS_OP_CENTER_CROP)
+		return &o->parts[0];
+	return NULL;
+}
+
+/*
+ * Resize to tw x th then center crop cc, as one: the decode covers only the
+ * source pixels the crop's outputs read (ts_aug_resize_span), at the DCT
+ * scale the whole image's decode would get, and only the crop's window of
+ * the resize is computed; the pixels are those of the whole resize cropped
+ * (the same coefficients per output), and the crop after it then takes the
+ * whole image. False (nothing set) when the crop needs padding or the
+ * interpolation is nearest; TSRUN_DECODE_WHOLE set (a testing hook) always.
+ */
+static bool crop_window(const struct ts_decode_info *info, const struct ts_op *f,
+			const struct ts_op *cc, int tw, int th, struct ts_decode_req *req,
+			struct ts_aug_window *win)
+{
+	if (cc->size_w > tw || cc->size_h > th || f->interp == TS_INTERP_NEAREST ||
+	    getenv("TSRUN_DECODE_WHOLE"))
+		return false;
+	struct ts_decode_req whole = *req;
+	whole.target_w = tw;
+	whole.target_h = th;
+	struct ts_decode_geom g;
+	if (ts_decoder_geometry(info, &whole, &g, NULL) < 0)
+		return false;
+	const int n = g.scale_num;
+	int cx, cy, x0, x1, y0, y1;
+	ts_aug_center_box(tw, th, cc->size_w, cc->size_h, &cx, &cy);
+	ts_aug_resize_span(g.out_w, tw, f->interp, f->antialias, cx, cc->size_w, &x0, &x1);
+	ts_aug_resize_span(g.out_h, th, f->interp, f->antialias, cy, cc->size_h, &y0, &y1);
+	/* Scaled pixel i covers full-resolution [i * 8 / n, (i + 1) * 8 / n):
+	 * this region's decode at n/8 starts at scaled (x0, y0) and ends at
+	 * x1, y1 (the scaled image's edge when clamped). */
+	long long rx1 = (long long)x1 * 8 / n, ry1 = (long long)y1 * 8 / n;
+	req->roi_x = x0 * 8 / n;
+	req->roi_y = y0 * 8 / n;
+	req->roi_w = (int)(rx1 < info->width ? rx1 : info->width) - req->roi_x;
+	req->roi_h = (int)(ry1 < info->height ? ry1 : info->height) - req->roi_y;
+	req->scale_num = n;
+	*win = (struct ts_aug_window){
+		.full_w = g.out_w, .full_h = g.out_h, .in_x = x0, .in_y = y0,
+		.rw = tw, .rh = th, .ox = cx, .oy = cy, .ow = cc->size_w, .oh = cc->size_h,
+	};
+	return true;
 }
 
 /* The header's size, checked before anything is computed from it or
@@ -173,8 +242,10 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 		return rc;
 	struct ts_decode_req req = {.color = op->color, .depth = op->depth};
 	const struct ts_op *f = op->fused;
-	bool resample = false, apply_after = false;
+	bool resample = false, apply_after = false, windowed = false;
 	int tw = 0, th = 0;
+	const struct ts_op *cc;
+	struct ts_aug_window win;
 	if (f) {
 		/* The fused op's box (kernel.h) as the decoder's ROI and
 		 * target size; a box it cannot read (padded, or outside the
@@ -189,10 +260,16 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 			apply_after = b.pads || b.x < 0 || b.y < 0 ||
 				      b.x + b.cw > info.width || b.y + b.ch > info.height;
 		}
+		if (!apply_after && f->kind == TS_OP_RESIZE) {
+			cc = crop_after_resize(plan);
+			windowed = cc && crop_window(&info, f, cc, b.tw, b.th, &req, &win);
+		}
 		if (!apply_after) {
 			resample = b.tw > 0;
 			tw = b.tw;
 			th = b.th;
+		}
+		if (!apply_after && !windowed) {
 			req.roi_x = b.x;
 			req.roi_y = b.y;
 			req.roi_w = b.cw;
@@ -208,7 +285,8 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 		return rc;
 	/* The rest is crop / resample (ts_prof_add on the way out). */
 	t = ts_prof_now();
-	rc = crop_after_decode(w, f, apply_after, resample, tw, th, epoch, index, err);
+	rc = crop_after_decode(w, f, apply_after, resample, tw, th, windowed ? &win : NULL,
+			       epoch, index, err);
 	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
 }

@@ -357,6 +357,90 @@ START_TEST(resize_constant)
 }
 END_TEST
 
+/* ts_aug_resize_window on the region ts_aug_resize_span gives is
+ * ts_aug_resize of the whole image cropped, byte for byte, in every dtype
+ * and interpolation, up and down, with windows at the edges and inside;
+ * a region short of a tap is refused. */
+START_TEST(resize_window_is_crop)
+{
+	static const enum ts_dtype dts[] = { TS_DTYPE_U8, TS_DTYPE_U16, TS_DTYPE_F32 };
+	static const struct { int w, h, rw, rh; enum ts_interp m; bool aa; } cs[] = {
+		{ 415, 377, 282, 256, TS_INTERP_BILINEAR, true },
+		{ 131, 97, 300, 220, TS_INTERP_BILINEAR, true },
+		{ 200, 150, 61, 150, TS_INTERP_AREA, true },
+		{ 200, 150, 200, 77, TS_INTERP_BILINEAR, false },
+		{ 97, 211, 97, 211, TS_INTERP_BILINEAR, true },
+	};
+	unsigned seed = 12345;
+	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++)
+		for (size_t d = 0; d < 3; d++)
+			for (int chn = 1; chn <= 3; chn += 2) {
+				struct ts_image src = { 0 }, full = { 0 }, win = { 0 };
+				ck_assert_int_eq(ts_image_reserve(&src, cs[c].w, cs[c].h, chn, dts[d]), 0);
+				size_t n = (size_t)cs[c].w * cs[c].h * chn;
+				for (size_t k = 0; k < n; k++) {
+					seed = seed * 1103515245u + 12345u;
+					unsigned v = (seed >> 16) & 0xff;
+					if (dts[d] == TS_DTYPE_U8)
+						src.data[k] = (uint8_t)v;
+					else if (dts[d] == TS_DTYPE_U16)
+						((uint16_t *)(void *)src.data)[k] = (uint16_t)(v * 257u);
+					else
+						((float *)(void *)src.data)[k] = (float)v / 255.0f;
+				}
+				ck_assert_int_eq(ts_aug_resize(&src, &full, cs[c].rw, cs[c].rh,
+							       cs[c].m, cs[c].aa), 0);
+				const int wins[][4] = {
+					{ 0, 0, cs[c].rw, cs[c].rh }, { 0, 0, 1, 1 },
+					{ cs[c].rw / 3, cs[c].rh / 4, cs[c].rw / 2, cs[c].rh / 2 },
+					{ cs[c].rw - 5, cs[c].rh - 3, 5, 3 },
+				};
+				const size_t px = (size_t)chn * ts_dtype_size(dts[d]);
+				for (size_t k = 0; k < 4; k++) {
+					struct ts_aug_window a = {
+						.full_w = cs[c].w, .full_h = cs[c].h,
+						.rw = cs[c].rw, .rh = cs[c].rh, .ox = wins[k][0],
+						.oy = wins[k][1], .ow = wins[k][2], .oh = wins[k][3],
+					};
+					int x0, x1, y0, y1;
+					ts_aug_resize_span(a.full_w, a.rw, cs[c].m, cs[c].aa, a.ox, a.ow, &x0, &x1);
+					ts_aug_resize_span(a.full_h, a.rh, cs[c].m, cs[c].aa, a.oy, a.oh, &y0, &y1);
+					ck_assert(0 <= x0 && x0 < x1 && x1 <= a.full_w);
+					ck_assert(0 <= y0 && y0 < y1 && y1 <= a.full_h);
+					/* the region as a view into the source */
+					struct ts_image reg = src;
+					reg.data += (size_t)y0 * src.stride + (size_t)x0 * px;
+					reg.width = x1 - x0;
+					reg.height = y1 - y0;
+					a.in_x = x0;
+					a.in_y = y0;
+					ck_assert_int_eq(ts_aug_resize_window(&reg, &win, &a, cs[c].m, cs[c].aa), 0);
+					ck_assert_int_eq(win.width, a.ow);
+					ck_assert_int_eq(win.height, a.oh);
+					for (int y = 0; y < a.oh; y++)
+						ck_assert_msg(memcmp(win.data + (size_t)y * win.stride,
+								     full.data + (size_t)(a.oy + y) * full.stride +
+								     (size_t)a.ox * px, (size_t)a.ow * px) == 0,
+							      "case %zu dtype %zu c%d window %zu row %d differs",
+							      c, d, chn, k, y);
+					/* one column short of the region: refused, not read */
+					if (x1 - x0 > 1 && (x0 > 0 || x1 < a.full_w) && a.rw != a.full_w) {
+						reg.width--;
+						if (x0 > 0) {
+							reg.data += px;
+							a.in_x++;
+						}
+						ck_assert_int_eq(ts_aug_resize_window(&reg, &win, &a, cs[c].m,
+										      cs[c].aa), -EINVAL);
+					}
+				}
+				ts_image_free(&src);
+				ts_image_free(&full);
+				ts_image_free(&win);
+			}
+}
+END_TEST
+
 /* PIL blend: brightness 0.5 of 201 is (uint8)(100.5) = 100; above 1 it
  * clips. Contrast blends with the rounded mean of L. */
 START_TEST(color_adjust_values)
@@ -630,6 +714,7 @@ static Suite *augment_suite(void)
 	tcase_add_loop_test(tc, grayscale_weights, 0, (int)(sizeof(gray_cases) / sizeof(gray_cases[0])));
 	tcase_add_test(tc, resize_values);
 	tcase_add_loop_test(tc, resize_constant, 0, (int)(sizeof(const_cases) / sizeof(const_cases[0])));
+	tcase_add_test(tc, resize_window_is_crop);
 	tcase_add_test(tc, color_adjust_values);
 	tcase_add_test(tc, filter_keep);
 	suite_add_tcase(s, tc);

@@ -422,7 +422,7 @@ START_TEST(test_geometry)
 	for (size_t i = 0; i < TS_ARRAY_LEN(t); i++) {
 		struct ts_decode_info info = { t[i].fmt, t[i].w, t[i].h, 3, 8, false };
 		struct ts_decode_req req = { TS_COLOR_RGB, 8, t[i].rx, t[i].ry, t[i].rw, t[i].rh,
-					     t[i].tw, t[i].th };
+					     t[i].tw, t[i].th, 0 };
 		struct ts_decode_geom g;
 		struct ts_error err;
 		ck_assert_int_eq(ts_decoder_geometry(&info, &req, &g, &err), 0);
@@ -439,18 +439,32 @@ START_TEST(test_geometry)
 		ck_assert(g.src_w >= t[i].tw || t[i].fmt == TS_FORMAT_PNG);
 		ck_assert(g.src_h >= t[i].th || t[i].fmt == TS_FORMAT_PNG);
 	}
+	/* A forced scale wins over the target (even one it would make
+	 * smaller than the target); PNG never scales. */
+	for (int f = 0; f < 2; f++) {
+		struct ts_decode_info info = { f ? TS_FORMAT_PNG : TS_FORMAT_JPEG, 1001, 900, 3, 8,
+					       false };
+		struct ts_decode_req req = { TS_COLOR_RGB, 8, 8, 0, 993, 900, 900, 900, 4 };
+		struct ts_decode_geom g;
+		struct ts_error err;
+		ck_assert_int_eq(ts_decoder_geometry(&info, &req, &g, &err), 0);
+		ck_assert_int_eq(g.scale_num, f ? 8 : 4);
+		ck_assert_int_eq(g.out_w, f ? 993 : 497); /* 4 .. ceil(1001 / 2) */
+		ck_assert_int_eq(g.out_h, f ? 900 : 450);
+	}
 }
 END_TEST
 
 START_TEST(test_bad_request)
 {
 	static const struct ts_decode_req bad[] = {
-		{ TS_COLOR_RGB, 12, 0, 0, 0, 0, 0, 0 },
-		{ TS_COLOR_RGB, 8, 150, 0, 100, 10, 0, 0 },   /* past the right edge */
-		{ TS_COLOR_RGB, 8, -1, 0, 10, 10, 0, 0 },
-		{ TS_COLOR_RGB, 8, 0, 100, 10, 52, 0, 0 },    /* past the bottom */
-		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, -5, 10 },
-		{ (enum ts_color)7, 8, 0, 0, 0, 0, 0, 0 },
+		{ TS_COLOR_RGB, 12, 0, 0, 0, 0, 0, 0, 0 },
+		{ TS_COLOR_RGB, 8, 150, 0, 100, 10, 0, 0, 0 },   /* past the right edge */
+		{ TS_COLOR_RGB, 8, -1, 0, 10, 10, 0, 0, 0 },
+		{ TS_COLOR_RGB, 8, 0, 100, 10, 52, 0, 0, 0 },    /* past the bottom */
+		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, -5, 10, 0 },
+		{ (enum ts_color)7, 8, 0, 0, 0, 0, 0, 0, 0 },
+		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, 0, 0, 3 },       /* scale 3/8 */
 	};
 	const char *files[] = { "base420.jpg", "rgb8.png" };
 	for (size_t f = 0; f < 2; f++)
@@ -605,7 +619,7 @@ START_TEST(test_jpeg_roi)
 		read_pnm(files[f][1], &ref);
 		for (size_t r = 0; r < TS_ARRAY_LEN(rois); r++) {
 			struct ts_decode_req req = { TS_COLOR_RGB, 8, rois[r][0], rois[r][1],
-						     rois[r][2], rois[r][3], 0, 0 };
+						     rois[r][2], rois[r][3], 0, 0, 0 };
 			struct ts_image img = { 0 };
 			struct ts_error err = { 0 };
 			struct ts_decode_geom g;
@@ -647,7 +661,7 @@ START_TEST(test_jpeg_scaled)
 		for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
 			const int *c = cases[i];
 			struct ts_decode_req req = { full.c == 1 ? TS_COLOR_GRAY : TS_COLOR_RGB, 8,
-						     c[0], c[1], c[2], c[3], c[4], c[5] };
+						     c[0], c[1], c[2], c[3], c[4], c[5], 0 };
 			struct ts_image img = { 0 };
 			struct ts_error err = { 0 };
 			struct ts_decode_geom g;
@@ -758,7 +772,7 @@ START_TEST(test_png_roi)
 		for (size_t i = 0; i < TS_ARRAY_LEN(r); i++) {
 			struct ts_decode_req req = { ref.c == 1 ? TS_COLOR_GRAY : TS_COLOR_RGB,
 						     ref.depth, r[i][0], r[i][1], r[i][2], r[i][3],
-						     r[i][4], r[i][5] };
+						     r[i][4], r[i][5], 0 };
 			struct ts_image img = { 0 };
 			struct ts_error err = { 0 };
 			struct ts_decode_geom g;
@@ -981,7 +995,7 @@ START_TEST(test_reuse)
 			struct ts_error err = { 0 };
 			read_pnm(c->ref, &ref);
 			struct ts_decode_req req = { ref.c == 1 ? TS_COLOR_GRAY : TS_COLOR_RGB,
-						     ref.depth, 0, 0, 0, 0, 0, 0 };
+						     ref.depth, 0, 0, 0, 0, 0, 0, 0 };
 			ck_assert_int_eq(decode_file(c->file, &req, &img, NULL, &err), 0);
 			assert_equal_window(&img, &ref, 0, 0, c->file);
 			pnm_free(&ref);

@@ -1009,6 +1009,68 @@ START_TEST(tile_banded_equals_whole)
 }
 END_TEST
 
+/* resize | center_crop with the crop inside (the val recipe): the decode
+ * covers only the source pixels the crop reads and only the crop's window
+ * of the resize is computed; the bytes are those of the whole decode,
+ * resized and cropped (TSRUN_DECODE_WHOLE): JPEG photos at DCT scale 8/8,
+ * 4/8 and 2/8 (the resize's target picks it), gray, 16-bit, area, no
+ * antialias, a crop as large as the resize and PNG of odd sizes. */
+START_TEST(resize_crop_window_equals_whole)
+{
+	static const struct { const char *decode, *ops; int png; } cases[] = {
+		{ "rgb", "resize(256) | center_crop(224)", 0 },
+		{ "rgb", "resize(150) | center_crop(101)", 0 },     /* 4/8 */
+		{ "rgb", "resize(90) | center_crop([33, 61])", 0 }, /* 2/8 */
+		{ "gray", "resize(120, 140) | center_crop(120)", 0 },
+		{ "rgb", "resize(200, interp = area) | center_crop(150)", 0 },
+		{ "rgb", "resize(180, antialias = false) | center_crop(97)", 0 },
+		{ "rgb, depth = 16", "resize(100) | center_crop(64)", 0 },
+		{ "rgb", "resize(60, 50) | center_crop([60, 50])", 0 },
+		{ "rgb", "resize(77) | center_crop(41)", 1 },
+		{ "gray, depth = 16", "resize(64) | center_crop(31)", 1 },
+	};
+	static const int sizes[][2] = { { 203, 151 }, { 64, 200 }, { 131, 129 } };
+	char pngdir[400];
+	snprintf(pngdir, sizeof(pngdir), "%s/png", tmp);
+	sh("mkdir -p '%s/cam'", pngdir);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		char path[500];
+		snprintf(path, sizeof(path), "%s/cam/%zu.png", pngdir, k);
+		write_png_raw(path, sizes[k][0], sizes[k][1], PNG_COLOR_TYPE_RGB, 8, (unsigned)k);
+	}
+	char jpgdir[400];
+	snprintf(jpgdir, sizeof(jpgdir), "%s/ds/train", root);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct ts_plan *pl = compile("pipeline val =\n"
+					     "    folder(\"%s\", ext = [\"%s\"])\n"
+					     "    | decode(%s)\n"
+					     "    | %s\n"
+					     "    | to(float32, nchw)\n"
+					     "    | batch(4)\n"
+					     "serve val { ring = 16 samples }\n",
+					     cases[c].png ? pngdir : jpgdir,
+					     cases[c].png ? ".png" : ".jpg", cases[c].decode,
+					     cases[c].ops);
+		struct run win, whole;
+		unsetenv("TSRUN_DECODE_WHOLE");
+		run_plan(pl, &(struct ropts){.threads = 2, .epochs = 1}, &win);
+		setenv("TSRUN_DECODE_WHOLE", "1", 1);
+		run_plan(pl, &(struct ropts){.threads = 1, .epochs = 1}, &whole);
+		unsetenv("TSRUN_DECODE_WHOLE");
+		assert_ok(&win);
+		assert_ok(&whole);
+		ck_assert_msg(whole.n > 0, "case %zu: no samples", c);
+		ck_assert_uint_eq(win.n, whole.n);
+		ck_assert_msg(memcmp(win.data, whole.data, whole.n * whole.sb) == 0,
+			      "case %zu (%s | %s): the crop's window differs from the whole resize "
+			      "cropped", c, cases[c].decode, cases[c].ops);
+		run_free(&win);
+		run_free(&whole);
+		ts_plan_destroy(pl);
+	}
+}
+END_TEST
+
 /* A frame that does not decode is replaced by the next, banded or not;
  * one truncated in its pixel data too (PNG and JPEG). */
 START_TEST(tile_banded_corrupt_frame)
@@ -1251,6 +1313,12 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, tile_banded_equals_whole);
 	tcase_add_test(tc, tile_banded_corrupt_frame);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("resize-window");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, resize_crop_window_equals_whole);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("source");
