@@ -210,6 +210,7 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 		int rc = 0;
 		if (plain_num(v)) {
 			out->nums[0] = (float)v->num;
+			out->dnums[0] = v->num;
 			out->n_nums = 1;
 			return check_bounds(c, what, p, v->num, loc, v->text);
 		}
@@ -222,6 +223,7 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 			return -1;
 		}
 		out->n_nums = 0;
+		out->is_list = true;
 		for (it = v->items; it; it = it->next) {
 			const struct ts_ast_value *x = ts_check_resolve(c, it);
 			if (!x) {
@@ -237,8 +239,10 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 			}
 			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
 				rc = -1;
-			if (out->n_nums < 4)
+			if (out->n_nums < 4) {
+				out->dnums[out->n_nums] = x->num;
 				out->nums[out->n_nums++] = (float)x->num;
+			}
 		}
 		return rc;
 	}

@@ -37,6 +37,8 @@ enum ts_on_error { TS_ON_ERROR_FAIL, TS_ON_ERROR_SKIP };
 enum ts_interp { TS_INTERP_BILINEAR, TS_INTERP_AREA, TS_INTERP_NEAREST,
 		 TS_INTERP_BICUBIC, TS_INTERP_LANCZOS };
 enum ts_color { TS_COLOR_RGB, TS_COLOR_GRAY };
+/* pad(padding_mode = ...): numpy's np.pad modes, as torchvision names them */
+enum ts_pad_mode { TS_PAD_CONSTANT, TS_PAD_EDGE, TS_PAD_REFLECT, TS_PAD_SYMMETRIC };
 
 /* Bytes of one element of a dtype; the lowercase name ("float32"). */
 size_t ts_dtype_size(enum ts_dtype t);
@@ -99,6 +101,14 @@ enum ts_op_kind {
 	TS_OP_ADJUST_SHARPNESS,
 	TS_OP_ADJUST_GAMMA,
 	TS_OP_GAUSSIAN_BLUR,
+	/* the geometry family (dsl/ops_geometry.c, runtime/geometry.c) */
+	TS_OP_ROTATE,
+	TS_OP_AFFINE,
+	TS_OP_PAD,
+	TS_OP_ERASE,
+	TS_OP_RANDOM_ROTATION,
+	TS_OP_RANDOM_AFFINE,
+	TS_OP_RANDOM_PERSPECTIVE,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -163,6 +173,37 @@ struct ts_op {
 	int kernel_w, kernel_h;   /* gaussian_blur: odd kernel sides (x, y) */
 	double sigma_lo, sigma_hi; /* gaussian_blur: sigma, or drawn
 				      U(lo, hi) per sample when lo < hi */
+	/* the geometry family (dsl/ops_geometry.c, runtime/geometry.c), as
+	 * torchvision.transforms names the parameters. interp (above) is the
+	 * interpolation: nearest or bilinear. */
+	struct ts_op_geometry {
+		double angle;         /* rotate: degrees counter-clockwise;
+					 affine: degrees clockwise */
+		double translate[2];  /* affine: pixels (x, y) */
+		double scale;         /* affine: > 0 */
+		double shear[2];      /* affine: degrees (x, y) */
+		bool has_center;      /* center given: rotation/shear about it,
+					 else about the image's centre */
+		double center[2];     /* (x, y), pixels from the top left */
+		bool expand;          /* rotate, random_rotation */
+		int n_fill;           /* fill (rotate, affine, pad constant,
+					 perspective) or value (erase): 1 (every
+					 channel) or one per channel */
+		double fill[4];
+		int pad[4];           /* pad: left, top, right, bottom; < 0 crops */
+		enum ts_pad_mode pad_mode;
+		int erase_i, erase_j, erase_h, erase_w; /* erase: top, left, size */
+		double start[8], end[8]; /* perspective: corners (x, y) top-left,
+					    top-right, bottom-right, bottom-left */
+		/* random_rotation, random_affine: angle ~ U(degrees) */
+		double degrees[2];
+		bool has_translate;   /* random_affine: |tx| <= translate[0] * w */
+		bool has_scale;       /* random_affine: scale ~ U(scale_range) */
+		double scale_range[2];
+		int n_shear;          /* random_affine: 0, 2 (x) or 4 (x, y) */
+		double shear_range[4];
+		double distortion;    /* random_perspective: distortion_scale */
+	} geo;
 
 	/* plugin: the shared object and its parameters; owned (one block:
 	 * free() of the pointer frees it all). NULL for other kinds. */

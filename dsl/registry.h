@@ -147,6 +147,7 @@ extern const struct ts_opdef ts_ops_source[];  /* ops_source.c */
 extern const struct ts_opdef ts_ops_image[];   /* ops_image.c */
 extern const struct ts_opdef ts_ops_color[];   /* ops_color.c */
 extern const struct ts_opdef ts_ops_filter[];  /* ops_filter.c */
+extern const struct ts_opdef ts_ops_geometry[]; /* ops_geometry.c */
 extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
 
 /* The number of operator rows, and row i, in documentation order. */

@@ -95,6 +95,7 @@ struct ts_kernel {
 extern const struct ts_kernel ts_kernels_augment[]; /* augment.c */
 extern const struct ts_kernel ts_kernels_color[];   /* color.c */
 extern const struct ts_kernel ts_kernels_filter[];  /* filter.c */
+extern const struct ts_kernel ts_kernels_geometry[]; /* geometry.c */
 
 /* The row of kind k, or NULL when no family runs it (decode, tile,
  * filter, output and plugin are the engine's own stages). */

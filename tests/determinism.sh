@@ -54,6 +54,22 @@ serve train {
 }
 EOF
 sed 's/seed = 42/seed = 43/' "$dir/train.ts" > "$dir/seed43.ts"
+# The geometry family's random ops (their draws from each sample's
+# stream), after a variable-size decode.
+cat > "$dir/geo.ts" <<EOF
+pipeline geo =
+    folder("ds/train")
+    | shuffle(seed = 42)
+    | decode(rgb)
+    | random_rotation(20, interpolation = bilinear, expand = true, fill = [10, 20, 30])
+    | resize([72, 80])
+    | random_affine(10, translate = [0.1, 0.1], scale = 0.8..1.2, shear = [-5, 5, -3, 3])
+    | random_perspective(0.4, p = 0.5)
+    | pad([3, 1], padding_mode = reflect)
+    | erase(4, 4, 8, 8, [0, 255, 0])
+    | batch(16)
+EOF
+sed 's/random_perspective(0.4, p = 0.5)/random_perspective(0.4, p = 0)/' "$dir/geo.ts" > "$dir/geo-p0.ts"
 
 # bench FILE ARGS... -> "images digest" (exit status checked).
 bench() {
@@ -78,6 +94,14 @@ same "threads 1 vs 2" "$t1" "$t2"
 same "two runs, threads 2" "$t2" "$t2b"
 same "threads 3, batch 7" "$t1" "$t3"
 differ "digest of a real stream" "${t1#* }" "$empty"
+g1=$(bench "$dir/geo.ts" --epochs 2 --threads 1)
+g2=$(bench "$dir/geo.ts" --epochs 2 --threads 2)
+g3=$(bench "$dir/geo.ts" --epochs 2 --threads 3 --batch 5)
+echo "geometry: threads 1: $g1; threads 2: $g2; threads 3 batch 5: $g3"
+same "geometry: 2 epochs" "$g1" "120 ${g1#* }"
+same "geometry: threads 1 vs 2" "$g1" "$g2"
+same "geometry: threads 3, batch 5" "$g1" "$g3"
+differ "geometry: random_perspective p = 0.5 vs 0" "$g1" "$(bench "$dir/geo-p0.ts" --epochs 2 --threads 2)"
 s43=$(bench "$dir/seed43.ts" --epochs 2 --threads 2)
 differ "another seed" "$t1" "$s43"
 e1=$(bench "$dir/train.ts" --epochs 1 --threads 2)

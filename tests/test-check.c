@@ -688,6 +688,8 @@ START_TEST(test_registry)
 		"invert", "posterize", "solarize", "autocontrast", "equalize",
 		"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
 		"adjust_sharpness", "adjust_gamma", "gaussian_blur",
+		"rotate", "affine", "pad", "erase", "random_rotation", "random_affine",
+		"random_perspective",
 		"tile", "filter", "plugin", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));

@@ -1,0 +1,696 @@
+/*
+ * geometry.c - the geometry family's kernels (geometry.h) and their rows
+ * of the kernel table (kernel.h) at the end.
+ *
+ * rotate, affine and perspective sample as Pillow's Image.transform does
+ * (torchvision's path for PIL images): the output starts as the fill
+ * colour, and each pixel whose centre maps inside the input takes the
+ * filter's value there. For an affine map with nearest, Pillow has two
+ * exact-integer engines of its own (a scale-only table and 16.16 fixed
+ * point) and a floating one; the same one is chosen here on the same
+ * conditions, so that the same pixels are picked. The matrices come
+ * from dsl/geom.c.
+ */
+#include "geometry.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "geom.h"
+#include "kernel.h"
+#include "util.h"
+
+/* Pillow's COORD and FLOOR: truncation, with every negative coordinate
+ * outside (COORD) or floored (FLOOR). */
+static int coord(double v)
+{
+	return v < 0.0 ? -1 : (int)v;
+}
+
+static int floor_int(double v)
+{
+	return v < 0.0 ? (int)floor(v) : (int)v;
+}
+
+/* dst as ow x oh uint8 of src's channels, every pixel fill. */
+static int start_output(const struct ts_image *src, struct ts_image *dst,
+			int ow, int oh, const uint8_t fill[4])
+{
+	const int C = src->channels;
+	int rc = ts_image_reserve(dst, ow, oh, C, TS_DTYPE_U8);
+	if (rc < 0)
+		return rc;
+	for (int y = 0; y < oh; y++) {
+		uint8_t *r = dst->data + (size_t)y * dst->stride;
+		if (C == 1) {
+			memset(r, fill[0], (size_t)ow);
+			continue;
+		}
+		for (int x = 0; x < ow; x++)
+			memcpy(r + (size_t)x * C, fill, (size_t)C);
+	}
+	return 0;
+}
+
+static inline const uint8_t *px_at(const struct ts_image *im, int x, int y)
+{
+	return im->data + (size_t)y * im->stride + (size_t)x * im->channels;
+}
+
+static inline int clip_x(const struct ts_image *im, int x)
+{
+	return x < 0 ? 0 : x < im->width ? x : im->width - 1;
+}
+
+/* Pillow's bilinear transform filter at (xin, yin): 0 when the point is
+ * outside the input (the pixel keeps the fill), else the four
+ * neighbours (edges clamped) blended in double and truncated. */
+static int bilinear_at(const struct ts_image *im, double xin, double yin,
+		       uint8_t *out)
+{
+	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
+		return 0;
+	xin -= 0.5;
+	yin -= 0.5;
+	const int x = floor_int(xin), y = floor_int(yin);
+	const double dx = xin - x, dy = yin - y;
+	const int C = im->channels;
+	const int y0 = y < 0 ? 0 : y < im->height ? y : im->height - 1;
+	const bool has_y1 = y + 1 >= 0 && y + 1 < im->height;
+	const size_t x0 = (size_t)clip_x(im, x) * C, x1 = (size_t)clip_x(im, x + 1) * C;
+	const uint8_t *r0 = im->data + (size_t)y0 * im->stride;
+	const uint8_t *r1 = has_y1 ? im->data + (size_t)(y + 1) * im->stride : NULL;
+	for (int b = 0; b < C; b++) {
+		double v1 = r0[x0 + b] + (r0[x1 + b] - r0[x0 + b]) * dx;
+		double v2 = v1;
+		if (r1)
+			v2 = r1[x0 + b] + (r1[x1 + b] - r1[x0 + b]) * dx;
+		v1 = v1 + (v2 - v1) * dy;
+		out[b] = (uint8_t)v1;
+	}
+	return 1;
+}
+
+/* Pillow's nearest transform filter. */
+static int nearest_at(const struct ts_image *im, double xin, double yin,
+		      uint8_t *out)
+{
+	const int x = coord(xin), y = coord(yin);
+	if (x < 0 || x >= im->width || y < 0 || y >= im->height)
+		return 0;
+	memcpy(out, px_at(im, x, y), (size_t)im->channels);
+	return 1;
+}
+
+/* ImagingGenericTransform: every output pixel's centre through the map
+ * (a[6] affine, or a[8] perspective when persp) and the filter. */
+static void generic(const struct ts_image *src, struct ts_image *dst,
+		    const double *a, bool persp, enum ts_interp interp)
+{
+	const int C = src->channels;
+	for (int y = 0; y < dst->height; y++) {
+		uint8_t *out = dst->data + (size_t)y * dst->stride;
+		const double yin = y + 0.5;
+		for (int x = 0; x < dst->width; x++, out += C) {
+			const double xin = x + 0.5;
+			double xx, yy;
+			if (persp) {
+				xx = (a[0] * xin + a[1] * yin + a[2]) /
+				     (a[6] * xin + a[7] * yin + 1);
+				yy = (a[3] * xin + a[4] * yin + a[5]) /
+				     (a[6] * xin + a[7] * yin + 1);
+			} else {
+				xx = a[0] * xin + a[1] * yin + a[2];
+				yy = a[3] * xin + a[4] * yin + a[5];
+			}
+			if (interp == TS_INTERP_BILINEAR)
+				bilinear_at(src, xx, yy, out);
+			else
+				nearest_at(src, xx, yy, out);
+		}
+	}
+}
+
+/* ImagingScaleAffine: nearest when the map only scales and translates;
+ * the input column of each output column tabulated once. */
+static void scale_affine(const struct ts_image *src, struct ts_image *dst,
+			 const double a[6], int *xtab)
+{
+	const int C = src->channels;
+	double xo = a[2] + a[0] * 0.5, yo = a[5] + a[4] * 0.5;
+	int xmin = dst->width, xmax = 0;
+	for (int x = 0; x < dst->width; x++) {
+		const int xin = coord(xo);
+		if (xin >= 0 && xin < src->width) {
+			xmax = x + 1;
+			if (x < xmin)
+				xmin = x;
+			xtab[x] = xin;
+		}
+		xo += a[0];
+	}
+	for (int y = 0; y < dst->height; y++) {
+		const int yi = coord(yo);
+		if (yi >= 0 && yi < src->height) {
+			const uint8_t *in = src->data + (size_t)yi * src->stride;
+			uint8_t *out = dst->data + (size_t)y * dst->stride;
+			for (int x = xmin; x < xmax; x++)
+				memcpy(out + (size_t)x * C, in + (size_t)xtab[x] * C,
+				       (size_t)C);
+		}
+		yo += a[4];
+	}
+}
+
+/* Whether (x, y) maps within Pillow's fixed-point range. */
+static bool fits_fixed(const double a[6], int x, int y)
+{
+	return fabs(x * a[0] + y * a[1] + a[2]) < 32768.0 &&
+	       fabs(x * a[3] + y * a[4] + a[5]) < 32768.0;
+}
+
+/* Pillow's FIX: 16.16 fixed point, rounded. */
+static int32_t fix16(double v)
+{
+	return (int32_t)floor_int(v * 65536.0 + 0.5);
+}
+
+/* Pillow's affine_fixed: nearest in 16.16 fixed point, stepping along
+ * each row; the input pixel is the integer part of the position (an
+ * arithmetic shift, so negative positions stay outside). */
+static void fixed_affine(const struct ts_image *src, struct ts_image *dst,
+			 const double a[6])
+{
+	const int C = src->channels;
+	const int32_t a0 = fix16(a[0]), a1 = fix16(a[1]), a3 = fix16(a[3]),
+		      a4 = fix16(a[4]);
+	int32_t a2 = fix16(a[2] + a[0] * 0.5 + a[1] * 0.5);
+	int32_t a5 = fix16(a[5] + a[3] * 0.5 + a[4] * 0.5);
+	for (int y = 0; y < dst->height; y++) {
+		uint8_t *out = dst->data + (size_t)y * dst->stride;
+		int32_t xx = a2, yy = a5;
+		for (int x = 0; x < dst->width; x++, out += C) {
+			const int32_t xin = xx >> 16;
+			if (xin >= 0 && xin < src->width) {
+				const int32_t yin = yy >> 16;
+				if (yin >= 0 && yin < src->height)
+					memcpy(out, px_at(src, xin, yin), (size_t)C);
+			}
+			xx += a0;
+			yy += a3;
+		}
+		a2 += a1;
+		a5 += a4;
+	}
+}
+
+/* Pillow's floating nearest affine, for maps beyond the fixed range:
+ * positions accumulated along the row. */
+static void float_affine(const struct ts_image *src, struct ts_image *dst,
+			 const double a[6])
+{
+	const int C = src->channels;
+	double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
+	double yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
+	for (int y = 0; y < dst->height; y++) {
+		uint8_t *out = dst->data + (size_t)y * dst->stride;
+		double xx = xo, yy = yo;
+		for (int x = 0; x < dst->width; x++, out += C) {
+			const int xin = coord(xx);
+			if (xin >= 0 && xin < src->width) {
+				const int yin = coord(yy);
+				if (yin >= 0 && yin < src->height)
+					memcpy(out, px_at(src, xin, yin), (size_t)C);
+			}
+			xx += a[0];
+			yy += a[3];
+		}
+		xo += a[1];
+		yo += a[4];
+	}
+}
+
+static int check_u8(const struct ts_image *img)
+{
+	return img->dtype == TS_DTYPE_U8 && img->channels >= 1 &&
+			       img->channels <= 4 && img->width > 0 && img->height > 0
+		       ? 0
+		       : TS_E_ARG;
+}
+
+int ts_geo_transform_affine(const struct ts_image *src, struct ts_image *dst,
+			    int ow, int oh, const double m[6],
+			    enum ts_interp interp, const uint8_t fill[4])
+{
+	int rc = check_u8(src);
+	if (rc < 0 || ow < 1 || oh < 1)
+		return TS_E_ARG;
+	rc = start_output(src, dst, ow, oh, fill);
+	if (rc < 0)
+		return rc;
+	if (interp == TS_INTERP_BILINEAR) {
+		generic(src, dst, m, false, interp);
+	} else if (m[1] == 0 && m[3] == 0) {
+		/* one input column per output column: on the stack for the
+		 * sizes training uses, so a worker allocates nothing */
+		int stack[4096];
+		int *xtab = stack;
+		if (ow > 4096 && !(xtab = calloc((size_t)ow, sizeof(int))))
+			return -ENOMEM;
+		scale_affine(src, dst, m, xtab);
+		if (xtab != stack)
+			free(xtab);
+	} else if (fits_fixed(m, 0, 0) && fits_fixed(m, ow, oh) &&
+		   fits_fixed(m, 0, oh) && fits_fixed(m, ow, 0)) {
+		fixed_affine(src, dst, m);
+	} else {
+		float_affine(src, dst, m);
+	}
+	return 0;
+}
+
+/* Transpose.ROTATE_90 (counter-clockwise), ROTATE_180, ROTATE_270. */
+static int transpose(const struct ts_image *src, struct ts_image *dst,
+		     enum ts_geom_path path)
+{
+	const int W = src->width, H = src->height, C = src->channels;
+	const bool swap = path != TS_GEOM_ROT180;
+	int rc = ts_image_reserve(dst, swap ? H : W, swap ? W : H, C, TS_DTYPE_U8);
+	if (rc < 0)
+		return rc;
+	for (int y = 0; y < H; y++) {
+		const uint8_t *in = src->data + (size_t)y * src->stride;
+		for (int x = 0; x < W; x++) {
+			int ox, oy;
+			if (path == TS_GEOM_ROT90) {
+				ox = y;
+				oy = W - 1 - x;
+			} else if (path == TS_GEOM_ROT270) {
+				ox = H - 1 - y;
+				oy = x;
+			} else {
+				ox = W - 1 - x;
+				oy = H - 1 - y;
+			}
+			memcpy(dst->data + (size_t)oy * dst->stride + (size_t)ox * C,
+			       in + (size_t)x * C, (size_t)C);
+		}
+	}
+	return 0;
+}
+
+int ts_geo_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
+		  enum ts_interp interp, bool expand, const double *center,
+		  const uint8_t fill[4])
+{
+	double m[6];
+	int ow, oh, rc = check_u8(img);
+	if (rc < 0)
+		return rc;
+	enum ts_geom_path path = ts_geom_rotate(img->width, img->height, angle,
+						center, expand, m, &ow, &oh);
+	if (path == TS_GEOM_COPY)
+		return 0;
+	if (path == TS_GEOM_MATRIX)
+		rc = ts_geo_transform_affine(img, tmp, ow, oh, m, interp, fill);
+	else
+		rc = transpose(img, tmp, path);
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return rc;
+}
+
+int ts_geo_affine(struct ts_image *img, struct ts_image *tmp, double angle,
+		  const double translate[2], double scale,
+		  const double shear[2], const double *center,
+		  enum ts_interp interp, const uint8_t fill[4])
+{
+	double m[6];
+	int rc = check_u8(img);
+	if (rc < 0 || !(scale > 0.0))
+		return TS_E_ARG;
+	ts_geom_affine(img->width, img->height, angle, translate, scale, shear,
+		       center, m);
+	rc = ts_geo_transform_affine(img, tmp, img->width, img->height, m, interp,
+				     fill);
+	if (rc == 0)
+		ts_image_swap(img, tmp);
+	return rc;
+}
+
+int ts_geo_perspective(struct ts_image *img, struct ts_image *tmp,
+		       const double start[8], const double end[8],
+		       enum ts_interp interp, const uint8_t fill[4])
+{
+	double c[8];
+	int rc = check_u8(img);
+	if (rc < 0)
+		return rc;
+	if (ts_geom_perspective(start, end, c) < 0)
+		return TS_E_ARG;
+	rc = start_output(img, tmp, img->width, img->height, fill);
+	if (rc < 0)
+		return rc;
+	generic(img, tmp, c, true, interp);
+	ts_image_swap(img, tmp);
+	return 0;
+}
+
+/* ---- pad ----------------------------------------------------------- */
+
+/* The source index np.pad reads for position i of an axis of n, i in
+ * [-pad, n + pad). numpy extends an axis by repeated reflection, which
+ * is periodic: 2 (n - 1) for reflect (the edge not repeated), 2 n for
+ * symmetric (the edge repeated). */
+static int pad_index(int i, int n, enum ts_pad_mode mode)
+{
+	if (i >= 0 && i < n)
+		return i;
+	if (mode == TS_PAD_EDGE || (mode == TS_PAD_REFLECT && n == 1))
+		return i < 0 ? 0 : n - 1;
+	const int64_t period = mode == TS_PAD_REFLECT ? 2 * (int64_t)(n - 1)
+						      : 2 * (int64_t)n;
+	int64_t k = ((int64_t)i % period + period) % period;
+	if (k >= n)
+		k = mode == TS_PAD_REFLECT ? period - k : period - 1 - k;
+	return (int)k;
+}
+
+int ts_geo_pad(struct ts_image *img, struct ts_image *tmp, const int pad[4],
+	       enum ts_pad_mode mode, const double fill[4])
+{
+	const int C = img->channels;
+	if ((img->dtype != TS_DTYPE_U8 && img->dtype != TS_DTYPE_U16) || C < 1 ||
+	    C > 4)
+		return TS_E_ARG;
+	const size_t es = ts_dtype_size(img->dtype), ps = es * (size_t)C;
+	/* negative sides crop first: the box PIL's crop takes */
+	const int cl = pad[0] < 0 ? -pad[0] : 0, ct = pad[1] < 0 ? -pad[1] : 0;
+	const int cr = pad[2] < 0 ? -pad[2] : 0, cb = pad[3] < 0 ? -pad[3] : 0;
+	const int64_t iw = (int64_t)img->width - cl - cr;
+	const int64_t ih = (int64_t)img->height - ct - cb;
+	if (iw < 1 || ih < 1)
+		return TS_E_ARG;
+	const int l = pad[0] > 0 ? pad[0] : 0, t = pad[1] > 0 ? pad[1] : 0;
+	const int64_t ow = iw + l + (pad[2] > 0 ? pad[2] : 0);
+	const int64_t oh = ih + t + (pad[3] > 0 ? pad[3] : 0);
+	if (ow > INT32_MAX || oh > INT32_MAX)
+		return TS_E_ARG;
+	int rc = ts_image_reserve(tmp, (int)ow, (int)oh, C, img->dtype);
+	if (rc < 0)
+		return rc;
+	uint8_t fpx[4 * sizeof(uint16_t)];
+	for (int c = 0; c < C; c++) {
+		/* _parse_fill: int() of each, within the levels */
+		const double maxv = img->dtype == TS_DTYPE_U8 ? 255.0 : 65535.0;
+		double v = trunc(fill[c]);
+		v = v < 0 ? 0 : v > maxv ? maxv : v;
+		if (img->dtype == TS_DTYPE_U8) {
+			fpx[c] = (uint8_t)v;
+		} else {
+			uint16_t u = (uint16_t)v;
+			memcpy(fpx + 2 * c, &u, 2);
+		}
+	}
+	for (int64_t y = 0; y < oh; y++) {
+		uint8_t *out = tmp->data + (size_t)y * tmp->stride;
+		const int64_t sy = y - t;
+		const bool row_in = sy >= 0 && sy < ih;
+		if (mode == TS_PAD_CONSTANT && !row_in) {
+			for (int64_t x = 0; x < ow; x++)
+				memcpy(out + (size_t)x * ps, fpx, ps);
+			continue;
+		}
+		const int ry = ct + pad_index((int)sy, (int)ih, mode);
+		const uint8_t *in = img->data + (size_t)ry * img->stride + (size_t)cl * ps;
+		for (int64_t x = 0; x < ow; x++) {
+			const int64_t sx = x - l;
+			if (sx >= 0 && sx < iw) {
+				/* the inside of the row in one copy */
+				memcpy(out + (size_t)x * ps, in + (size_t)sx * ps,
+				       (size_t)iw * ps);
+				x += iw - 1;
+				continue;
+			}
+			if (mode == TS_PAD_CONSTANT)
+				memcpy(out + (size_t)x * ps, fpx, ps);
+			else
+				memcpy(out + (size_t)x * ps,
+				       in + (size_t)pad_index((int)sx, (int)iw, mode) * ps,
+				       ps);
+		}
+	}
+	ts_image_swap(img, tmp);
+	return 0;
+}
+
+/* ---- erase --------------------------------------------------------- */
+
+void ts_geo_erase(struct ts_image *img, int i, int j, int h, int w,
+		  const double value[4])
+{
+	const int C = img->channels;
+	const int y0 = i < 0 ? 0 : i, x0 = j < 0 ? 0 : j;
+	const int64_t y1 = (int64_t)i + h < img->height ? (int64_t)i + h : img->height;
+	const int64_t x1 = (int64_t)j + w < img->width ? (int64_t)j + w : img->width;
+	if (y0 >= y1 || x0 >= x1 || C < 1 || C > 4)
+		return;
+	uint8_t px[4 * sizeof(float)];
+	const size_t es = ts_dtype_size(img->dtype), ps = es * (size_t)C;
+	for (int c = 0; c < C; c++) {
+		if (img->dtype == TS_DTYPE_F32) {
+			float f = (float)value[c];
+			memcpy(px + 4 * c, &f, 4);
+		} else if (img->dtype == TS_DTYPE_U16) {
+			double v = trunc(value[c]);
+			uint16_t u = (uint16_t)(v < 0 ? 0 : v > 65535 ? 65535 : v);
+			memcpy(px + 2 * c, &u, 2);
+		} else {
+			double v = trunc(value[c]);
+			px[c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+		}
+	}
+	for (int64_t y = y0; y < y1; y++) {
+		uint8_t *r = img->data + (size_t)y * img->stride;
+		for (int64_t x = x0; x < x1; x++)
+			memcpy(r + (size_t)x * ps, px, ps);
+	}
+}
+
+/* ---- the random ops' draws ------------------------------------------ */
+
+double ts_geo_rotation_draw(const struct ts_op *op, struct ts_rng *rng)
+{
+	return ts_rng_range(rng, op->geo.degrees[0], op->geo.degrees[1]);
+}
+
+void ts_geo_affine_draw(const struct ts_op *op, int w, int h,
+			struct ts_rng *rng, struct ts_geo_affine_draw *out)
+{
+	const struct ts_op_geometry *g = &op->geo;
+	*out = (struct ts_geo_affine_draw){ .scale = 1.0 };
+	out->angle = ts_rng_range(rng, g->degrees[0], g->degrees[1]);
+	if (g->has_translate) {
+		const double max_dx = g->translate[0] * w;
+		const double max_dy = g->translate[1] * h;
+		/* int(round(u)): Python rounds half to even, as rint does */
+		out->translate[0] = rint(ts_rng_range(rng, -max_dx, max_dx));
+		out->translate[1] = rint(ts_rng_range(rng, -max_dy, max_dy));
+	}
+	if (g->has_scale)
+		out->scale = ts_rng_range(rng, g->scale_range[0], g->scale_range[1]);
+	if (g->n_shear >= 2)
+		out->shear[0] = ts_rng_range(rng, g->shear_range[0], g->shear_range[1]);
+	if (g->n_shear == 4)
+		out->shear[1] = ts_rng_range(rng, g->shear_range[2], g->shear_range[3]);
+}
+
+/* torch.randint(lo, hi): uniform in [lo, hi). */
+static double randint(struct ts_rng *rng, int lo, int hi)
+{
+	return hi > lo ? lo + (double)ts_rng_below(rng, (uint64_t)(hi - lo)) : lo;
+}
+
+bool ts_geo_perspective_draw(const struct ts_op *op, int w, int h,
+			     struct ts_rng *rng, double start[8], double end[8])
+{
+	if (op->p < 1.0 && !(ts_rng_uniform(rng) < op->p))
+		return false;
+	const double d = op->geo.distortion;
+	const int hw = w / 2, hh = h / 2;
+	const int dw = (int)(d * hw), dh = (int)(d * hh);
+	/* top-left, top-right, bottom-right, bottom-left */
+	end[0] = randint(rng, 0, dw + 1);
+	end[1] = randint(rng, 0, dh + 1);
+	end[2] = randint(rng, w - dw - 1, w);
+	end[3] = randint(rng, 0, dh + 1);
+	end[4] = randint(rng, w - dw - 1, w);
+	end[5] = randint(rng, h - dh - 1, h);
+	end[6] = randint(rng, 0, dw + 1);
+	end[7] = randint(rng, h - dh - 1, h);
+	const double s[8] = { 0, 0, w - 1, 0, w - 1, h - 1, 0, h - 1 };
+	memcpy(start, s, sizeof(s));
+	return true;
+}
+
+/* ---- the family's entry --------------------------------------------- */
+
+void ts_geo_fill_u8(const struct ts_op *op, int channels, uint8_t fill[4])
+{
+	for (int c = 0; c < 4; c++) {
+		double v = op->geo.n_fill == 0 ? 0.0
+			   : op->geo.fill[op->geo.n_fill == 1 || c >= op->geo.n_fill
+					      ? 0 : c];
+		v = trunc(v);
+		fill[c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+	}
+	(void)channels;
+}
+
+/* The fill (or value) of every channel, as doubles. */
+static void fill_all(const struct ts_op *op, double out[4])
+{
+	for (int c = 0; c < 4; c++)
+		out[c] = op->geo.n_fill == 0 ? 0.0
+			 : op->geo.fill[op->geo.n_fill == 1 || c >= op->geo.n_fill ? 0 : c];
+}
+
+/* One row's apply: the image check, the op's fill, the kernel. */
+static int gate(const struct ts_op *op, const struct ts_image *img,
+		struct ts_error *err)
+{
+	if (check_u8(img) == 0)
+		return 0;
+	return ts_error_set(err, TS_E_ARG,
+			    "%s needs uint8 pixels with 1 to 4 channels, got %s x %d",
+			    ts_op_kind_name(op->kind), ts_dtype_name(img->dtype),
+			    img->channels);
+}
+
+static int failed(const struct ts_op *op, int rc, struct ts_error *err)
+{
+	if (rc >= 0)
+		return 0;
+	return ts_error_set(err, rc, "%s: %s", ts_op_kind_name(op->kind),
+			    rc == -ENOMEM ? "out of memory" : "invalid image or parameters");
+}
+
+static const double *center_of(const struct ts_op *op)
+{
+	return op->geo.has_center ? op->geo.center : NULL;
+}
+
+static int k_rotate(const struct ts_op *op, struct ts_image *img,
+		    struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	uint8_t fill[4];
+	int rc = gate(op, img, err);
+	if (rc < 0)
+		return rc;
+	ts_geo_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geo_rotate(img, tmp, op->geo.angle, op->interp,
+					op->geo.expand, center_of(op), fill), err);
+}
+
+static int k_affine(const struct ts_op *op, struct ts_image *img,
+		    struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	const struct ts_op_geometry *g = &op->geo;
+	uint8_t fill[4];
+	int rc = gate(op, img, err);
+	if (rc < 0)
+		return rc;
+	ts_geo_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geo_affine(img, tmp, g->angle, g->translate, g->scale,
+					g->shear, center_of(op), op->interp, fill),
+		      err);
+}
+
+static int k_pad(const struct ts_op *op, struct ts_image *img,
+		 struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	const int *p = op->geo.pad;
+	double fill[4];
+	fill_all(op, fill);
+	int rc = ts_geo_pad(img, tmp, p, op->geo.pad_mode, fill);
+	if (rc == TS_E_ARG && (img->dtype == TS_DTYPE_U8 || img->dtype == TS_DTYPE_U16))
+		return ts_error_set(err, rc,
+				    "pad crops the whole %dx%d image (padding %d, %d, %d, %d)",
+				    img->width, img->height, p[0], p[1], p[2], p[3]);
+	if (rc == TS_E_ARG)
+		return ts_error_set(err, rc, "pad needs uint8 or uint16 pixels, got %s",
+				    ts_dtype_name(img->dtype));
+	return failed(op, rc, err);
+}
+
+static int k_erase(const struct ts_op *op, struct ts_image *img,
+		   struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	const struct ts_op_geometry *g = &op->geo;
+	double v[4];
+	if (img->dtype == TS_DTYPE_F16)
+		return ts_error_set(err, TS_E_ARG, "erase cannot run on float16 data");
+	fill_all(op, v);
+	ts_geo_erase(img, g->erase_i, g->erase_j, g->erase_h, g->erase_w, v);
+	return 0;
+}
+
+static int k_random_rotation(const struct ts_op *op, struct ts_image *img,
+			     struct ts_image *tmp, struct ts_rng *rng,
+			     struct ts_error *err)
+{
+	uint8_t fill[4];
+	int rc = gate(op, img, err);
+	if (rc < 0)
+		return rc;
+	ts_geo_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geo_rotate(img, tmp, ts_geo_rotation_draw(op, rng),
+					op->interp, op->geo.expand, center_of(op), fill),
+		      err);
+}
+
+static int k_random_affine(const struct ts_op *op, struct ts_image *img,
+			   struct ts_image *tmp, struct ts_rng *rng,
+			   struct ts_error *err)
+{
+	struct ts_geo_affine_draw a;
+	uint8_t fill[4];
+	int rc = gate(op, img, err);
+	if (rc < 0)
+		return rc;
+	ts_geo_fill_u8(op, img->channels, fill);
+	ts_geo_affine_draw(op, img->width, img->height, rng, &a);
+	return failed(op, ts_geo_affine(img, tmp, a.angle, a.translate, a.scale,
+					a.shear, center_of(op), op->interp, fill),
+		      err);
+}
+
+static int k_random_perspective(const struct ts_op *op, struct ts_image *img,
+				struct ts_image *tmp, struct ts_rng *rng,
+				struct ts_error *err)
+{
+	double start[8], end[8];
+	uint8_t fill[4];
+	int rc = gate(op, img, err);
+	if (rc < 0)
+		return rc;
+	if (!ts_geo_perspective_draw(op, img->width, img->height, rng, start, end))
+		return 0;
+	ts_geo_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geo_perspective(img, tmp, start, end, op->interp, fill),
+		      err);
+}
+
+const struct ts_kernel ts_kernels_geometry[] = {
+	{ .kind = TS_OP_ROTATE, .apply = k_rotate },
+	{ .kind = TS_OP_AFFINE, .apply = k_affine },
+	{ .kind = TS_OP_PAD, .apply = k_pad },
+	{ .kind = TS_OP_ERASE, .apply = k_erase },
+	{ .kind = TS_OP_RANDOM_ROTATION, .apply = k_random_rotation },
+	{ .kind = TS_OP_RANDOM_AFFINE, .apply = k_random_affine },
+	{ .kind = TS_OP_RANDOM_PERSPECTIVE, .apply = k_random_perspective },
+	TS_KERNEL_END,
+};
