@@ -1,7 +1,7 @@
 /*
  * check_serve.c - serve settings: one serve block's settings resolved
  * into the plan (socket, group, epochs, ring, memory, threads, on_error,
- * queue_depth), and the defaults of a pipeline served without one.
+ * queue_depth, max_file_size, max_image_pixels, stall_timeout, consumers), and the defaults of a pipeline served without one.
  */
 #include "checker.h"
 
@@ -58,6 +58,8 @@ void ts_check_serve_defaults(struct ts_plan *plan)
 	plan->queue_depth = 64;
 	plan->max_file_size = 64ull << 20;
 	plan->max_image_pixels = 1ull << 25;
+	plan->stall_timeout_s = 120;
+	plan->max_consumers = 64;
 	plan->memory_budget = 0;
 }
 
@@ -143,6 +145,10 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 			plan->max_file_size = (uint64_t)v->num;
 		} else if (strcmp(name, "max_image_pixels") == 0) {
 			plan->max_image_pixels = (uint64_t)v->num;
+		} else if (strcmp(name, "stall_timeout") == 0) {
+			plan->stall_timeout_s = v->num;
+		} else if (strcmp(name, "consumers") == 0) {
+			plan->max_consumers = (int)v->num;
 		}
 	}
 	if (strlen(plan->socket) > SOCKET_PATH_MAX) {

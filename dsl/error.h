@@ -48,6 +48,9 @@ enum ts_code {
 				  before the end of the stream */
 	TS_E_JOB = -5016,      /* another rank of this trainer's job left
 				  before the end of the stream */
+	TS_E_DETACHED = -5017, /* the producer detached this trainer: it held
+				  the ring past the serve setting
+				  stall_timeout */
 };
 
 struct ts_error {

@@ -283,6 +283,9 @@ struct ts_plan {
 	int queue_depth;          /* io_uring reads in flight */
 	uint64_t max_file_size;   /* largest file or tar member read, bytes */
 	uint64_t max_image_pixels; /* largest image decoded, width x height */
+	double stall_timeout_s;   /* a trainer holding the ring this long while
+				     others wait is detached; 0: never */
+	int max_consumers;        /* trainers served at once */
 
 	/* Memory estimate, bytes. */
 	uint64_t mem_ring;        /* samples + labels + positions */

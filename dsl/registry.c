@@ -112,6 +112,11 @@ static const struct ts_param serve_params[] = {
 	{ .name = "max_file_size", .type = TS_PT_SIZE, .def = "64 MiB", .def_num = 67108864.0,
 	  P_MIN(1), P_MAX(1073741824.0),
 	  .doc = "largest file or tar member read; a larger one fails under on_error" },
+	{ .name = "stall_timeout", .type = TS_PT_NUMBER, .def = "120", .def_num = 120,
+	  P_MIN(0), P_MAX(86400),
+	  .doc = "seconds a trainer may hold the ring while others wait; then it is detached; 0 = forever" },
+	{ .name = "consumers", .type = TS_PT_INT, .def = "64", .def_num = 64, P_MIN(1), P_MAX(64),
+	  .doc = "trainers served at once; more are refused" },
 };
 
 const struct ts_param *ts_registry_serve(size_t *n)

@@ -57,6 +57,7 @@ TS_EXPORT const char *ts_error_name(int code)
 	case TS_E_NODEV: return "no GPU device";
 	case TS_E_STOPPED: return "stopped before the end of the stream";
 	case TS_E_JOB: return "a rank of the job left";
+	case TS_E_DETACHED: return "detached for holding the ring (stall_timeout)";
 	default:
 		if (code < 0 && code > -4096)
 			return strerror(-code);

@@ -39,6 +39,11 @@ struct ts_ring_consumer {
 	uint64_t last_release;
 	double last_time;
 	double rate;
+	/* Stall clock (ts_ring_consumer_held): the release position it
+	 * last saw and since when the ring has been full up to it (< 0:
+	 * not holding). */
+	uint64_t stall_release;
+	double stall_since;
 };
 
 struct ts_ring {
@@ -809,6 +814,8 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 	smp_store_release(&c->ctl->release, p.start);
 	c->last_release = p.start;
 	c->last_time = now_s();
+	c->stall_release = p.start;
+	c->stall_since = -1.0;
 	int slot = 0;
 	while (r->watch[slot])
 		slot++;
@@ -882,6 +889,56 @@ void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
 	 * acquires job_failed, reads them. */
 	smp_store_release(&c->ctl->job_failed, 1u);
 	/* Wake readers asleep on the head (they re-check and see it). Full
+	 * barrier: the flag is visible before the futex value changes. */
+	ATOMIC_ADD(&r->hdr->head_seq, 1);
+	futex_wake(&r->hdr->head_seq, false);
+}
+
+double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
+{
+	double held = 0.0;
+	pthread_mutex_lock(&r->lock);
+	/* Acquire both: positions the two sides really reached (we only
+	 * compare them). */
+	uint64_t head = smp_load_acquire(&r->hdr->head);
+	uint64_t rel = smp_load_acquire(&c->ctl->release);
+	/* Full up to rel: no writer may pass rel + capacity, so every one
+	 * waits on this consumer (or on one at the same position, which is
+	 * stalled as long). After the end nobody waits. */
+	bool holding = head >= rel + r->capacity && !smp_load_acquire(&r->finished) &&
+		       smp_load_acquire(&r->hdr->state) == TS_RING_RUNNING;
+	/* ... and someone waits on it: another consumer that has read all
+	 * but less than a batch of what is published. A trainer alone (or
+	 * with every other one stopped as long) harms nobody by pausing. */
+	bool waited_on = false;
+	for (size_t i = 0; holding && !waited_on && i < r->n_consumers; i++) {
+		struct ts_ring_consumer *o = r->consumers[i];
+		/* Acquire: as rel above. */
+		waited_on = o != c && smp_load_acquire(&o->ctl->release) + o->batch > head;
+	}
+	holding = holding && waited_on;
+	double t = now_s();
+	if (!holding || rel != c->stall_release) {
+		c->stall_release = rel;
+		c->stall_since = holding ? t : -1.0;
+	} else if (c->stall_since < 0) {
+		c->stall_since = t;
+	} else {
+		held = t - c->stall_since;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return held;
+}
+
+void ts_ring_consumer_mark_stalled(struct ts_ring *r, struct ts_ring_consumer *c,
+				   uint32_t held_ms, uint32_t timeout_ms)
+{
+	WRITE_ONCE(c->ctl->detached_held_ms, held_ms);
+	WRITE_ONCE(c->ctl->detached_timeout_ms, timeout_ms);
+	/* Release: the two figures are in place before the reader, which
+	 * acquires detached, reads them. */
+	smp_store_release(&c->ctl->detached, 1u);
+	/* Wake a reader asleep on the head (it re-checks and sees it). Full
 	 * barrier: the flag is visible before the futex value changes. */
 	ATOMIC_ADD(&r->hdr->head_seq, 1);
 	futex_wake(&r->hdr->head_seq, false);

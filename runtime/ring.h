@@ -31,8 +31,9 @@
 
 #define TS_RING_MAGIC 0x47525354u      /* "TSRG" little-endian */
 /* 2: reason, tensor shape, label tensors, closed epochs (tsrun.serve);
- * 3: the control page carries a job failure (job_failed, below). */
-#define TS_RING_VERSION 3u
+ * 3: the control page carries a job failure (job_failed, below);
+ * 4: and a detach for holding the ring too long (detached, below). */
+#define TS_RING_VERSION 4u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
@@ -158,6 +159,13 @@ struct ts_ring_ctl {
 	_Alignas(64) uint32_t job_failed;
 	uint32_t job_failed_rank;
 	uint32_t job_failed_pid;
+	/* Written by the producer, read by the consumer: it was detached for
+	 * holding the ring held_ms without releasing, past the serve
+	 * setting stall_timeout (timeout_ms). The two are stored first,
+	 * then detached = 1 (release); the producer then hangs up. */
+	_Alignas(64) uint32_t detached;
+	uint32_t detached_held_ms;
+	uint32_t detached_timeout_ms;
 };
 _Static_assert(sizeof(struct ts_ring_ctl) <= 4096, "the control page is one page");
 
@@ -389,6 +397,26 @@ void ts_ring_unhold(struct ts_ring *r, int id);
 void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
 			       uint32_t rank, uint32_t pid);
 
+/*
+ * How long consumer c has held the ring without releasing: seconds since
+ * the ring became full up to its release position (every writer waits
+ * on it, or on a consumer at the same position) while another consumer
+ * waits for a batch, with that position unchanged; 0 while it does not
+ * hold the ring, nobody waits on it, or the stream is over.
+ * The clock restarts whenever its release moves, so a slow trainer that
+ * keeps reading never counts, however slow. Call it periodically (the
+ * server does, every poll): it notices the start of a hold when called.
+ * Thread-safe.
+ */
+double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c);
+
+/* Tell consumer c it is being detached for holding the ring held_ms,
+ * past timeout_ms (ctl.detached): its reader returns TS_E_DETACHED from
+ * now on and a sleeping one is woken. The caller then detaches it
+ * (ts_ring_detach) and hangs up. Thread-safe. */
+void ts_ring_consumer_mark_stalled(struct ts_ring *r, struct ts_ring_consumer *c,
+				   uint32_t held_ms, uint32_t timeout_ms);
+
 /* Detach (consumer hung up): it stops holding the ring back at once and a
  * producer waiting on it is woken. Frees c. NULL is a no-op. Thread-safe. */
 void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c);
@@ -479,6 +507,10 @@ void ts_ring_reader_release_below(struct ts_ring_reader *rd, uint64_t floor);
  * sample_bytes. */
 void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
 				uint64_t *data_offset, uint64_t *data_bytes);
+
+/* 0, or TS_E_DETACHED with the reason in err once the producer detached
+ * this reader's consumer for holding the ring too long (ctl.detached). */
+int ts_ring_reader_detached(const struct ts_ring_reader *rd, struct ts_error *err);
 
 /* Samples released by this reader so far (its release position). */
 uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd);

@@ -302,6 +302,10 @@ static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want,
 	 * head_seq). Acquire: pairs with its release. */
 	if (rd->share.world && smp_load_acquire(&rd->ctl->job_failed))
 		return true;
+	/* So does a detach (mark_stalled bumps head_seq). Acquire: pairs
+	 * with its release. */
+	if (smp_load_acquire(&rd->ctl->detached))
+		return true;
 	if (head != *seen) {
 		if (epoch_starts(rd->meta, rd->capacity, *seen, head))
 			return true;
@@ -411,6 +415,9 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	const struct ts_share_rank *s = &rd->share;
 	uint64_t round = (uint64_t)s->world * rd->batch;
 	for (;;) {
+		int drc = ts_ring_reader_detached(rd, err);
+		if (drc < 0)
+			return drc;
 		/* Acquire: pairs with the producer's release in fail_job;
 		 * the rank and pid below are in place. */
 		if (smp_load_acquire(&rd->ctl->job_failed))
@@ -497,17 +504,34 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	}
 }
 
-int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
-			int timeout_ms, int (*alive)(void *arg), void *arg,
-			struct ts_error *err)
+int ts_ring_reader_detached(const struct ts_ring_reader *rd, struct ts_error *err)
+{
+	/* Acquire: pairs with the producer's release in mark_stalled; the
+	 * figures below are in place. */
+	if (!smp_load_acquire(&rd->ctl->detached))
+		return 0;
+	double held = READ_ONCE(rd->ctl->detached_held_ms) / 1e3;
+	double tmo = READ_ONCE(rd->ctl->detached_timeout_ms) / 1e3;
+	return ts_error_set(err, TS_E_DETACHED,
+			    "the producer detached this trainer: it held the ring %.1f s "
+			    "without releasing a batch (serve setting stall_timeout = %g); "
+			    "reconnect to join again, or raise stall_timeout (0: wait forever)",
+			    held, tmo);
+}
+
+static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+		       int timeout_ms, int (*alive)(void *arg), void *arg,
+		       struct ts_error *err)
 {
 	const struct ts_ring_hdr *hd = rd->hdr;
 	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
 
-	reader_release_to(rd, rd->pending_end);
 	if (rd->share.world)
 		return job_next(rd, b, deadline, timeout_ms, alive, arg, err);
 	for (;;) {
+		int drc = ts_ring_reader_detached(rd, err);
+		if (drc < 0)
+			return drc;
 		/* Acquire: slots and metadata below h are complete. */
 		uint64_t h = smp_load_acquire(&hd->head);
 		/* Acquire: the head covering closed was stored before it; a
@@ -591,4 +615,22 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 		if (rc < 0)
 			return ts_error_set(err, rc, "%s", ts_error_name(rc));
 	}
+}
+
+/* The next batch, or the detach: a reader the producer detached (stopped
+ * past stall_timeout) may have been cutting a batch from slots the
+ * producer has since reused, so the flag is checked again after the
+ * batch is cut, and a batch cut then is not handed out. */
+int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+			int timeout_ms, int (*alive)(void *arg), void *arg,
+			struct ts_error *err)
+{
+	reader_release_to(rd, rd->pending_end);
+	int rc = reader_next(rd, b, timeout_ms, alive, arg, err);
+	if (rc == 0 || rc == TS_E_PROTOCOL) {
+		int drc = ts_ring_reader_detached(rd, err);
+		if (drc < 0)
+			return drc;
+	}
+	return rc;
 }

@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,19 @@
 
 #define HELLO_TIMEOUT_S 5.0
 #define MAX_CONNS 256
+/* Connections still saying hello, per peer: a real client sends its
+ * hello in the same call that connects, so a few suffice; more from one
+ * process (or user) are someone holding slots open. */
+#define PENDING_PER_PID 8
+#define PENDING_PER_UID 32
+#define MAX_NOTES 16
 
 struct conn {
 	int fd;
 	bool welcomed;
+	pid_t pid;             /* the peer (SO_PEERCRED) */
+	uid_t uid;
+	double since;          /* accepted at */
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 	size_t got;
 	double deadline;       /* for the hello */
@@ -53,6 +63,13 @@ struct ts_server {
 	bool closing;          /* destroy: conns close, no rank "left early" */
 	size_t n_conns;
 	unsigned n_welcomed;   /* atomic */
+	/* Limits (ts_server_set_limits): read by the server thread. */
+	uint32_t stall_ms;     /* 0: never detach */
+	uint32_t max_consumers;
+	/* Log lines for the host (ts_server_take_note), oldest first. */
+	pthread_mutex_t note_lock;
+	char notes[MAX_NOTES][256];
+	size_t note_head, n_notes;
 };
 
 static double now_s(void)
@@ -60,6 +77,23 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Queue a line for the producer's log (the oldest goes when full). */
+__attribute__((format(printf, 2, 3)))
+static void note(struct ts_server *s, const char *fmt, ...)
+{
+	va_list ap;
+	pthread_mutex_lock(&s->note_lock);
+	if (s->n_notes == MAX_NOTES) {
+		s->note_head = (s->note_head + 1) % MAX_NOTES;
+		s->n_notes--;
+	}
+	char *line = s->notes[(s->note_head + s->n_notes++) % MAX_NOTES];
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(s->notes[0]), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&s->note_lock);
 }
 
 static void conn_close(struct ts_server *s, size_t i)
@@ -89,12 +123,13 @@ static void refuse(int fd, uint32_t reason, const char *text)
 
 /* Is the peer allowed in? Same uid always; with a group, any member
  * (primary gid from SO_PEERCRED or a supplementary one). */
-static bool peer_allowed(struct ts_server *s, int fd)
+static bool peer_allowed(struct ts_server *s, int fd, struct ucred *out)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
 		return false;
+	*out = cr;
 	if (cr.uid == geteuid())
 		return true;
 	if (!s->use_group)
@@ -112,29 +147,92 @@ static bool peer_allowed(struct ts_server *s, int fd)
 	return false;
 }
 
+static bool on_conn(struct ts_server *s, struct conn *c, short revents);
+
+/* Connections of this peer still saying hello: same pid, and same uid. */
+static void pending_of(const struct ts_server *s, const struct ucred *cr,
+		       unsigned *by_pid, unsigned *by_uid)
+{
+	*by_pid = *by_uid = 0;
+	for (size_t i = 0; i < s->n_conns; i++) {
+		const struct conn *c = &s->conns[i];
+		if (c->welcomed)
+			continue;
+		*by_pid += c->pid == cr->pid;
+		*by_uid += c->uid == cr->uid;
+	}
+}
+
+/* The table is full, or this user has PENDING_PER_UID connections
+ * still saying hello (uid: that user's; (uid_t)-1: anyone's): the oldest
+ * of them goes, so half-open connections can delay a new trainer but never
+ * lock it out (it sends its hello as it connects and is answered before
+ * it is the oldest). Returns false when there is none to evict. */
+static bool evict_oldest_pending(struct ts_server *s, uid_t uid)
+{
+	size_t old = MAX_CONNS;
+	for (size_t i = 0; i < s->n_conns; i++)
+		if (!s->conns[i].welcomed && (uid == (uid_t)-1 || s->conns[i].uid == uid) &&
+		    (old == MAX_CONNS || s->conns[i].since < s->conns[old].since))
+			old = i;
+	if (old == MAX_CONNS)
+		return false;
+	refuse(s->conns[old].fd, TS_REFUSE_FULL,
+	       "no hello in time while the producer was full of connections");
+	conn_close(s, old);
+	return true;
+}
+
 static void on_accept(struct ts_server *s)
 {
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct ucred cr = { 0 };
+		char text[TS_PROTO_REFUSE_MAX + 1];
+		unsigned by_pid, by_uid;
 		if (fd < 0)
 			return;
-		if (!peer_allowed(s, fd)) {
+		if (!peer_allowed(s, fd, &cr)) {
 			refuse(fd, TS_REFUSE_PERMISSION,
 			       "permission denied: the producer serves its own "
 			       "user (or group) only");
 			close(fd);
 			continue;
 		}
-		if (s->n_conns >= MAX_CONNS) {
+		/* One process with this many unanswered connections is not a
+		 * trainer: refuse its next. A user with too many (maybe from
+		 * many processes) loses its oldest one instead, so its own
+		 * new trainer still gets in. */
+		pending_of(s, &cr, &by_pid, &by_uid);
+		if (by_pid >= PENDING_PER_PID) {
+			snprintf(text, sizeof(text),
+				 "too many connections from pid %u still saying hello (at most "
+				 "%d): send each hello as the connection opens",
+				 (unsigned)cr.pid, PENDING_PER_PID);
+			refuse(fd, TS_REFUSE_FULL, text);
+			close(fd);
+			continue;
+		}
+		if (by_uid >= PENDING_PER_UID)
+			evict_oldest_pending(s, cr.uid);
+		if (s->n_conns >= MAX_CONNS && !evict_oldest_pending(s, (uid_t)-1)) {
 			refuse(fd, TS_REFUSE_FULL, "too many connections");
 			close(fd);
 			continue;
 		}
-		struct conn *c = &s->conns[s->n_conns++];
+		size_t i = s->n_conns++;
+		struct conn *c = &s->conns[i];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
+		c->pid = cr.pid;
+		c->uid = cr.uid;
 		c->job.slot = -1;
-		c->deadline = now_s() + HELLO_TIMEOUT_S;
+		c->since = now_s();
+		c->deadline = c->since + HELLO_TIMEOUT_S;
+		/* A trainer's hello is usually there already: answer it now,
+		 * before a flood of connections behind it can evict it. */
+		if (!on_conn(s, c, POLLIN))
+			conn_close(s, i);
 	}
 }
 
@@ -161,6 +259,15 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 	ts_ring_get_info(s->ring, &info);
 	if (h.batch == 0)
 		h.batch = info.default_batch;
+	uint32_t maxc = READ_ONCE(s->max_consumers); /* a setting; orders nothing */
+	if (READ_ONCE(s->n_welcomed) >= maxc) {
+		snprintf(text, sizeof(text),
+			 "too many trainers: the producer serves at most %u at once (serve "
+			 "setting consumers); wait for one to end, or raise the setting",
+			 maxc);
+		refuse(c->fd, TS_REFUSE_FULL, text);
+		return false;
+	}
 	if (h.batch == 0 || h.batch > info.capacity / 2) {
 		snprintf(text, sizeof(text),
 			 "batch size %u is larger than half the ring (%llu "
@@ -271,6 +378,21 @@ static bool on_conn(struct ts_server *s, struct conn *c, short revents)
 	return true;
 }
 
+/* Has trainer c held the ring past stall_ms while another waits on it?
+ * Then it is told (its control page) and the caller hangs up on it. */
+static bool stalled(struct ts_server *s, struct conn *c, uint32_t stall_ms)
+{
+	double held = ts_ring_consumer_held(s->ring, c->c);
+	if (held * 1e3 < stall_ms)
+		return false;
+	uint32_t held_ms = held * 1e3 > 4e9 ? 4000000000u : (uint32_t)(held * 1e3);
+	ts_ring_consumer_mark_stalled(s->ring, c->c, held_ms, stall_ms);
+	note(s, "detached trainer pid %d: it held the ring %.1f s without releasing a "
+	     "batch while others waited (serve setting stall_timeout = %g); it gets an "
+	     "error and may reconnect", (int)c->pid, held, stall_ms / 1e3);
+	return true;
+}
+
 static void *server_main(void *arg)
 {
 	struct ts_server *s = arg;
@@ -289,6 +411,7 @@ static void *server_main(void *arg)
 		if (pr > 0 && pfd[0].revents)
 			break;
 		double t = now_s();
+		uint32_t stall_ms = READ_ONCE(s->stall_ms); /* a setting; orders nothing */
 		/* Walk backwards: conn_close moves the last entry into i. */
 		for (size_t i = n; i-- > 0;) {
 			struct conn *c = &s->conns[i];
@@ -297,6 +420,8 @@ static void *server_main(void *arg)
 				keep = on_conn(s, c, pfd[i + 2].revents);
 			if (keep && !c->welcomed && t > c->deadline)
 				keep = false;
+			if (keep && c->welcomed && stall_ms)
+				keep = !stalled(s, c, stall_ms);
 			if (!keep)
 				conn_close(s, i);
 		}
@@ -396,6 +521,9 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	s->lfd = s->evfd = s->ro_fd = -1;
 	s->ring = ring;
+	s->stall_ms = (uint32_t)(TS_SERVER_STALL_TIMEOUT_S * 1000);
+	s->max_consumers = TS_RING_MAX_CONSUMERS;
+	pthread_mutex_init(&s->note_lock, NULL);
 	rc = ts_jobs_create(&s->jobs, err);
 	if (rc < 0) {
 		free(s);
@@ -542,8 +670,38 @@ void ts_server_destroy(struct ts_server *s)
 	if (s->ro_fd >= 0)
 		close(s->ro_fd);
 	ts_jobs_destroy(s->jobs, s->ring);
+	pthread_mutex_destroy(&s->note_lock);
 	free(s->path);
 	free(s);
+}
+
+int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
+			 unsigned max_consumers, struct ts_error *err)
+{
+	if (!(stall_timeout_s >= 0 && stall_timeout_s <= TS_SERVER_STALL_TIMEOUT_MAX_S))
+		return ts_error_set(err, TS_E_ARG, "stall timeout %g s: want 0 (never) .. %d s",
+				    stall_timeout_s, TS_SERVER_STALL_TIMEOUT_MAX_S);
+	if (max_consumers < 1 || max_consumers > TS_RING_MAX_CONSUMERS)
+		return ts_error_set(err, TS_E_ARG, "consumers %u: want 1..%d", max_consumers,
+				    TS_RING_MAX_CONSUMERS);
+	/* Untorn words the server thread reads on its next poll. */
+	WRITE_ONCE(s->stall_ms, (uint32_t)(stall_timeout_s * 1000 + 0.5));
+	WRITE_ONCE(s->max_consumers, max_consumers);
+	return 0;
+}
+
+bool ts_server_take_note(struct ts_server *s, char *buf, size_t n)
+{
+	bool got = false;
+	pthread_mutex_lock(&s->note_lock);
+	if (s->n_notes) {
+		snprintf(buf, n, "%s", s->notes[s->note_head]);
+		s->note_head = (s->note_head + 1) % MAX_NOTES;
+		s->n_notes--;
+		got = true;
+	}
+	pthread_mutex_unlock(&s->note_lock);
+	return got;
 }
 
 void ts_server_forget_in_child(struct ts_server *s)

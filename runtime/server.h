@@ -59,6 +59,30 @@ void ts_server_destroy(struct ts_server *s);
  * nothing and takes no lock (the child has none of the threads). */
 void ts_server_forget_in_child(struct ts_server *s);
 
+/* How long a trainer may hold the ring without releasing while another
+ * waits on it, by default (the serve setting stall_timeout), and at most;
+ * 0 waits forever. */
+#define TS_SERVER_STALL_TIMEOUT_S 120
+#define TS_SERVER_STALL_TIMEOUT_MAX_S 86400
+
+/*
+ * Limits (the serve settings stall_timeout and consumers): a trainer
+ * whose release position has not moved for stall_timeout_s seconds while
+ * the ring is full up to it and another trainer waits on it is detached
+ * (its reader returns TS_E_DETACHED, the server hangs up and queues a
+ * note); 0 never detaches. At most max_consumers (1..TS_RING_MAX_CONSUMERS)
+ * trainers are served at once; more are refused. Defaults:
+ * TS_SERVER_STALL_TIMEOUT_S, TS_RING_MAX_CONSUMERS. Thread-safe; applies
+ * from the server's next poll. Returns 0 or TS_E_ARG.
+ */
+int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
+			 unsigned max_consumers, struct ts_error *err);
+
+/* The next line for the producer's log (a trainer detached for stalling),
+ * into buf (n bytes, NUL-terminated): true, or false when there is none.
+ * Thread-safe. */
+bool ts_server_take_note(struct ts_server *s, char *buf, size_t n);
+
 /* The socket path being served (owned by the server). */
 const char *ts_server_path(const struct ts_server *s);
 

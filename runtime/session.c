@@ -152,6 +152,10 @@ int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
 				     s->dsv ? &pdev : NULL, &s->srv, err);
 	if (rc)
 		goto fail;
+	rc = ts_server_set_limits(s->srv, plan->stall_timeout_s,
+				  (unsigned)plan->max_consumers, err);
+	if (rc)
+		goto fail;
 	s->info.socket_path = ts_server_path(s->srv);
 	*out = s;
 	return 0;
@@ -220,6 +224,11 @@ void ts_serve_stop(struct ts_serve *s)
 int ts_serve_join(struct ts_serve *s, struct ts_error *err)
 {
 	return s->eng ? ts_engine_join(s->eng, err) : 0;
+}
+
+bool ts_serve_take_note(struct ts_serve *s, char *buf, size_t n)
+{
+	return ts_server_take_note(s->srv, buf, n);
 }
 
 unsigned ts_serve_consumers(struct ts_serve *s)

@@ -86,6 +86,10 @@ void ts_serve_stop(struct ts_serve *s);
 /* Wait for the engine; returns 0 or its error. */
 int ts_serve_join(struct ts_serve *s, struct ts_error *err);
 
+/* The next line for the log (a trainer detached for stalling), as
+ * ts_server_take_note. */
+bool ts_serve_take_note(struct ts_serve *s, char *buf, size_t n);
+
 /* Trainers connected now. */
 unsigned ts_serve_consumers(struct ts_serve *s);
 

@@ -468,6 +468,11 @@ int ts_cmd_run(int argc, char **argv)
 			pending_file = NULL;
 			ts_status_set_plan(status, ts_serve_plan(srv), cur_file);
 		}
+		char line[256];
+		while (ts_serve_take_note(srv, line, sizeof(line))) {
+			ts_status_clear(status, stderr);
+			fprintf(stderr, "tsrun: %s\n", line);
+		}
 		ts_serve_stats(srv, &es, &rs);
 		ts_status_update(status, &es, &rs, stderr, json);
 		if (got_signal || rs.state != TS_RING_RUNNING)

@@ -125,6 +125,12 @@ static void *status_main(void *arg)
 		struct ts_engine_stats es;
 		struct ts_ring_stat rs;
 		stats_now(p, &es, &rs);
+		char line[256];
+		while (ts_server_take_note(p->srv, line, sizeof(line))) {
+			FILE *f = p->out ? p->out : stderr;
+			ts_status_clear(p->status, f);
+			fprintf(f, "tsrun: %s\n", line);
+		}
 		ts_status_update(p->status, &es, &rs, p->out ? p->out : stderr, NULL);
 		pthread_mutex_lock(&p->stop_lock);
 		struct timespec ts;

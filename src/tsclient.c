@@ -362,12 +362,17 @@ static int client_next(struct ts_client *c, struct ts_batch *b,
 	struct ts_ring_batch rb;
 	int rc;
 
+	/* A detach (stall_timeout) hangs up too: say which it was. */
 	if (c->dead)
-		return ts_error_set(err, TS_E_PRODUCER, "the producer is gone");
+		return ts_ring_reader_detached(c->rd, err) < 0
+			       ? TS_E_DETACHED
+			       : ts_error_set(err, TS_E_PRODUCER, "the producer is gone");
 	rc = ts_ring_reader_next(c->rd, &rb, c->timeout_ms, client_alive, c, err);
 	if (rc == TS_E_PRODUCER && c->dead)
-		return ts_error_set(err, rc, "the producer hung up (died or "
-				    "stopped) before the end of the stream");
+		return ts_ring_reader_detached(c->rd, err) < 0
+			       ? TS_E_DETACHED
+			       : ts_error_set(err, rc, "the producer hung up (died or "
+					      "stopped) before the end of the stream");
 	if (rc < 0)
 		return rc;
 	c->label_data = rb.label_data;

@@ -206,7 +206,9 @@ const void *ts_client_batch_label_data(const struct ts_client *c,
  * TS_E_EOS after the last sample, TS_E_PRODUCER when the producer died
  * (noticed within about 100 ms) or failed, TS_E_JOB when another rank of
  * this trainer's job left before the end of the stream (err names it),
- * -ETIMEDOUT after opts.timeout_ms.
+ * TS_E_DETACHED when the producer detached this trainer for holding the
+ * ring past its stall_timeout (tensorsocket(7); err says how long; a new
+ * ts_client_connect joins again), -ETIMEDOUT after opts.timeout_ms.
  */
 int ts_client_next(struct ts_client *c, struct ts_batch *b,
 		   struct ts_error *err);

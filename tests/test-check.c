@@ -237,7 +237,8 @@ START_TEST(test_serve)
 		"pipeline a = synthetic(8) | batch(4)\n"
 		"pipeline b = synthetic(16) | batch(10)\n"
 		"serve b { ring = 3 batches threads = 2 epochs = 0 on_error = skip"
-		" group = \"ml\" queue_depth = 8 memory = 2 GiB }\n");
+		" group = \"ml\" queue_depth = 8 memory = 2 GiB stall_timeout = 2.5"
+		" consumers = 3 }\n");
 	/* the served pipeline is chosen when none is named */
 	ck_assert_str_eq(p->name, "b");
 	ck_assert(p->served);
@@ -250,6 +251,8 @@ START_TEST(test_serve)
 	ck_assert_str_eq(p->group, "ml");
 	ck_assert_int_eq(p->queue_depth, 8);
 	ck_assert_uint_eq(p->memory_budget, 2ull << 30);
+	ck_assert_double_eq(p->stall_timeout_s, 2.5);
+	ck_assert_int_eq(p->max_consumers, 3);
 	/* the default socket: in a folder of this user's only */
 	char want[128];
 	char *xdg = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
@@ -290,6 +293,8 @@ START_TEST(test_serve)
 	ck_assert_int_eq(p->ring_samples, 64);
 	ck_assert_int_eq(p->epochs, 1);
 	ck_assert_int_eq(p->threads, 0);
+	ck_assert_double_eq(p->stall_timeout_s, 120);
+	ck_assert_int_eq(p->max_consumers, 64);
 	ck_assert_ptr_null(p->group);
 	ts_plan_destroy(p);
 	ts_diags_fini(&d);
@@ -716,8 +721,10 @@ START_TEST(test_registry)
 	ck_assert_ptr_null(ts_registry_of_kind(TS_OP_OUTPUT));
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_OUTPUT), "output");
 	ck_assert_ptr_null(ts_registry_find("flipp"));
-	ck_assert_uint_eq(ns, 10);
+	ck_assert_uint_eq(ns, 12);
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "stall_timeout"));
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "consumers"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "max_file_size"));
 	ck_assert_ptr_nonnull(ts_registry_param(ts_registry_find("resize"), "antialias"));
 	ck_assert_uint_eq(ts_dtype_size(TS_DTYPE_F16), 2);

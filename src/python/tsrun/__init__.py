@@ -33,9 +33,10 @@ When none loads, ``load_library()`` (and so ``Loader``) raises
 """
 
 from ._lib import load_library
-from .errors import JobFailed, LibraryNotFound, ProducerGone, Timeout, TsrunError
+from .errors import (Detached, JobFailed, LibraryNotFound, ProducerGone, Timeout,
+                     TsrunError)
 from .loader import Loader
 from .serve import Producer, serve
 
-__all__ = ["Loader", "TsrunError", "ProducerGone", "Timeout", "JobFailed",
+__all__ = ["Loader", "TsrunError", "ProducerGone", "Timeout", "JobFailed", "Detached",
            "LibraryNotFound", "load_library", "serve", "Producer"]

@@ -10,6 +10,7 @@ E_EOS = -5009
 E_STATE = -5012
 E_NODEV = -5014
 E_JOB = -5016
+E_DETACHED = -5017
 E_TIMEDOUT = -errno.ETIMEDOUT
 E_AGAIN = -errno.EAGAIN
 
@@ -38,6 +39,14 @@ class JobFailed(TsrunError):
     equal, so every rank stops rather than wait in a collective."""
 
 
+class Detached(TsrunError):
+    """The producer detached this trainer: it held the ring (read no new
+    batch) for longer than the serve setting ``stall_timeout`` while other
+    trainers waited on it. The message says how long. The others went
+    on; a new Loader joins the stream again, as any late trainer (at the
+    next epoch by default)."""
+
+
 class LibraryNotFound(OSError):
     """libtsclient could not be found or loaded; the message says where it
     looked and how to fix it (build tsrun, or set TSRUN_LIBTSCLIENT)."""
@@ -52,4 +61,6 @@ def raise_for(code, err):
         raise Timeout(code, msg)
     if code == E_JOB:
         raise JobFailed(code, msg)
+    if code == E_DETACHED:
+        raise Detached(code, msg)
     raise TsrunError(code, msg)
