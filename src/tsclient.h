@@ -273,6 +273,99 @@ void ts_client_close(struct ts_client *c);
  * gone", or strerror for -errno). Static storage. */
 const char *ts_client_strerror(int code);
 
+/* ---- label mixing: Mixup, CutMix and label smoothing (tsclient_mix.c) ---
+ *
+ * Applied by each trainer to its own batches, with its own parameters (the
+ * alpha a sweep varies), as timm.data.Mixup documents them: in "batch" mode
+ * one draw per batch, sample i mixed with sample n-1-i; in "pair" mode one
+ * draw per pair (i, n-1-i), both ways; in "elem" mode one per sample. A
+ * draw is, with probability prob, a Mixup (a blend x*lam + x'*(1-lam),
+ * lam ~ Beta(mixup_alpha, mixup_alpha)) or, with probability switch_prob
+ * when both alphas are > 0, a CutMix (a box of the partner pasted in,
+ * of area (1-lam) of the image, lam ~ Beta(cutmix_alpha, cutmix_alpha);
+ * its lam then corrected to the box's real area when correct_lam or
+ * cutmix_max is set). The targets are float32 rows of num_classes:
+ * y_i*lam + y_j*(1-lam), y the one-hot label smoothed to
+ * 1-label_smoothing+label_smoothing/num_classes on its class and
+ * label_smoothing/num_classes elsewhere. Both alphas 0 (or enabled 0) is
+ * label smoothing alone. The middle sample of an odd batch (its own
+ * partner) is left as it is, its target its smoothed label (timm refuses
+ * odd batches; an epoch's last batch may be one).
+ *
+ * The draws are a pure function of (seed, the batch's epoch, the index in
+ * its epoch of its first sample), so a rerun mixes alike, and the Python
+ * client (tsrun.Mixup) calls these same functions: for the same seed and
+ * batch both give the same bytes. Reentrant: no state between calls.
+ */
+enum ts_client_mix_mode {
+	TS_CLIENT_MIX_BATCH = 0,  /* one draw per batch (timm's default) */
+	TS_CLIENT_MIX_PAIR = 1,   /* one per pair of samples */
+	TS_CLIENT_MIX_ELEM = 2,   /* one per sample */
+};
+
+struct ts_client_mix {
+	double mixup_alpha;      /* > 0: Mixup on (default 1.0, as timm) */
+	double cutmix_alpha;     /* > 0: CutMix on (default 0) */
+	/* cutmix_max 0 (the default): a square-ratio box from lam; else
+	 * 0 <= cutmix_min < cutmix_max <= 1: box sides drawn uniformly in
+	 * [min, max) of the image's, CutMix on with cutmix_alpha taken as 1. */
+	double cutmix_min, cutmix_max;
+	double prob;             /* of mixing a batch / pair / sample (1.0) */
+	double switch_prob;      /* of CutMix rather than Mixup (0.5) */
+	int mode;                /* enum ts_client_mix_mode (batch) */
+	int correct_lam;         /* nonzero (default): lam from the box's
+				    area once clipped by the image border */
+	double label_smoothing;  /* 0 .. 1 (0) */
+	uint32_t num_classes;    /* target width, >= 1; required */
+	uint64_t seed;           /* the draws' key with (epoch, index) (0) */
+	int enabled;             /* 0: no mixing, targets only (timm's
+				    mixup_enabled; default 1) */
+};
+
+/* What was drawn for one sample of a batch, for a trainer that mixes
+ * something else alike (a mask, a CUDA tensor: tsrun.Mixup does) or checks. */
+enum ts_client_mix_op {
+	TS_CLIENT_MIX_NONE = 0,   /* pixels unchanged */
+	TS_CLIENT_MIX_BLEND = 1,  /* x_i*lam + x_partner*lam_partner */
+	TS_CLIENT_MIX_BOX = 2,    /* the box's pixels are the partner's */
+};
+struct ts_client_mix_sample {
+	uint64_t partner;        /* n - 1 - i */
+	int op;                  /* enum ts_client_mix_op */
+	int y0, y1, x0, x1;      /* BOX: rows [y0, y1), columns [x0, x1) */
+	float lam;               /* weight of this sample's label (and pixels) */
+	float lam_partner;       /* of the partner's: 1 - lam, rounded as
+				    timm rounds it in this mode */
+	double lam_drawn;        /* lam before its rounding to float (in
+				    batch mode timm's is a double) */
+};
+
+/* Fill m with timm.data.Mixup's defaults; num_classes 0 (to be set). */
+void ts_client_mix_init(struct ts_client_mix *m);
+
+/* 0, or TS_E_ARG with err naming the field, its value and its range. */
+int ts_client_mix_check(const struct ts_client_mix *m, struct ts_error *err);
+
+/*
+ * The draws for batch b (its n, height, width, epoch and index; its data
+ * is not read) into out[0 .. b->n - 1]. 0, or TS_E_ARG (m invalid, or an
+ * empty batch).
+ */
+int ts_client_mix_params(const struct ts_client_mix *m, const struct ts_batch *b,
+			 struct ts_client_mix_sample *out, struct ts_error *err);
+
+/*
+ * Mix batch b (float32, NCHW or NHWC, integer labels in 0 ..
+ * num_classes - 1) into images (b->n * b->sample_bytes bytes: the
+ * caller's own buffer, or b->data itself to mix in place when that is
+ * writable; never a buffer overlapping b->data otherwise) and targets
+ * (b->n * num_classes floats). b->data may be the read-only ring. 0, or
+ * TS_E_ARG (m invalid; not float32; a label out of range, err says which
+ * sample), TS_E_NOMEM. Nothing is written on failure.
+ */
+int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts_batch *b,
+			float *images, float *targets, struct ts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

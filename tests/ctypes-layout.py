@@ -28,6 +28,8 @@ MIRRORS = {
     "_lib.DevInfo": "struct ts_client_device_info",
     "_lib.Span": "struct ts_client_span",
     "_lib.Pinned": "struct ts_client_pinned",
+    "_lib.Mix": "struct ts_client_mix",
+    "_lib.MixSample": "struct ts_client_mix_sample",
     "_tensors._Tensor": "struct ts_client_tensor",
     "_tensors._Error": "struct ts_error",
     "serve._Loc": "struct ts_loc",

@@ -28,6 +28,10 @@ libtsclient is found by itself, the first that loads of:
    (src/python/tsrun), the newest build*/src/libtsclient.so* of that
    tree, so a trainer runs straight after ``meson compile``.
 
+``tsrun.Mixup(...)`` mixes batches (Mixup, CutMix, label smoothing) as
+timm.data.Mixup does, keyed by (seed, epoch, index); ``Loader(...,
+mixup=tsrun.Mixup(...))`` applies it to every batch.
+
 When none loads, ``load_library()`` (and so ``Loader``) raises
 ``LibraryNotFound``, an ``OSError`` that says what to do.
 """
@@ -36,7 +40,8 @@ from ._lib import load_library
 from .errors import (Detached, JobFailed, LibraryNotFound, ProducerGone, Timeout,
                      TsrunError)
 from .loader import Loader
+from .mixup import Mixup
 from .serve import Producer, serve
 
 __all__ = ["Loader", "TsrunError", "ProducerGone", "Timeout", "JobFailed", "Detached",
-           "LibraryNotFound", "load_library", "serve", "Producer"]
+           "LibraryNotFound", "load_library", "serve", "Producer", "Mixup"]

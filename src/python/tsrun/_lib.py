@@ -67,6 +67,22 @@ class Pinned(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
+class Mix(ctypes.Structure):
+    _fields_ = [("mixup_alpha", ctypes.c_double), ("cutmix_alpha", ctypes.c_double),
+                ("cutmix_min", ctypes.c_double), ("cutmix_max", ctypes.c_double),
+                ("prob", ctypes.c_double), ("switch_prob", ctypes.c_double),
+                ("mode", ctypes.c_int), ("correct_lam", ctypes.c_int),
+                ("label_smoothing", ctypes.c_double), ("num_classes", ctypes.c_uint32),
+                ("seed", ctypes.c_uint64), ("enabled", ctypes.c_int)]
+
+
+class MixSample(ctypes.Structure):
+    _fields_ = [("partner", ctypes.c_uint64), ("op", ctypes.c_int),
+                ("y0", ctypes.c_int), ("y1", ctypes.c_int), ("x0", ctypes.c_int),
+                ("x1", ctypes.c_int), ("lam", ctypes.c_float),
+                ("lam_partner", ctypes.c_float), ("lam_drawn", ctypes.c_double)]
+
+
 _lib = None
 
 _FIX = ("build tsrun (meson setup build && meson compile -C build) or set "
@@ -257,6 +273,18 @@ def load_library():
         lib.ts_client_pin_mapping.restype = ctypes.c_int
         lib.ts_client_unpin.argtypes = [ctypes.POINTER(Pinned), ctypes.POINTER(Error)]
         lib.ts_client_unpin.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_mix_batch"):
+        lib.ts_client_mix_init.argtypes = [ctypes.POINTER(Mix)]
+        lib.ts_client_mix_init.restype = None
+        lib.ts_client_mix_check.argtypes = [ctypes.POINTER(Mix), ctypes.POINTER(Error)]
+        lib.ts_client_mix_check.restype = ctypes.c_int
+        lib.ts_client_mix_params.argtypes = [ctypes.POINTER(Mix), ctypes.POINTER(Batch),
+                                             ctypes.POINTER(MixSample), ctypes.POINTER(Error)]
+        lib.ts_client_mix_params.restype = ctypes.c_int
+        lib.ts_client_mix_batch.argtypes = [ctypes.POINTER(Mix), ctypes.POINTER(Batch),
+                                            ctypes.c_void_p, ctypes.c_void_p,
+                                            ctypes.POINTER(Error)]
+        lib.ts_client_mix_batch.restype = ctypes.c_int
     _lib = lib
     return lib
 

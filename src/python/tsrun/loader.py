@@ -11,6 +11,7 @@ import warnings
 
 from . import _lib
 from . import _tensors as _shapes
+from . import mixup as _mixup
 from ._batches import Keeper
 from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
                      raise_for)
@@ -151,6 +152,15 @@ class Loader:
                 the same batch_size, join, drop_last and job_drop_last.
                 When another rank leaves before the end, iteration raises
                 JobFailed
+    mixup       None, or a tsrun.Mixup: every batch is mixed (Mixup,
+                CutMix, label smoothing) as it is handed out, its draws
+                keyed by the Mixup's seed and the batch's (epoch, index),
+                so a rerun mixes alike; labels are then the soft targets,
+                float32 (n, num_classes). The mix is written into the
+                batch the loader hands out (the trainer's own copy-on-write
+                pages, or its copy), never into the ring; with raw_views
+                the batch is first copied. Needs float32 image samples
+                (any float on a device ring) and integer labels
 
 
     A batch (the default) is safe like any tensor: in-place ops work and
@@ -178,7 +188,8 @@ class Loader:
 
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
                  pin_memory=False, timeout=None, device=None, raw_views=False,
-                 job=None, rank=None, world_size=None, job_drop_last=False):
+                 job=None, rank=None, world_size=None, job_drop_last=False,
+                 mixup=None):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
@@ -232,6 +243,7 @@ class Loader:
         self.source = "host-ring"
         # any rank, and label tensors, for tsrun.serve producers
         self._dims, self._label = _shapes.describe(self._lib, self._client)
+        self.mixup = None
         if device is not None:
             self._open_device(torch, device)
             if self._device is not None and self._dev is None:
@@ -243,6 +255,10 @@ class Loader:
                 warnings.warn("tsrun.Loader: pin_memory=True needs CUDA, but "
                               "torch.cuda.is_available() is false; batches stay "
                               "in pageable CPU memory", RuntimeWarning, stacklevel=2)
+        if mixup is not None:
+            _mixup.check_loader(mixup, self._label, self.shape, self.info.dtype,
+                                self._dev is not None)
+            self.mixup = mixup
         if not self._raw and self._device is None and not self._pin:
             self._keeper = Keeper(self._lib, self._client, self.info.capacity,
                                   self.batch_size)
@@ -297,6 +313,8 @@ class Loader:
                     return
                 self._pending = None
                 out, b.tensors = b.tensors, None
+                if self.mixup is not None:
+                    out = self._mix(b, out)
                 self.index = b.index
                 end = b.index + b.n
                 spe = self.info.samples_per_epoch
@@ -608,6 +626,17 @@ class Loader:
             self._event = torch.cuda.Event()
             self._event.record()
         return images, labels
+
+    def _mix(self, b, tensors):
+        """The batch b as handed out, mixed by self.mixup now (so that a
+        change to it between batches, such as mixup_enabled, holds from the
+        next batch on): in place, in the trainer's own pages, or in a copy
+        of a raw view."""
+        images, labels = tensors
+        if self._raw:
+            images = images.clone()  # a raw view is the read-only ring
+        layout = "nchw" if self._dev is not None or self.info.layout == 1 else "nhwc"
+        return self.mixup(images, labels, epoch=b.epoch, index=b.index, layout=layout)
 
     def _pin_ring(self, addr):
         """Register the ring mapping holding addr (libtsclient,
