@@ -172,6 +172,20 @@ struct ts_ast_value *ts_ast_list(struct ts_loc loc, struct ts_ast_value *first)
 	return v;
 }
 
+struct ts_ast_value *ts_ast_ops(struct ts_loc loc, struct ts_ast_call *first)
+{
+	struct ts_ast_value *v = value_new(TS_AST_OPS, loc);
+
+	if (!v) {
+		ts_ast_call_destroy(first);
+		return NULL;
+	}
+	v->calls = first;
+	for (struct ts_ast_call *c = first; c; c = c->next)
+		v->n_calls++;
+	return v;
+}
+
 struct ts_ast_value *ts_ast_range(struct ts_loc loc, struct ts_ast_value *lo,
 				  struct ts_ast_value *hi)
 {
@@ -405,6 +419,7 @@ void ts_ast_value_destroy(struct ts_ast_value *v)
 		ts_ast_value_destroy(v->lo);
 		ts_ast_value_destroy(v->hi);
 		ts_ast_value_destroy(v->items);
+		ts_ast_call_destroy(v->calls);
 		free(v);
 		v = next;
 	}
@@ -477,6 +492,7 @@ TS_EXPORT const char *ts_ast_kind_name(enum ts_ast_value_kind k)
 	case TS_AST_WORD: return "a word";
 	case TS_AST_LIST: return "a list";
 	case TS_AST_RANGE: return "a range";
+	case TS_AST_OPS: return "operators";
 	}
 	return "a value";
 }
@@ -486,6 +502,8 @@ static void put_loc(FILE *f, struct ts_loc l)
 	fprintf(f, " @%d:%d-%d:%d\n", l.first_line, l.first_column,
 		l.last_line, l.last_column);
 }
+
+static void put_calls(FILE *f, const struct ts_ast_call *c, int depth);
 
 static void put_value(FILE *f, const struct ts_ast_value *v, int depth)
 {
@@ -512,14 +530,33 @@ static void put_value(FILE *f, const struct ts_ast_value *v, int depth)
 	case TS_AST_RANGE:
 		fprintf(f, "range");
 		break;
+	case TS_AST_OPS:
+		fprintf(f, "ops %zu", v->n_calls);
+		break;
 	}
 	put_loc(f, v->loc);
+	put_calls(f, v->calls, depth + 1);
 	if (v->kind == TS_AST_RANGE) {
 		put_value(f, v->lo, depth + 1);
 		put_value(f, v->hi, depth + 1);
 	}
 	for (const struct ts_ast_value *it = v->items; it; it = it->next)
 		put_value(f, it, depth + 1);
+}
+
+/* Calls at depth (a pipeline's at 1, an operator chain's below its
+ * value), each with its arguments. */
+static void put_calls(FILE *f, const struct ts_ast_call *c, int depth)
+{
+	for (; c; c = c->next) {
+		fprintf(f, "%*scall %s %zu", 2 * depth, "", c->name, c->n_args);
+		put_loc(f, c->loc);
+		for (const struct ts_ast_arg *a = c->args; a; a = a->next) {
+			fprintf(f, "%*sarg %s", 2 * depth + 2, "", a->name ? a->name : "-");
+			put_loc(f, a->loc);
+			put_value(f, a->value, depth + 2);
+		}
+	}
 }
 
 static void put_stmt(FILE *f, const struct ts_ast_stmt *s)
@@ -530,15 +567,7 @@ static void put_stmt(FILE *f, const struct ts_ast_stmt *s)
 	put_loc(f, s->loc);
 	if (s->value)
 		put_value(f, s->value, 1);
-	for (const struct ts_ast_call *c = s->calls; c; c = c->next) {
-		fprintf(f, "  call %s %zu", c->name, c->n_args);
-		put_loc(f, c->loc);
-		for (const struct ts_ast_arg *a = c->args; a; a = a->next) {
-			fprintf(f, "    arg %s", a->name ? a->name : "-");
-			put_loc(f, a->loc);
-			put_value(f, a->value, 3);
-		}
-	}
+	put_calls(f, s->calls, 1);
 	for (const struct ts_ast_setting *st = s->settings; st; st = st->next) {
 		fprintf(f, "  set %s", st->name);
 		put_loc(f, st->loc);

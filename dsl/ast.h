@@ -21,6 +21,9 @@ enum ts_ast_value_kind {
 	TS_AST_WORD,  /* an identifier: an enum word (rgb) or a let name */
 	TS_AST_LIST,  /* [a, b, c] */
 	TS_AST_RANGE, /* lo..hi */
+	TS_AST_OPS,   /* operator calls joined by '|' inside a call or a
+			 let, the first with parentheses: invert() | flip
+			 (random_apply's ops, random_choice's alternatives) */
 };
 
 struct ts_ast_value {
@@ -39,6 +42,8 @@ struct ts_ast_value {
 	struct ts_ast_value *items;     /* TS_AST_LIST: first item */
 	size_t n_items;
 	struct ts_ast_value *next;      /* next item when inside a list */
+	struct ts_ast_call *calls;      /* TS_AST_OPS: the first call */
+	size_t n_calls;
 };
 
 /* One argument of an operator call: positional (name == NULL) or named. */
@@ -112,6 +117,8 @@ struct ts_ast_value *ts_ast_word(struct ts_loc loc, const char *id);
 struct ts_ast_value *ts_ast_list(struct ts_loc loc, struct ts_ast_value *first);
 struct ts_ast_value *ts_ast_range(struct ts_loc loc, struct ts_ast_value *lo,
 				  struct ts_ast_value *hi);
+/* An operator chain value from its calls (taken over), in order. */
+struct ts_ast_value *ts_ast_ops(struct ts_loc loc, struct ts_ast_call *first);
 /* Append v to the list that starts at head; returns the head. */
 struct ts_ast_value *ts_ast_value_append(struct ts_ast_value *head,
 					 struct ts_ast_value *v);

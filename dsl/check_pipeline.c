@@ -57,6 +57,7 @@ static void free_ops(struct ts_op *ops, size_t n)
 		free(ops[i].fused);
 		free(ops[i].parts);
 		free(ops[i].plugin);
+		ts_plan_branches_free(&ops[i]);
 	}
 	free(ops);
 }
@@ -258,6 +259,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		rc = push_op(&ops, &n_ops, &op);
 		if (rc < 0) {
 			free(op.plugin);
+			ts_plan_branches_free(&op);
 			goto out;
 		}
 	}

@@ -208,6 +208,23 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 	case TS_PT_NUMLIST: {
 		const struct ts_ast_value *it;
 		int rc = 0;
+		if (v->kind == TS_AST_WORD && p->words) {
+			/* a list or one of the words (random_erasing's value =
+			 * random): n_nums 0 and the word's index */
+			size_t n = 0;
+			for (; p->words[n]; n++)
+				if (strcmp(p->words[n], v->str) == 0) {
+					out->word = (int)n;
+					out->n_nums = 0;
+					return 0;
+				}
+			const char *s = ts_diag_suggest(v->str, p->words, n);
+			char hint[192];
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", s ? s : p->words[0]);
+			ts_check_err(c, loc, hint, "unknown value '%s' for %s '%s'", v->str,
+			    what, p->name);
+			return -1;
+		}
 		if (plain_num(v)) {
 			out->nums[0] = (float)v->num;
 			out->dnums[0] = v->num;
@@ -350,6 +367,39 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 		out->samples = v->unit[0] == 's';
 		out->num = v->num;
 		return check_bounds(c, what, p, v->num, loc, v->text);
+	case TS_PT_OPS:
+		/* a chain, or a bare operator name (which the branch check
+		 * resolves, suggesting a name when it is none) */
+		if (v->kind != TS_AST_OPS && v->kind != TS_AST_WORD)
+			goto type;
+		out->ops = v;
+		return 0;
+	case TS_PT_OPSLIST:
+		if (v->kind != TS_AST_LIST)
+			goto type;
+		out->items = v->items;
+		out->n_items = v->n_items;
+		return 0;
+	case TS_PT_NUMBERS: {
+		int rc = 0;
+		if (v->kind != TS_AST_LIST)
+			goto type;
+		for (const struct ts_ast_value *it = v->items; it; it = it->next) {
+			const struct ts_ast_value *x = ts_check_resolve(c, it);
+			if (!plain_num(x)) {
+				ts_check_err(c, it->loc, NULL,
+				    "%s '%s' expects a list of numbers, got %s in the list",
+				    what, p->name,
+				    x ? got_desc(x, got, sizeof(got)) : "a cycle");
+				return -1;
+			}
+			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
+				rc = -1;
+		}
+		out->items = v->items;
+		out->n_items = v->n_items;
+		return rc;
+	}
 	case TS_PT_THREADS:
 		if (v->kind == TS_AST_WORD && strcmp(v->str, "auto") == 0) {
 			out->is_auto = true;

@@ -34,6 +34,10 @@ struct ts_check_val {
 	bool is_auto;          /* THREADS */
 	bool samples;          /* COUNT: unit is samples, not batches */
 	bool bad;              /* reported (invalid or missing): a stand-in */
+	/* the policy family: OPS, the chain (TS_AST_OPS) or bare name
+	 * (TS_AST_WORD) with lets followed; OPSLIST and NUMBERS use items
+	 * and n_items (the list's, lets not yet followed). */
+	const struct ts_ast_value *ops;
 };
 
 /* One ts_dsl_check call: the program, where errors go, and whether
@@ -46,6 +50,8 @@ struct ts_check {
 	size_t names_mask;
 	bool oom;
 	bool shuffled, sharded;   /* in the pipeline being checked */
+	int branch_index;         /* the policy family: the last RNG stream id
+				     given to a branch op (check_branch.c) */
 };
 
 /* check.c: report an error (remembering out of memory in c->oom); the
@@ -103,6 +109,17 @@ void ts_check_mean_std_counts(struct ts_check *c, const char *who,
 			      const struct ts_check_val *mean,
 			      const struct ts_check_val *std,
 			      const struct ts_shape *in);
+
+/* check_branch.c (the policy family): the ops of one branch of
+ * random_apply or random_choice (what, for messages: "random_apply"),
+ * written as v (a chain, or one bare operator name), checked from shape
+ * *in as a pipeline's transforms are; *out is the shape after them. On
+ * success *ops (malloc'd, n_ops >= 1) holds them, each with a stream id
+ * of its own. Errors are reported; returns 0, -1 (reported: *ops NULL)
+ * or TS_E_NOMEM. */
+int ts_check_branch(struct ts_check *c, const char *what,
+		    const struct ts_ast_value *v, const struct ts_shape *in,
+		    struct ts_shape *out, struct ts_op **ops, size_t *n_ops);
 
 /* check_device.c: the device(cuda) stage into *dev. */
 void ts_check_device(struct ts_check *c, const struct ts_opdef *def,

@@ -131,6 +131,33 @@ static void line(FILE *f, int indent, const char *left, const char *right)
 		right);
 }
 
+/* The policy family: the ops inside random_apply (each after '| ') and
+ * random_choice (its alternatives numbered '1: ', '2: ', ...), one a
+ * line below the policy, with the shape after each; nested ones deeper. */
+static void branch_lines(FILE *f, int indent, const struct ts_op *op)
+{
+	char a[DESC_MAX], b[DESC_MAX], pre[48];
+	for (size_t k = 0; k < op->n_branches; k++) {
+		const struct ts_op_branch *br = &op->branches[k];
+		for (size_t i = 0; i < br->n_ops; i++) {
+			if (op->kind != TS_OP_RANDOM_CHOICE) {
+				snprintf(pre, sizeof(pre), "| ");
+			} else if (i == 0) {
+				snprintf(pre, sizeof(pre), "%zu: ", k + 1);
+			} else {
+				/* under the number: "   | " */
+				int w = snprintf(NULL, 0, "%zu", k + 1);
+				snprintf(pre, sizeof(pre), "%*s| ", w + 1, "");
+			}
+			size_t at = (size_t)snprintf(a, sizeof(a), "%s", pre);
+			op_desc(&br->ops[i], a + at, sizeof(a) - at);
+			op_shape(&br->ops[i], b, sizeof(b));
+			line(f, indent, a, b);
+			branch_lines(f, indent + 4, &br->ops[i]);
+		}
+	}
+}
+
 static void format_text(FILE *f, const struct ts_plan *p)
 {
 	char a[DESC_MAX], b[DESC_MAX], c[64], d[64], e[64];
@@ -170,6 +197,7 @@ static void format_text(FILE *f, const struct ts_plan *p)
 		} else {
 			op_shape(op, b, sizeof(b));
 			line(f, 2, a, b);
+			branch_lines(f, 4, op);
 		}
 	}
 	if (p->device.cuda) {
@@ -257,6 +285,28 @@ static void dot_node(FILE *f, const char *id, const char *label,
 	fprintf(f, "%s%s];\n", attrs ? ", " : "", attrs ? attrs : "");
 }
 
+/* The policy family in a dot label: each branch op on a line of its
+ * own, as the text form shows them. */
+static size_t branch_label(char *label, size_t n, size_t at, int depth,
+			   const struct ts_op *op)
+{
+	char a[DESC_MAX];
+	for (size_t k = 0; k < op->n_branches && at < n; k++)
+		for (size_t i = 0; i < op->branches[k].n_ops && at < n; i++) {
+			const struct ts_op *q = &op->branches[k].ops[i];
+			op_desc(q, a, sizeof(a));
+			if (op->kind == TS_OP_RANDOM_CHOICE && i == 0)
+				at += (size_t)snprintf(label + at, n - at, "\n%*s%zu: %s",
+						       2 * depth, "", k + 1, a);
+			else
+				at += (size_t)snprintf(label + at, n - at, "\n%*s| %s",
+						       2 * depth, "", a);
+			if (at < n)
+				at = branch_label(label, n, at, depth + 1, q);
+		}
+	return at;
+}
+
 static void format_dot(FILE *f, const struct ts_plan *p)
 {
 	char a[DESC_MAX], b[DESC_MAX], label[4 * DESC_MAX], id[32];
@@ -288,6 +338,7 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 		} else {
 			op_desc(op, a, sizeof(a));
 			at = (size_t)snprintf(label, sizeof(label), "%s", a);
+			at = branch_label(label, sizeof(label), at, 1, op);
 			if (op->fused && at < sizeof(label)) {
 				op_desc(op->fused, b, sizeof(b));
 				at += (size_t)snprintf(label + at, sizeof(label) - at,

@@ -42,6 +42,7 @@ static void op_free(struct ts_op *op)
 		op_free(&op->parts[i]);
 	free(op->parts);
 	free(op->plugin);
+	ts_plan_branches_free(op);
 }
 
 int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,

@@ -41,6 +41,11 @@ static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
 		scan(op->fused, max_fixed, variable);
 	for (size_t i = 0; i < op->n_parts; i++)
 		scan(&op->parts[i], max_fixed, variable);
+	/* the policy family: the ops inside random_apply / random_choice
+	 * hold the worker's images too (a resize before a crop there) */
+	for (size_t k = 0; k < op->n_branches; k++)
+		for (size_t i = 0; i < op->branches[k].n_ops; i++)
+			scan(&op->branches[k].ops[i], max_fixed, variable);
 }
 
 /* The ring maps its sample area twice, back to back, so that a batch

@@ -78,6 +78,19 @@ static void op_fini(struct ts_op *op)
 		op_fini(&op->parts[i]);
 	free(op->parts);
 	free(op->plugin);
+	ts_plan_branches_free(op);
+}
+
+void ts_plan_branches_free(struct ts_op *op)
+{
+	for (size_t b = 0; b < op->n_branches; b++) {
+		for (size_t i = 0; i < op->branches[b].n_ops; i++)
+			op_fini(&op->branches[b].ops[i]);
+		free(op->branches[b].ops);
+	}
+	free(op->branches);
+	op->branches = NULL;
+	op->n_branches = 0;
 }
 
 TS_EXPORT void ts_plan_destroy(struct ts_plan *plan)

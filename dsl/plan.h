@@ -109,6 +109,13 @@ enum ts_op_kind {
 	TS_OP_RANDOM_ROTATION,
 	TS_OP_RANDOM_AFFINE,
 	TS_OP_RANDOM_PERSPECTIVE,
+	/* the policy family (dsl/ops_policy.c, runtime/policy.c) */
+	TS_OP_RANDOM_APPLY,         /* .branches[0] with probability p */
+	TS_OP_RANDOM_CHOICE,        /* one of .branches, by weight */
+	TS_OP_RANDOM_ERASING,       /* on the float tensor */
+	TS_OP_RAND_AUGMENT,
+	TS_OP_TRIVIAL_AUGMENT_WIDE,
+	TS_OP_AUTO_AUGMENT,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -127,6 +134,20 @@ struct ts_op_plugin {
 	char **names;             /* n_params each */
 	char **values;
 };
+
+struct ts_op;
+
+/* the policy family: one branch of random_apply or random_choice, its ops
+ * in order (checked as a pipeline's, never fused: each runs on the image
+ * in place through the runtime's kernels), owned. */
+struct ts_op_branch {
+	struct ts_op *ops;
+	size_t n_ops;
+	double weight;            /* random_choice: relative weight, > 0 */
+};
+
+/* auto_augment(policy): torchvision's AutoAugmentPolicy. */
+enum ts_aa_policy { TS_AA_IMAGENET, TS_AA_CIFAR10, TS_AA_SVHN };
 
 struct ts_op {
 	enum ts_op_kind kind;
@@ -216,6 +237,26 @@ struct ts_op {
 	struct ts_op *parts;
 	size_t n_parts;
 
+	/* the policy family (dsl/ops_policy.c, runtime/policy.c).
+	 * random_apply: p and one branch; random_choice: n_branches >= 1.
+	 * Branch ops draw from streams forked off this op's (ts_rng_fork
+	 * with their index). Freed by ts_plan_branches_free. */
+	struct ts_op_branch *branches;
+	size_t n_branches;
+	/* rand_augment(num_ops, magnitude, num_magnitude_bins),
+	 * trivial_augment_wide(num_magnitude_bins), auto_augment(policy);
+	 * all three with interp (nearest or bilinear) and fill. */
+	int num_ops, magnitude, num_bins;
+	enum ts_aa_policy aa_policy;
+	int n_fill;               /* 0: fill 0; 1: every channel; else per channel */
+	float fill[4];
+	/* random_erasing(p, scale, ratio, value): scale_lo..hi and
+	 * ratio_lo..hi above; the value 0, one per channel (n_erase 1 or C),
+	 * or standard normal draws (erase_random). */
+	int n_erase;
+	float erase_value[4];
+	bool erase_random;
+
 	/* Inferred shape after this op: height/width 0 when variable. */
 	int out_h, out_w, out_c;
 	enum ts_dtype out_dtype;
@@ -298,6 +339,9 @@ struct ts_plan {
 };
 
 void ts_plan_destroy(struct ts_plan *plan);
+
+/* the policy family: free op's branches (and theirs), leaving none. */
+void ts_plan_branches_free(struct ts_op *op);
 
 /* Whether two plans write samples of the same shape, dtype and layout:
  * the condition for one to take over the other's ring. */

@@ -47,7 +47,8 @@ static const struct ts_opdef ops_end[] = {
 
 /* The families, in documentation order. */
 static const struct ts_opdef *const families[] = {
-	ts_ops_source, ts_ops_image, ts_ops_color, ts_ops_filter, ts_ops_geometry, ts_ops_sample,
+	ts_ops_source, ts_ops_image, ts_ops_color, ts_ops_filter, ts_ops_geometry,
+	ts_ops_policy, ts_ops_sample,
 	ops_end,
 };
 
@@ -171,6 +172,9 @@ const char *ts_registry_type_desc(enum ts_param_type t)
 	case TS_PT_SIZE_PAIR: return "a size such as 224 or [224, 256]";
 	case TS_PT_COUNT: return "a count such as 8 batches or 2048 samples";
 	case TS_PT_THREADS: return "auto or an integer";
+	case TS_PT_OPS: return "operators such as flip(horizontal) | invert()";
+	case TS_PT_OPSLIST: return "a list of operators such as [equalize, posterize(4) | invert]";
+	case TS_PT_NUMBERS: return "a list of numbers such as [1, 2, 1]";
 	}
 	return "a value";
 }

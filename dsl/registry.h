@@ -41,6 +41,11 @@ enum ts_param_type {
 	TS_PT_SIZE_PAIR, /* 224 or [224, 256] (height, width) */
 	TS_PT_COUNT,     /* 8 batches | 2048 samples */
 	TS_PT_THREADS,   /* auto | an integer >= 1 */
+	/* the policy family (ops_policy.c) */
+	TS_PT_OPS,       /* operators: flip(horizontal) | invert(), or one
+			    bare name: invert */
+	TS_PT_OPSLIST,   /* a list of those: [equalize, posterize(4) | invert] */
+	TS_PT_NUMBERS,   /* a list of any length: [1, 2, 0.5] */
 };
 
 /* One parameter of an operator, or one serve setting. */
@@ -149,6 +154,7 @@ extern const struct ts_opdef ts_ops_color[];   /* ops_color.c */
 extern const struct ts_opdef ts_ops_filter[];  /* ops_filter.c */
 extern const struct ts_opdef ts_ops_geometry[]; /* ops_geometry.c */
 extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
+extern const struct ts_opdef ts_ops_policy[];  /* ops_policy.c */
 
 /* The number of operator rows, and row i, in documentation order. */
 size_t ts_registry_count(void);

@@ -7,7 +7,12 @@
  *   call     := NAME [ '(' [ arg { ',' arg } [','] ] ')' ]
  *   arg      := value | NAME '=' value
  *   value    := num | ['-'] NUMBER UNIT | num '..' num | STRING | 'true' | 'false'
- *             | NAME | '[' [ value { ',' value } [','] ] ']'
+ *             | NAME | '[' [ value { ',' value } [','] ] ']' | chain
+ *   chain    := NAME '(' [ arg { ',' arg } [','] ] ')' { '|' call }
+ *               (operators as a value: random_apply's ops, random_choice's
+ *               alternatives; a bare NAME alone stays a word. The first
+ *               call has its parentheses, so that `decode(rgb | ...` is
+ *               still a missing ')' after rgb)
  *   num      := ['-'] NUMBER [ '/' NUMBER ]
  *
  * Newlines are not significant. Actions only call the ts_ast_* constructors
@@ -105,7 +110,8 @@ static void ts_dsl_yyerror(struct ts_loc *loc, yyscan_t scanner,
 %type <arg> arg
 %type <args> args
 %type <call> call
-%type <calls> calls
+%type <calls> calls chain
+%type <call> pcall
 %type <setting> setting
 %type <settings> settings
 %type <stmt> stmt
@@ -150,7 +156,11 @@ calls
 
 call
 	: IDENT                 { $$ = ts_ast_call(@$, $1, @1, NULL); free($1); NEED($$); }
-	| IDENT '(' ')'         { $$ = ts_ast_call(@$, $1, @1, NULL); free($1); NEED($$); }
+	| pcall
+	;
+
+pcall
+	: IDENT '(' ')'         { $$ = ts_ast_call(@$, $1, @1, NULL); free($1); NEED($$); }
 	| IDENT '(' args ')'    { $$ = ts_ast_call(@$, $1, @1, $3.head); free($1); NEED($$); }
 	| IDENT '(' args ',' ')'
 		{ $$ = ts_ast_call(@$, $1, @1, $3.head); free($1); NEED($$); }
@@ -191,6 +201,12 @@ value
 	| '[' ']'               { NEED($$ = ts_ast_list(@$, NULL)); }
 	| '[' items ']'         { NEED($$ = ts_ast_list(@$, $2.head)); }
 	| '[' items ',' ']'     { NEED($$ = ts_ast_list(@$, $2.head)); }
+	| chain                 { NEED($$ = ts_ast_ops(@$, $1.head)); }
+	;
+
+chain
+	: pcall                 { $$.head = $$.tail = $1; }
+	| chain '|' call        { ts_ast_call_append($1.tail, $3); $$.head = $1.head; $$.tail = $3; }
 	;
 
 items

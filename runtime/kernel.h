@@ -86,6 +86,13 @@ struct ts_kernel {
 		    struct ts_error *err);
 	void (*tail)(const struct ts_op *op, struct ts_rng *rng,
 		     struct ts_kernel_tail *t);
+	/* Optional, for a tail op that writes into the finished slot after
+	 * the final pass (random_erasing): dst holds the c x h x w sample in
+	 * t's dtype and layout; it draws from rng what apply would. Its
+	 * tail hook is then not called (the row still has one, to be a
+	 * tail op). */
+	void (*post)(const struct ts_op *op, struct ts_rng *rng, void *dst,
+		     const struct ts_kernel_tail *t, int c, int h, int w);
 };
 
 /* The end of a family's table. */
@@ -96,6 +103,7 @@ extern const struct ts_kernel ts_kernels_augment[]; /* augment.c */
 extern const struct ts_kernel ts_kernels_color[];   /* color.c */
 extern const struct ts_kernel ts_kernels_filter[];  /* filter.c */
 extern const struct ts_kernel ts_kernels_geometry[]; /* geometry.c */
+extern const struct ts_kernel ts_kernels_policy[];  /* policy.c */
 
 /* The row of kind k, or NULL when no family runs it (decode, tile,
  * filter, output and plugin are the engine's own stages). */

@@ -261,6 +261,9 @@ static void pass_generic(const struct ts_image *img, const struct ts_kernel_tail
 	}
 }
 
+/* Tail parts with a post hook in one output stage, at most. */
+#define TS_OUT_MAX_POST 4
+
 int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		 uint64_t seed, uint64_t epoch, uint64_t index,
 		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,
@@ -317,6 +320,11 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 	}
 	ts_prof_add(TS_PROF_RESAMPLE, pt);
 	pt = ts_prof_now();
+	/* the tail parts that write into the finished slot (random_erasing),
+	 * run after the pass in order */
+	const struct ts_op *post[TS_OUT_MAX_POST];
+	const struct ts_kernel *post_k[TS_OUT_MAX_POST];
+	int n_post = 0;
 	for (; i < output->n_parts; i++) {
 		const struct ts_op *p = &output->parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
@@ -324,6 +332,15 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 			return ts_error_set(err, TS_E_ARG,
 					    "%s after flip/normalize/to in the output stage",
 					    ts_op_kind_name(p->kind));
+		if (k->post) {
+			if (n_post == TS_OUT_MAX_POST)
+				return ts_error_set(err, TS_E_ARG,
+						    "more than %d %s in the output stage",
+						    TS_OUT_MAX_POST, ts_op_kind_name(p->kind));
+			post[n_post] = p;
+			post_k[n_post++] = k;
+			continue;
+		}
 		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
 		k->tail(p, &rng, &t);
 	}
@@ -338,6 +355,11 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		pass_u8(&view, &t, dst);
 	else
 		pass_generic(&view, &t, dst);
+	for (int k = 0; k < n_post; k++) {
+		ts_rng_init(&rng, seed, epoch, index, (uint64_t)post[k]->index);
+		post_k[k]->post(post[k], &rng, dst, &t, view.channels, view.height,
+				view.width);
+	}
 	ts_prof_add(TS_PROF_OUTPUT, pt);
 	return 0;
 }

@@ -26,6 +26,13 @@ void ts_rng_init(struct ts_rng *r, uint64_t seed, uint64_t epoch,
 	r->ctr = 0;
 }
 
+void ts_rng_fork(const struct ts_rng *parent, uint64_t stream,
+		 struct ts_rng *child)
+{
+	child->key = ts_rng_mix64(parent->key ^ ts_rng_mix64(stream + 0x3c6ef372fe94f82bULL));
+	child->ctr = 0;
+}
+
 uint64_t ts_rng_u64(struct ts_rng *r)
 {
 	r->ctr++;

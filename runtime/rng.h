@@ -21,6 +21,12 @@ uint64_t ts_rng_u64(struct ts_rng *r);
 /* splitmix64's finaliser: a strong 64-bit mix, the generator's core; also
  * the synthetic source's per-image hash. */
 uint64_t ts_rng_mix64(uint64_t z);
+/* The stream `stream` forked off parent's: a pure function of parent's
+ * key (not of how much of it was drawn) and stream, so the ops inside a
+ * policy (random_apply, random_choice) draw the same whatever ran before
+ * them. */
+void ts_rng_fork(const struct ts_rng *parent, uint64_t stream,
+		 struct ts_rng *child);
 /* Uniform in [0, 1), 53 bits. */
 double ts_rng_uniform(struct ts_rng *r);
 /* Uniform in [lo, hi). */

@@ -695,6 +695,7 @@ START_TEST(test_registry)
 		"adjust_sharpness", "adjust_gamma", "gaussian_blur",
 		"rotate", "affine", "pad", "erase", "random_rotation", "random_affine",
 		"random_perspective",
+		"random_apply", "random_choice", "random_erasing",
 		"tile", "filter", "plugin", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));

@@ -1,0 +1,339 @@
+/*
+ * ops_policy.c - the policy operators, named and parameterised as
+ * torchvision.transforms names them: random_apply and random_choice,
+ * which own ops of their own (checked by check_branch.c as the pipeline's
+ * would be), random_erasing on the float tensor, and the augmentation
+ * policies rand_augment, trivial_augment_wide and auto_augment.
+ * Their kernels are in runtime/policy.c.
+ */
+#include "checker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "224x224x3 uint8 nhwc", or "?x?x3 ..." for a size known at run time. */
+static void shape_words(const struct ts_shape *s, char *buf, size_t n)
+{
+	char d[64];
+	ts_check_shape_str(s, d, sizeof(d));
+	if (s->h && s->w)
+		snprintf(buf, n, "%dx%dx%d %s", s->h, s->w, s->c, d);
+	else
+		snprintf(buf, n, "a variable size x%d %s", s->c, d);
+}
+
+static bool same_shape(const struct ts_shape *a, const struct ts_shape *b)
+{
+	return a->h == b->h && a->w == b->w && a->c == b->c &&
+	       a->dtype == b->dtype && a->layout == b->layout &&
+	       a->normalized == b->normalized;
+}
+
+/* ---- random_apply ---------------------------------------------------- */
+
+static const struct ts_param p_random_apply[] = {
+	{ .name = "ops", .type = TS_PT_OPS, .positional = true, .required = true,
+	  .doc = "the operators, joined by |, applied in order or not at all" },
+	{ .name = "p", .type = TS_PT_NUMBER, .positional = true, .def = "0.5",
+	  .def_num = 0.5, P_MIN(0), P_MAX(1), .doc = "probability of applying them" },
+};
+
+/* random_apply keeps the shape: it checks that its ops do. */
+static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
+			      struct ts_check_val *vals,
+			      const struct ts_ast_call *call,
+			      const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *ops = ts_check_arg(def, vals, "ops");
+	struct ts_shape out;
+	struct ts_op *bops;
+	size_t n;
+	char a[96], b[96];
+
+	op->p = ts_check_arg(def, vals, "p")->num;
+	if (ops->bad || !ops->ops)
+		return 0; /* reported */
+	int rc = ts_check_branch(c, "random_apply", ops->ops, in, &out, &bops, &n);
+	if (rc == TS_E_NOMEM)
+		c->oom = true;
+	if (rc < 0)
+		return -1;
+	if (!same_shape(in, &out)) {
+		shape_words(in, a, sizeof(a));
+		shape_words(&out, b, sizeof(b));
+		ts_check_err(c, ops->loc,
+		    "move the operator that changes it out of random_apply",
+		    "random_apply's operators turn %s into %s, but with probability 1 - p they do not run: they must keep the shape",
+		    a, b);
+	}
+	op->branches = calloc(1, sizeof(*op->branches));
+	if (!op->branches) {
+		for (size_t i = 0; i < n; i++) {
+			struct ts_op tmp = bops[i];
+			ts_plan_branches_free(&tmp);
+			free(tmp.fused);
+			free(tmp.parts);
+			free(tmp.plugin);
+		}
+		free(bops);
+		c->oom = true;
+		return -1;
+	}
+	op->branches[0] = (struct ts_op_branch){ .ops = bops, .n_ops = n, .weight = 1 };
+	op->n_branches = 1;
+	return 0;
+}
+
+/* The ops are shown below it, one a line (graph.c). */
+static void describe_random_apply(const struct ts_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "random_apply(p=%g)", op->p);
+}
+
+/* ---- random_choice --------------------------------------------------- */
+
+static const struct ts_param p_random_choice[] = {
+	{ .name = "ops", .type = TS_PT_OPSLIST, .positional = true, .required = true,
+	  .doc = "the alternatives, each operators joined by |; one runs" },
+	{ .name = "p", .type = TS_PT_NUMBERS, .positional = true, P_MIN(0), P_MAX(1e9),
+	  .doc = "relative weights, one per alternative (default: all equal)" },
+};
+
+static void free_branches(struct ts_op_branch *br, size_t n)
+{
+	struct ts_op holder = { .branches = br, .n_branches = n };
+	ts_plan_branches_free(&holder);
+}
+
+static int build_random_choice(struct ts_check *c, const struct ts_opdef *def,
+			       struct ts_check_val *vals,
+			       const struct ts_ast_call *call,
+			       const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *ops = ts_check_arg(def, vals, "ops");
+	const struct ts_check_val *p = ts_check_arg(def, vals, "p");
+	struct ts_op_branch *br;
+	struct ts_shape first = *in;
+	size_t n = 0, k = 0, ref = 0;
+	bool have_ref = false, bad = false;
+	char a[96], b[96];
+
+	if (ops->bad)
+		return 0;
+	if (ops->n_items == 0) {
+		ts_check_err(c, ops->loc,
+		    "give at least one alternative: random_choice([equalize, posterize(4) | invert])",
+		    "random_choice has no alternatives to choose from");
+		return -1;
+	}
+	if (p->given && !p->bad && p->n_items != ops->n_items) {
+		ts_check_err(c, p->loc, "give one weight per alternative",
+		    "random_choice has %zu alternative%s but %zu weight%s", ops->n_items,
+		    ts_registry_plural((int)ops->n_items), p->n_items,
+		    ts_registry_plural((int)p->n_items));
+		bad = true;
+	}
+	br = calloc(ops->n_items, sizeof(*br));
+	if (!br) {
+		c->oom = true;
+		return -1;
+	}
+	for (const struct ts_ast_value *it = ops->items; it; it = it->next, k++) {
+		const struct ts_ast_value *v = ts_check_resolve(c, it);
+		struct ts_shape out;
+		if (!v || (v->kind != TS_AST_OPS && v->kind != TS_AST_WORD)) {
+			ts_check_err(c, it->loc,
+			    "write each alternative as operators: [flip(horizontal), posterize(4) | invert]",
+			    "random_choice's alternative %zu is %s, not operators", k + 1,
+			    v ? ts_ast_kind_name(v->kind) : "a let that refers to itself");
+			bad = true;
+			continue;
+		}
+		int rc = ts_check_branch(c, "random_choice", v, in, &out,
+					 &br[k].ops, &br[k].n_ops);
+		if (rc == TS_E_NOMEM)
+			c->oom = true;
+		if (rc < 0) {
+			bad = true;
+			continue;
+		}
+		br[k].weight = 1;
+		n = k + 1;
+		if (!have_ref) {
+			first = out;
+			ref = k;
+			have_ref = true;
+		} else if (!same_shape(&first, &out)) {
+			shape_words(&out, a, sizeof(a));
+			shape_words(&first, b, sizeof(b));
+			ts_check_err(c, it->loc,
+			    "end every alternative at the same size and type (e.g. with the same center_crop)",
+			    "random_choice's alternative %zu gives %s, but alternative %zu gives %s: the next stage must get one shape",
+			    k + 1, a, ref + 1, b);
+			bad = true;
+		}
+	}
+	if (p->given && !p->bad && !bad) {
+		double sum = 0;
+		k = 0;
+		for (const struct ts_ast_value *it = p->items; it; it = it->next, k++) {
+			br[k].weight = ts_check_resolve(c, it)->num;
+			sum += br[k].weight;
+		}
+		if (!(sum > 0)) {
+			ts_check_err(c, p->loc, "give at least one weight above 0",
+			    "random_choice's weights are all 0: no alternative can be chosen");
+			bad = true;
+		}
+	}
+	if (bad) {
+		free_branches(br, ops->n_items);
+		return -1;
+	}
+	op->branches = br;
+	op->n_branches = n;
+	return 0;
+}
+
+/* The shape of the alternatives (they agree, or it was reported). */
+static int shape_random_choice(const struct ts_op *op, const struct ts_shape *in,
+			       struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	if (!op->n_branches || !op->branches[0].n_ops)
+		return 0;
+	const struct ts_op_branch *b = &op->branches[0];
+	const struct ts_op *last = &b->ops[b->n_ops - 1];
+	out->h = last->out_h;
+	out->w = last->out_w;
+	out->c = last->out_c;
+	out->dtype = last->out_dtype;
+	out->layout = last->out_layout;
+	for (size_t i = 0; i < b->n_ops; i++)
+		if (b->ops[i].kind == TS_OP_NORMALIZE)
+			out->normalized = true;
+	return 0;
+}
+
+/* The alternatives are shown below it, numbered (graph.c). */
+static void describe_random_choice(const struct ts_op *op, char *buf, size_t n)
+{
+	size_t at = (size_t)snprintf(buf, n, "random_choice(p=[");
+	for (size_t k = 0; k < op->n_branches && at < n; k++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%g", k ? ", " : "",
+				       op->branches[k].weight);
+	if (at < n)
+		snprintf(buf + at, n - at, "])");
+}
+
+/* ---- random_erasing -------------------------------------------------- */
+
+static const char *const w_erase_value[] = {"random", NULL};
+
+static const struct ts_param p_random_erasing[] = {
+	{ .name = "p", .type = TS_PT_NUMBER, .positional = true, .def = "0.5",
+	  .def_num = 0.5, P_MIN(0), P_MAX(1), .doc = "probability of erasing" },
+	{ .name = "scale", .type = TS_PT_RANGE, .positional = true, .def = "0.02..0.33",
+	  .def_lo = 0.02, .def_hi = 0.33, P_MIN(0), P_MAX(1),
+	  .doc = "erased area, as a fraction of the image's" },
+	{ .name = "ratio", .type = TS_PT_RANGE, .positional = true, .def = "0.3..3.3",
+	  .def_lo = 0.3, .def_hi = 3.3, P_MIN(1e-6), P_MAX(1e6),
+	  .doc = "aspect ratio (height / width) of the erased box" },
+	{ .name = "value", .type = TS_PT_NUMLIST, .positional = true, .def = "0",
+	  .words = w_erase_value, P_MIN(-1e6), P_MAX(1e6),
+	  .doc = "what it is filled with: a number, one per channel, or random (standard normal)" },
+};
+
+static int build_random_erasing(struct ts_check *c, const struct ts_opdef *def,
+				struct ts_check_val *vals,
+				const struct ts_ast_call *call,
+				const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *scale = ts_check_arg(def, vals, "scale");
+	const struct ts_check_val *ratio = ts_check_arg(def, vals, "ratio");
+	const struct ts_check_val *value = ts_check_arg(def, vals, "value");
+
+	op->p = ts_check_arg(def, vals, "p")->num;
+	op->scale_lo = scale->lo;
+	op->scale_hi = scale->hi;
+	op->ratio_lo = ratio->lo;
+	op->ratio_hi = ratio->hi;
+	op->n_erase = 1;
+	op->erase_value[0] = 0;
+	if (value->given && !value->bad) {
+		if (value->n_nums == 0) {
+			op->erase_random = true;
+			op->n_erase = 0;
+		} else {
+			op->n_erase = value->n_nums;
+			memcpy(op->erase_value, value->nums, sizeof(op->erase_value));
+		}
+	}
+	return 0;
+}
+
+/* torchvision's RandomErasing takes a tensor: here the float data after
+ * normalize (or to(float32), ToTensor alone). */
+static int shape_random_erasing(const struct ts_op *op, const struct ts_shape *in,
+				struct ts_shape *out, struct ts_shape_err *e)
+{
+	char buf[64];
+	*out = *in;
+	if (in->dtype != TS_DTYPE_F32 && in->dtype != TS_DTYPE_F16) {
+		ts_check_shape_str(in, buf, sizeof(buf));
+		snprintf(e->msg, sizeof(e->msg),
+			 "'random_erasing' works on the float tensor (torchvision applies RandomErasing after ToTensor and Normalize), but the data is %s here",
+			 buf);
+		snprintf(e->hint, sizeof(e->hint), "move random_erasing after normalize");
+		return -1;
+	}
+	if (op->n_erase > 1 && op->n_erase != in->c) {
+		e->param = "value";
+		snprintf(e->msg, sizeof(e->msg),
+			 "random_erasing has %d values, but the image has %d channel%s",
+			 op->n_erase, in->c, ts_registry_plural(in->c));
+		snprintf(e->hint, sizeof(e->hint), "give one value, or %d", in->c);
+		return -1;
+	}
+	return 0;
+}
+
+static void describe_random_erasing(const struct ts_op *op, char *buf, size_t n)
+{
+	char v[96];
+	size_t at = 0;
+	if (op->erase_random) {
+		snprintf(v, sizeof(v), "random");
+	} else if (op->n_erase == 1) {
+		snprintf(v, sizeof(v), "%g", (double)op->erase_value[0]);
+	} else {
+		at = (size_t)snprintf(v, sizeof(v), "[");
+		for (int i = 0; i < op->n_erase && at < sizeof(v); i++)
+			at += (size_t)snprintf(v + at, sizeof(v) - at, "%s%g", i ? ", " : "",
+					       (double)op->erase_value[i]);
+		if (at < sizeof(v))
+			snprintf(v + at, sizeof(v) - at, "]");
+	}
+	snprintf(buf, n, "random_erasing(p=%g, scale=%g..%g, ratio=%g..%g, value=%s)",
+		 op->p, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi, v);
+}
+
+/* ---- the rows -------------------------------------------------------- */
+
+const struct ts_opdef ts_ops_policy[] = {
+	{ TS_TRANSFORM("random_apply", TS_OP_RANDOM_APPLY, p_random_apply, 0,
+		       "apply operators in order with probability p, or none"),
+	  .shape = ts_registry_shape_same, .build = build_random_apply,
+	  .describe = describe_random_apply },
+	{ TS_TRANSFORM("random_choice", TS_OP_RANDOM_CHOICE, p_random_choice, 0,
+		       "apply one of several alternatives, chosen by weight"),
+	  .shape = shape_random_choice, .build = build_random_choice,
+	  .describe = describe_random_choice },
+	{ TS_TRANSFORM("random_erasing", TS_OP_RANDOM_ERASING, p_random_erasing,
+		       TS_OPF_FUSE_OUTPUT,
+		       "erase a random box of the float tensor, with probability p"),
+	  .shape = shape_random_erasing, .build = build_random_erasing,
+	  .describe = describe_random_erasing },
+	TS_ROW_END,
+};

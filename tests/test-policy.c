@@ -1,0 +1,536 @@
+/* test-policy.c - the policy family: operator chains as values (parse),
+ * what the checker makes of random_apply, random_choice and
+ * random_erasing (plan fields, branch streams, the misuses and where they
+ * point), the draws over 10,000 samples against the distributions
+ * torchvision samples from, the kernels (branches run, boxes filled in
+ * every dtype and layout), and the same output for the same stream
+ * position. The match with torchvision on real photos is
+ * tests/torch-policy.py's job. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "augment.h"
+#include "color.h"
+#include "dsl.h"
+#include "kernel.h"
+#include "policy.h"
+
+#define DRAWS 10000
+
+static struct ts_plan *compile(const char *src, struct ts_diags *d, int *rc)
+{
+	struct ts_plan *plan = NULL;
+	ts_diags_init(d, "t.ts", src, strlen(src));
+	*rc = ts_dsl_compile(src, strlen(src), "t.ts", NULL, d, &plan);
+	return plan;
+}
+
+/* The plan of `synthetic(...) | STAGES | batch(2)`, which must compile. */
+static struct ts_plan *plan_of(const char *stages, int h, int w, int c)
+{
+	char src[2048];
+	snprintf(src, sizeof(src),
+		 "pipeline p =\n    synthetic([%d, %d], count = 4, channels = %d)\n"
+		 "    | %s\n    | batch(2)\n", h, w, c, stages);
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *p = compile(src, &d, &rc);
+	char *t = ts_diags_render(&d);
+	ck_assert_msg(p && rc == 0, "%s: %s", stages, t ? t : "");
+	free(t);
+	ts_diags_fini(&d);
+	return p;
+}
+
+static struct ts_image make_u8(int w, int h, int c)
+{
+	struct ts_image img = { 0 };
+	ck_assert_int_eq(ts_image_reserve(&img, w, h, c, TS_DTYPE_U8), 0);
+	for (size_t i = 0; i < (size_t)w * h * c; i++)
+		img.data[i] = (uint8_t)(i * 37 + 11);
+	return img;
+}
+
+/* Chi-square of counts against probabilities; below the bound for dof
+ * degrees of freedom at about p = 0.001 (dof + 3.3 sqrt(2 dof) + 3). */
+static void chi_square(const long *count, const double *prob, int k, long n,
+		       const char *what)
+{
+	double x2 = 0;
+	int dof = -1;
+	for (int i = 0; i < k; i++) {
+		double e = prob[i] * (double)n;
+		if (e <= 0) {
+			ck_assert_msg(count[i] == 0, "%s: bin %d has %ld, expected none", what,
+				      i, count[i]);
+			continue;
+		}
+		x2 += (count[i] - e) * (count[i] - e) / e;
+		dof++;
+	}
+	double bound = dof + 3.3 * sqrt(2.0 * dof) + 3;
+	ck_assert_msg(x2 < bound, "%s: chi-square %.1f over %d dof (bound %.1f)", what, x2,
+		      dof, bound);
+}
+
+/* ---- parse: operators as a value ---- */
+
+START_TEST(parse_chain)
+{
+	const char *src = "let s = invert() | posterize(3)\n"
+			  "pipeline p = synthetic(8) | random_apply(flip(horizontal) | s, p = 0.5)"
+			  " | random_choice([invert, equalize() | autocontrast])\n";
+	struct ts_diags d;
+	struct ts_ast_program prog = {0};
+	ts_diags_init(&d, "t.ts", src, strlen(src));
+	ck_assert_int_eq(ts_dsl_parse(src, strlen(src), &d, &prog), 0);
+	char *t = ts_ast_format(&prog);
+	ck_assert_ptr_nonnull(t);
+	/* the let's chain, the argument's chain, the list's second item */
+	ck_assert_msg(strstr(t, "let s") && strstr(t, "  ops 2 @1:9-1:31\n"), "%s", t);
+	ck_assert_msg(strstr(t, "      ops 2 @2:42-2:61\n"), "%s", t);
+	ck_assert_msg(strstr(t, "call posterize 1"), "%s", t);
+	ck_assert_msg(strstr(t, "word invert"), "%s", t); /* a bare name stays a word */
+	ck_assert_msg(strstr(t, "call autocontrast 0"), "%s", t);
+	free(t);
+	ts_ast_program_destroy(&prog);
+	ts_diags_fini(&d);
+}
+END_TEST
+
+/* ---- check: plans ---- */
+
+START_TEST(check_plan)
+{
+	struct ts_plan *p = plan_of(
+		"random_apply(color_jitter(0.4, 0.4, 0.4) | grayscale(3), p = 0.8)\n"
+		"    | random_choice([invert, posterize(3) | solarize(100)], p = [1, 3])\n"
+		"    | normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])\n"
+		"    | random_erasing(0.25, value = [1, 2, 3])\n"
+		"    | to(float16, nchw)", 16, 20, 3);
+	ck_assert_uint_eq(p->n_ops, 3);
+	const struct ts_op *ra = &p->ops[0], *rc = &p->ops[1], *out = &p->ops[2];
+	ck_assert_int_eq(ra->kind, TS_OP_RANDOM_APPLY);
+	ck_assert(ra->p == 0.8);
+	ck_assert_uint_eq(ra->n_branches, 1);
+	ck_assert_uint_eq(ra->branches[0].n_ops, 2);
+	ck_assert_int_eq(ra->branches[0].ops[0].kind, TS_OP_COLOR_JITTER);
+	ck_assert_int_eq(ra->branches[0].ops[1].kind, TS_OP_GRAYSCALE);
+	ck_assert_int_eq(rc->kind, TS_OP_RANDOM_CHOICE);
+	ck_assert_uint_eq(rc->n_branches, 2);
+	ck_assert_uint_eq(rc->branches[1].n_ops, 2);
+	ck_assert(rc->branches[0].weight == 1 && rc->branches[1].weight == 3);
+	/* every branch op has a stream of its own, none a pipeline position */
+	int ids[4] = { ra->branches[0].ops[0].index, ra->branches[0].ops[1].index,
+		       rc->branches[0].ops[0].index, rc->branches[1].ops[1].index };
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_ge(ids[i], 1 << 20);
+		for (int j = 0; j < i; j++)
+			ck_assert_int_ne(ids[i], ids[j]);
+	}
+	/* random_erasing joins the output stage, after normalize */
+	ck_assert_int_eq(out->kind, TS_OP_OUTPUT);
+	ck_assert_uint_eq(out->n_parts, 3);
+	const struct ts_op *re = &out->parts[1];
+	ck_assert_int_eq(re->kind, TS_OP_RANDOM_ERASING);
+	ck_assert(re->p == 0.25 && re->scale_lo == 0.02 && re->scale_hi == 0.33);
+	ck_assert(re->ratio_lo == 0.3 && re->ratio_hi == 3.3);
+	ck_assert_int_eq(re->n_erase, 3);
+	ck_assert(re->erase_value[2] == 3.0f && !re->erase_random);
+	ts_plan_destroy(p);
+
+	p = plan_of("normalize([0.5], [0.5]) | random_erasing(value = random)", 8, 8, 1);
+	ck_assert(p->ops[0].parts[1].erase_random);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* Misuses: the message and the column it points at (line 4). */
+static const struct {
+	const char *pre, *stage, *msg;
+	int col;
+} misuses[] = {
+	{ "", "random_erasing(0.5)",
+	  "'random_erasing' works on the float tensor (torchvision applies RandomErasing after ToTensor and Normalize), but the data is uint8 nhwc here", 7 },
+	{ "", "random_apply(resize(4), p = 0.5)",
+	  "random_apply's operators turn 8x8x3 uint8 nhwc into 4x4x3 uint8 nhwc, but with probability 1 - p they do not run", 20 },
+	{ "", "random_apply(normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]))",
+	  "into 8x8x3 float32 nhwc", 20 },
+	{ "", "random_choice([])", "random_choice has no alternatives to choose from", 21 },
+	{ "", "random_choice([resize(4), resize(6)])",
+	  "random_choice's alternative 2 gives 6x6x3 uint8 nhwc, but alternative 1 gives 4x4x3 uint8 nhwc", 33 },
+	{ "", "random_choice([invert, 3])", "random_choice's alternative 2 is a number, not operators", 30 },
+	{ "", "random_choice([invert, equalize], p = [1])",
+	  "random_choice has 2 alternatives but 1 weight", 45 },
+	{ "", "random_choice([invert, equalize], p = [0, 0])",
+	  "random_choice's weights are all 0", 45 },
+	{ "", "random_choice([invert], p = [-1])", "parameter 'p' must not be negative", 36 },
+	{ "", "random_apply(tile(4))", "'tile' cannot run inside random_apply: it makes a variable number of samples", 20 },
+	{ "", "random_apply(decode(rgb))", "'decode' cannot run inside random_apply", 20 },
+	{ "", "random_apply(batch(2))", "'batch' is a sink stage: only per-sample operators run inside random_apply", 20 },
+	{ "", "random_apply(invrt)", "unknown operator 'invrt'", 20 },
+	{ "", "random_apply(invert() | posterize(9))", "parameter 'bits'", 41 },
+	{ "", "random_apply(s() | invert)", "unknown operator 's'", 20 },
+	{ "", "random_apply(3)", "parameter 'ops' expects operators", 20 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "random_apply(equalize)",
+	  "'equalize' works on uint8 nhwc pixels, but the data is float32 nhwc here", 20 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ",
+	  "random_choice([to(float16), to(float16)])",
+	  "'to(float16, nhwc)' cannot run inside random_choice", 22 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "random_erasing(value = [1, 2])",
+	  "random_erasing has 2 values, but the image has 3 channels", 30 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "random_erasing(value = rnd)",
+	  "unknown value 'rnd' for parameter 'value'", 30 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "random_erasing(scale = 0.1..1.5)",
+	  "parameter 'scale' must be between 0 and 1", 35 },
+};
+
+START_TEST(check_misuse)
+{
+	char src[512];
+	snprintf(src, sizeof(src),
+		 "pipeline p =\n    synthetic([8, 8], count = 4)\n    %s\n    | %s\n"
+		 "    | batch(2)\n", misuses[_i].pre, misuses[_i].stage);
+	struct ts_diags d;
+	int rc;
+	struct ts_plan *p = compile(src, &d, &rc);
+	ck_assert_ptr_null(p);
+	ck_assert_int_ne(rc, 0);
+	char *t = ts_diags_render(&d);
+	ck_assert_ptr_nonnull(t);
+	char want[64];
+	snprintf(want, sizeof(want), "t.ts:4:%d: error: ", misuses[_i].col);
+	ck_assert_msg(strstr(t, want) && strstr(t, misuses[_i].msg),
+		      "case %d: want %s...%s in:\n%s", _i, want, misuses[_i].msg, t);
+	free(t);
+	ts_diags_fini(&d);
+}
+END_TEST
+
+/* ---- draws ---- */
+
+START_TEST(apply_and_choice_draws)
+{
+	struct ts_plan *p = plan_of("random_apply(invert, p = 0.3)"
+				    " | random_choice([invert, equalize, autocontrast], p = [1, 2, 1])",
+				    8, 8, 3);
+	long applied[2] = {0}, chosen[3] = {0};
+	for (uint64_t i = 0; i < DRAWS; i++) {
+		struct ts_rng r;
+		ts_rng_init(&r, 7, 0, i, (uint64_t)p->ops[0].index);
+		applied[ts_policy_apply_draw(&p->ops[0], &r)]++;
+		ts_rng_init(&r, 7, 0, i, (uint64_t)p->ops[1].index);
+		chosen[ts_policy_choice_draw(&p->ops[1], &r)]++;
+	}
+	const double pa[2] = { 0.7, 0.3 }, pc[3] = { 0.25, 0.5, 0.25 };
+	chi_square(applied, pa, 2, DRAWS, "random_apply p = 0.3");
+	chi_square(chosen, pc, 3, DRAWS, "random_choice p = [1, 2, 1]");
+	ts_plan_destroy(p);
+
+	/* weight 0 is never chosen */
+	p = plan_of("random_choice([invert, equalize], p = [0, 1])", 8, 8, 3);
+	for (uint64_t i = 0; i < 1000; i++) {
+		struct ts_rng r;
+		ts_rng_init(&r, 1, 0, i, 0);
+		ck_assert_uint_eq(ts_policy_choice_draw(&p->ops[0], &r), 1);
+	}
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* RandomErasing.get_params over 10,000 draws on 40 x 60: the box obeys
+ * its formulas, and the first attempt's area and log-ratio are uniform
+ * (their deciles, from boxes whose first attempt was accepted). */
+START_TEST(erasing_draws)
+{
+	struct ts_plan *p = plan_of("to(float32) | random_erasing(0.5, scale = 0.02..0.33, ratio = 0.3..3.3)",
+				    40, 60, 3);
+	const struct ts_op *op = &p->ops[0].parts[1];
+	const int H = 40, W = 60;
+	long applied[2] = {0};
+	long n_box = 0;
+	for (uint64_t i = 0; i < DRAWS; i++) {
+		struct ts_rng r;
+		struct ts_erase_box b;
+		ts_rng_init(&r, 3, 1, i, (uint64_t)op->index);
+		ts_policy_erase_box(op, H, W, &r, &b);
+		/* the p draw is the stream's first: replay it */
+		struct ts_rng q;
+		ts_rng_init(&q, 3, 1, i, (uint64_t)op->index);
+		bool want = ts_rng_uniform(&q) < 0.5;
+		if (!want) {
+			ck_assert(!b.apply);
+			applied[0]++;
+			continue;
+		}
+		applied[1]++;
+		if (!b.apply)
+			continue; /* ten misses */
+		n_box++;
+		ck_assert_int_lt(b.h, H);
+		ck_assert_int_lt(b.w, W);
+		ck_assert_int_ge(b.i, 0);
+		ck_assert_int_ge(b.j, 0);
+		ck_assert_int_le(b.i + b.h, H);
+		ck_assert_int_le(b.j + b.w, W);
+		/* area and ratio within the ranges, up to the rounding of h, w */
+		double area = (double)b.h * b.w / (H * W);
+		ck_assert_msg(area < 0.33 * 1.25 + 0.01 && area > 0.0,
+			      "area %g", area);
+		double ratio = (double)b.h / b.w;
+		double hmax = (b.h + 0.5) / (b.w - 0.5 > 0 ? b.w - 0.5 : 0.5);
+		double hmin = (b.h - 0.5) / (b.w + 0.5);
+		ck_assert_msg(hmax >= 0.3 && hmin <= 3.3, "ratio %g", ratio);
+	}
+	const double half[2] = { 0.5, 0.5 };
+	chi_square(applied, half, 2, DRAWS, "random_erasing p = 0.5");
+	ck_assert_int_gt(n_box, DRAWS / 2 - 600);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* ---- kernels ---- */
+
+START_TEST(kernel_rows)
+{
+	const enum ts_op_kind kinds[] = { TS_OP_RANDOM_APPLY, TS_OP_RANDOM_CHOICE,
+					  TS_OP_RANDOM_ERASING };
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		ck_assert_ptr_nonnull(ts_kernel_find(kinds[i]));
+}
+END_TEST
+
+/* Run the plan's ops before the output stage on img, at (seed, 0, index). */
+static void run_middle(const struct ts_plan *p, struct ts_image *img, uint64_t index)
+{
+	struct ts_image tmp = {0};
+	struct ts_error err = {0};
+	for (size_t i = 0; i < p->n_ops && p->ops[i].kind != TS_OP_OUTPUT; i++) {
+		struct ts_rng r;
+		ts_rng_init(&r, 5, 0, index, (uint64_t)p->ops[i].index);
+		ck_assert_int_eq(ts_kernel_apply(&p->ops[i], img, &tmp, &r, &err), 0);
+	}
+	ts_image_free(&tmp);
+}
+
+/* random_apply runs its ops in order, or none: each sample's result is
+ * the image itself or invert then posterize(2) of it, about as often as
+ * p says; and the same index gives the same result. */
+START_TEST(apply_runs_branch)
+{
+	struct ts_plan *p = plan_of("random_apply(invert() | posterize(2), p = 0.4)", 5, 7, 3);
+	struct ts_image orig = make_u8(7, 5, 3), want = make_u8(7, 5, 3);
+	ts_color_invert(&want);
+	ts_color_posterize(&want, 2);
+	long n[2] = {0};
+	for (uint64_t i = 0; i < 2000; i++) {
+		struct ts_image img = make_u8(7, 5, 3);
+		run_middle(p, &img, i);
+		bool same = memcmp(img.data, orig.data, ts_image_bytes(&img)) == 0;
+		bool applied = memcmp(img.data, want.data, ts_image_bytes(&img)) == 0;
+		ck_assert(same != applied);
+		n[applied]++;
+		struct ts_image again = make_u8(7, 5, 3);
+		run_middle(p, &again, i);
+		ck_assert_mem_eq(again.data, img.data, ts_image_bytes(&img));
+		ts_image_free(&img);
+		ts_image_free(&again);
+	}
+	const double pa[2] = { 0.6, 0.4 };
+	chi_square(n, pa, 2, 2000, "random_apply(invert | posterize(2), p = 0.4)");
+	ts_image_free(&orig);
+	ts_image_free(&want);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* random_choice runs exactly its drawn alternative; ops inside a branch
+ * draw from their own stream (a flip inside does not always agree with
+ * the choice's draw). */
+START_TEST(choice_runs_alternative)
+{
+	struct ts_plan *p = plan_of("random_choice([invert, equalize, flip(horizontal, p = 0.5)])",
+				    6, 9, 3);
+	struct ts_image alt[3] = { make_u8(9, 6, 3), make_u8(9, 6, 3), make_u8(9, 6, 3) };
+	struct ts_image orig = make_u8(9, 6, 3);
+	ts_color_invert(&alt[0]);
+	ts_color_equalize(&alt[1]);
+	ts_aug_flip(&alt[2], true);
+	long flips[2] = {0};
+	for (uint64_t i = 0; i < 3000; i++) {
+		struct ts_rng r;
+		ts_rng_init(&r, 5, 0, i, (uint64_t)p->ops[0].index);
+		size_t k = ts_policy_choice_draw(&p->ops[0], &r);
+		struct ts_image img = make_u8(9, 6, 3);
+		run_middle(p, &img, i);
+		if (k == 2) {
+			bool f = memcmp(img.data, alt[2].data, ts_image_bytes(&img)) == 0;
+			ck_assert(f || memcmp(img.data, orig.data, ts_image_bytes(&img)) == 0);
+			flips[f]++;
+		} else {
+			ck_assert_mem_eq(img.data, alt[k].data, ts_image_bytes(&img));
+		}
+		ts_image_free(&img);
+	}
+	const double half[2] = { 0.5, 0.5 };
+	chi_square(flips, half, 2, flips[0] + flips[1], "flip inside random_choice");
+	for (int k = 0; k < 3; k++)
+		ts_image_free(&alt[k]);
+	ts_image_free(&orig);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* The box is filled with its value in every dtype and layout the slot
+ * may have, and nothing else is touched. */
+START_TEST(erase_fill_slot)
+{
+	const int C = 3, H = 5, W = 7;
+	struct ts_op op = { .kind = TS_OP_RANDOM_ERASING, .n_erase = 3,
+			    .erase_value = { 0.5f, -1.0f, 2.0f } };
+	struct ts_erase_box b = { .apply = true, .i = 1, .j = 2, .h = 3, .w = 4 };
+	const enum ts_dtype dts[] = { TS_DTYPE_F32, TS_DTYPE_F16, TS_DTYPE_U8, TS_DTYPE_U16 };
+	for (int li = 0; li < 2; li++)
+		for (size_t di = 0; di < 4; di++) {
+			enum ts_layout l = li ? TS_LAYOUT_NCHW : TS_LAYOUT_NHWC;
+			size_t es = ts_dtype_size(dts[di]);
+			uint8_t *buf = malloc((size_t)C * H * W * es);
+			memset(buf, 0xA5, (size_t)C * H * W * es);
+			ts_policy_erase_fill(&op, &b, NULL, buf, dts[di], l, C, H, W);
+			for (int c = 0; c < C; c++)
+				for (int y = 0; y < H; y++)
+					for (int x = 0; x < W; x++) {
+						size_t i = l == TS_LAYOUT_NCHW
+								   ? ((size_t)c * H + y) * W + x
+								   : ((size_t)y * W + x) * C + c;
+						bool in = y >= 1 && y < 4 && x >= 2 && x < 6;
+						float v = op.erase_value[c];
+						if (!in) {
+							for (size_t k = 0; k < es; k++)
+								ck_assert_uint_eq(buf[i * es + k], 0xA5);
+							continue;
+						}
+						switch (dts[di]) {
+						case TS_DTYPE_F32:
+							ck_assert(((float *)buf)[i] == v);
+							break;
+						case TS_DTYPE_F16:
+							ck_assert(ts_out_f32_from_f16(((uint16_t *)buf)[i]) == v);
+							break;
+						case TS_DTYPE_U8: /* clamp(round(v * 255)) */
+							ck_assert_uint_eq(buf[i], c == 0 ? 128 : c == 1 ? 0 : 255);
+							break;
+						case TS_DTYPE_U16:
+							ck_assert_uint_eq(((uint16_t *)buf)[i],
+									  c == 0 ? 32768 : c == 1 ? 0 : 65535);
+							break;
+						}
+					}
+			free(buf);
+		}
+}
+END_TEST
+
+/* value = random: standard normal values (mean 0, variance 1) over a
+ * large box, different per element. */
+START_TEST(erase_random_values)
+{
+	struct ts_op op = { .kind = TS_OP_RANDOM_ERASING, .erase_random = true };
+	const int C = 3, H = 100, W = 100;
+	struct ts_erase_box b = { .apply = true, .i = 0, .j = 0, .h = H, .w = W };
+	float *buf = calloc((size_t)C * H * W, sizeof(float));
+	struct ts_rng r;
+	ts_rng_init(&r, 1, 2, 3, 4);
+	ts_policy_erase_fill(&op, &b, &r, buf, TS_DTYPE_F32, TS_LAYOUT_NCHW, C, H, W);
+	double s = 0, s2 = 0;
+	long within1 = 0;
+	const long n = (long)C * H * W;
+	for (long i = 0; i < n; i++) {
+		s += buf[i];
+		s2 += (double)buf[i] * buf[i];
+		within1 += fabsf(buf[i]) < 1.0f;
+	}
+	double mean = s / n, var = s2 / n - mean * mean;
+	ck_assert_msg(fabs(mean) < 4.0 / sqrt((double)n), "mean %g", mean);
+	ck_assert_msg(fabs(var - 1) < 0.05, "variance %g", var);
+	/* P(|z| < 1) = 0.6827 */
+	ck_assert_msg(fabs((double)within1 / n - 0.6827) < 0.015, "within 1: %g",
+		      (double)within1 / n);
+	ck_assert(buf[0] != buf[1]);
+	free(buf);
+}
+END_TEST
+
+/* The output stage erases in the slot what the middle path erases in a
+ * float image: the same box and values for the same stream. */
+START_TEST(erase_output_equals_middle)
+{
+	struct ts_plan *p = plan_of("normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25])"
+				    " | random_erasing(0.9, value = [1, 2, 3])", 12, 10, 3);
+	const struct ts_op *out = &p->ops[0];
+	ck_assert_int_eq(out->kind, TS_OP_OUTPUT);
+	struct ts_image src = make_u8(10, 12, 3), t1 = {0}, t2 = {0};
+	float slot[12 * 10 * 3];
+	int erased = 0;
+	for (uint64_t i = 0; i < 50; i++) {
+		struct ts_error err = {0};
+		ck_assert_int_eq(ts_out_write(out, &src, 5, 0, i, &t1, &t2, slot,
+					      sizeof(slot), &err), 0);
+		/* the same by hand: normalize, then the middle kernel */
+		struct ts_image img = make_u8(10, 12, 3), tmp = {0};
+		struct ts_rng r;
+		ts_rng_init(&r, 5, 0, i, (uint64_t)out->parts[0].index);
+		ck_assert_int_eq(ts_kernel_apply(&out->parts[0], &img, &tmp, &r, &err), 0);
+		ts_rng_init(&r, 5, 0, i, (uint64_t)out->parts[1].index);
+		ck_assert_int_eq(ts_kernel_apply(&out->parts[1], &img, &tmp, &r, &err), 0);
+		ck_assert_mem_eq(img.data, slot, sizeof(slot));
+		for (size_t k = 0; k < 360; k++)
+			if (slot[k] == 3.0f)
+				erased++;
+		ts_image_free(&img);
+		ts_image_free(&tmp);
+	}
+	ck_assert_int_gt(erased, 0);
+	ts_image_free(&src);
+	ts_image_free(&t1);
+	ts_image_free(&t2);
+	ts_plan_destroy(p);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *c = tcase_create("check");
+	tcase_add_test(c, parse_chain);
+	tcase_add_test(c, check_plan);
+	tcase_add_loop_test(c, check_misuse, 0, (int)(sizeof(misuses) / sizeof(misuses[0])));
+	suite_add_tcase(s, c);
+	TCase *d = tcase_create("draws");
+	tcase_add_test(d, apply_and_choice_draws);
+	tcase_add_test(d, erasing_draws);
+	suite_add_tcase(s, d);
+	TCase *k = tcase_create("kernels");
+	tcase_set_timeout(k, 60);
+	tcase_add_test(k, kernel_rows);
+	tcase_add_test(k, apply_runs_branch);
+	tcase_add_test(k, choice_runs_alternative);
+	tcase_add_test(k, erase_fill_slot);
+	tcase_add_test(k, erase_random_values);
+	tcase_add_test(k, erase_output_equals_middle);
+	suite_add_tcase(s, k);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(suite());
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
