@@ -675,6 +675,13 @@ void ts_server_destroy(struct ts_server *s)
 	free(s);
 }
 
+void ts_server_unlink(struct ts_server *s)
+{
+	struct stat st;
+	if (s && lstat(s->path, &st) == 0 && st.st_ino == s->ino)
+		unlink(s->path);
+}
+
 int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
 			 unsigned max_consumers, struct ts_error *err)
 {

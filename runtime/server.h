@@ -83,6 +83,10 @@ int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
  * Thread-safe. */
 bool ts_server_take_note(struct ts_server *s, char *buf, size_t n);
 
+/* Remove the socket file (if it is still ours) without stopping anything:
+ * for a process about to _exit. */
+void ts_server_unlink(struct ts_server *s);
+
 /* The socket path being served (owned by the server). */
 const char *ts_server_path(const struct ts_server *s);
 

@@ -226,6 +226,12 @@ int ts_serve_join(struct ts_serve *s, struct ts_error *err)
 	return s->eng ? ts_engine_join(s->eng, err) : 0;
 }
 
+void ts_serve_abort(struct ts_serve *s)
+{
+	ts_ring_fail(s->ring, TS_E_STOPPED, NULL);
+	ts_server_unlink(s->srv);
+}
+
 bool ts_serve_take_note(struct ts_serve *s, char *buf, size_t n)
 {
 	return ts_server_take_note(s->srv, buf, n);

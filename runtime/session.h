@@ -86,6 +86,11 @@ void ts_serve_stop(struct ts_serve *s);
 /* Wait for the engine; returns 0 or its error. */
 int ts_serve_join(struct ts_serve *s, struct ts_error *err);
 
+/* The process is about to end without ts_serve_destroy (a stop that took
+ * too long): fail the stream as stopped, so trainers hear so at once,
+ * and remove the socket. Safe while the other threads run. */
+void ts_serve_abort(struct ts_serve *s);
+
 /* The next line for the log (a trainer detached for stalling), as
  * ts_server_take_note. */
 bool ts_serve_take_note(struct ts_serve *s, char *buf, size_t n);

@@ -68,6 +68,19 @@ FILE *ts_cli_side_create(const char *path, char **tmp);
  * frees tmp. Returns 0 or -errno (a full disk: -ENOSPC). */
 int ts_cli_side_commit(FILE *f, char *tmp, const char *path);
 
+/* The stop bound (cli_guard.c): ts_cli_guard_start starts a watchdog;
+ * after ts_cli_guard_signal (async-signal-safe: call it from the SIGINT
+ * and SIGTERM handler) the process has ms milliseconds to call
+ * ts_cli_guard_done (the orderly stop finished), else the watchdog calls
+ * last(arg) when an arg is set (ts_cli_guard_set_arg; NULL before what it
+ * names is freed), prints why and _exits with status (the one given to
+ * ts_cli_guard_signal when >= 0). last may be NULL. Returns 0 or
+ * -errno. */
+int ts_cli_guard_start(int ms, int status, void (*last)(void *));
+void ts_cli_guard_set_arg(void *arg);
+void ts_cli_guard_signal(int status);
+void ts_cli_guard_done(void);
+
 /* Print rendered diagnostics to stderr, coloured when ts_cli_color(). */
 void ts_cli_print_diags(const struct ts_diags *d);
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,28 @@
 #include "profile.h"
 #include "tsrun.h"
 #include "tsrun_internal.h"
+
+/* SIGINT and SIGTERM end a bench within a second (tsrun(1)): the loop
+ * stops at the next batch and prints what it measured, exiting 128 + the
+ * signal; the watchdog (cli_guard.c) ends it if that takes longer (a
+ * worker in the middle of a large decode). */
+#define TS_BENCH_STOP_MS 400
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+	ts_cli_guard_signal(128 + sig);
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 static double thread_cpu(void)
 {
@@ -206,6 +229,11 @@ int ts_cmd_bench(int argc, char **argv)
 	}
 	const char *file = argv[optind];
 	struct ts_plan *plan = NULL;
+	if (ts_cli_guard_start(TS_BENCH_STOP_MS, TS_EXIT_INVALID, NULL) < 0) {
+		ts_cli_error("bench", "cannot start the stop watchdog: %s", strerror(errno));
+		return TS_EXIT_INVALID;
+	}
+	catch_signals();
 	int st = ts_cli_compile("bench", file, pipeline, &plan);
 	if (st != TS_EXIT_OK)
 		return st;
@@ -251,7 +279,7 @@ int ts_cmd_bench(int argc, char **argv)
 	uint64_t images = 0, nb = 0;
 	double digest_cpu = 0.0;
 	struct ts_stream_batch b;
-	while (batches < 0 || nb < (uint64_t)batches) {
+	while ((batches < 0 || nb < (uint64_t)batches) && !got_signal) {
 		rc = ts_stream_next(s, &b, &err);
 		if (rc)
 			break;
@@ -276,7 +304,11 @@ int ts_cmd_bench(int argc, char **argv)
 	const char *const *skipped = NULL;
 	size_t n_skipped = ts_stream_skipped_paths(s, &skipped);
 	int status = TS_EXIT_OK;
-	if (rc && rc != TS_E_EOS) {
+	if (got_signal) {
+		ts_cli_error("bench", "%s: stopped after %" PRIu64 " batches", strsignal(got_signal),
+			     nb);
+		status = 128 + got_signal;
+	} else if (rc && rc != TS_E_EOS) {
 		ts_cli_error("bench", "%s", err.msg);
 		status = TS_EXIT_INVALID;
 	}
@@ -299,5 +331,6 @@ int ts_cmd_bench(int argc, char **argv)
 	if (profile)
 		print_profile(images, cpu, setup_cpu, consumer_cpu, digest_cpu);
 	ts_pipeline_destroy(p);
+	ts_cli_guard_done();
 	return status;
 }

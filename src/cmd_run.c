@@ -25,6 +25,11 @@
 #include "status.h"
 #include "util.h"
 
+/* From SIGINT or SIGTERM to the end of the process, at most (tsrun(1)):
+ * the orderly stop usually takes milliseconds; the rest of the second is
+ * for the exit itself (unmapping a large ring). */
+#define TS_RUN_STOP_MS 400
+
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t got_hup;
 
@@ -32,8 +37,17 @@ static void on_signal(int sig)
 {
 	if (sig == SIGHUP)
 		got_hup = 1;
-	else
+	else {
 		got_signal = sig;
+		ts_cli_guard_signal(-1);  /* the watchdog: gone within a second */
+	}
+}
+
+/* The stop took too long (cli_guard.c): tell the trainers it was a stop,
+ * not a crash, before the process goes. */
+static void abort_serve(void *srv)
+{
+	ts_serve_abort(srv);
 }
 
 /* The files of `tsrun reload SOCKET FILE` with pid P: it writes the
@@ -397,8 +411,30 @@ int ts_cmd_run(int argc, char **argv)
 		.start_epoch = start_epoch, .start_index = start_index,
 		.wait = (unsigned)wait_n, .device = (int)device_ord,
 	};
+	/* SIGINT and SIGTERM end the run within a second from here on,
+	 * even while the start lists a large source: the main thread stops
+	 * the run in order, and the watchdog ends it if that takes longer. */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (ts_cli_guard_start(TS_RUN_STOP_MS, TS_EXIT_OK, abort_serve) < 0) {
+		ts_cli_error("run", "cannot start the stop watchdog: %s", strerror(errno));
+		ts_plan_destroy(plan);
+		free(cur_file);
+		return TS_EXIT_INVALID;
+	}
 	rc = ts_serve_create(plan, &so, &srv, &err);
 	plan = NULL; /* the server's now */
+	if (rc == 0)
+		ts_cli_guard_set_arg(srv);
+	if (got_signal && rc == 0) {
+		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
+		goto out;
+	}
 	if (rc == TS_E_NODEV || rc == TS_E_ARG) {
 		/* --device past the GPUs, --start past the epoch */
 		ts_cli_error("run", "%s%s", rc == TS_E_NODEV ? "--" : "", err.msg);
@@ -425,14 +461,6 @@ int ts_cmd_run(int argc, char **argv)
 		ts_cli_error("run", "out of memory");
 		goto out;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
 	if (!quiet)
 		fprintf(stderr, "tsrun: serving on %s (epochs: %d%s); waiting for %ld trainer%s\n",
 			si.socket_path, n_epochs, n_epochs == 0 ? ", forever" : "",
@@ -511,6 +539,7 @@ fail:
 	ts_cli_error("run", "%s", err.msg[0] ? err.msg : ts_error_name(rc));
 	exit_status = TS_EXIT_INVALID;
 out:
+	ts_cli_guard_set_arg(NULL);  /* srv goes now */
 	{
 		struct ts_error derr = {0};
 		if (ts_serve_destroy(srv, &derr) < 0) {
@@ -524,5 +553,6 @@ out:
 	ts_plan_destroy(plan);
 	free(cur_file);
 	free(pending_file);
+	ts_cli_guard_done();
 	return exit_status;
 }
