@@ -8,17 +8,22 @@
 #include "checker.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *interp_name(enum ts_interp i)
 {
 	switch (i) {
 	case TS_INTERP_AREA: return "area";
 	case TS_INTERP_NEAREST: return "nearest";
+	case TS_INTERP_BICUBIC: return "bicubic";
+	case TS_INTERP_LANCZOS: return "lanczos";
 	default: return "bilinear";
 	}
 }
 
-static const char *const w_interp[] = {"bilinear", "area", "nearest", NULL};
+/* In enum ts_interp's order. */
+static const char *const w_interp[] = {"bilinear", "area", "nearest", "bicubic",
+				       "lanczos", NULL};
 
 /* ---- decode ---------------------------------------------------------- */
 
@@ -79,10 +84,14 @@ static const struct ts_param p_resize[] = {
 	  .words = w_interp, .doc = "interpolation" },
 	{ .name = "antialias", .type = TS_PT_BOOL, .def = "true", .def_num = 1,
 	  .doc = "low-pass filter when shrinking" },
+	{ .name = "max_size", .type = TS_PT_INT, P_MIN(2), P_MAX(TS_REG_MAX_SIDE),
+	  .doc = "resize(N) only: the longer side at most this, above N" },
 };
 
 /* torchvision's Resize(int): the shorter side becomes size, the longer
- * keeps the aspect ratio (truncated). Unknown when the input varies. */
+ * keeps the aspect ratio (truncated); with max_size, a longer side above
+ * it becomes max_size and the shorter int(max_size * N / long), as
+ * _compute_resized_output_size does. Unknown when the input varies. */
 static int shape_resize(const struct ts_op *op, const struct ts_shape *in,
 			struct ts_shape *out, struct ts_shape_err *e)
 {
@@ -106,11 +115,18 @@ static int shape_resize(const struct ts_op *op, const struct ts_shape *in,
 			side = TS_REG_MAX_SIDE;
 			rc = -1;
 		}
+		long long shorter = op->size_h;
+		if (op->max_size && side > op->max_size) {
+			shorter = (long long)((double)((long long)op->max_size * shorter) /
+					      (double)side);
+			shorter = shorter < 1 ? 1 : shorter;
+			side = op->max_size;
+		}
 		if (in->h <= in->w) {
-			out->h = op->size_h;
+			out->h = (int)shorter;
 			out->w = (int)side;
 		} else {
-			out->w = op->size_h;
+			out->w = (int)shorter;
 			out->h = (int)side;
 		}
 	} else {
@@ -130,6 +146,26 @@ static int build_resize(struct ts_check *c, const struct ts_opdef *def,
 		op->size_w = 0;
 	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interp")->word;
 	op->antialias = ts_check_arg(def, vals, "antialias")->num != 0;
+	const struct ts_check_val *m = ts_check_arg(def, vals, "max_size");
+	if (m->given && !m->bad && rc == 0) {
+		op->max_size = (int)m->num;
+		if (op->size_w) {
+			ts_check_err(c, m->loc, "write resize(N, max_size = M), or drop max_size",
+				     "parameter 'max_size' bounds resize(N) only, not an exact "
+				     "[h, w]");
+			op->max_size = 0;
+			rc = -1;
+		} else if (op->max_size <= op->size_h) {
+			char hint[192];
+			snprintf(hint, sizeof(hint), "give a max_size above %d, or drop it",
+				 op->size_h);
+			ts_check_err(c, m->loc, hint,
+				     "parameter 'max_size' must be above the size %d, got %d",
+				     op->size_h, op->max_size);
+			op->max_size = 0;
+			rc = -1;
+		}
+	}
 	return rc;
 }
 
@@ -141,6 +177,8 @@ static void describe_resize(const struct ts_op *op, char *buf, size_t n)
 		snprintf(a, sizeof(a), "[%d, %d]", op->size_h, op->size_w);
 	else
 		snprintf(a, sizeof(a), "%d", op->size_h);
+	if (op->max_size)
+		snprintf(a + strlen(a), sizeof(a) - strlen(a), ", max_size=%d", op->max_size);
 	snprintf(buf, n, "resize(%s, interp=%s, antialias=%s)", a,
 		 interp_name(op->interp), op->antialias ? "true" : "false");
 }

@@ -34,6 +34,12 @@ void ts_aug_resize_dims(int w, int h, const struct ts_op *resize, int *ow,
 	/* Python: int(size * long / short): exact product, true division,
 	 * truncation. */
 	int nl = (int)((double)((int64_t)size * longer) / (double)shorter);
+	/* max_size: int(max_size * new_short / new_long), max_size */
+	if (resize->max_size > 0 && nl > resize->max_size) {
+		size = (int)((double)((int64_t)resize->max_size * size) / (double)nl);
+		size = size < 1 ? 1 : size; /* torchvision fails at 0 */
+		nl = resize->max_size;
+	}
 	if (w <= h) {
 		*ow = size;
 		*oh = nl;
@@ -195,6 +201,55 @@ static double filter_box(double x)
 	return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0;
 }
 
+/* Pillow's bicubic_filter: the Keys cubic with a = -0.5, support 2. */
+static double filter_bicubic(double x)
+{
+	const double a = -0.5;
+	if (x < 0.0)
+		x = -x;
+	if (x < 1.0)
+		return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+	if (x < 2.0)
+		return (((x - 5) * x + 8) * x - 4) * a;
+	return 0.0;
+}
+
+static double sinc(double x)
+{
+	if (x == 0.0)
+		return 1.0;
+	x = x * M_PI;
+	return sin(x) / x;
+}
+
+/* Pillow's lanczos_filter: the 3-lobe truncated sinc, support 3. */
+static double filter_lanczos(double x)
+{
+	if (-3.0 <= x && x < 3.0)
+		return sinc(x) * sinc(x / 3);
+	return 0.0;
+}
+
+/* The filter and its support for a (non-nearest) interpolation: Pillow's
+ * BILINEAR, BOX, BICUBIC and LANCZOS. */
+static void pick_filter(enum ts_interp interp, double (**filter)(double),
+			double *support, bool *antialias)
+{
+	*filter = filter_triangle;
+	*support = 1.0;
+	if (interp == TS_INTERP_AREA) {
+		*filter = filter_box;
+		*support = 0.5;
+		*antialias = true; /* an area average always covers the box */
+	} else if (interp == TS_INTERP_BICUBIC) {
+		*filter = filter_bicubic;
+		*support = 2.0;
+	} else if (interp == TS_INTERP_LANCZOS) {
+		*filter = filter_lanczos;
+		*support = 3.0;
+	}
+}
+
 static int coeff_ksize(int in_size, int out_size, double support,
 		       bool antialias)
 {
@@ -252,19 +307,6 @@ static void coeff_compute(int in_size, int out_size, int o0, int n,
 		for (x = 0; x < ksize; x++)
 			kq[x] = k[x] < 0 ? (int32_t)(-0.5 + k[x] * (1 << PRECISION_BITS))
 					 : (int32_t)(0.5 + k[x] * (1 << PRECISION_BITS));
-	}
-}
-
-/* The filter and its support for a (non-nearest) interpolation. */
-static void pick_filter(enum ts_interp interp, double (**filter)(double),
-			double *support, bool *antialias)
-{
-	*filter = filter_triangle;
-	*support = 1.0;
-	if (interp == TS_INTERP_AREA) {
-		*filter = filter_box;
-		*support = 0.5;
-		*antialias = true; /* an area average always covers the box */
 	}
 }
 

@@ -34,7 +34,9 @@
 
 /* Output size of a resize op on a w x h image. With resize->size_w == 0,
  * torchvision Resize(int): the shorter side becomes size_h and the longer
- * int(size_h * long / short); otherwise exactly size_w x size_h. */
+ * int(size_h * long / short), and with resize->max_size > 0 a longer side
+ * above it becomes max_size and the shorter int(max_size * size_h /
+ * long) (at least 1); otherwise exactly size_w x size_h. */
 void ts_aug_resize_dims(int w, int h, const struct ts_op *resize, int *ow,
 			int *oh);
 

@@ -23,21 +23,30 @@ static struct ts_image make_u8(int w, int h, int c, const uint8_t *px)
 /* ---- boxes ---- */
 
 static const struct {
-	int w, h, size_h, size_w, ow, oh;
+	int w, h, size_h, size_w, ow, oh, max_size;
 } resize_dims_cases[] = {
-	{ 500, 375, 256, 0, 341, 256 },  /* int(256 * 500 / 375) = 341 */
-	{ 375, 500, 256, 0, 256, 341 },
-	{ 333, 500, 256, 0, 256, 384 },  /* 384.38 truncated */
-	{ 256, 256, 256, 0, 256, 256 },
-	{ 100, 10, 20, 0, 200, 20 },
-	{ 640, 480, 100, 50, 50, 100 },  /* exact size: width 50, height 100 */
+	{ 500, 375, 256, 0, 341, 256, 0 },  /* int(256 * 500 / 375) = 341 */
+	{ 375, 500, 256, 0, 256, 341, 0 },
+	{ 333, 500, 256, 0, 256, 384, 0 },  /* 384.38 truncated */
+	{ 256, 256, 256, 0, 256, 256, 0 },
+	{ 100, 10, 20, 0, 200, 20, 0 },
+	{ 640, 480, 100, 50, 50, 100, 0 },  /* exact size: width 50, height 100 */
+	/* max_size: torchvision's _compute_resized_output_size gives these */
+	{ 500, 375, 256, 0, 300, 225, 300 },
+	{ 375, 500, 256, 0, 225, 300, 300 },
+	{ 1000, 100, 50, 0, 400, 40, 400 },
+	{ 100, 1000, 50, 0, 5, 51, 51 },
+	{ 256, 256, 256, 0, 256, 256, 300 },   /* within the bound */
+	{ 640, 480, 100, 0, 133, 100, 1000 },
+	{ 100000, 1, 10, 0, 11, 1, 11 },       /* torchvision's 0 (a failure) is 1 */
 };
 
 START_TEST(resize_dims)
 {
 	struct ts_op op = { .kind = TS_OP_RESIZE,
 			    .size_h = resize_dims_cases[_i].size_h,
-			    .size_w = resize_dims_cases[_i].size_w };
+			    .size_w = resize_dims_cases[_i].size_w,
+			    .max_size = resize_dims_cases[_i].max_size };
 	int ow = -1, oh = -1;
 	ts_aug_resize_dims(resize_dims_cases[_i].w, resize_dims_cases[_i].h, &op,
 			   &ow, &oh);

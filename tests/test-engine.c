@@ -1028,6 +1028,11 @@ START_TEST(resize_crop_window_equals_whole)
 		{ "rgb", "resize(60, 50) | center_crop([60, 50])", 0 },
 		{ "rgb", "resize(77) | center_crop(41)", 1 },
 		{ "gray, depth = 16", "resize(64) | center_crop(31)", 1 },
+		/* wider supports: the window reaches 2 and 3 source pixels out */
+		{ "rgb", "resize(150, interp = bicubic) | center_crop(101)", 0 },
+		{ "rgb", "resize(90, interp = lanczos) | center_crop([33, 61])", 0 },
+		{ "rgb", "resize(77, interp = lanczos) | center_crop(41)", 1 },
+		{ "rgb, depth = 16", "resize(100, interp = bicubic) | center_crop(64)", 0 },
 	};
 	static const int sizes[][2] = { { 203, 151 }, { 64, 200 }, { 131, 129 } };
 	char pngdir[400];

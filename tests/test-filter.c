@@ -418,6 +418,12 @@ static const struct {
 	{ "adjust_sharpness(-1)", "", "'sharpness_factor' must not be negative", 24 },
 	{ "adjust_gamma(-0.5)", "", "parameter 'gamma' must not be negative", 20 },
 	{ "adjust_gamma(1, gain = 300)", "", "parameter 'gain' must be between 0 and 255", 30 },
+	{ "resize(256, max_size = 256)", "", "parameter 'max_size' must be above the size 256, got 256", 30 },
+	{ "resize([224, 256], max_size = 300)", "", "'max_size' bounds resize(N) only", 37 },
+	{ "resize(224, 256, max_size = 300)", "", "'max_size' bounds resize(N) only", 35 },
+	{ "resize(256, interp = bicubik)", "", "unknown value 'bicubik' for parameter 'interp'", 28 },
+	{ "random_resized_crop(224, interp = cubic)", "",
+	  "expected one of: bilinear, area, nearest, bicubic, lanczos", 41 },
 	{ "adjust_gamma(2)", "| to(float32) ",
 	  "'adjust_gamma' works on uint8 or uint16 nhwc pixels, but the data is float32", 7 },
 };

@@ -114,6 +114,18 @@ static const struct {
 	{ 403, 389, 224, 224, 1, 0, 0, TS_INTERP_BILINEAR, true },   /* gray */
 	{ 203, 189, 113, 97, 4, 1, 1, TS_INTERP_BILINEAR, true },    /* 4 channels */
 	{ 641, 480, 320, 240, 3, 0, 0, TS_INTERP_BILINEAR, true },   /* exactly 2x */
+	/* negative lobes: sums that clip at 0 and 255 in both passes */
+	{ 413, 377, 224, 224, 3, 0, 0, TS_INTERP_BICUBIC, true },
+	{ 97, 61, 224, 224, 3, 2, 1, TS_INTERP_BICUBIC, true },     /* upscale, a view */
+	{ 2000, 1500, 37, 29, 3, 0, 0, TS_INTERP_BICUBIC, true },   /* ksize ~ 217 */
+	{ 7, 9, 5, 11, 3, 0, 0, TS_INTERP_BICUBIC, true },
+	{ 331, 224, 224, 224, 3, 0, 0, TS_INTERP_LANCZOS, true },   /* horizontal only */
+	{ 224, 301, 224, 224, 3, 3, 0, TS_INTERP_LANCZOS, true },   /* vertical only */
+	{ 500, 333, 256, 170, 3, 7, 5, TS_INTERP_LANCZOS, true },
+	{ 61, 97, 300, 200, 3, 0, 0, TS_INTERP_LANCZOS, true },     /* upscale */
+	{ 5, 4, 3, 2, 3, 0, 0, TS_INTERP_LANCZOS, true },
+	{ 403, 389, 224, 224, 1, 0, 0, TS_INTERP_BICUBIC, true },   /* gray */
+	{ 411, 383, 224, 224, 3, 0, 0, TS_INTERP_BICUBIC, false },  /* no antialias */
 };
 
 /* An image in a buffer of exactly its size (the view ends at the buffer's

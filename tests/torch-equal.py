@@ -11,8 +11,10 @@ patterns), decoded once with PIL, the same uint8 pixels go to torchvision
 Measured and asserted tolerances:
   CenterCrop(224)+ToTensor+Normalize  max abs diff <= 1e-6 (measured 0)
   Resize(256) bilinear (antialiased)  max abs diff 0 uint8 levels (exact)
-  Resize box / nearest                exact
-  resized_crop (RandomResizedCrop with a fixed box)  exact
+  Resize box / nearest / bicubic / lanczos  exact (PIL's filters and
+                                      supports, the same fixed point)
+  resized_crop (RandomResizedCrop with a fixed box)  exact, bilinear,
+                                      bicubic and lanczos
   hflip / vflip, Grayscale(1 and 3)   exact
   adjust_brightness/contrast/saturation with fixed factors  exact
   output stage float16                within float16 rounding of float32
@@ -164,7 +166,9 @@ def per_path(tmp, name, im, norm, all_kernels):
     for (ow, oh) in [(224, 224), (97, 61), (600, 500)]:
         for mode, interp in [("bilinear", T.InterpolationMode.BILINEAR),
                              ("area", T.InterpolationMode.BOX),
-                             ("nearest", T.InterpolationMode.NEAREST)]:
+                             ("nearest", T.InterpolationMode.NEAREST),
+                             ("bicubic", T.InterpolationMode.BICUBIC),
+                             ("lanczos", T.InterpolationMode.LANCZOS)]:
             r = F.resize(im, [oh, ow], interpolation=interp)
             got = as_u8(tool(tmp, "resize", im, ow, oh, mode), oh, ow, 3)
             d = maxdiff(np.asarray(r), got)
@@ -180,6 +184,14 @@ def per_path(tmp, name, im, norm, all_kernels):
         d = maxdiff(np.asarray(r), got)
         check("%s resized_crop box %d,%d %dx%d" % (name, j, i, w, h), d <= 0,
               "max %g levels" % d)
+        for mode, interp in [("bicubic", T.InterpolationMode.BICUBIC),
+                             ("lanczos", T.InterpolationMode.LANCZOS)]:
+            r = F.resized_crop(im, i, j, h, w, [224, 224], interpolation=interp)
+            got = as_u8(tool(tmp, "resized-crop", im, j, i, w, h, 224, 224, mode),
+                        224, 224, 3)
+            d = maxdiff(np.asarray(r), got)
+            check("%s resized_crop %s box %d,%d %dx%d" % (name, mode, j, i, w, h),
+                  d <= 0, "max %g levels" % d)
 
     if not all_kernels:
         return

@@ -2,9 +2,9 @@
  * kernel-tool - run one augment kernel or the fused output stage on a raw
  * uint8 HWC file, for tests/torch-equal.py to compare with torchvision.
  *
- *   kernel-tool resize IN W H C OUT OW OH bilinear|area|nearest
+ *   kernel-tool resize IN W H C OUT OW OH bilinear|area|nearest|bicubic|lanczos
  *   kernel-tool crop IN W H C OUT X Y CW CH
- *   kernel-tool resized-crop IN W H C OUT X Y CW CH OW OH
+ *   kernel-tool resized-crop IN W H C OUT X Y CW CH OW OH [INTERP]
  *   kernel-tool flip IN W H C OUT h|v
  *   kernel-tool gray IN W H C OUT CHANNELS
  *   kernel-tool brightness|contrast|saturation IN W H C OUT FACTOR
@@ -47,6 +47,15 @@ static int write_raw(const char *path, const void *p, size_t n)
 		return -errno;
 	size_t w = fwrite(p, 1, n, f);
 	return fclose(f) == 0 && w == n ? 0 : -EIO;
+}
+
+static enum ts_interp interp_of(const char *s)
+{
+	return strcmp(s, "area") == 0      ? TS_INTERP_AREA
+	       : strcmp(s, "nearest") == 0 ? TS_INTERP_NEAREST
+	       : strcmp(s, "bicubic") == 0 ? TS_INTERP_BICUBIC
+	       : strcmp(s, "lanczos") == 0 ? TS_INTERP_LANCZOS
+					   : TS_INTERP_BILINEAR;
 }
 
 static int parse_part(const char *s, struct ts_op *op, int idx)
@@ -129,19 +138,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(op, "resize") == 0 && na == 3) {
-		enum ts_interp m = strcmp(a[2], "area") == 0      ? TS_INTERP_AREA
-				   : strcmp(a[2], "nearest") == 0 ? TS_INTERP_NEAREST
-								  : TS_INTERP_BILINEAR;
-		rc = ts_aug_resize(&in, &out, atoi(a[0]), atoi(a[1]), m, true);
+		rc = ts_aug_resize(&in, &out, atoi(a[0]), atoi(a[1]), interp_of(a[2]), true);
 	} else if (strcmp(op, "crop") == 0 && na == 4) {
 		rc = ts_aug_crop(&in, &out, atoi(a[0]), atoi(a[1]), atoi(a[2]),
 				 atoi(a[3]));
-	} else if (strcmp(op, "resized-crop") == 0 && na == 6) {
+	} else if (strcmp(op, "resized-crop") == 0 && (na == 6 || na == 7)) {
 		rc = ts_aug_crop(&in, &t1, atoi(a[0]), atoi(a[1]), atoi(a[2]),
 				 atoi(a[3]));
 		if (rc == 0)
 			rc = ts_aug_resize(&t1, &out, atoi(a[4]), atoi(a[5]),
-					   TS_INTERP_BILINEAR, true);
+					   na == 7 ? interp_of(a[6]) : TS_INTERP_BILINEAR, true);
 	} else if (strcmp(op, "flip") == 0 && na == 1) {
 		ts_aug_flip(&in, a[0][0] == 'h');
 		res = &in;
