@@ -176,7 +176,7 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	}
 	for (size_t i = 0; i < p->n_ops; i++) {
 		const struct ts_op *op = &p->ops[i];
-		if (op->kind == TS_OP_OUTPUT) {
+		if (ts_op_is_output(op)) {
 			line(f, 2, "output (fused, written into the ring slot):", "");
 			for (size_t j = 0; j < op->n_parts; j++) {
 				op_desc(&op->parts[j], a, sizeof(a));
@@ -328,7 +328,7 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 	for (size_t i = 0; i < p->n_ops; i++) {
 		const struct ts_op *op = &p->ops[i];
 		snprintf(id, sizeof(id), "op%zu", i);
-		if (op->kind == TS_OP_OUTPUT) {
+		if (ts_op_is_output(op)) {
 			at = (size_t)snprintf(label, sizeof(label), "output (fused)");
 			for (size_t j = 0; j < op->n_parts && at < sizeof(label); j++) {
 				op_desc(&op->parts[j], a, sizeof(a));
@@ -349,7 +349,7 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 		if (at < sizeof(label))
 			snprintf(label + at, sizeof(label) - at, "\n%s", b);
 		dot_node(f, id, label,
-			 op->fused || op->kind == TS_OP_OUTPUT
+			 op->fused || ts_op_is_output(op)
 				 ? "style=filled, fillcolor=\"#e8f0ff\"" : NULL);
 	}
 	snprintf(label, sizeof(label), "batch(%d)", p->batch);

@@ -59,7 +59,7 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 	/* Pass 1: decode + the crop/resize right after it. */
 	for (i = 0; i < n; i++) {
 		res[n_res] = ops[i];
-		if (ops[i].kind == TS_OP_DECODE && !ops[i].fused && i + 1 < n &&
+		if ((flags_of(ops[i].kind) & TS_OPF_ENCODED) && !ops[i].fused && i + 1 < n &&
 		    fuses_into_decode(ops[i + 1].kind)) {
 			struct ts_op *f = malloc(sizeof(*f));
 			if (!f) {
@@ -103,7 +103,7 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 	{
 		struct ts_op o = {0};
 		size_t np = n_res - tail;
-		bool ends_in_to = np > 0 && res[n_res - 1].kind == TS_OP_TO;
+		bool ends_in_to = np > 0 && ts_ops_image_is_to(&res[n_res - 1]);
 		const struct ts_op *last = n_res ? &res[n_res - 1] : NULL;
 
 		o.kind = TS_OP_OUTPUT;
@@ -115,18 +115,8 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		if (!ends_in_to) {
 			/* Always end with an explicit TO: the runtime reads the
 			 * final dtype and layout from it. */
-			struct ts_op *to = &o.parts[np];
-			*to = (struct ts_op){ .kind = TS_OP_TO, .index = -1 };
-			if (last) {
-				to->loc = last->loc;
-				to->dtype = last->out_dtype;
-				to->layout = last->out_layout;
-				to->out_h = last->out_h;
-				to->out_w = last->out_w;
-				to->out_c = last->out_c;
-				to->out_dtype = last->out_dtype;
-				to->out_layout = last->out_layout;
-			}
+			ts_ops_image_to(&o.parts[np], last,
+					last ? last->out_layout : TS_LAYOUT_NHWC);
 			o.n_parts++;
 		}
 		o.loc = o.parts[0].loc;

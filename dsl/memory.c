@@ -9,12 +9,20 @@
 #include <unistd.h>
 
 #include "lower.h"
+#include "registry.h"
 
 #define PAGE 4096u
 #define MIB (1024u * 1024u)
 #define VARIABLE_DECODE_SCRATCH (16u * MIB)
 #define IO_BUFFER (1u * MIB)
 #define RING_SLOT_EXTRA 16u /* label and stream position per sample */
+
+/* What the operator's registry row says of op (0 for the output stage). */
+static unsigned flags_of(const struct ts_op *op)
+{
+	const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
+	return d ? d->flags : 0;
+}
 
 static uint64_t op_bytes(const struct ts_op *op)
 {
@@ -26,9 +34,9 @@ static uint64_t op_bytes(const struct ts_op *op)
  * size only known at run time (a full decode of a file). */
 static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
 {
-	if (op->kind == TS_OP_DECODE)
+	if (flags_of(op) & TS_OPF_ENCODED)
 		*variable = true; /* the decoded frame before any crop */
-	if (op->kind != TS_OP_OUTPUT) {
+	if (!ts_op_is_output(op)) {
 		if (op->out_h && op->out_w) {
 			uint64_t b = op_bytes(op);
 			if (b > *max_fixed)
@@ -102,8 +110,8 @@ int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
 bool ts_plan_tiles_banded(const struct ts_plan *plan)
 {
 	return plan->source.kind != TS_SRC_SYNTHETIC && plan->n_ops >= 2 &&
-	       plan->ops[0].kind == TS_OP_DECODE && !plan->ops[0].fused &&
-	       plan->ops[0].n_parts == 0 && plan->ops[1].kind == TS_OP_TILE &&
+	       (flags_of(&plan->ops[0]) & TS_OPF_ENCODED) && !plan->ops[0].fused &&
+	       plan->ops[0].n_parts == 0 && (flags_of(&plan->ops[1]) & TS_OPF_BANDS) &&
 	       plan->ops[1].size_h > 0 && plan->ops[1].size_w > 0;
 }
 
@@ -157,7 +165,7 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 		const struct ts_op *op = &plan->ops[i];
 		uint64_t b = op->out_h && op->out_w ? 4 * op_bytes(op)
 						    : VARIABLE_DECODE_SCRATCH;
-		if (op->kind == TS_OP_PLUGIN)
+		if (op->plugin)
 			per_thread += b > MIB ? b : MIB;
 	}
 

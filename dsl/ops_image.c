@@ -568,6 +568,27 @@ static void describe_to(const struct ts_op *op, char *buf, size_t n)
 
 #define CROP (TS_OPF_PIXELS | TS_OPF_FUSE_DECODE)
 
+void ts_ops_image_to(struct ts_op *to, const struct ts_op *last,
+		     enum ts_layout layout)
+{
+	*to = (struct ts_op){ .kind = TS_OP_TO, .index = -1 };
+	if (!last)
+		return;
+	to->loc = last->loc;
+	to->dtype = last->out_dtype;
+	to->layout = layout;
+	to->out_h = last->out_h;
+	to->out_w = last->out_w;
+	to->out_c = last->out_c;
+	to->out_dtype = last->out_dtype;
+	to->out_layout = layout;
+}
+
+bool ts_ops_image_is_to(const struct ts_op *op)
+{
+	return op->kind == TS_OP_TO;
+}
+
 const struct ts_opdef ts_ops_image[] = {
 	{ TS_TRANSFORM("decode", TS_OP_DECODE, p_decode, TS_OPF_ENCODED,
 		       "JPEG or PNG bytes to pixels"),

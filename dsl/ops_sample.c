@@ -149,7 +149,8 @@ static void describe_plugin(const struct ts_op *op, char *buf, size_t n)
 /* ---- the rows -------------------------------------------------------- */
 
 const struct ts_opdef ts_ops_sample[] = {
-	{ TS_TRANSFORM("tile", TS_OP_TILE, p_tile, TS_OPF_PIXELS | TS_OPF_EXPANDS,
+	{ TS_TRANSFORM("tile", TS_OP_TILE, p_tile,
+		       TS_OPF_PIXELS | TS_OPF_EXPANDS | TS_OPF_BANDS,
 		       "cut each image into tiles (one sample in, several out)"),
 	  .shape = shape_tile, .build = build_tile, .describe = describe_tile,
 	  .fanout = fanout_tile },

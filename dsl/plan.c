@@ -47,6 +47,17 @@ TS_EXPORT const char *ts_op_kind_name(enum ts_op_kind k)
 	return k == TS_OP_OUTPUT ? "output" : "?";
 }
 
+bool ts_op_is_output(const struct ts_op *op)
+{
+	return op->kind == TS_OP_OUTPUT;
+}
+
+bool ts_op_expands(const struct ts_op *op)
+{
+	const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
+	return d && (d->flags & TS_OPF_EXPANDS);
+}
+
 /* Sizes print with binary units; one decimal unless the value is whole,
  * so "64 MiB" and "1.3 GiB" both read naturally. */
 void ts_plan_format_size(uint64_t bytes, char *buf, size_t n)
@@ -141,12 +152,9 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 {
 	if (keep < 1 || keep >= plan->n_ops)
 		return TS_E_ARG;
-	for (size_t i = 0; i < keep; i++) {
-		enum ts_op_kind k = plan->ops[i].kind;
-		const struct ts_opdef *d = ts_registry_of_kind((int)k);
-		if (!d || (d->flags & TS_OPF_EXPANDS))
-			return TS_E_ARG; /* the output stage, or tile/filter/plugin */
-	}
+	for (size_t i = 0; i < keep; i++)
+		if (ts_op_is_output(&plan->ops[i]) || ts_op_expands(&plan->ops[i]))
+			return TS_E_ARG;
 	struct ts_op *ops = calloc(keep + 1, sizeof(*ops));
 	if (!ops)
 		return TS_E_NOMEM;
@@ -156,12 +164,7 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 	pre->plan = *plan;
 	/* The OUTPUT of a plan always ends in a TO naming the dtype and
 	 * layout (lower.h): here the stage's own, so nothing is converted. */
-	pre->out_part = (struct ts_op){
-		.kind = TS_OP_TO, .index = -1, .loc = last->loc,
-		.dtype = last->out_dtype, .layout = TS_LAYOUT_NHWC,
-		.out_h = last->out_h, .out_w = last->out_w, .out_c = last->out_c,
-		.out_dtype = last->out_dtype, .out_layout = TS_LAYOUT_NHWC,
-	};
+	ts_ops_image_to(&pre->out_part, last, TS_LAYOUT_NHWC);
 	ops[keep] = (struct ts_op){
 		.kind = TS_OP_OUTPUT, .index = -1, .loc = last->loc,
 		.parts = &pre->out_part, .n_parts = 1,

@@ -120,6 +120,15 @@ enum ts_op_kind {
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
 
+struct ts_op;
+/* Whether op is the fused output stage (lowering makes it; always the
+ * plan's last op), and whether it is one that makes 0, 1 or several
+ * samples of one (its registry row's TS_OPF_EXPANDS: a tile, filter or
+ * plugin), so that the stages after it no longer see one image per
+ * sample. What the runtime asks instead of naming kinds. */
+bool ts_op_is_output(const struct ts_op *op);
+bool ts_op_expands(const struct ts_op *op);
+
 /* plugin("path.so", key = value, ...): what the runtime needs to run it.
  * path is as written in the pipeline (a relative one resolves against
  * source.base_dir at engine creation); every named parameter but the

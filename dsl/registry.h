@@ -109,6 +109,9 @@ enum ts_op_flags {
 	TS_OPF_INTEGER = 1 << 7,     /* takes integer pixels, before a to(float) */
 	TS_OPF_UINT8 = 1 << 8,       /* with PIXELS: uint8 only (the shape rule
 					refuses uint16) */
+	TS_OPF_BANDS = 1 << 9,       /* right after an unfused decode, of a
+					fixed size: the frame is decoded in
+					bands of its height (tile) */
 };
 
 /* A transform's bound arguments into *op (kind and loc already set); in
@@ -155,6 +158,14 @@ extern const struct ts_opdef ts_ops_filter[];  /* ops_filter.c */
 extern const struct ts_opdef ts_ops_geometry[]; /* ops_geometry.c */
 extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
 extern const struct ts_opdef ts_ops_policy[];  /* ops_policy.c */
+
+/* ops_image.c: the to() that writes last's dtype in layout, with no RNG
+ * stream (index -1): lowering ends an output stage with one when the
+ * pipeline has no to() of its own (whether op is a to()). last NULL: a
+ * zero to(). */
+void ts_ops_image_to(struct ts_op *to, const struct ts_op *last,
+		     enum ts_layout layout);
+bool ts_ops_image_is_to(const struct ts_op *op);
 
 /* The number of operator rows, and row i, in documentation order. */
 size_t ts_registry_count(void);

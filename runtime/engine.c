@@ -82,7 +82,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		o = &def;
 	if (!plan || !out)
 		return ts_error_set(err, TS_E_ARG, "engine: plan and out are required");
-	if (plan->n_ops == 0 || plan->ops[plan->n_ops - 1].kind != TS_OP_OUTPUT)
+	if (plan->n_ops == 0 || !ts_op_is_output(&plan->ops[plan->n_ops - 1]))
 		return ts_error_set(err, TS_E_ARG, "engine: the plan does not end in an output stage");
 	struct ts_engine *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -167,7 +167,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	/* Plugin ops: a host per worker; each plugin is loaded once now, in
 	 * a child of its own, so a missing .so or symbol fails here. */
 	for (size_t i = 0; i < plan->n_ops; i++)
-		e->n_plugins += plan->ops[i].kind == TS_OP_PLUGIN;
+		e->n_plugins += plan->ops[i].plugin != NULL;
 	for (int i = 0; i < e->threads && e->n_plugins; i++) {
 		struct worker *w = &e->workers[i];
 		w->plugins = calloc(e->n_plugins, sizeof(*w->plugins));
@@ -176,7 +176,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 			goto fail;
 		}
 		for (size_t j = 0, k = 0; j < plan->n_ops; j++) {
-			if (plan->ops[j].kind != TS_OP_PLUGIN)
+			if (!plan->ops[j].plugin)
 				continue;
 			rc = ts_plugin_host_create(&plan->ops[j], plan->source.base_dir,
 						   &w->plugins[k], err);

@@ -491,7 +491,7 @@ static int run_plugin(struct worker *w, const struct ts_op *o,
 	struct ts_engine *e = w->e;
 	size_t k = 0;
 	for (const struct ts_op *q = e->plan->ops; q < o; q++)
-		k += q->kind == TS_OP_PLUGIN;
+		k += q->plugin != NULL;
 	struct ts_error perr = {0};
 	int rc = ts_plugin_host_run(w->plugins[k], img, &perr);
 	if (rc >= 0)
@@ -519,7 +519,7 @@ static int stage_one(struct worker *w, struct ts_image *cur, size_t i,
 	const struct ts_plan *plan = w->e->plan;
 	size_t j = i;
 	int rc;
-	for (; j < plan->n_ops && plan->ops[j].kind != TS_OP_OUTPUT; j++) {
+	for (; j < plan->n_ops && !ts_op_is_output(&plan->ops[j]); j++) {
 		const struct ts_op *o = &plan->ops[j];
 		if (o->kind == TS_OP_FILTER) {
 			if (!ts_aug_filter_keep(o, cur))

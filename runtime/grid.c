@@ -11,47 +11,43 @@
 #include "augment.h"
 #include "util.h"
 
-/* Walk one op (its fused op and output parts included) in run order. */
-static void scan(const struct ts_op *op, struct ts_grid_values *v, enum ts_dtype *t)
+/* Walk one op (its fused op and output parts included) in run order: the
+ * dtype each writes, and the mean and std of one that normalizes (has
+ * them). An integer dtype after a normalize holds clamped normalized
+ * levels (to(uint8)): shown as they are, like any integer sample. */
+static void scan(const struct ts_op *op, struct ts_grid_values *v,
+		 enum ts_dtype *t, bool *normalized)
 {
-	switch (op->kind) {
-	case TS_OP_DECODE:
-		*t = op->depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8;
-		break;
-	case TS_OP_NORMALIZE:
-		v->map = TS_GRID_UNNORM;
+	if (op->n_mean > 0) {
 		v->n = op->n_mean;
 		memcpy(v->mean, op->mean, sizeof(v->mean));
 		memcpy(v->std, op->std, sizeof(v->std));
-		*t = TS_DTYPE_F32;
-		break;
-	case TS_OP_TO:
-		/* to(uint8) of a normalized image keeps clamped normalized
-		 * levels: shown as they are, like any integer sample. */
-		if (op->dtype == TS_DTYPE_U8 || op->dtype == TS_DTYPE_U16)
-			v->map = TS_GRID_DIRECT;
-		else if (v->map != TS_GRID_UNNORM)
-			v->map = TS_GRID_UNIT;
-		*t = op->dtype;
-		break;
-	default:
-		break;
+		*normalized = true;
+	}
+	if (!ts_op_is_output(op)) {
+		*t = op->out_dtype;
+		if (*t == TS_DTYPE_U8 || *t == TS_DTYPE_U16)
+			*normalized = false;
 	}
 	if (op->fused)
-		scan(op->fused, v, t);
+		scan(op->fused, v, t, normalized);
 	for (size_t i = 0; i < op->n_parts; i++)
-		scan(&op->parts[i], v, t);
+		scan(&op->parts[i], v, t, normalized);
 }
 
 void ts_grid_values_of(const struct ts_plan *plan, struct ts_grid_values *v)
 {
 	memset(v, 0, sizeof(*v));
-	enum ts_dtype t = plan->source.kind == TS_SRC_SYNTHETIC && plan->source.depth == 16
-				  ? TS_DTYPE_U16 : TS_DTYPE_U8;
+	enum ts_dtype t = TS_DTYPE_U8;
+	bool normalized = false;
 	for (size_t i = 0; i < plan->n_ops; i++)
-		scan(&plan->ops[i], v, &t);
-	if (v->map == TS_GRID_DIRECT && t == TS_DTYPE_U16)
+		scan(&plan->ops[i], v, &t, &normalized);
+	if (t == TS_DTYPE_U8)
+		v->map = TS_GRID_DIRECT;
+	else if (t == TS_DTYPE_U16)
 		v->map = TS_GRID_U16;
+	else
+		v->map = normalized ? TS_GRID_UNNORM : TS_GRID_UNIT;
 }
 
 static void list(const float *x, int n, char *buf, size_t len)

@@ -75,7 +75,7 @@ struct ts_plugin_req {
 
 struct ts_plugin_host;
 
-/* A host for op (a TS_OP_PLUGIN; borrowed, must outlive the host), with
+/* A host for op (a plugin op, op->plugin set; borrowed, must outlive the host), with
  * the plugin's path resolved against base_dir. Starts no process yet.
  * Returns 0 or -ENOMEM / TS_E_PLUGIN (no helper executable found). */
 int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,

@@ -346,18 +346,13 @@ static const char *base_name(const char *path)
 
 /* ---- stages ------------------------------------------------------------ */
 
-static bool expanding(enum ts_op_kind k)
-{
-	return k == TS_OP_TILE || k == TS_OP_FILTER || k == TS_OP_PLUGIN;
-}
-
 /* A stage's name as `tsrun graph` calls its ops: "decode+random_resized_crop",
  * "color_jitter", "output: flip+normalize+to". */
 static char *stage_name(const struct ts_op *op)
 {
 	char *s = NULL;
 	int rc;
-	if (op->kind == TS_OP_OUTPUT) {
+	if (ts_op_is_output(op)) {
 		rc = append(&s, "output:");
 		for (size_t i = 0; rc == 0 && i < op->n_parts; i++)
 			rc = append(&s, "%s%s", i ? "+" : " ", ts_op_kind_name(op->parts[i].kind));
@@ -694,7 +689,7 @@ static int make_stages(struct ts_preview *p, const struct ts_plan *plan,
 	/* Stages up to the first tile, filter or plugin: after one, a
 	 * sample is no longer one row. */
 	size_t k_n = 0;
-	while (k_n < plan->n_ops && !expanding(plan->ops[k_n].kind))
+	while (k_n < plan->n_ops && !ts_op_expands(&plan->ops[k_n]))
 		k_n++;
 	bool whole = k_n == plan->n_ops;
 	if (k_n == 0)
