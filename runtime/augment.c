@@ -965,14 +965,14 @@ static void box_random_crop(const struct ts_op *op, int w, int h,
 			    struct ts_rng *rng, struct ts_kernel_box *b)
 {
 	*b = (struct ts_kernel_box){ .cw = op->size_w, .ch = op->size_h,
-				     .pads = op->padding > 0 };
+				     .pads = op->padding > 0, .drawn = true };
 	ts_aug_random_crop_box(w, h, op, rng, &b->x, &b->y);
 }
 
 static void box_random_resized_crop(const struct ts_op *op, int w, int h,
 				    struct ts_rng *rng, struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .tw = op->size_w, .th = op->size_h };
+	*b = (struct ts_kernel_box){ .tw = op->size_w, .th = op->size_h, .drawn = true };
 	ts_aug_rrc_box(w, h, op, rng, &b->x, &b->y, &b->cw, &b->ch);
 }
 

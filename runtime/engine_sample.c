@@ -146,20 +146,29 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 	return 0;
 }
 
-/* The center crop that comes straight after the decode's fused resize (the
- * val recipe: resize(256) | center_crop(224), the crop the first part of
- * the output stage), or NULL. */
-static const struct ts_op *crop_after_resize(const struct ts_plan *plan)
+/* The crop that comes straight after the decode's fused resize (the val
+ * recipe: resize(256) | center_crop(224), the crop maybe the first part
+ * of the output stage): a fixed box (kernel.h) inside the tw x th resize,
+ * not resampled, in *cb; NULL when the op after it is none such. */
+static const struct ts_op *crop_after_resize(const struct ts_plan *plan, int tw,
+					     int th, struct ts_kernel_box *cb)
 {
 	if (plan->n_ops < 2)
 		return NULL;
 	const struct ts_op *o = &plan->ops[1];
-	if (o->kind == TS_OP_CENTER_CROP)
-		return o;
-	if (o->kind == TS_OP_OUTPUT && o->n_parts > 0 &&
-	    o->parts[0].kind == TS_OP_CENTER_CROP)
-		return &o->parts[0];
-	return NULL;
+	if (ts_op_is_output(o))
+		o = o->n_parts > 0 ? &o->parts[0] : NULL;
+	const struct ts_kernel *k = o ? ts_kernel_find(o->kind) : NULL;
+	if (!k || !k->box)
+		return NULL;
+	/* A box that draws is refused below: a throwaway stream will do. */
+	struct ts_rng rng;
+	ts_rng_init(&rng, 0, 0, 0, 0);
+	k->box(o, tw, th, &rng, cb);
+	if (cb->drawn || cb->pads || cb->tw > 0 || cb->x < 0 || cb->y < 0 ||
+	    cb->x + cb->cw > tw || cb->y + cb->ch > th)
+		return NULL;
+	return o;
 }
 
 /*
@@ -172,11 +181,10 @@ static const struct ts_op *crop_after_resize(const struct ts_plan *plan)
  * interpolation is nearest; TSRUN_DECODE_WHOLE set (a testing hook) always.
  */
 static bool crop_window(const struct ts_decode_info *info, const struct ts_op *f,
-			const struct ts_op *cc, int tw, int th, struct ts_decode_req *req,
-			struct ts_aug_window *win)
+			const struct ts_kernel_box *cc, int tw, int th,
+			struct ts_decode_req *req, struct ts_aug_window *win)
 {
-	if (cc->size_w > tw || cc->size_h > th || f->interp == TS_INTERP_NEAREST ||
-	    getenv("TSRUN_DECODE_WHOLE"))
+	if (f->interp == TS_INTERP_NEAREST || getenv("TSRUN_DECODE_WHOLE"))
 		return false;
 	struct ts_decode_req whole = *req;
 	whole.target_w = tw;
@@ -185,10 +193,10 @@ static bool crop_window(const struct ts_decode_info *info, const struct ts_op *f
 	if (ts_decoder_geometry(info, &whole, &g, NULL) < 0)
 		return false;
 	const int n = g.scale_num;
-	int cx, cy, x0, x1, y0, y1;
-	ts_aug_center_box(tw, th, cc->size_w, cc->size_h, &cx, &cy);
-	ts_aug_resize_span(g.out_w, tw, f->interp, f->antialias, cx, cc->size_w, &x0, &x1);
-	ts_aug_resize_span(g.out_h, th, f->interp, f->antialias, cy, cc->size_h, &y0, &y1);
+	const int cx = cc->x, cy = cc->y;
+	int x0, x1, y0, y1;
+	ts_aug_resize_span(g.out_w, tw, f->interp, f->antialias, cx, cc->cw, &x0, &x1);
+	ts_aug_resize_span(g.out_h, th, f->interp, f->antialias, cy, cc->ch, &y0, &y1);
 	/* Scaled pixel i covers full-resolution [i * 8 / n, (i + 1) * 8 / n):
 	 * this region's decode at n/8 starts at scaled (x0, y0) and ends at
 	 * x1, y1 (the scaled image's edge when clamped). */
@@ -200,7 +208,7 @@ static bool crop_window(const struct ts_decode_info *info, const struct ts_op *f
 	req->scale_num = n;
 	*win = (struct ts_aug_window){
 		.full_w = g.out_w, .full_h = g.out_h, .in_x = x0, .in_y = y0,
-		.rw = tw, .rh = th, .ox = cx, .oy = cy, .ow = cc->size_w, .oh = cc->size_h,
+		.rw = tw, .rh = th, .ox = cx, .oy = cy, .ow = cc->cw, .oh = cc->ch,
 	};
 	return true;
 }
@@ -244,7 +252,7 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 	const struct ts_op *f = op->fused;
 	bool resample = false, apply_after = false, windowed = false;
 	int tw = 0, th = 0;
-	const struct ts_op *cc;
+	struct ts_kernel_box cb;
 	struct ts_aug_window win;
 	if (f) {
 		/* The fused op's box (kernel.h) as the decoder's ROI and
@@ -260,10 +268,12 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 			apply_after = b.pads || b.x < 0 || b.y < 0 ||
 				      b.x + b.cw > info.width || b.y + b.ch > info.height;
 		}
-		if (!apply_after && f->kind == TS_OP_RESIZE) {
-			cc = crop_after_resize(plan);
-			windowed = cc && crop_window(&info, f, cc, b.tw, b.th, &req, &win);
-		}
+		/* A fixed resize of the whole image, then a crop: decode
+		 * and resample only the crop's window. */
+		if (!apply_after && !b.drawn && b.tw > 0 && b.x == 0 && b.y == 0 &&
+		    b.cw == info.width && b.ch == info.height &&
+		    crop_after_resize(plan, b.tw, b.th, &cb))
+			windowed = crop_window(&info, f, &cb, b.tw, b.th, &req, &win);
 		if (!apply_after) {
 			resample = b.tw > 0;
 			tw = b.tw;

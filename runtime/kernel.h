@@ -57,6 +57,8 @@ struct ts_kernel_box {
 	int tw, th;
 	bool pads;    /* drawn in a padded image (random_crop's padding): a
 			 decoder's ROI does not stand in for it */
+	bool drawn;   /* depends on the rng's draws (a random crop), not on
+			 the image's size alone */
 };
 
 /* What the output stage's final pass does, as the tail ops' rows set it
