@@ -51,20 +51,41 @@ static void on_error_exit(j_common_ptr c)
 }
 
 /* Warnings are never printed. Running out of data is only a warning to
- * libjpeg (it pads with gray and goes on), but a truncated file is an
- * error here so it can be reported and skipped. Other warnings (stray
- * bytes before a marker and the like) are ignored, as PIL and djpeg do. */
+ * libjpeg (it pads with gray and goes on), and so is entropy data that
+ * does not decode (a marker in the middle of a scan, "premature end of
+ * data segment", a bad Huffman code, a restart marker out of place: it
+ * fills the rest with zeros): here each is an error, so that on_error
+ * fails or skips and counts the file rather than serving a gray or
+ * smeared image without a word. Warnings about the file around the
+ * image data (stray bytes between segments, a JFIF version, an odd
+ * ICC profile) leave the pixels whole and are ignored, as PIL and djpeg
+ * do. */
 static void on_emit_message(j_common_ptr c, int level)
 {
 	struct ts_decoder_jpeg *j = from_common(c);
+	char buf[JMSG_LENGTH_MAX];
 
 	if (level >= 0)
 		return; /* trace messages */
-	if (c->err->msg_code == JWRN_JPEG_EOF) {
+	switch (c->err->msg_code) {
+	case JWRN_JPEG_EOF:
 		snprintf(j->msg, sizeof(j->msg), "truncated JPEG data (premature end of file)");
 		longjmp(j->jmp, 1);
+	case JWRN_HIT_MARKER:
+	case JWRN_HUFF_BAD_CODE:
+	case JWRN_MUST_RESYNC:
+	case JWRN_NOT_SEQUENTIAL:
+	case JWRN_BOGUS_PROGRESSION:
+	case JWRN_ARITH_BAD_CODE:
+		/* "Corrupt JPEG data: premature end of data segment" */
+		c->err->format_message(c, buf);
+		if (buf[0] == 'C')
+			buf[0] = 'c';
+		snprintf(j->msg, sizeof(j->msg), "%s", buf);
+		longjmp(j->jmp, 1);
+	default:
+		c->err->num_warnings++;
 	}
-	c->err->num_warnings++;
 }
 
 int ts_decoder_jpeg_create(struct ts_decoder_jpeg **out, struct ts_error *err)

@@ -310,6 +310,7 @@ void ts_engine_destroy(struct ts_engine *e)
 	for (size_t i = 0; i < e->n_skipped; i++)
 		free(e->skipped[i]);
 	free(e->skipped);
+	free(e->skipped_plen);
 	free(e->skip_tab);
 	free(e->reader_note);
 	free(e->done);

@@ -111,7 +111,8 @@ struct ts_engine {
 	uint64_t skipped_n;
 	int fatal;
 	struct ts_error fatal_err;
-	char **skipped;         /* distinct "path: reason" lines */
+	char **skipped;         /* "path: reason" lines, one per path */
+	size_t *skipped_plen;   /* the length of each line's path */
 	size_t n_skipped, cap_skipped;
 	size_t *skip_tab;       /* open addressing over skipped, by hash;
 				   SIZE_MAX = empty; skip_tab_cap a power of 2 */

@@ -37,26 +37,28 @@ static int item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
 	return 0;
 }
 
-static uint64_t skip_hash(const char *s)
+/* FNV-1a over the first n bytes of s. */
+static uint64_t skip_hash(const char *s, size_t n)
 {
-	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
 	return h;
 }
 
-/* Whether line is already listed; if not, the table slot to take. Under
- * e->mu. */
-static bool skip_seen(const struct ts_engine *e, const char *line, size_t *slot)
+/* Whether the path path[0..plen) is already listed; if not, the table
+ * slot to take. Under e->mu. */
+static bool skip_seen(const struct ts_engine *e, const char *path, size_t plen,
+		      size_t *slot)
 {
 	size_t mask = e->skip_tab_cap - 1;
-	for (size_t i = (size_t)skip_hash(line) & mask;; i = (i + 1) & mask) {
+	for (size_t i = (size_t)skip_hash(path, plen) & mask;; i = (i + 1) & mask) {
 		size_t k = e->skip_tab[i];
 		if (k == SIZE_MAX) {
 			*slot = i;
 			return false;
 		}
-		if (strcmp(e->skipped[k], line) == 0)
+		if (e->skipped_plen[k] == plen && memcmp(e->skipped[k], path, plen) == 0)
 			return true;
 	}
 }
@@ -73,7 +75,7 @@ static bool skip_tab_room(struct ts_engine *e)
 	for (size_t i = 0; i < cap; i++)
 		t[i] = SIZE_MAX;
 	for (size_t k = 0; k < e->n_skipped; k++) {
-		size_t i = (size_t)skip_hash(e->skipped[k]) & (cap - 1);
+		size_t i = (size_t)skip_hash(e->skipped[k], e->skipped_plen[k]) & (cap - 1);
 		while (t[i] != SIZE_MAX)
 			i = (i + 1) & (cap - 1);
 		t[i] = k;
@@ -84,27 +86,36 @@ static bool skip_tab_room(struct ts_engine *e)
 	return true;
 }
 
-/* Count a skipped sample and list its path and reason once: an endless
- * stream (epochs = 0) that meets the same bad file every epoch keeps one
- * line for it, so the list is bounded by the data set. */
+/* Count a skipped sample and list its path once, with the first reason
+ * met: an endless stream (epochs = 0) that meets the same bad file every
+ * epoch keeps one line for it, so the list is bounded by the data set,
+ * and a file that fails differently later (another crop of a corrupt
+ * image, say) is not listed twice. */
 void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
 {
 	char *line = NULL;
 	size_t slot = 0;
-	if (asprintf(&line, "%s: %s", path ? path : "(synthetic)", why) < 0)
+	if (!path)
+		path = "(synthetic)";
+	size_t plen = strlen(path);
+	if (asprintf(&line, "%s: %s", path, why) < 0)
 		line = NULL;
 	pthread_mutex_lock(&e->mu);
-	if (line && skip_tab_room(e) && !skip_seen(e, line, &slot)) {
+	if (line && skip_tab_room(e) && !skip_seen(e, path, plen, &slot)) {
 		if (e->n_skipped == e->cap_skipped) {
 			size_t cap = e->cap_skipped ? e->cap_skipped * 2 : 16;
 			char **v = realloc(e->skipped, cap * sizeof(*v));
-			if (v) {
+			if (v)
 				e->skipped = v;
+			size_t *pl = v ? realloc(e->skipped_plen, cap * sizeof(*pl)) : NULL;
+			if (pl) {
+				e->skipped_plen = pl;
 				e->cap_skipped = cap;
 			}
 		}
 		if (e->n_skipped < e->cap_skipped) {
 			e->skip_tab[slot] = e->n_skipped;
+			e->skipped_plen[e->n_skipped] = plen;
 			e->skipped[e->n_skipped++] = line;
 			line = NULL;
 		}

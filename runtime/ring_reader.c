@@ -153,11 +153,22 @@ fail:
 	return rc;
 }
 
+static void reader_release_to(struct ts_ring_reader *rd, uint64_t end);
+
 void ts_ring_reader_destroy(struct ts_ring_reader *rd)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	if (!rd)
 		return;
+	/* Everything handed out was read: release it before the socket
+	 * hangs up, so the producer's summary counts the last batch of a
+	 * trainer that stops without asking for another (it released only
+	 * up to the batch before). Nothing is in use once we unmap, so a
+	 * hold's floor does not apply. */
+	if (rd->ctl != MAP_FAILED && rd->hdr != MAP_FAILED) {
+		rd->hold = false;
+		reader_release_to(rd, rd->pending_end);
+	}
 	if (rd->data)
 		munmap((void *)rd->data, 2 * rd->data_bytes);
 	if (rd->meta != MAP_FAILED)

@@ -79,11 +79,33 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	return 0;
 }
 
-static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *c,
-		      double t, bool departed)
+/* A consumer's figures as far as the producer can vouch for them: its
+ * release and skipped count are what it wrote in its control page, which
+ * it may write anything into (18446744073709551615 images were printed
+ * once). A release is at least its start and at most the head (nothing
+ * past the head was ever published), skipped at most what it released. */
+static struct ts_ring_consumer_stat vouched(const struct ts_ring_consumer_stat *c,
+					    uint64_t head)
 {
-	if (c->local)
+	struct ts_ring_consumer_stat v = *c;
+	uint64_t lo = c->start < head ? c->start : head;
+	if (v.release < lo)
+		v.release = lo;
+	if (v.release > head)
+		v.release = head;
+	if (v.skipped > v.release - lo)
+		v.skipped = v.release - lo;
+	v.lag = head - v.release;
+	return v;
+}
+
+static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *raw,
+		      uint64_t head, double t, bool departed)
+{
+	if (raw->local)
 		return;
+	struct ts_ring_consumer_stat cv = vouched(raw, head);
+	const struct ts_ring_consumer_stat *c = &cv;
 	struct seen *e = NULL;
 	for (size_t j = 0; j < s->n_seen; j++)
 		if (s->seen[j].pid == c->pid && s->seen[j].start == c->start) {
@@ -114,9 +136,9 @@ static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *c
 static void track(struct ts_status *s, const struct ts_ring_stat *rs, double t)
 {
 	for (size_t i = 0; i < rs->n_consumers; i++)
-		track_one(s, &rs->consumers[i], t, false);
+		track_one(s, &rs->consumers[i], rs->head, t, false);
 	for (size_t i = 0; i < rs->n_departed; i++)
-		track_one(s, &rs->departed[i], t, true);
+		track_one(s, &rs->departed[i], rs->head, t, true);
 }
 
 /* The consumer with the largest lag: the one holding the ring back. */
@@ -173,7 +195,8 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 	fprintf(f, "\"consumers\":[");
 	bool first = true;
 	for (size_t i = 0; i < rs->n_consumers; i++) {
-		const struct ts_ring_consumer_stat *c = &rs->consumers[i];
+		struct ts_ring_consumer_stat cv = vouched(&rs->consumers[i], rs->head);
+		const struct ts_ring_consumer_stat *c = &cv;
 		if (c->local)
 			continue;
 		fprintf(f, "%s{\"pid\":%d,\"batch\":%u,\"position\":%" PRIu64 ",\"lag\":%" PRIu64
@@ -323,7 +346,9 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 	for (size_t i = 0; i < s->n_seen; i++) {
 		const struct seen *e = &s->seen[i];
 		double dt = e->last_t - e->first_t;
-		uint64_t n = e->last_release - e->first_release;
+		/* A control page may also go backwards: no negative count. */
+		uint64_t n = e->last_release > e->first_release
+				     ? e->last_release - e->first_release : 0;
 		n = n > e->skipped ? n - e->skipped : 0;
 		fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64 " images, %.0f img/s\n",
 			e->pid, e->batch, n, dt > 0 ? (double)n / dt : 0.0);

@@ -10,6 +10,7 @@
  * frames for the tile tests are written here with libpng.
  */
 #include <check.h>
+#include <pthread.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine_internal.h"
 #include "dataset.h"
 #include "digest.h"
 #include "dsl.h"
@@ -1275,6 +1277,39 @@ START_TEST(sink_is_the_stream)
 }
 END_TEST
 
+/* The skip list names each path once, with the first reason met: a file
+ * that fails again for another reason (another crop of a corrupt image,
+ * a file replaced between epochs) is not listed twice; a path that only
+ * starts like a listed one is its own entry. */
+START_TEST(skip_list_one_line_per_path)
+{
+	struct ts_engine e;
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_init(&e.mu, NULL);
+	ts_engine_note_skip(&e, "d/a.jpg", "truncated JPEG");
+	ts_engine_note_skip(&e, "d/a.jpg", "corrupt JPEG data: premature end of data segment");
+	ts_engine_note_skip(&e, "d/b.png", "not a JPEG or PNG");
+	ts_engine_note_skip(&e, "d/a.jpg: x", "larger than max_file_size");
+	for (int i = 0; i < 200; i++)
+		ts_engine_note_skip(&e, "d/a.jpg", i % 2 ? "again" : "truncated JPEG");
+	ts_engine_note_skip(&e, NULL, "the plugin crashed");
+	ts_engine_note_skip(&e, NULL, "the plugin timed out");
+	const char *const *list = NULL;
+	ck_assert_uint_eq(ts_engine_skipped(&e, &list), 4);
+	ck_assert_str_eq(list[0], "d/a.jpg: truncated JPEG");
+	ck_assert_str_eq(list[1], "d/b.png: not a JPEG or PNG");
+	ck_assert_str_eq(list[2], "d/a.jpg: x: larger than max_file_size");
+	ck_assert_str_eq(list[3], "(synthetic): the plugin crashed");
+	ck_assert_uint_eq(e.skipped_n, 206);
+	for (size_t i = 0; i < e.n_skipped; i++)
+		free(e.skipped[i]);
+	free(e.skipped);
+	free(e.skipped_plen);
+	free(e.skip_tab);
+	pthread_mutex_destroy(&e.mu);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1298,6 +1333,7 @@ static Suite *engine_suite(void)
 			    (int)(sizeof(fail_cases) / sizeof(fail_cases[0])));
 	tcase_add_test(tc, on_error_skip_replaces);
 	tcase_add_test(tc, on_error_skip_wraps_and_shuffles);
+	tcase_add_test(tc, skip_list_one_line_per_path);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reader");
