@@ -8,7 +8,10 @@ Sides: consume (C), safe (the default: private copy-on-write batches),
 raw (raw_views=True), safe+copy and raw+copy (the trainer copies each
 batch, as moving it to a device would: images.clone()), safe+inplace (an
 in-place op on every batch, timm's Mixup: x.mul_(lam).add_(x.flip(0),
-alpha=1-lam), which copies the pages it writes).
+alpha=1-lam), which copies the pages it writes), safe+mixup and
+safe+mixup-elem (Loader(mixup=tsrun.Mixup(mixup_alpha=0.8,
+cutmix_alpha=1.0, label_smoothing=0.1)) in batch and elem mode: libtsclient
+mixes each batch in place and makes its soft targets).
 
     /usr/bin/python3 perf/loader.py [--size 224] [--batch 64]
         [--samples 4096] [--epochs 2] [--rounds 3] [--sides consume,safe,raw]
@@ -34,7 +37,11 @@ TRAINER = r"""
 import sys, time, torch, tsrun
 sock, side = sys.argv[1], sys.argv[2]
 torch.set_num_threads(1)
-loader = tsrun.Loader(sock, raw_views=side.startswith("raw"), timeout=60)
+mix = None
+if "+mixup" in side:
+    mix = tsrun.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, label_smoothing=0.1,
+                      num_classes=10, mode="elem" if side.endswith("-elem") else "batch")
+loader = tsrun.Loader(sock, raw_views=side.startswith("raw"), timeout=60, mixup=mix)
 n, t0, lam = 0, None, 0.7
 while True:
     k = 0

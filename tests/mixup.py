@@ -15,7 +15,7 @@ per trainer, in the client):
   gets today (equal to a raw view of the ring, int64 labels) beside one
   that mixes, whose batches are Mixup on them at their (epoch, index);
   raw_views with mixup mixes a copy; mixup_enabled = False takes effect
-  at the next batch; a rerun mixes alike;
+  at the next batch; a rerun, and a resume from state_dict, mix alike;
 - the C client (tests/tools/mix-tool.c, ts_client_mix_batch) and a Python
   trainer on one stream write identical bytes;
 - a PyTorch trainer trains with soft-target cross-entropy on mixed
@@ -321,21 +321,33 @@ def side_by_side(tmp):
     la.close()
     lb.close()
     pytrainer.stop(prod)
+    def mixer():
+        return tsrun.Mixup(mixup_alpha=1.0, cutmix_alpha=1.0, label_smoothing=0.1,
+                           num_classes=10, seed=7, mode="elem")
+
     prod = pytrainer.run(path, "--wait", "1")
-    la = tsrun.Loader(sock, batch_size=16, timeout=30, mixup=tsrun.Mixup(
-        mixup_alpha=1.0, cutmix_alpha=1.0, label_smoothing=0.1, num_classes=10, seed=7,
-        mode="elem"))
+    la = tsrun.Loader(sock, batch_size=16, timeout=30, mixup=mixer())
     again = []
     for xa, ta in la:
         again.append((xa, ta))
-        if len(again) == 3:
+        if len(again) == 4:
             break
-    check(len(again) == 3 and all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    check(len(again) == 4 and all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
                                   for a, b in zip(first, again)),
           "a rerun with the same seed mixed otherwise")
+    state = {"epoch": 0, "index": 48}
     la.close()
     pytrainer.stop(prod)
-    print("mixup_enabled = False holds from the next batch; a rerun mixes alike")
+    # Resumed from a state_dict (the producer restarted there): the same mix.
+    prod = pytrainer.run(path, "--wait", "1", "--start", "0:48")
+    la = tsrun.Loader(sock, batch_size=16, timeout=30, join="now", mixup=mixer())
+    la.load_state_dict(state)
+    xa, ta = next(iter(la))
+    check(la.index == 48 and torch.equal(xa, again[3][0]) and torch.equal(ta, again[3][1]),
+          f"resumed at index {la.index}: not the mix of the batch there")
+    la.close()
+    pytrainer.stop(prod)
+    print("mixup_enabled = False holds from the next batch; a rerun and a resume mix alike")
 
 
 PY_WRITER = r"""
