@@ -233,10 +233,11 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 		}
 		if (v->kind != TS_AST_LIST)
 			goto type;
-		if (v->n_items < 1 || v->n_items > 4) {
-			ts_check_err(c, loc, "give one value per channel",
-			    "%s '%s' expects 1 to 4 numbers, got %zu", what,
-			    p->name, v->n_items);
+		const size_t most = p->max_items ? (size_t)p->max_items : 4;
+		if (v->n_items < 1 || v->n_items > most) {
+			ts_check_err(c, loc, most == 4 ? "give one value per channel" : NULL,
+			    "%s '%s' expects 1 to %zu numbers, got %zu", what,
+			    p->name, most, v->n_items);
 			return -1;
 		}
 		out->n_nums = 0;
@@ -256,9 +257,11 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 			}
 			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
 				rc = -1;
-			if (out->n_nums < 4) {
+			if (out->n_nums < 8) {
 				out->dnums[out->n_nums] = x->num;
-				out->nums[out->n_nums++] = (float)x->num;
+				if (out->n_nums < 4)
+					out->nums[out->n_nums] = (float)x->num;
+				out->n_nums++;
 			}
 		}
 		return rc;

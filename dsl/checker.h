@@ -27,7 +27,8 @@ struct ts_check_val {
 	const char *str;       /* STRING */
 	float nums[4];         /* NUMLIST */
 	int n_nums;
-	double dnums[4];       /* NUMLIST, unrounded (the geometry ops' angles) */
+	double dnums[8];       /* NUMLIST, unrounded (the geometry ops' angles;
+				  up to the parameter's max_items) */
 	bool is_list;          /* NUMLIST: written as a list, not one number */
 	const struct ts_ast_value *items; /* STRLIST: first item */
 	size_t n_items;

@@ -18,21 +18,23 @@
 #include <math.h>
 #include <stdio.h>
 
-static const char *const w_interp[] = {"nearest", "bilinear", NULL};
+static const char *const w_interp[] = {"nearest", "bilinear", "bicubic", NULL};
 
 static enum ts_interp interp_of(int word)
 {
-	return word == 1 ? TS_INTERP_BILINEAR : TS_INTERP_NEAREST;
+	return word == 1 ? TS_INTERP_BILINEAR
+	       : word == 2 ? TS_INTERP_BICUBIC : TS_INTERP_NEAREST;
 }
 
 static const char *interp_name(enum ts_interp i)
 {
-	return i == TS_INTERP_BILINEAR ? "bilinear" : "nearest";
+	return i == TS_INTERP_BILINEAR ? "bilinear"
+	       : i == TS_INTERP_BICUBIC ? "bicubic" : "nearest";
 }
 
 #define P_INTERP(d, w) \
 	{ .name = "interpolation", .type = TS_PT_WORD, .def = d, .def_word = w, \
-	  .words = w_interp, .doc = "nearest or bilinear, as PIL samples" }
+	  .words = w_interp, .doc = "nearest, bilinear or bicubic, as PIL samples" }
 #define P_FILL(hi) \
 	{ .name = "fill", .type = TS_PT_NUMLIST, .def = "0", P_MIN(0), P_MAX(hi), \
 	  .doc = "outside the image: one level, or one per channel" }
@@ -432,6 +434,78 @@ static void describe_erase(const struct ts_op *op, char *buf, size_t n)
 		 op->geo.erase_j, op->geo.erase_h, op->geo.erase_w, f);
 }
 
+/* ---- perspective ----------------------------------------------------- */
+
+#define P_CORNERS(n, d) \
+	{ .name = n, .type = TS_PT_NUMLIST, .positional = true, .required = true, \
+	  .max_items = 8, P_MIN(-1e6), P_MAX(1e6), .doc = d }
+
+static const struct ts_param p_perspective[] = {
+	P_CORNERS("startpoints", "[x, y] x 4 of the input: top-left, top-right, bottom-right, bottom-left"),
+	P_CORNERS("endpoints", "[x, y] x 4: where those corners go in the output"),
+	P_INTERP("bilinear", 1),
+	P_FILL(255),
+};
+
+static int take_corners(struct ts_check *c, const struct ts_check_val *v,
+			const char *name, double out[8])
+{
+	if (v->n_nums < 0)
+		return 0;
+	if (v->n_nums != 8) {
+		ts_check_err(c, v->loc,
+			     "write the four corners' x and y in one list: [x0, y0, x1, y1, x2, y2, x3, y3]",
+			     "parameter '%s' expects 8 numbers, got %d", name, v->n_nums);
+		return -1;
+	}
+	for (int i = 0; i < 8; i++)
+		out[i] = v->dnums[i];
+	return 0;
+}
+
+static int build_perspective(struct ts_check *c, const struct ts_opdef *def,
+			     struct ts_check_val *vals,
+			     const struct ts_ast_call *call,
+			     const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *s = ts_check_arg(def, vals, "startpoints");
+	const struct ts_check_val *e = ts_check_arg(def, vals, "endpoints");
+	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	take_fill(ts_check_arg(def, vals, "fill"), op);
+	if (take_corners(c, s, "startpoints", op->geo.start) < 0 ||
+	    take_corners(c, e, "endpoints", op->geo.end) < 0)
+		return -1;
+	double coef[8];
+	if (s->n_nums == 8 && e->n_nums == 8 &&
+	    ts_geom_perspective(op->geo.start, op->geo.end, coef) < 0) {
+		ts_check_err(c, e->loc, "no three corners may lie on one line",
+			     "perspective's corners do not make a quadrilateral");
+		return -1;
+	}
+	return 0;
+}
+
+static int shape_perspective(const struct ts_op *op, const struct ts_shape *in,
+			     struct ts_shape *out, struct ts_shape_err *e)
+{
+	*out = *in;
+	if (need_u8("perspective", in, e) < 0)
+		return -1;
+	return fill_count("perspective", "fill", op->geo.n_fill, in, e);
+}
+
+static void describe_perspective(const struct ts_op *op, char *buf, size_t n)
+{
+	const double *s = op->geo.start, *d = op->geo.end;
+	char f[64];
+	fill_desc(op, f, sizeof(f));
+	snprintf(buf, n,
+		 "perspective(startpoints=[%g, %g, %g, %g, %g, %g, %g, %g], "
+		 "endpoints=[%g, %g, %g, %g, %g, %g, %g, %g], interpolation=%s, fill=%s)",
+		 s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], d[0], d[1], d[2], d[3],
+		 d[4], d[5], d[6], d[7], interp_name(op->interp), f);
+}
+
 /* ---- random_rotation, random_affine ---------------------------------- */
 
 /* degrees = d (>= 0) is [-d, d]; [lo, hi] as written (_setup_angle). */
@@ -448,7 +522,7 @@ static int take_degrees(struct ts_check *c, const struct ts_check_val *v,
 				     name, v->dnums[0]);
 			return -1;
 		}
-		out[0] = -v->dnums[0];
+		out[0] = -v->dnums[0] + 0.0; /* -0 prints as 0 */
 		out[1] = v->dnums[0];
 		return 0;
 	}
@@ -677,6 +751,10 @@ const struct ts_opdef ts_ops_geometry[] = {
 	{ TS_TRANSFORM("erase", TS_OP_ERASE, p_erase, 0,
 		       "set a box to a value, as F.erase"),
 	  .shape = shape_erase, .build = build_erase, .describe = describe_erase },
+	{ TS_TRANSFORM("perspective", TS_OP_PERSPECTIVE, p_perspective, SAMPLED,
+		       "move the four corners, as F.perspective"),
+	  .shape = shape_perspective, .build = build_perspective,
+	  .describe = describe_perspective },
 	{ TS_TRANSFORM("random_rotation", TS_OP_RANDOM_ROTATION, p_random_rotation,
 		       SAMPLED, "rotate by a random angle, as RandomRotation"),
 	  .shape = shape_random_rotation, .build = build_random_rotation,

@@ -109,6 +109,7 @@ enum ts_op_kind {
 	TS_OP_RANDOM_ROTATION,
 	TS_OP_RANDOM_AFFINE,
 	TS_OP_RANDOM_PERSPECTIVE,
+	TS_OP_PERSPECTIVE,
 	/* the policy family (dsl/ops_policy.c, runtime/policy.c) */
 	TS_OP_RANDOM_APPLY,         /* .branches[0] with probability p */
 	TS_OP_RANDOM_CHOICE,        /* one of .branches, by weight */

@@ -63,6 +63,9 @@ struct ts_param {
 	double min, max;          /* allowed range (inclusive) for numbers,
 				     range ends, list items, sizes */
 	const char *const *words; /* WORD: the accepted words, NULL-ended */
+	int max_items;            /* NUMLIST: most numbers, 4 when 0 (one per
+				     channel), at most 8 (perspective's
+				     corners) */
 	bool point_ok;            /* RANGE: one number n is also taken, as n..n */
 	const char *doc;          /* one line */
 };

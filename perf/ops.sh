@@ -58,6 +58,21 @@ resize bicubic 448->224|448|resize([224, 224], interp = bicubic)|center_crop(224
 resize lanczos 448->224|448|resize([224, 224], interp = lanczos)|center_crop(224)
 rrc bilinear 448->224|448|random_resized_crop(224)|center_crop(224)
 rrc bicubic 448->224|448|random_resized_crop(224, interp = bicubic)|center_crop(224)
+# geometry (ops_geometry.c); pad is charged its larger output too
+rotate nearest|0|rotate(30)
+rotate bilinear|0|rotate(30, interpolation = bilinear)
+rotate bicubic|0|rotate(30, interpolation = bicubic)
+rotate 90|0|rotate(90)
+affine shear_x (RandAugment)|0|affine(0, shear = [16.7, 0], center = [0, 0])
+affine translate_x (RandAugment)|0|affine(0, translate = [50, 0])
+affine bilinear|0|affine(10, [4, -2], 1.1, [5, 0], interpolation = bilinear)
+perspective bilinear|0|perspective([0, 0, 223, 0, 223, 223, 0, 223], [12, 4, 210, 0, 223, 219, 5, 200])
+pad constant|0|pad(16)
+pad reflect|0|pad(16, padding_mode = reflect)
+erase|0|erase(50, 50, 100, 100)
+random_rotation|0|random_rotation(15, interpolation = bilinear)
+random_affine|0|random_affine(10, translate = [0.1, 0.1], scale = 0.9..1.1, shear = 5)
+random_perspective|0|random_perspective(0.5, p = 1)
 EOF
 }
 

@@ -35,6 +35,39 @@ static int floor_int(double v)
 	return v < 0.0 ? (int)floor(v) : (int)v;
 }
 
+/* One pixel of C bytes: the per-pixel copy of every engine here, where a
+ * memcpy of a variable size would be a call. */
+static inline void copy_px(uint8_t *d, const uint8_t *s, int C)
+{
+	switch (C) {
+	case 1:
+		d[0] = s[0];
+		break;
+	case 3:
+		d[0] = s[0];
+		d[1] = s[1];
+		d[2] = s[2];
+		break;
+	default:
+		memcpy(d, s, (size_t)C);
+	}
+}
+
+/* n pixels of px (ps bytes each) from d: the first one by one, then the
+ * row doubled, so a long row costs a few memcpy calls. */
+static void fill_row(uint8_t *d, const uint8_t *px, size_t ps, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(d, px, ps);
+	size_t done = 1;
+	while (done < n) {
+		size_t k = done < n - done ? done : n - done;
+		memcpy(d + done * ps, d, k * ps);
+		done += k;
+	}
+}
+
 /* dst as ow x oh uint8 of src's channels, every pixel fill. */
 static int start_output(const struct ts_image *src, struct ts_image *dst,
 			int ow, int oh, const uint8_t fill[4])
@@ -43,15 +76,9 @@ static int start_output(const struct ts_image *src, struct ts_image *dst,
 	int rc = ts_image_reserve(dst, ow, oh, C, TS_DTYPE_U8);
 	if (rc < 0)
 		return rc;
-	for (int y = 0; y < oh; y++) {
-		uint8_t *r = dst->data + (size_t)y * dst->stride;
-		if (C == 1) {
-			memset(r, fill[0], (size_t)ow);
-			continue;
-		}
-		for (int x = 0; x < ow; x++)
-			memcpy(r + (size_t)x * C, fill, (size_t)C);
-	}
+	fill_row(dst->data, fill, (size_t)C, (size_t)ow);
+	for (int y = 1; y < oh; y++)
+		memcpy(dst->data + (size_t)y * dst->stride, dst->data, (size_t)ow * C);
 	return 0;
 }
 
@@ -94,6 +121,57 @@ static int bilinear_at(const struct ts_image *im, double xin, double yin,
 	return 1;
 }
 
+/* Pillow's BICUBIC polynomial (a = -1) through v1..v4 at d in [0, 1). */
+static double cubic(double v1, double v2, double v3, double v4, double d)
+{
+	const double p1 = v2;
+	const double p2 = -v1 + v3;
+	const double p3 = 2 * (v1 - v2) + v3 - v4;
+	const double p4 = -v1 + v2 - v3 + v4;
+	return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+/* Pillow's bicubic transform filter: the 4 x 4 neighbours (columns
+ * clamped; a row past the bottom repeats the one above it), the rows
+ * first, clamped to 0..255 and truncated. */
+static int bicubic_at(const struct ts_image *im, double xin, double yin,
+		      uint8_t *out)
+{
+	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
+		return 0;
+	xin -= 0.5;
+	yin -= 0.5;
+	int x = floor_int(xin), y = floor_int(yin);
+	const double dx = xin - x, dy = yin - y;
+	x--;
+	y--;
+	const int C = im->channels;
+	size_t xs[4];
+	for (int k = 0; k < 4; k++)
+		xs[k] = (size_t)clip_x(im, x + k) * C;
+	const uint8_t *rows[4];
+	rows[0] = im->data + (size_t)(y < 0 ? 0 : y < im->height ? y : im->height - 1) *
+				     im->stride;
+	for (int k = 1; k < 4; k++)
+		rows[k] = y + k >= 0 && y + k < im->height
+				  ? im->data + (size_t)(y + k) * im->stride
+				  : NULL;
+	for (int b = 0; b < C; b++) {
+		double v[4];
+		const uint8_t *r = rows[0];
+		v[0] = cubic(r[xs[0] + b], r[xs[1] + b], r[xs[2] + b], r[xs[3] + b], dx);
+		for (int k = 1; k < 4; k++) {
+			r = rows[k];
+			v[k] = r ? cubic(r[xs[0] + b], r[xs[1] + b], r[xs[2] + b],
+					 r[xs[3] + b], dx)
+				 : v[k - 1];
+		}
+		const double f = cubic(v[0], v[1], v[2], v[3], dy);
+		out[b] = f <= 0.0 ? 0 : f >= 255.0 ? 255 : (uint8_t)f;
+	}
+	return 1;
+}
+
 /* Pillow's nearest transform filter. */
 static int nearest_at(const struct ts_image *im, double xin, double yin,
 		      uint8_t *out)
@@ -101,7 +179,7 @@ static int nearest_at(const struct ts_image *im, double xin, double yin,
 	const int x = coord(xin), y = coord(yin);
 	if (x < 0 || x >= im->width || y < 0 || y >= im->height)
 		return 0;
-	memcpy(out, px_at(im, x, y), (size_t)im->channels);
+	copy_px(out, px_at(im, x, y), im->channels);
 	return 1;
 }
 
@@ -128,6 +206,8 @@ static void generic(const struct ts_image *src, struct ts_image *dst,
 			}
 			if (interp == TS_INTERP_BILINEAR)
 				bilinear_at(src, xx, yy, out);
+			else if (interp == TS_INTERP_BICUBIC)
+				bicubic_at(src, xx, yy, out);
 			else
 				nearest_at(src, xx, yy, out);
 		}
@@ -158,8 +238,7 @@ static void scale_affine(const struct ts_image *src, struct ts_image *dst,
 			const uint8_t *in = src->data + (size_t)yi * src->stride;
 			uint8_t *out = dst->data + (size_t)y * dst->stride;
 			for (int x = xmin; x < xmax; x++)
-				memcpy(out + (size_t)x * C, in + (size_t)xtab[x] * C,
-				       (size_t)C);
+				copy_px(out + (size_t)x * C, in + (size_t)xtab[x] * C, C);
 		}
 		yo += a[4];
 	}
@@ -197,7 +276,7 @@ static void fixed_affine(const struct ts_image *src, struct ts_image *dst,
 			if (xin >= 0 && xin < src->width) {
 				const int32_t yin = yy >> 16;
 				if (yin >= 0 && yin < src->height)
-					memcpy(out, px_at(src, xin, yin), (size_t)C);
+					copy_px(out, px_at(src, xin, yin), C);
 			}
 			xx += a0;
 			yy += a3;
@@ -223,7 +302,7 @@ static void float_affine(const struct ts_image *src, struct ts_image *dst,
 			if (xin >= 0 && xin < src->width) {
 				const int yin = coord(yy);
 				if (yin >= 0 && yin < src->height)
-					memcpy(out, px_at(src, xin, yin), (size_t)C);
+					copy_px(out, px_at(src, xin, yin), C);
 			}
 			xx += a[0];
 			yy += a[3];
@@ -251,7 +330,7 @@ int ts_geo_transform_affine(const struct ts_image *src, struct ts_image *dst,
 	rc = start_output(src, dst, ow, oh, fill);
 	if (rc < 0)
 		return rc;
-	if (interp == TS_INTERP_BILINEAR) {
+	if (interp == TS_INTERP_BILINEAR || interp == TS_INTERP_BICUBIC) {
 		generic(src, dst, m, false, interp);
 	} else if (m[1] == 0 && m[3] == 0) {
 		/* one input column per output column: on the stack for the
@@ -295,8 +374,8 @@ static int transpose(const struct ts_image *src, struct ts_image *dst,
 				ox = W - 1 - x;
 				oy = H - 1 - y;
 			}
-			memcpy(dst->data + (size_t)oy * dst->stride + (size_t)ox * C,
-			       in + (size_t)x * C, (size_t)C);
+			copy_px(dst->data + (size_t)oy * dst->stride + (size_t)ox * C,
+				in + (size_t)x * C, C);
 		}
 	}
 	return 0;
@@ -420,27 +499,29 @@ int ts_geo_pad(struct ts_image *img, struct ts_image *tmp, const int pad[4],
 		const int64_t sy = y - t;
 		const bool row_in = sy >= 0 && sy < ih;
 		if (mode == TS_PAD_CONSTANT && !row_in) {
-			for (int64_t x = 0; x < ow; x++)
-				memcpy(out + (size_t)x * ps, fpx, ps);
+			fill_row(out, fpx, ps, (size_t)ow);
 			continue;
 		}
 		const int ry = ct + pad_index((int)sy, (int)ih, mode);
 		const uint8_t *in = img->data + (size_t)ry * img->stride + (size_t)cl * ps;
+		/* the inside of the row in one copy, then the sides */
+		memcpy(out + (size_t)l * ps, in, (size_t)iw * ps);
+		const int64_t r0 = l + iw;
+		if (mode == TS_PAD_CONSTANT) {
+			fill_row(out, fpx, ps, (size_t)l);
+			fill_row(out + (size_t)r0 * ps, fpx, ps, (size_t)(ow - r0));
+			continue;
+		}
 		for (int64_t x = 0; x < ow; x++) {
-			const int64_t sx = x - l;
-			if (sx >= 0 && sx < iw) {
-				/* the inside of the row in one copy */
-				memcpy(out + (size_t)x * ps, in + (size_t)sx * ps,
-				       (size_t)iw * ps);
-				x += iw - 1;
+			if (x == l) {
+				x = r0 - 1;
 				continue;
 			}
-			if (mode == TS_PAD_CONSTANT)
-				memcpy(out + (size_t)x * ps, fpx, ps);
+			const size_t sx = (size_t)pad_index((int)(x - l), (int)iw, mode);
+			if (ps == 3)
+				copy_px(out + (size_t)x * 3, in + sx * 3, 3);
 			else
-				memcpy(out + (size_t)x * ps,
-				       in + (size_t)pad_index((int)sx, (int)iw, mode) * ps,
-				       ps);
+				memcpy(out + (size_t)x * ps, in + sx * ps, ps);
 		}
 	}
 	ts_image_swap(img, tmp);
@@ -473,11 +554,9 @@ void ts_geo_erase(struct ts_image *img, int i, int j, int h, int w,
 			px[c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 		}
 	}
-	for (int64_t y = y0; y < y1; y++) {
-		uint8_t *r = img->data + (size_t)y * img->stride;
-		for (int64_t x = x0; x < x1; x++)
-			memcpy(r + (size_t)x * ps, px, ps);
-	}
+	for (int64_t y = y0; y < y1; y++)
+		fill_row(img->data + (size_t)y * img->stride + (size_t)x0 * ps, px, ps,
+			 (size_t)(x1 - x0));
 }
 
 /* ---- the random ops' draws ------------------------------------------ */
@@ -684,11 +763,25 @@ static int k_random_perspective(const struct ts_op *op, struct ts_image *img,
 		      err);
 }
 
+static int k_perspective(const struct ts_op *op, struct ts_image *img,
+			 struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
+{
+	uint8_t fill[4];
+	int rc = gate(op, img, err);
+	if (rc < 0)
+		return rc;
+	ts_geo_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geo_perspective(img, tmp, op->geo.start, op->geo.end,
+					     op->interp, fill),
+		      err);
+}
+
 const struct ts_kernel ts_kernels_geometry[] = {
 	{ .kind = TS_OP_ROTATE, .apply = k_rotate },
 	{ .kind = TS_OP_AFFINE, .apply = k_affine },
 	{ .kind = TS_OP_PAD, .apply = k_pad },
 	{ .kind = TS_OP_ERASE, .apply = k_erase },
+	{ .kind = TS_OP_PERSPECTIVE, .apply = k_perspective },
 	{ .kind = TS_OP_RANDOM_ROTATION, .apply = k_random_rotation },
 	{ .kind = TS_OP_RANDOM_AFFINE, .apply = k_random_affine },
 	{ .kind = TS_OP_RANDOM_PERSPECTIVE, .apply = k_random_perspective },

@@ -693,7 +693,7 @@ START_TEST(test_registry)
 		"invert", "posterize", "solarize", "autocontrast", "equalize",
 		"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
 		"adjust_sharpness", "adjust_gamma", "gaussian_blur",
-		"rotate", "affine", "pad", "erase", "random_rotation", "random_affine",
+		"rotate", "affine", "pad", "erase", "perspective", "random_rotation", "random_affine",
 		"random_perspective",
 		"random_apply", "random_choice", "random_erasing",
 		"tile", "filter", "plugin", "device", "batch"};

@@ -76,6 +76,8 @@ static const struct {
 	  { 9, 39, 39, 124, 5, 90, 107, 192, 73, 158, 158, 9 } },
 	{ 30, TS_INTERP_BILINEAR, false, 4, 3,
 	  { 9, 31, 72, 116, 25, 74, 122, 171, 80, 124, 165, 9 } },
+	{ 30, TS_INTERP_BICUBIC, false, 4, 3,
+	  { 9, 24, 68, 112, 21, 65, 131, 175, 84, 128, 172, 9 } },
 	{ 720, TS_INTERP_BILINEAR, false, 4, 3,
 	  { 5, 22, 39, 56, 73, 90, 107, 124, 141, 158, 175, 192 } },
 };
@@ -494,6 +496,8 @@ START_TEST(check_plan)
 		"    | pad([1, 2, 3, 4], 7, symmetric)\n"
 		"    | random_rotation(10) | random_affine([1, 2], shear = 3)\n"
 		"    | random_perspective | erase(1, 2, 3, 4, [0, 1, 2])\n"
+		"    | perspective([0, 0, 13, 0, 13, 17, 0, 17], [1.5, 2, 12, 0, 13, 17, 0, 16],\n"
+		"                  interpolation = bicubic)\n"
 		"    | to(float32, nchw) | batch(2)\n";
 	struct ts_diags d;
 	int rc;
@@ -503,7 +507,7 @@ START_TEST(check_plan)
 		ck_abort_msg("%s", t);
 	}
 	ts_diags_fini(&d);
-	ck_assert_uint_eq(p->n_ops, 8);
+	ck_assert_uint_eq(p->n_ops, 9);
 	const struct ts_op *o = p->ops;
 	ck_assert_int_eq(o[0].kind, TS_OP_ROTATE);
 	ck_assert(o[0].geo.angle == 30 && o[0].geo.expand && o[0].interp == TS_INTERP_BILINEAR);
@@ -534,7 +538,10 @@ START_TEST(check_plan)
 		  o[5].interp == TS_INTERP_BILINEAR);
 	ck_assert_int_eq(o[6].kind, TS_OP_ERASE);
 	ck_assert_int_eq(o[6].geo.erase_w, 4);
-	ck_assert_int_eq(o[7].kind, TS_OP_OUTPUT);
+	ck_assert_int_eq(o[7].kind, TS_OP_PERSPECTIVE);
+	ck_assert(o[7].geo.end[0] == 1.5 && o[7].geo.start[5] == 17 &&
+		  o[7].interp == TS_INTERP_BICUBIC);
+	ck_assert_int_eq(o[8].kind, TS_OP_OUTPUT);
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_RANDOM_PERSPECTIVE), "random_perspective");
 	ts_plan_destroy(p);
 }
@@ -577,6 +584,14 @@ static const struct {
 	{ "random_affine(5, shear = [3, 2])", "", "parameter 'shear' has an empty range: 3 is above 2", 32 },
 	{ "random_affine(5, scale = 0..2)", "", "parameter 'scale' must be between 0.001 and 1000", 32 },
 	{ "random_perspective(1.5)", "", "parameter 'distortion_scale' must be between 0 and 1, got 1.5", 26 },
+	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7], [0, 0, 7, 0, 7, 7])", "",
+	  "parameter 'endpoints' expects 8 numbers, got 6", 45 },
+	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7, 1], [0, 0, 7, 0, 7, 7, 0, 7])", "",
+	  "parameter 'startpoints' expects 1 to 8 numbers, got 9", 19 },
+	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7], [0, 0, 3, 0, 7, 0, 0, 7])", "",
+	  "perspective's corners do not make a quadrilateral", 45 },
+	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7], [0, 0, 7, 0, 7, 7, 0, 7], fill = [1, 2])", "",
+	  "'perspective' has 2 fill values, but the image has 3 channels", 78 },
 	{ "random_rotation(10, expand = true)", "", "batch", 7 },
 };
 
