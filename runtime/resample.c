@@ -7,6 +7,7 @@
 #include "resample.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,91 @@ static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
 }
 #endif
 
+/* The table of ts_rs_h3t_avx2 (resample_kernels.h) for ow outputs of
+ * rows of in_w RGB pixels, in buf (h3t_size bytes, 32-aligned). Returns
+ * the number of blocks left to plain C. */
+static size_t h3t_size(int ow, int ksize)
+{
+	const size_t nblk = ((size_t)ow * 3 + 7) / 8;
+	const size_t head = (nblk * sizeof(struct ts_rs_h3t_block) + 31) & ~(size_t)31;
+	return head + nblk * (size_t)((ksize + 1) / 2) * sizeof(struct ts_rs_h3t_entry);
+}
+
+static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
+		     const int32_t *weights, struct ts_rs_h3t_block **pblk,
+		     struct ts_rs_h3t_entry **ptab)
+{
+	const int n_el = 3 * ow, nblk = (n_el + 7) / 8;
+	const long row_bytes = (long)in_w * 3;
+	struct ts_rs_h3t_block *blk = buf;
+	struct ts_rs_h3t_entry *tab = (struct ts_rs_h3t_entry *)(void *)((char *)buf +
+		(((size_t)nblk * sizeof(*blk) + 31) & ~(size_t)31));
+	int used = 0, slow = 0;
+	for (int b = 0; b < nblk; b++) {
+		int nj = 0;
+		for (int e = 8 * b; e < 8 * b + 8 && e < n_el; e++) {
+			int n = bounds[2 * (e / 3) + 1];
+			if ((n + 1) / 2 > nj)
+				nj = (n + 1) / 2;
+		}
+		bool ok = true;
+		for (int j = 0; j < nj && ok; j++) {
+			struct ts_rs_h3t_entry *en = tab + used + j;
+			memset(en, 0, sizeof(*en));
+			for (int l = 0; l < 2 && ok; l++) {
+				long base = -1;
+				for (int k = 0; k < 4; k++) {
+					int e = 8 * b + 4 * l + k;
+					if (e >= n_el || 2 * j >= bounds[2 * (e / 3) + 1])
+						continue;
+					long at = ((long)bounds[2 * (e / 3)] + 2 * j) * 3 + e % 3;
+					if (base < 0 || at < base)
+						base = at;
+				}
+				if (base < 0)
+					base = 0; /* no tap of this lane: weights 0 */
+				if (base + 16 > row_bytes) {
+					ok = false;
+					break;
+				}
+				en->off[l] = (int32_t)base;
+				for (int k = 0; k < 4; k++) {
+					int e = 8 * b + 4 * l + k;
+					for (int q = 0; q < 2; q++) {
+						int i = 8 * l + 2 * k + q; /* int16 index */
+						int t = 2 * j + q;
+						en->mask[2 * i] = -128;
+						en->mask[2 * i + 1] = -128;
+						if (e >= n_el || t >= bounds[2 * (e / 3) + 1])
+							continue;
+						long at = ((long)bounds[2 * (e / 3)] + t) * 3 + e % 3 - base;
+						if (at > 15) {
+							ok = false;
+							break;
+						}
+						/* within a lane, pshufb indexes that lane's 16 bytes */
+						en->mask[2 * i] = (int8_t)at;
+						int32_t w = weights[(size_t)(e / 3) * ksize + t];
+						en->hi[i] = w_hi(w);
+						en->lo[i] = w_lo(w);
+					}
+				}
+			}
+		}
+		blk[b].nj = nj;
+		if (ok) {
+			blk[b].first = used;
+			used += nj;
+		} else {
+			blk[b].first = -1;
+			slow++;
+		}
+	}
+	*pblk = blk;
+	*ptab = tab;
+	return slow;
+}
+
 /* ---- Generic C ---- */
 
 /* GCC's -O2 cost model leaves these long, simple loops scalar; ask for
@@ -225,6 +311,20 @@ void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 	const enum ts_simd_isa isa = channels == 3 ? ts_simd_isa() : TS_SIMD_GENERIC;
 	const int gmax = (ksize + 3) / 4;
 	int16_t *split = NULL;
+#if defined(__x86_64__) || defined(__i386__)
+	/* AVX2 by table unless more than a few blocks a row would be left
+	 * to plain C (downscales by more than 4): then per pixel. */
+	if (isa == TS_SIMD_AVX2) {
+		void *buf = scratch(h3t_size(ow, ksize));
+		struct ts_rs_h3t_block *blk;
+		struct ts_rs_h3t_entry *tab;
+		if (buf && h3t_build(buf, in_w, ow, ksize, bounds, weights, &blk, &tab) <= 4) {
+			ts_rs_h3t_avx2(src, sstride, rows, dst, dstride, ow, ksize, bounds,
+				       weights, blk, tab);
+			return;
+		}
+	}
+#endif
 	if (isa == TS_SIMD_SSE41 || isa == TS_SIMD_AVX2) {
 		split = scratch((size_t)ow * gmax * TS_RS_X86_GROUP);
 		if (split)

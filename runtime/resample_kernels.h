@@ -45,7 +45,36 @@ static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
 		d[c] = ts_rs_clip8(acc[c]);
 }
 
+/*
+ * The AVX2 three-channel horizontal pass by table (ts_rs_h3t_avx2): a row's
+ * 3 * ow output bytes ("elements", element e = channel e % 3 of output pixel
+ * e / 3) in blocks of 8, 4 per 128-bit lane. Per block and pair j of taps
+ * (2j, 2j + 1) an entry holds, per lane, the byte offset in the row of a
+ * 16-byte load and a byte shuffle of it into 8 int16 (pixel, 0) pairs, one
+ * pair per element for its two taps, and the taps' weights split as
+ * resample.h says (hi and lo, int16, in the same pairs): one pmaddwd each
+ * gives 4 elements' two taps. A tap past an element's count has weight 0
+ * and a zero byte. A block whose bytes do not fit one 16-byte load per
+ * lane (a downscale by more than 4, or the row's end) has no entries: its
+ * elements are summed in plain C.
+ */
+struct ts_rs_h3t_entry {
+	int8_t mask[32];
+	int16_t hi[16], lo[16];
+	int32_t off[2];
+	int32_t pad[6];
+};
+
+struct ts_rs_h3t_block {
+	int32_t nj;      /* tap pairs */
+	int32_t first;   /* its first entry, or -1: summed in plain C */
+};
+
 #if defined(__x86_64__) || defined(__i386__)
+void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
+		    size_t dstride, int ow, int ksize, const int *bounds,
+		    const int32_t *weights, const struct ts_rs_h3t_block *blk,
+		    const struct ts_rs_h3t_entry *tab);
 void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 		    uint8_t *dst, size_t dstride, int ow, int ksize,
 		    const int *bounds, const int32_t *weights,

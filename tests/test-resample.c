@@ -126,6 +126,9 @@ static const struct {
 	{ 5, 4, 3, 2, 3, 0, 0, TS_INTERP_LANCZOS, true },
 	{ 403, 389, 224, 224, 1, 0, 0, TS_INTERP_BICUBIC, true },   /* gray */
 	{ 411, 383, 224, 224, 3, 0, 0, TS_INTERP_BICUBIC, false },  /* no antialias */
+	{ 869, 97, 224, 61, 3, 0, 0, TS_INTERP_BILINEAR, true },     /* 3.9x: AVX2 table, */
+	{ 1003, 97, 224, 61, 3, 0, 0, TS_INTERP_BILINEAR, true },    /* 4.5x: per pixel */
+	{ 229, 40, 224, 40, 3, 5, 1, TS_INTERP_BILINEAR, true },     /* taps at the row's end */
 };
 
 /* An image in a buffer of exactly its size (the view ends at the buffer's
@@ -283,6 +286,54 @@ START_TEST(passes_arbitrary_weights)
 }
 END_TEST
 
+/* The AVX2 horizontal table (resample_kernels.h) with arbitrary weights
+ * (negative ones included, sums that clip both ways) on bounds that grow
+ * as a resize's do, by 0.4 to 4.3 pixels an output: blocks by table, those
+ * left to plain C at the row's end, and rows in pairs and alone. */
+START_TEST(h_table_arbitrary_weights)
+{
+	static const double steps[] = { 0.4, 1.0, 1.7, 2.6, 3.9, 4.3 };
+	for (size_t z = 0; z < sizeof(steps) / sizeof(steps[0]); z++)
+		for (int rows = 1; rows <= 4; rows++) {
+			const int ow = 53 + (int)z * 11, ks = 2 + (int)(steps[z] * 2) + (int)z % 2;
+			const int in_w = (int)(steps[z] * ow) + ks + 1;
+			struct ts_image src;
+			uint8_t *buf = noise_view(&src, in_w, rows, 3, 0, 0, false);
+			int *bh = malloc(sizeof(int) * 2 * (size_t)ow);
+			int32_t *wh = malloc(sizeof(int32_t) * (size_t)ow * ks);
+			random_weights(ow, in_w, ks, bh, wh);
+			for (int i = 0; i < ow; i++) {
+				/* growing first taps; counts kept inside the row */
+				int x0 = (int)(steps[z] * i);
+				if (x0 + bh[2 * i + 1] > in_w)
+					x0 = in_w - bh[2 * i + 1];
+				bh[2 * i] = x0;
+			}
+			size_t dstride = (size_t)ow * 3;
+			uint8_t *ref = malloc(dstride * rows), *got = malloc(dstride * rows);
+			ts_simd_force(TS_SIMD_GENERIC);
+			ts_resample_h_u8(src.data, src.stride, rows, in_w, 3, ref, dstride, ow, ks,
+					 bh, wh);
+			for (size_t j = 0; j < sizeof(all_isas) / sizeof(all_isas[0]); j++) {
+				if (ts_simd_force(all_isas[j]) != 0)
+					continue;
+				memset(got, 0xa5, dstride * rows);
+				ts_resample_h_u8(src.data, src.stride, rows, in_w, 3, got, dstride, ow,
+						 ks, bh, wh);
+				ck_assert_msg(memcmp(got, ref, dstride * rows) == 0,
+					      "h %s: step %.1f, %d rows, ow %d, ksize %d",
+					      ts_simd_isa_name(all_isas[j]), steps[z], rows, ow, ks);
+			}
+			free(buf);
+			free(bh);
+			free(wh);
+			free(ref);
+			free(got);
+		}
+	ts_simd_force(expected_best());
+}
+END_TEST
+
 /* The clip of the generic path itself, at the edges Pillow's clip8 has:
  * a sum of 2^30 or more is 255, one at or below 0 is 0. */
 START_TEST(generic_clip_edges)
@@ -321,6 +372,7 @@ static Suite *resample_suite(void)
 	tcase_add_loop_test(tc, resize_every_path, 0,
 			    (int)(2 * sizeof(resize_cases) / sizeof(resize_cases[0])));
 	tcase_add_test(tc, passes_arbitrary_weights);
+	tcase_add_test(tc, h_table_arbitrary_weights);
 	tcase_add_test(tc, generic_clip_edges);
 	suite_add_tcase(s, tc);
 	return s;
