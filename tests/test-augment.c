@@ -379,6 +379,9 @@ START_TEST(resize_window_is_crop)
 		{ 200, 150, 61, 150, TS_INTERP_AREA, true },
 		{ 200, 150, 200, 77, TS_INTERP_BILINEAR, false },
 		{ 97, 211, 97, 211, TS_INTERP_BILINEAR, true },
+		{ 415, 377, 282, 256, TS_INTERP_BICUBIC, true },   /* negative lobes */
+		{ 131, 97, 300, 220, TS_INTERP_LANCZOS, true },
+		{ 200, 150, 77, 150, TS_INTERP_LANCZOS, false },
 	};
 	unsigned seed = 12345;
 	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++)

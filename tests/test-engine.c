@@ -1026,6 +1026,8 @@ START_TEST(resize_crop_window_equals_whole)
 		{ "gray", "resize(120, 140) | center_crop(120)", 0 },
 		{ "rgb", "resize(200, interp = area) | center_crop(150)", 0 },
 		{ "rgb", "resize(180, antialias = false) | center_crop(97)", 0 },
+		{ "rgb", "resize(230, interp = bicubic) | center_crop(200)", 0 },
+		{ "rgb", "resize(150, interp = lanczos) | center_crop(99)", 0 },   /* 4/8 */
 		{ "rgb, depth = 16", "resize(100) | center_crop(64)", 0 },
 		{ "rgb", "resize(60, 50) | center_crop([60, 50])", 0 },
 		{ "rgb", "resize(77) | center_crop(41)", 1 },
