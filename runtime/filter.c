@@ -133,15 +133,6 @@ static int reflect(int i, int n)
 	return i < n ? i : period - i;
 }
 
-static inline float load(const uint8_t *row, enum ts_dtype t, size_t i)
-{
-	if (t == TS_DTYPE_U8)
-		return row[i];
-	if (t == TS_DTYPE_U16)
-		return ((const uint16_t *)(const void *)row)[i];
-	return ((const float *)(const void *)row)[i];
-}
-
 /* acc[i] += w * row[i], the vertical pass over one source row. */
 TS_VECTORIZE static void add_row(float *acc, const uint8_t *row, enum ts_dtype t,
 				 size_t n, float w)
