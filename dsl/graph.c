@@ -81,29 +81,11 @@ static void op_shape(const struct ts_op *op, char *buf, size_t n)
 
 static void source_desc(const struct ts_source *s, char *buf, size_t n)
 {
-	size_t at = 0;
-	switch (s->kind) {
-	case TS_SRC_FOLDER:
-		at = (size_t)snprintf(buf, n, "folder(\"%s\", ext=[", s->path);
-		for (size_t i = 0; i < s->n_exts && at < n; i++)
-			at += (size_t)snprintf(buf + at, n - at, "%s\"%s\"",
-					       i ? ", " : "", s->exts[i]);
-		if (at < n)
-			snprintf(buf + at, n - at, "])");
-		break;
-	case TS_SRC_LIST:
-		snprintf(buf, n, "list(\"%s\")", s->path);
-		break;
-	case TS_SRC_TAR:
-		snprintf(buf, n, "tar(\"%s\")", s->path);
-		break;
-	case TS_SRC_SYNTHETIC:
-		snprintf(buf, n,
-			 "synthetic(height=%d, width=%d, count=%lld, channels=%d, depth=%d, classes=%d)",
-			 s->height, s->width, (long long)s->count, s->channels,
-			 s->depth, s->classes);
-		break;
-	}
+	const struct ts_opdef *d = ts_registry_of_source((int)s->kind);
+	if (d && d->describe_source)
+		d->describe_source(s, buf, n);
+	else
+		snprintf(buf, n, "?");
 }
 
 static void shard_desc(const struct ts_source *s, char *buf, size_t n)
@@ -164,7 +146,7 @@ static void format_text(FILE *f, const struct ts_plan *p)
 
 	fprintf(f, "pipeline %s (%s)\n", p->name, p->file);
 	source_desc(&p->source, a, sizeof(a));
-	line(f, 2, a, p->source.kind == TS_SRC_SYNTHETIC ? "" : "encoded");
+	line(f, 2, a, ts_source_kind_encoded(p->source.kind) ? "encoded" : "");
 	if (p->source.shuffle) {
 		snprintf(a, sizeof(a), "shuffle(seed=%llu)",
 			 (unsigned long long)p->source.seed);

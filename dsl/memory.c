@@ -109,7 +109,7 @@ int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
 
 bool ts_plan_tiles_banded(const struct ts_plan *plan)
 {
-	return plan->source.kind != TS_SRC_SYNTHETIC && plan->n_ops >= 2 &&
+	return ts_source_kind_encoded(plan->source.kind) && plan->n_ops >= 2 &&
 	       (flags_of(&plan->ops[0]) & TS_OPF_ENCODED) && !plan->ops[0].fused &&
 	       plan->ops[0].n_parts == 0 && (flags_of(&plan->ops[1]) & TS_OPF_BANDS) &&
 	       plan->ops[1].size_h > 0 && plan->ops[1].size_w > 0;
@@ -143,7 +143,8 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 		if (threads <= 0)
 			threads = 1;
 	}
-	if (plan->source.kind == TS_SRC_SYNTHETIC) {
+	if (!ts_source_kind_encoded(plan->source.kind)) {
+		/* synthetic(): the generated frame */
 		uint64_t b = (uint64_t)plan->source.height * plan->source.width *
 			     plan->source.channels * (plan->source.depth == 16 ? 2 : 1);
 		max_fixed = b;
@@ -177,8 +178,8 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 	plan->mem_threads = threads;
 	plan->mem_ring = ring;
 	plan->mem_scratch = (uint64_t)threads * per_thread;
-	plan->mem_io = plan->source.kind == TS_SRC_SYNTHETIC
-			       ? 0 : (uint64_t)plan->queue_depth * IO_BUFFER;
+	plan->mem_io = ts_source_kind_encoded(plan->source.kind)
+			       ? (uint64_t)plan->queue_depth * IO_BUFFER : 0;
 	plan->mem_total = plan->mem_ring + plan->mem_scratch + plan->mem_io;
 }
 

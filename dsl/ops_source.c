@@ -232,17 +232,51 @@ static int apply_shuffle(struct ts_check *c, const struct ts_opdef *def,
 	return 0;
 }
 
+/* ---- what `tsrun graph` prints of each ---------------------------------- */
+
+static void describe_folder(const struct ts_source *s, char *buf, size_t n)
+{
+	size_t at = (size_t)snprintf(buf, n, "folder(\"%s\", ext=[", s->path);
+	for (size_t i = 0; i < s->n_exts && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s\"%s\"", i ? ", " : "",
+				       s->exts[i]);
+	if (at < n)
+		snprintf(buf + at, n - at, "])");
+}
+
+static void describe_list(const struct ts_source *s, char *buf, size_t n)
+{
+	snprintf(buf, n, "list(\"%s\")", s->path);
+}
+
+static void describe_tar(const struct ts_source *s, char *buf, size_t n)
+{
+	snprintf(buf, n, "tar(\"%s\")", s->path);
+}
+
+static void describe_synthetic(const struct ts_source *s, char *buf, size_t n)
+{
+	snprintf(buf, n,
+		 "synthetic(height=%d, width=%d, count=%lld, channels=%d, depth=%d, classes=%d)",
+		 s->height, s->width, (long long)s->count, s->channels, s->depth,
+		 s->classes);
+}
+
 /* ---- the rows -------------------------------------------------------- */
 
 const struct ts_opdef ts_ops_source[] = {
-	{ TS_STAGE("folder", TS_REG_SOURCE, p_folder, apply_folder,
-		   "images in class sub-folders (ImageFolder); label = sorted folder index") },
-	{ TS_STAGE("list", TS_REG_SOURCE, p_list, apply_list,
-		   "images named by a list file of path,label lines") },
-	{ TS_STAGE("tar", TS_REG_SOURCE, p_tar, apply_tar,
-		   "WebDataset tar shards; label from the .cls member") },
-	{ TS_STAGE("synthetic", TS_REG_SOURCE, p_synthetic, apply_synthetic,
-		   "generated, already decoded images (tests, overhead benchmarks)") },
+	{ TS_SOURCE("folder", TS_SRC_FOLDER, p_folder, apply_folder, TS_OPF_ENCODED,
+		    "images in class sub-folders (ImageFolder); label = sorted folder index"),
+	  .describe_source = describe_folder },
+	{ TS_SOURCE("list", TS_SRC_LIST, p_list, apply_list, TS_OPF_ENCODED,
+		    "images named by a list file of path,label lines"),
+	  .describe_source = describe_list },
+	{ TS_SOURCE("tar", TS_SRC_TAR, p_tar, apply_tar, TS_OPF_ENCODED,
+		    "WebDataset tar shards; label from the .cls member"),
+	  .describe_source = describe_tar },
+	{ TS_SOURCE("synthetic", TS_SRC_SYNTHETIC, p_synthetic, apply_synthetic, 0,
+		    "generated, already decoded images (tests, overhead benchmarks)"),
+	  .describe_source = describe_synthetic },
 	{ TS_STAGE("shard", TS_REG_MODIFIER, p_shard, apply_shard,
 		   "this node's equal share of each epoch's order: items index, index + count, ...") },
 	{ TS_STAGE("shuffle", TS_REG_MODIFIER, p_shuffle, apply_shuffle,

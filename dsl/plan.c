@@ -47,6 +47,18 @@ TS_EXPORT const char *ts_op_kind_name(enum ts_op_kind k)
 	return k == TS_OP_OUTPUT ? "output" : "?";
 }
 
+const char *ts_source_kind_name(enum ts_source_kind k)
+{
+	const struct ts_opdef *d = ts_registry_of_source((int)k);
+	return d ? d->name : "?";
+}
+
+bool ts_source_kind_encoded(enum ts_source_kind k)
+{
+	const struct ts_opdef *d = ts_registry_of_source((int)k);
+	return d && (d->flags & TS_OPF_ENCODED);
+}
+
 bool ts_op_is_output(const struct ts_op *op)
 {
 	return op->kind == TS_OP_OUTPUT;

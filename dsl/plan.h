@@ -120,6 +120,11 @@ enum ts_op_kind {
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
+/* A source kind's name ("folder"), and whether it yields encoded files to
+ * read and decode (its registry row's TS_OPF_ENCODED; synthetic() yields
+ * decoded pixels, without files or reads). */
+const char *ts_source_kind_name(enum ts_source_kind k);
+bool ts_source_kind_encoded(enum ts_source_kind k);
 
 struct ts_op;
 /* Whether op is the fused output stage (lowering makes it; always the

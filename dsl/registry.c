@@ -88,6 +88,15 @@ const struct ts_opdef *ts_registry_of_kind(int op_kind)
 	return NULL;
 }
 
+const struct ts_opdef *ts_registry_of_source(int source_kind)
+{
+	for (size_t f = 0; f < TS_ARRAY_LEN_(families); f++)
+		for (const struct ts_opdef *d = families[f]; d->name; d++)
+			if (d->kind == TS_REG_SOURCE && d->op_kind == source_kind)
+				return d;
+	return NULL;
+}
+
 static const char *const w_on_error[] = {"fail", "skip", NULL};
 
 static const struct ts_param serve_params[] = {

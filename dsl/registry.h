@@ -102,7 +102,8 @@ struct ts_ast_call;
 
 /* How lowering and the checker treat a transform (ts_opdef.flags). */
 enum ts_op_flags {
-	TS_OPF_ENCODED = 1 << 0,     /* takes encoded bytes (decode) */
+	TS_OPF_ENCODED = 1 << 0,     /* takes encoded bytes (decode); of a
+					source: yields them */
 	TS_OPF_PIXELS = 1 << 1,      /* works on uint8/uint16 nhwc pixels */
 	TS_OPF_FUSE_DECODE = 1 << 2, /* right after decode: an ROI decode */
 	TS_OPF_FUSE_OUTPUT = 1 << 3, /* may join the trailing output stage */
@@ -133,6 +134,9 @@ typedef int (*ts_stage_apply)(struct ts_check *c, const struct ts_opdef *def,
 			      struct ts_plan *plan, struct ts_shape *shape);
 /* The op as the call that would produce it, every parameter shown. */
 typedef void (*ts_op_describe)(const struct ts_op *op, char *buf, size_t n);
+/* A source as the call that would produce it, every parameter shown. */
+typedef void (*ts_source_describe)(const struct ts_source *s, char *buf,
+				   size_t n);
 /* An expanding transform: the most samples it makes of one of shape in
  * (0: unbounded or unknown). */
 typedef int64_t (*ts_op_fanout)(const struct ts_op *op,
@@ -141,7 +145,8 @@ typedef int64_t (*ts_op_fanout)(const struct ts_op *op,
 struct ts_opdef {
 	const char *name;
 	enum ts_registry_kind kind;
-	int op_kind;              /* enum ts_op_kind for transforms; -1 else */
+	int op_kind;              /* enum ts_op_kind for transforms, enum
+				     ts_source_kind for sources; -1 else */
 	const struct ts_param *params;
 	size_t n_params;
 	ts_shape_rule shape;      /* transforms only; NULL otherwise */
@@ -151,6 +156,7 @@ struct ts_opdef {
 	ts_op_describe describe;  /* transforms */
 	ts_op_fanout fanout;      /* TS_OPF_EXPANDS transforms */
 	ts_stage_apply apply;     /* sources and modifiers */
+	ts_source_describe describe_source; /* sources */
 };
 
 /* One family's rows, ended by a row whose name is NULL. */
@@ -175,8 +181,10 @@ size_t ts_registry_count(void);
 const struct ts_opdef *ts_registry_at(size_t i);
 /* The row named name, or NULL. */
 const struct ts_opdef *ts_registry_find(const char *name);
-/* The row of a transform's op kind, or NULL (the output stage has none). */
+/* The row of a transform's op kind, or NULL (the output stage has none);
+ * of a source's kind. */
 const struct ts_opdef *ts_registry_of_kind(int op_kind);
+const struct ts_opdef *ts_registry_of_source(int source_kind);
 /* The serve setting rows. */
 const struct ts_param *ts_registry_serve(size_t *n);
 /* The row of a parameter of def (or of the serve table when def is NULL)
@@ -204,7 +212,12 @@ void ts_registry_size_desc(int h, int w, char *buf, size_t n);
 #define TS_TRANSFORM(n, ok, p, fl, d) \
 	.name = n, .kind = TS_REG_TRANSFORM, .op_kind = ok, .params = p, \
 	.n_params = TS_ARRAY_LEN_(p), .flags = fl, .doc = d
-/* ... and of a source's or modifier's. */
+/* ... of a source's (flags: TS_OPF_ENCODED when it yields encoded files
+ * to decode) ... */
+#define TS_SOURCE(n, sk, p, fn, fl, d) \
+	.name = n, .kind = TS_REG_SOURCE, .op_kind = sk, .params = p, \
+	.n_params = TS_ARRAY_LEN_(p), .apply = fn, .flags = fl, .doc = d
+/* ... and of a modifier's. */
 #define TS_STAGE(n, k, p, fn, d) \
 	.name = n, .kind = k, .op_kind = -1, .params = p, \
 	.n_params = TS_ARRAY_LEN_(p), .apply = fn, .doc = d

@@ -187,7 +187,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 			k++;
 		}
 	}
-	if (plan->source.kind != TS_SRC_SYNTHETIC) {
+	if (ts_source_kind_encoded(plan->source.kind)) {
 		unsigned depth = plan->queue_depth > 0 ? (unsigned)plan->queue_depth : 64;
 		rc = ts_reader_create(depth, TS_READER_DEFAULT_BUF, &e->reader, err);
 		if (rc)

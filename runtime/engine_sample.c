@@ -393,7 +393,7 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 			return ts_error_set(err, rc, "out of memory");
 		*label = it.label;
 		w->path = it.path;
-		if (plan->source.kind == TS_SRC_SYNTHETIC) {
+		if (!ts_source_kind_encoded(plan->source.kind)) {
 			*first_op = 0;
 			return ts_source_synthetic(&plan->source, it.offset, &w->img, label);
 		}

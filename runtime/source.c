@@ -135,6 +135,13 @@ bool ts_source_parse_label(const char *s, int32_t *out)
 /* ---------------------------------------------------------------------
  * open / destroy / item access
  */
+
+/* The kinds (source_internal.h), each a row in its own file. */
+static const struct ts_source_type *const types[] = {
+	&ts_source_type_folder, &ts_source_type_list, &ts_source_type_tar,
+	&ts_source_type_synthetic,
+};
+
 int ts_source_open(const struct ts_source *src, struct ts_index **out,
 		   struct ts_error *err)
 {
@@ -145,54 +152,40 @@ int ts_source_open(const struct ts_source *src, struct ts_index **out,
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 		goto fail;
 	}
-	ix->kind = src->kind;
+	const struct ts_source_type *type = NULL;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i]->kind == src->kind)
+			type = types[i];
+	if (!type) {
+		rc = ts_error_set(err, TS_E_ARG, "unknown source kind %d", (int)src->kind);
+		goto fail;
+	}
+	ix->type = type;
 
-	if (src->kind != TS_SRC_SYNTHETIC) {
+	if (ts_source_kind_encoded(src->kind)) {
 		if (!src->path || !src->path[0]) {
 			rc = ts_error_set(err, TS_E_SOURCE, "source has no path");
 			goto fail;
 		}
 		ix->root = ts_source_join_path(src->base_dir, src->path);
-		if (!ix->root) {
-			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
-			goto fail;
-		}
 	} else {
-		ix->root = ts_strdup("synthetic");
+		ix->root = ts_strdup(ts_source_kind_name(src->kind));
 	}
-
-	switch (src->kind) {
-	case TS_SRC_FOLDER:
-		rc = ts_source_folder_open(src, ix->root, ix, &items, err);
-		break;
-	case TS_SRC_LIST:
-		rc = ts_source_list_open(ix->root, ix, &items, err);
-		break;
-	case TS_SRC_TAR:
-		rc = ts_source_tar_open(src, ix, &items, err);
-		break;
-	case TS_SRC_SYNTHETIC:
-		rc = ts_source_synthetic_check(src, err);
-		break;
-	default:
-		rc = ts_error_set(err, TS_E_ARG, "unknown source kind %d", (int)src->kind);
-		break;
+	if (!ix->root) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		goto fail;
 	}
-	if (rc)
+	if ((rc = type->open(src, ix->root, ix, &items, err)))
 		goto fail;
 
 	/* Every node lists the whole data set: its share is taken per epoch,
 	 * after the epoch's order (runtime/share.h). */
-	if (src->kind == TS_SRC_SYNTHETIC) {
-		ix->n_total = (size_t)src->count;
-		ix->n = ix->n_total;
-		ix->n_classes = src->classes > 0 ? (size_t)src->classes : 1;
-	} else {
+	if (!type->item) {
 		ix->n_total = items.n;
-		ix->n = items.n;
 		ix->items = items.v;
 		items.v = NULL;
 	}
+	ix->n = ix->n_total;
 	if (ix->n == 0) {
 		rc = ts_error_set(err, TS_E_SOURCE, "'%s' has no items", ix->root);
 		goto fail;
@@ -222,16 +215,10 @@ void ts_source_index_destroy(struct ts_index *ix)
 
 void ts_source_item(const struct ts_index *ix, size_t i, struct ts_item *out)
 {
-	if (ix->kind != TS_SRC_SYNTHETIC) {
+	if (ix->type->item)
+		ix->type->item(ix, i, out);
+	else
 		*out = ix->items[i];
-		return;
-	}
-	uint64_t id = (uint64_t)i;
-	out->path = NULL;
-	out->label = (int32_t)(id % ix->n_classes);
-	out->offset = id;
-	out->size = 0;
-	out->is_range = false;
 }
 
 /* ---------------------------------------------------------------------

@@ -50,8 +50,10 @@ struct ts_item {
 	bool is_range;     /* true: read exactly [offset, offset + size) */
 };
 
+struct ts_source_type;
+
 struct ts_index {
-	enum ts_source_kind kind;
+	const struct ts_source_type *type; /* its kind's row (source_internal.h) */
 	struct ts_item *items;  /* n items, in listing order;
 				   NULL for synthetic sources */
 	size_t n;               /* items */

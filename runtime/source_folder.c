@@ -214,7 +214,7 @@ out:
 	return rc;
 }
 
-int ts_source_folder_open(const struct ts_source *src, const char *root,
+static int folder_open(const struct ts_source *src, const char *root,
 		       struct ts_index *ix, struct ts_item_vec *items,
 		       struct ts_error *err)
 {
@@ -324,3 +324,7 @@ out:
 	}
 	return rc;
 }
+
+const struct ts_source_type ts_source_type_folder = {
+	.kind = TS_SRC_FOLDER, .open = folder_open,
+};

@@ -50,15 +50,26 @@ int ts_source_pread_full(int fd, void *buf, size_t len, uint64_t off);
 char *ts_source_trim(char *s);
 bool ts_source_parse_label(const char *s, int32_t *out);
 
-/* One kind's listing of every item (before sharding) into items, paths
- * in ix->arena, class names in ix->classes. */
-int ts_source_folder_open(const struct ts_source *src, const char *root,
-			  struct ts_index *ix, struct ts_item_vec *items,
-			  struct ts_error *err);
-int ts_source_list_open(const char *file, struct ts_index *ix,
-			struct ts_item_vec *items, struct ts_error *err);
-int ts_source_tar_open(const struct ts_source *src, struct ts_index *ix,
-		       struct ts_item_vec *items, struct ts_error *err);
+/* One source kind's row, in its source_<kind>.c; source.c lists them and
+ * reaches a kind only through its row. open lists every item (before
+ * sharding) into items, paths in ix->arena, class names in ix->classes;
+ * root is src->path joined to the pipeline's folder ("synthetic" for a
+ * source without files: dsl/plan.h's ts_source_kind_encoded). A source
+ * of generated items lists none: its open sets ix->n_total and
+ * ix->n_classes, and item makes item i. */
+struct ts_source_type {
+	enum ts_source_kind kind;
+	int (*open)(const struct ts_source *src, const char *root,
+		    struct ts_index *ix, struct ts_item_vec *items,
+		    struct ts_error *err);
+	void (*item)(const struct ts_index *ix, size_t i, struct ts_item *out);
+};
+
+extern const struct ts_source_type ts_source_type_folder;    /* source_folder.c */
+extern const struct ts_source_type ts_source_type_list;      /* source_list.c */
+extern const struct ts_source_type ts_source_type_tar;       /* source_tar.c */
+extern const struct ts_source_type ts_source_type_synthetic; /* source_synthetic.c */
+
 /* source_synthetic.c: a synthetic source's count and shape are valid. */
 int ts_source_synthetic_check(const struct ts_source *src, struct ts_error *err);
 

@@ -14,8 +14,10 @@
 
 #include "util.h"
 
-int ts_source_list_open(const char *file, struct ts_index *ix,
-		     struct ts_item_vec *items, struct ts_error *err)
+/* file: the list file (the source's root). */
+static int list_open(const struct ts_source *src, const char *file,
+		     struct ts_index *ix, struct ts_item_vec *items,
+		     struct ts_error *err)
 {
 	int rc = 0;
 	char *line = NULL, *dir = NULL;
@@ -105,3 +107,7 @@ out:
 	fclose(f);
 	return rc;
 }
+
+const struct ts_source_type ts_source_type_list = {
+	.kind = TS_SRC_LIST, .open = list_open,
+};

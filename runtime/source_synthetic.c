@@ -63,3 +63,31 @@ int ts_source_synthetic(const struct ts_source *src, uint64_t id,
 		*label = src->classes > 0 ? (int32_t)(id % (uint64_t)src->classes) : 0;
 	return 0;
 }
+
+/* Nothing to list: count items of labels cycling over classes. */
+static int synthetic_open(const struct ts_source *src, const char *root,
+			  struct ts_index *ix, struct ts_item_vec *items,
+			  struct ts_error *err)
+{
+	int rc = ts_source_synthetic_check(src, err);
+	if (rc)
+		return rc;
+	ix->n_total = (size_t)src->count;
+	ix->n_classes = src->classes > 0 ? (size_t)src->classes : 1;
+	return 0;
+}
+
+/* Item i: no file; its id (the generator's input) in offset. */
+static void synthetic_item(const struct ts_index *ix, size_t i, struct ts_item *out)
+{
+	uint64_t id = (uint64_t)i;
+	out->path = NULL;
+	out->label = (int32_t)(id % ix->n_classes);
+	out->offset = id;
+	out->size = 0;
+	out->is_range = false;
+}
+
+const struct ts_source_type ts_source_type_synthetic = {
+	.kind = TS_SRC_SYNTHETIC, .open = synthetic_open, .item = synthetic_item,
+};

@@ -371,8 +371,11 @@ out:
 	return rc;
 }
 
-int ts_source_tar_open(const struct ts_source *src, struct ts_index *ix,
-		    struct ts_item_vec *items, struct ts_error *err)
+/* The shards are src->path's expansion (root unused: each shard is
+ * joined to the pipeline's folder on its own). */
+static int tar_open(const struct ts_source *src, const char *root,
+		    struct ts_index *ix, struct ts_item_vec *items,
+		    struct ts_error *err)
 {
 	char **shards = NULL;
 	size_t n = 0;
@@ -423,3 +426,7 @@ int ts_source_tar_open(const struct ts_source *src, struct ts_index *ix,
 	ts_source_strings_free(shards, n);
 	return rc;
 }
+
+const struct ts_source_type ts_source_type_tar = {
+	.kind = TS_SRC_TAR, .open = tar_open,
+};

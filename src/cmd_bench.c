@@ -322,7 +322,7 @@ int ts_cmd_bench(int argc, char **argv)
 	print_common(pl, file, images, wall, mb, ss.bytes_read, cpu);
 	printf("batches: %" PRIu64 "\n", nb);
 	printf("threads: %d\n", ss.threads);
-	printf("reader: %s\n", ss.uring ? "io_uring" : pl->source.kind == TS_SRC_SYNTHETIC ? "none (synthetic)" : "plain reads");
+	printf("reader: %s\n", ss.uring ? "io_uring" : !ts_source_kind_encoded(pl->source.kind) ? "none (synthetic)" : "plain reads");
 	printf("skipped: %" PRIu64 "\n", ss.skipped);
 	printf("digest_cpu: %.6f s\n", digest_cpu);
 	printf("cpu/image_no_digest: %.3f ms\n",
