@@ -24,6 +24,10 @@ struct seen {
 	uint64_t last_release;
 	uint64_t skipped;       /* released without being read */
 	double first_t, last_t;
+	/* Its rate from vouched releases (the ring's own figure is from the
+	 * raw control page): over the last 0.5 s or more. */
+	uint64_t rate_release;
+	double rate_t, rate;
 };
 
 struct ts_status {
@@ -122,9 +126,17 @@ static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *r
 		e->first_release = c->start < c->release ? c->start : c->release;
 		e->first_t = t;
 		e->last_t = t;
+		e->rate_release = c->release;
+		e->rate_t = t;
 	}
 	if (e->gone)
 		return;
+	if (t - e->rate_t >= 0.5) {
+		e->rate = c->release > e->rate_release
+				  ? (double)(c->release - e->rate_release) / (t - e->rate_t) : 0.0;
+		e->rate_release = c->release;
+		e->rate_t = t;
+	}
 	e->last_release = c->release;
 	e->skipped = c->skipped;
 	e->last_t = t;
@@ -199,6 +211,11 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 		const struct ts_ring_consumer_stat *c = &cv;
 		if (c->local)
 			continue;
+		/* the rate from vouched releases, not the raw page's */
+		cv.rate = 0;
+		for (size_t j = 0; j < s->n_seen; j++)
+			if (s->seen[j].pid == c->pid && s->seen[j].start == c->start)
+				cv.rate = s->seen[j].rate;
 		fprintf(f, "%s{\"pid\":%d,\"batch\":%u,\"position\":%" PRIu64 ",\"lag\":%" PRIu64
 			",\"images_per_s\":%.1f}", first ? "" : ",", (int)c->pid, c->batch,
 			c->release, c->lag, c->rate);

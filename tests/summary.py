@@ -117,6 +117,9 @@ with tempfile.TemporaryDirectory(prefix="tsrun-summary.", dir="/tmp") as d:
             pos = [c["position"] for c in st["consumers"]]
             check(pos and all(0 <= x <= 100 for x in pos),
                   f"the status file's positions are within the head: {pos}")
+            rates = [c["images_per_s"] for c in st["consumers"]]
+            check(all(0 <= r <= 1000 for r in rates),
+                  f"the status file's rates are from vouched positions: {rates}")
         except (OSError, ValueError, KeyError) as e:
             check(False, f"status file readable: {e}")
     pid = os.getpid()
