@@ -26,6 +26,8 @@ Asserted:
     than the image): equal;
   - erase on uint8 pixels and on float32 data after normalize: equal to
     F.erase on the tensor;
+  - 16-bit pixels: pad equal to F.pad on the PIL I;16 image, erase to
+    F.erase; rotate refused (uint8 only);
   - the random ops with the parameters tsrun drew for a stream position
     (geometry-tool draws): random_rotation and random_affine equal to
     F.rotate / F.affine with them; random_perspective within the
@@ -263,6 +265,41 @@ def perspectives(tmp, imgs):
                   "%.2f%% of pixels 1 level off" % (100 * float((d > 0).mean())))
 
 
+def deep(tmp, im):
+    """16-bit pixels (decode(depth = 16)), where the family takes them: pad
+    against F.pad on the PIL I;16 image, erase against F.erase on the
+    tensor; and rotate refuses them."""
+    a = (np.asarray(im.convert("L")).astype(np.uint16) * 257 + 3)[:61, :87]
+    pim = Image.fromarray(a)  # mode I;16
+    inp = os.path.join(tmp, "in16.raw")
+    out = os.path.join(tmp, "out16.raw")
+    np.ascontiguousarray(a).tofile(inp)
+
+    def run16(ops):
+        r = subprocess.run([TOOL, "run", inp, str(a.shape[1]), str(a.shape[0]), "1:16", out,
+                            ops], capture_output=True, text=True)
+        if r.returncode:
+            return None, r.stderr
+        w, h, _ = (int(x) for x in r.stdout.split())
+        return np.fromfile(out, dtype=np.uint16).reshape(h, w), ""
+
+    for pad in (5, [3, 70], [-4, 2, 6, -9]):
+        for mode in ("constant", "edge", "reflect", "symmetric"):
+            ops = "pad(%s, fill = 60000, padding_mode = %s)" % (fill_text(pad), mode)
+            got, err = run16(ops)
+            ref = np.asarray(F.pad(pim, pad, 60000, mode)).astype(np.uint16)
+            check("16-bit %s" % ops, got is not None and got.shape == ref.shape and
+                  np.array_equal(got, ref), err.strip())
+    got, err = run16("erase(7, 9, 20, 100, 65535)")
+    ref = F.erase(torch.from_numpy(a.astype(np.int32))[None], 7, 9, 20, 100,
+                  torch.tensor([65535], dtype=torch.int32)[:, None, None])[0].numpy()
+    check("16-bit erase(7, 9, 20, 100, 65535)", got is not None and
+          np.array_equal(got.astype(np.int32), ref), err.strip())
+    got, err = run16("rotate(10)")
+    check("16-bit rotate refused at check time", got is None and
+          "works on uint8 pixels, but the data is uint16" in err, err.strip()[:80])
+
+
 def erase_float(tmp, im):
     """erase after normalize: the float32 data compared with F.erase on
     F.normalize(F.to_tensor(im)); the tool writes float32 bytes."""
@@ -381,6 +418,7 @@ def main():
         deterministic(tmp, imgs)
         perspectives(tmp, imgs)
         erase_float(tmp, imgs[0][1])
+        deep(tmp, imgs[0][1])
         random_applied(tmp, imgs)
     distributions()
     for k in sorted(measured):

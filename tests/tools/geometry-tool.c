@@ -6,7 +6,8 @@
  *   geometry-tool run IN W H C OUT 'OPS' [SEED EPOCH INDEX]
  *       run OPS (what goes between a source and batch(), e.g.
  *       "rotate(30, interpolation = bilinear)") on the raw uint8 HWC
- *       file IN with ts_kernel_apply, each op drawing from its stream
+ *       file IN (uint16, native endianness, when C is written "C:16")
+ *       with ts_kernel_apply, each op drawing from its stream
  *       (SEED, EPOCH, INDEX, op position) as the engine does; OUT
  *       receives the raw result, stdout its "W H C".
  *   geometry-tool draws 'OP' W H N [SEED]
@@ -19,6 +20,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,10 @@
 #include "dsl.h"
 #include "geometry.h"
 
-static int read_raw(const char *path, struct ts_image *img, int w, int h, int c)
+static int read_raw(const char *path, struct ts_image *img, int w, int h, int c,
+		    enum ts_dtype t)
 {
-	if (ts_image_reserve(img, w, h, c, TS_DTYPE_U8) < 0)
+	if (ts_image_reserve(img, w, h, c, t) < 0)
 		return -ENOMEM;
 	FILE *f = fopen(path, "rbe");
 	if (!f)
@@ -55,15 +58,15 @@ static int write_image(const char *path, const struct ts_image *img)
 /* The pipeline of OPS on a w x h x c synthetic source: as it is, or,
  * when what OPS makes has no fixed size for batch (random_rotation with
  * expand), with a resize after it that the tool does not run. */
-static struct ts_plan *compile(int w, int h, int c, const char *ops)
+static struct ts_plan *compile(int w, int h, int c, bool deep, const char *ops)
 {
 	char *text = NULL;
 	struct ts_plan *plan = NULL;
 	for (int tail = 0; tail < 2 && !plan; tail++) {
 		char src[4096];
 		snprintf(src, sizeof(src),
-			 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d)\n"
-			 "    | %s\n%s    | batch(1)\n", h, w, c, ops,
+			 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d%s)\n"
+			 "    | %s\n%s    | batch(1)\n", h, w, c, deep ? ", depth = 16" : "", ops,
 			 tail ? "    | resize([8, 8])\n" : "");
 		struct ts_diags d;
 		ts_diags_init(&d, "geometry-tool.ts", src, strlen(src));
@@ -85,18 +88,19 @@ static int run(int argc, char **argv)
 	if (argc != 8 && argc != 11)
 		return 2;
 	int w = atoi(argv[3]), h = atoi(argv[4]), c = atoi(argv[5]);
+	const bool deep = strstr(argv[5], ":16") != NULL;
 	uint64_t seed = 0, epoch = 0, index = 0;
 	if (argc == 11) {
 		seed = strtoull(argv[8], NULL, 0);
 		epoch = strtoull(argv[9], NULL, 0);
 		index = strtoull(argv[10], NULL, 0);
 	}
-	struct ts_plan *plan = compile(w, h, c, argv[7]);
+	struct ts_plan *plan = compile(w, h, c, deep, argv[7]);
 	if (!plan)
 		return 1;
 	struct ts_image img = {0}, tmp = {0};
 	struct ts_error err = {0};
-	int rc = read_raw(argv[2], &img, w, h, c);
+	int rc = read_raw(argv[2], &img, w, h, c, deep ? TS_DTYPE_U16 : TS_DTYPE_U8);
 	for (size_t i = 0; rc == 0 && i < plan->n_ops; i++) {
 		const struct ts_op *op = &plan->ops[i];
 		if (op->kind == TS_OP_OUTPUT)
@@ -124,7 +128,7 @@ static int draws(int argc, char **argv)
 	int w = atoi(argv[3]), h = atoi(argv[4]);
 	long n = atol(argv[5]);
 	uint64_t seed = argc == 7 ? strtoull(argv[6], NULL, 0) : 0;
-	struct ts_plan *plan = compile(w, h, 3, argv[2]);
+	struct ts_plan *plan = compile(w, h, 3, false, argv[2]);
 	if (!plan)
 		return 1;
 	const struct ts_op *op = &plan->ops[0];
