@@ -138,6 +138,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		e->total = o->limit;
 	e->sink = o->sink;
 	e->sink_arg = o->sink_arg;
+	e->no_digest = o->no_digest;
 	e->threads = o->threads > 0 ? o->threads : plan->threads > 0 ? plan->threads : ts_engine_online_cores();
 	struct ts_ring_info ri = {.capacity = (uint64_t)e->threads * 4,
 				  .sample_bytes = plan->sample_bytes};

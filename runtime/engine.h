@@ -47,6 +47,9 @@ struct ts_engine_opts {
 	 * it; `tsrun preview` keeps the few it shows. NULL: none. */
 	void (*sink)(void *arg, const struct ts_engine_sample *s);
 	void *sink_arg;
+	/* Discard mode only: no unordered digest (ts_engine_unordered_digest
+	 * stays 0), for figures without that work (tsrun bench --no-digest). */
+	bool no_digest;
 };
 
 struct ts_engine_stats {

@@ -104,6 +104,7 @@ struct ts_engine {
 	/* discard mode: ts_engine_opts.sink */
 	void (*sink)(void *arg, const struct ts_engine_sample *s);
 	void *sink_arg;
+	bool no_digest;         /* discard mode: ts_engine_opts.no_digest */
 
 	/* Read and written through barrier.h, each use commented. */
 	bool stop;              /* release by whoever stops, acquire by workers */

@@ -906,6 +906,19 @@ static void out_shape(const struct ts_op *out, const struct ts_image *img,
 		   ts_dtype_size(s->dtype);
 }
 
+/* Whether the output stage out writes img as it is: nothing but a
+ * to() of img's own dtype, NHWC (the implicit one of a decode-only
+ * pipeline). */
+static bool output_is_copy(const struct ts_op *out, const struct ts_image *img)
+{
+	for (size_t i = 0; i < out->n_parts; i++) {
+		const struct ts_op *q = &out->parts[i];
+		if (q->kind != TS_OP_TO || q->dtype != img->dtype || q->layout != TS_LAYOUT_NHWC)
+			return false;
+	}
+	return true;
+}
+
 /* Discard mode: produce position p into the worker's own buffer and fold
  * it into an order-independent digest. */
 static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
@@ -933,31 +946,40 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 		smp.bytes = plan->sample_bytes;
 	}
 	size_t n = smp.bytes;
-	if (n > w->out_cap) {
-		uint8_t *o = realloc(w->out, n);
-		if (!o)
-			return ts_error_set(err, TS_E_NOMEM, "out of memory");
-		w->out = o;
-		w->out_cap = n;
+	const uint8_t *out = w->img.data;
+	/* An output stage with nothing to do (a decode-only pipeline) would
+	 * copy the image as it is: read it in place instead. */
+	if (!output_is_copy(&plan->ops[i], &w->img) || plan->sample_bytes ||
+	    w->img.stride * (size_t)w->img.height != n) {
+		if (n > w->out_cap) {
+			uint8_t *o = realloc(w->out, n);
+			if (!o)
+				return ts_error_set(err, TS_E_NOMEM, "out of memory");
+			w->out = o;
+			w->out_cap = n;
+		}
+		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+				  &w->tmp2, &w->tmp3, w->out, n, err);
+		if (rc)
+			return rc;
+		out = w->out;
 	}
-	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
-			  &w->tmp2, &w->tmp3, w->out, n, err);
-	if (rc)
-		return rc;
 	if (e->sink) {
-		smp.data = w->out;
+		smp.data = out;
 		e->sink(e->sink_arg, &smp);
 	}
+	ATOMIC_ADD(&e->discarded, 1);
+	if (e->no_digest)
+		return 0;
 	struct ts_digest d;
 	ts_digest_init(&d);
-	ts_digest_sample(&d, w->out, n, label);
+	ts_digest_sample(&d, out, n, label);
 	/* A sum of per-position hashes: the same for any completion order. */
 	uint64_t x = d.h ^ (p * 0x9e3779b97f4a7c15ULL);
 	x ^= x >> 31;
 	x *= 0xbf58476d1ce4e5b9ULL;
 	x ^= x >> 29;
 	ATOMIC_ADD(&e->unordered_digest, x); /* a sum: any order gives it */
-	ATOMIC_ADD(&e->discarded, 1);
 	return 0;
 }
 

@@ -110,11 +110,12 @@ static void print_common(const struct ts_plan *pl, const char *file, uint64_t im
  * hashed and dropped, and print the same figures. */
 static int bench_discard(const char *file, const struct ts_plan *pl, int threads,
 			 unsigned long long start_epoch, unsigned long long start_index,
-			 int epochs, bool profile)
+			 int epochs, bool digest, bool profile)
 {
 	struct ts_engine_opts eo = {
 		.threads = threads, .epochs = epochs,
 		.start_epoch = start_epoch, .start_index = start_index,
+		.no_digest = !digest,
 	};
 	struct ts_engine *e = NULL;
 	struct ts_error err = {0};
@@ -141,8 +142,11 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 	printf("threads: %d\n", es.threads);
 	printf("reader: %s\n", es.uring ? "io_uring" : "plain reads");
 	printf("skipped: %" PRIu64 "\n", es.skipped);
-	printf("digest: %016llx (unordered: samples of varying size)\n",
-	       (unsigned long long)ts_engine_unordered_digest(e));
+	if (digest)
+		printf("digest: %016llx (unordered: samples of varying size)\n",
+		       (unsigned long long)ts_engine_unordered_digest(e));
+	else
+		printf("digest: off (--no-digest)\n");
 	if (profile)
 		print_profile(es.samples, cpu, 0.0, 0.0, 0.0);
 	ts_engine_destroy(e);
@@ -250,7 +254,7 @@ int ts_cmd_bench(int argc, char **argv)
 	}
 	if (pl->sample_bytes == 0) {
 		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
-					(int)(start_epoch + (uint64_t)epochs), profile);
+					(int)(start_epoch + (uint64_t)epochs), digest, profile);
 		ts_pipeline_destroy(p);
 		return st2;
 	}

@@ -97,6 +97,22 @@ run_bench "$dir/val.ts" --epochs 3 --threads 2 --no-digest
 [ "$(field digest)" = "off (--no-digest)" ] || bad "--no-digest: digest line '$(field digest)'"
 [ "$(field digest_cpu)" = "0.000000 s" ] || bad "--no-digest: digest_cpu $(field digest_cpu)"
 
+# A decode-only pipeline (no fixed size: discard mode, unordered digest):
+# its digest, the same on 1 and 2 threads, and none with --no-digest.
+printf 'pipeline d =\n    folder("ds/train")\n    | decode(rgb)\n' > "$dir/dec.ts"
+run_bench "$dir/dec.ts" --threads 1
+[ $st = 0 ] || bad "decode-only bench exited $st: $(cat "$dir/bench.err")"
+d1=$(field digest)
+case "$d1" in
+[0-9a-f]*" (unordered: samples of varying size)") ;;
+*) bad "decode-only: digest line '$d1'" ;;
+esac
+run_bench "$dir/dec.ts" --threads 2
+[ "$(field digest)" = "$d1" ] || bad "decode-only: 2 threads' digest $(field digest) != $d1"
+run_bench "$dir/dec.ts" --threads 2 --no-digest
+[ "$(field images)" = 30 ] || bad "decode-only --no-digest: images $(field images), want 30"
+[ "$(field digest)" = "off (--no-digest)" ] || bad "decode-only --no-digest: digest line '$(field digest)'"
+
 run_bench "$dir/val.ts" --epochs 2 --batch 30 --threads 1
 [ "$(field images) $(field batches)" = "60 2" ] ||
 	bad "--batch 30 over 2 epochs: images $(field images) batches $(field batches), want 60 2"
