@@ -232,8 +232,10 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	ts_plan_format_size(p->mem_threads ? p->mem_scratch / (uint64_t)p->mem_threads : 0,
 			    d, sizeof(d));
 	ts_plan_format_size(p->mem_io, e, sizeof(e));
-	fprintf(f, " + scratch %s (%d threads x %s) + io %s\n", c, p->mem_threads,
+	fprintf(f, " + scratch %s (%d threads x %s) + io %s", c, p->mem_threads,
 		d, e);
+	ts_plan_format_size(p->mem_process, e, sizeof(e));
+	fprintf(f, " + process %s\n", e);
 	if (p->memory_budget) {
 		ts_plan_format_size(p->memory_budget, a, sizeof(a));
 		fprintf(f, "budget: %s (%s)\n", a,

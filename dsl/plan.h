@@ -347,6 +347,8 @@ struct ts_plan {
 	uint64_t mem_ring;        /* samples + labels + positions */
 	uint64_t mem_scratch;     /* all workers' decode/augment buffers */
 	uint64_t mem_io;          /* reader buffers */
+	uint64_t mem_process;     /* the process itself: code, libraries,
+				     stacks, allocator */
 	uint64_t mem_total;
 	int mem_threads;          /* workers the estimate assumed */
 

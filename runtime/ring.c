@@ -91,6 +91,7 @@ struct ts_ring_local {
 	struct ts_ring *ring;
 	struct ts_ring_consumer *c;
 	struct ts_ring_reader *rd;
+	uint64_t last_seq, last_n;     /* the batch handed out last */
 };
 
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
@@ -1012,6 +1013,9 @@ int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
 	rc = ts_ring_reader_open(r->fd, l->c->ctl_fd, &o, &l->rd, err);
 	if (rc < 0)
 		goto fail;
+	/* The samples through our own mapping: counted once in RSS (the
+	 * budget), not once per mapping. */
+	ts_ring_reader_borrow_data(l->rd, r->data);
 	*out = l;
 	return 0;
 fail:
@@ -1020,16 +1024,42 @@ fail:
 	return rc;
 }
 
+/* A batch across the wrap was read through the second copy of the data
+ * mapping, whose pages then count in RSS a second time: once it is
+ * released, drop them from the mapping (the memfd keeps them; the
+ * writers use the first copy), so the process holds the ring once plus
+ * at most the part of one batch past the wrap. */
+static void local_unwrap(struct ts_ring_local *l)
+{
+	struct ts_ring *r = l->ring;
+	uint64_t first = l->last_seq % r->capacity;
+	if (l->last_n == 0 || first + l->last_n <= r->capacity)
+		return;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t past = (first + l->last_n - r->capacity) * r->sample_bytes;
+	madvise(r->data + r->data_bytes, (size_t)((past + page - 1) / page * page),
+		MADV_DONTNEED);
+	l->last_n = 0;
+}
+
 int ts_ring_local_next(struct ts_ring_local *l, struct ts_ring_batch *b,
 		       int timeout_ms, struct ts_error *err)
 {
-	return ts_ring_reader_next(l->rd, b, timeout_ms, NULL, NULL, err);
+	int rc = ts_ring_reader_next(l->rd, b, timeout_ms, NULL, NULL, err);
+	local_unwrap(l);  /* the previous batch is released now */
+	if (rc == 0) {
+		l->last_seq = b->seq;
+		l->last_n = b->n;
+	}
+	return rc;
 }
 
 void ts_ring_local_release(struct ts_ring_local *l,
 			   const struct ts_ring_batch *b)
 {
 	ts_ring_reader_release(l->rd, b);
+	if (b && b->seq == l->last_seq)
+		local_unwrap(l);
 }
 
 void ts_ring_local_destroy(struct ts_ring_local *l)

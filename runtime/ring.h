@@ -519,6 +519,12 @@ uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd);
  * reader whose batches are published before it asks never does. */
 uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd);
 
+/* Read the data region through data, a double mapping of it that the
+ * caller keeps for the reader's life (an in-process consumer: the
+ * producer's own), instead of the reader's: the samples are then counted
+ * once in the process's memory, not twice. */
+void ts_ring_reader_borrow_data(struct ts_ring_reader *rd, const uint8_t *data);
+
 /* Unmap. NULL is a no-op. Does not detach (the producer sees that). */
 void ts_ring_reader_destroy(struct ts_ring_reader *rd);
 

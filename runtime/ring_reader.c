@@ -39,6 +39,7 @@ struct ts_ring_reader {
 	uint64_t floor;        /* first seq of the oldest batch held */
 	uint64_t data_offset;  /* of the data region in the memfd */
 	struct ts_share_rank share;  /* a rank of a job: world > 0 */
+	bool data_borrowed;    /* data is the producer's mapping (local) */
 };
 
 int ts_ring_reader_open(int ring_fd, int ctl_fd,
@@ -169,7 +170,7 @@ void ts_ring_reader_destroy(struct ts_ring_reader *rd)
 		rd->hold = false;
 		reader_release_to(rd, rd->pending_end);
 	}
-	if (rd->data)
+	if (rd->data && !rd->data_borrowed)
 		munmap((void *)rd->data, 2 * rd->data_bytes);
 	if (rd->meta != MAP_FAILED)
 		munmap((void *)rd->meta, rd->meta_bytes);
@@ -182,6 +183,14 @@ void ts_ring_reader_destroy(struct ts_ring_reader *rd)
 	free(rd->labels);
 	free(rd->label_data);
 	free(rd);
+}
+
+void ts_ring_reader_borrow_data(struct ts_ring_reader *rd, const uint8_t *data)
+{
+	if (!rd->data_borrowed)
+		munmap((void *)rd->data, 2 * rd->data_bytes);
+	rd->data = data;
+	rd->data_borrowed = true;
 }
 
 void ts_ring_reader_get_info(const struct ts_ring_reader *rd,

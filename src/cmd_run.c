@@ -249,19 +249,20 @@ static void on_hup(struct ts_serve *s, const char *socket_path, const char *pipe
 /* The plan's one-line description, memory included. */
 static void print_plan(const char *file, const struct ts_plan *plan)
 {
-	char need[32], ringsz[32], scratch[32], io[32], budget[32];
+	char need[32], ringsz[32], scratch[32], io[32], base[32], budget[32];
 	ts_plan_format_size(plan->mem_total, need, sizeof(need));
 	ts_plan_format_size(plan->mem_ring, ringsz, sizeof(ringsz));
 	ts_plan_format_size(plan->mem_scratch, scratch, sizeof(scratch));
 	ts_plan_format_size(plan->mem_io, io, sizeof(io));
+	ts_plan_format_size(plan->mem_process, base, sizeof(base));
 	if (plan->memory_budget)
 		ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
 	else
 		snprintf(budget, sizeof(budget), "none");
 	fprintf(stderr, "tsrun: %s: pipeline '%s', %dx%dx%d %s %s samples, memory %s "
-		"(ring %s, scratch %s, io %s; budget %s)\n", file, plan->name,
+		"(ring %s, scratch %s, io %s, process %s; budget %s)\n", file, plan->name,
 		plan->channels, plan->height, plan->width, ts_dtype_name(plan->dtype),
-		ts_layout_name(plan->layout), need, ringsz, scratch, io, budget);
+		ts_layout_name(plan->layout), need, ringsz, scratch, io, base, budget);
 }
 
 /* What serving set up: the device ring (or why not) and the reader. */

@@ -107,7 +107,7 @@ TS_EXPORT uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads)
 		return pl->mem_total;
 	/* The plan's scratch figure is for its own thread count. */
 	uint64_t per = pl->mem_scratch / (uint64_t)pl->mem_threads;
-	return pl->mem_ring + pl->mem_io + per * (uint64_t)threads;
+	return pl->mem_ring + pl->mem_io + pl->mem_process + per * (uint64_t)threads;
 }
 
 TS_EXPORT void ts_pipeline_shape(const struct ts_pipeline *p, int *height,
@@ -152,11 +152,14 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 	uint64_t need = ts_pipeline_memory(p, opts->threads);
 	if (budget && need > budget)
 		return ts_error_set(err, TS_E_BUDGET,
-				    "the plan needs %llu bytes (ring %llu, scratch %llu, io %llu) "
-				    "but the budget is %llu; use a smaller ring or fewer threads",
+				    "the plan needs %llu bytes (ring %llu, scratch %llu, io %llu, "
+				    "process %llu) but the budget is %llu; use a smaller ring or "
+				    "fewer threads",
 				    (unsigned long long)need, (unsigned long long)pl->mem_ring,
-				    (unsigned long long)(need - pl->mem_ring - pl->mem_io),
-				    (unsigned long long)pl->mem_io, (unsigned long long)budget);
+				    (unsigned long long)(need - pl->mem_ring - pl->mem_io -
+							 pl->mem_process),
+				    (unsigned long long)pl->mem_io,
+				    (unsigned long long)pl->mem_process, (unsigned long long)budget);
 	size_t batch = opts->batch ? opts->batch : (size_t)pl->batch;
 	struct ts_stream *s = calloc(1, sizeof(*s));
 	if (!s)

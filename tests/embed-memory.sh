@@ -72,7 +72,7 @@ done
 if run small --epochs 1 --memory 32; then
 	cat "$T/small"; fail "a 32 MiB budget was accepted"
 fi
-grep -q "the plan needs .* (ring .*, scratch .*, io .*) but the budget is" "$T/small" ||
+grep -q "the plan needs .* (ring .*, scratch .*, io .*, process .*) but the budget is" "$T/small" ||
 	{ cat "$T/small"; fail "the refusal has no breakdown"; }
 # A frame larger than the plan's scratch allows whole: 8192x8192 16-bit
 # (128 MiB decoded). decode | tile cuts it from bands of 512 rows decoded

@@ -321,7 +321,8 @@ START_TEST(test_estimate)
 	ck_assert_int_eq(p->mem_threads, 4);
 	ck_assert_uint_eq(p->mem_scratch, 4ull * 16 * 1024 * 1024);
 	ck_assert_uint_eq(p->mem_io, 64ull * 1024 * 1024);
-	ck_assert_uint_eq(p->mem_total, p->mem_ring + p->mem_scratch + p->mem_io);
+	ck_assert_uint_eq(p->mem_process, 4ull * 1024 * 1024);
+	ck_assert_uint_eq(p->mem_total, p->mem_ring + p->mem_scratch + p->mem_io + p->mem_process);
 	ts_plan_destroy(p);
 
 	/* auto threads: the estimate follows the core count it is given;
@@ -373,7 +374,7 @@ static const struct {
 	  "serve p { threads = 1 memory = 1 GiB ",
 	  "ring = ", " batches" },
 	{ "pipeline p = synthetic(224) | to(float32) | batch(1)\n"
-	  "serve p { threads = 1 memory = 4 MiB ",
+	  "serve p { threads = 1 memory = 8 MiB ",
 	  "ring = ", " samples" },
 };
 
@@ -419,11 +420,11 @@ START_TEST(test_budget_hint_limits)
 		"serve p { ring = 2 batches threads = 1 queue_depth = 4 memory = 8 MiB }",
 		NULL, &d, &rc));
 	ck_assert_str_eq(d.items[0].hint,
-			 "scratch dominates and threads is already 1: raise memory to 21 MiB");
+			 "scratch dominates and threads is already 1: raise memory to 25 MiB");
 	ts_diags_fini(&d);
 	struct ts_plan *p = compile_ok(
 		"pipeline p = folder(\"x\") | decode | center_crop(64) | batch(8)\n"
-		"serve p { ring = 2 batches threads = 1 queue_depth = 4 memory = 21 MiB }");
+		"serve p { ring = 2 batches threads = 1 queue_depth = 4 memory = 25 MiB }");
 	ts_plan_destroy(p);
 
 	ck_assert_ptr_null(compile(
