@@ -24,9 +24,14 @@
 #include "util.h"
 
 /* Pillow's COORD and FLOOR: truncation, with every negative coordinate
- * outside (COORD) or floored (FLOOR). */
+ * outside (COORD) or floored (FLOOR). A coordinate past int's range, or
+ * NaN (a shear of 90 degrees, a warp through infinity), is outside too:
+ * Pillow's conversion of it is undefined (INT_MIN on x86, outside as
+ * well). */
 static int coord(double v)
 {
+	if (!(v < 2147483647.0))
+		return -1;
 	return v < 0.0 ? -1 : (int)v;
 }
 
@@ -98,8 +103,8 @@ static inline int clip_x(const struct ts_image *im, int x)
 static int bilinear_at(const struct ts_image *im, double xin, double yin,
 		       uint8_t *out)
 {
-	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
-		return 0;
+	if (!(xin >= 0.0 && xin < im->width && yin >= 0.0 && yin < im->height))
+		return 0; /* outside, or NaN */
 	xin -= 0.5;
 	yin -= 0.5;
 	const int x = floor_int(xin), y = floor_int(yin);
@@ -137,8 +142,8 @@ static double cubic(double v1, double v2, double v3, double v4, double d)
 static int bicubic_at(const struct ts_image *im, double xin, double yin,
 		      uint8_t *out)
 {
-	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
-		return 0;
+	if (!(xin >= 0.0 && xin < im->width && yin >= 0.0 && yin < im->height))
+		return 0; /* outside, or NaN */
 	xin -= 0.5;
 	yin -= 0.5;
 	int x = floor_int(xin), y = floor_int(yin);
@@ -343,7 +348,11 @@ int ts_geo_transform_affine(const struct ts_image *src, struct ts_image *dst,
 		if (xtab != stack)
 			free(xtab);
 	} else if (fits_fixed(m, 0, 0) && fits_fixed(m, ow, oh) &&
-		   fits_fixed(m, 0, oh) && fits_fixed(m, ow, 0)) {
+		   fits_fixed(m, 0, oh) && fits_fixed(m, ow, 0) &&
+		   /* steps Pillow's 16.16 cannot hold (a 1-pixel-wide
+		    * output only): undefined there, the float engine here */
+		   fabs(m[0]) < 32768.0 && fabs(m[1]) < 32768.0 &&
+		   fabs(m[3]) < 32768.0 && fabs(m[4]) < 32768.0) {
 		fixed_affine(src, dst, m);
 	} else {
 		float_affine(src, dst, m);

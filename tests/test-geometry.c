@@ -212,6 +212,29 @@ START_TEST(perspective_coefficients)
 }
 END_TEST
 
+/* Degenerate maps sample nothing and crash nothing: a shear of 90
+ * degrees (coordinates past int's range), a warp whose horizon crosses
+ * the image (NaN and infinite coordinates), for every interpolation. */
+START_TEST(degenerate_maps)
+{
+	static const enum ts_interp in[] = { TS_INTERP_NEAREST, TS_INTERP_BILINEAR,
+					     TS_INTERP_BICUBIC };
+	for (int k = 0; k < 3; k++) {
+		struct ts_image img = grid(), tmp = { 0 };
+		const double t[2] = { 0, 0 }, sh[2] = { 90, 0 };
+		ck_assert_int_eq(ts_geo_affine(&img, &tmp, 0, t, 1, sh, NULL, in[k], fill9), 0);
+		ck_assert_int_eq(img.width, 4);
+		/* a bow tie: the corners crossed */
+		const double s[8] = { 0, 0, 3, 0, 3, 2, 0, 2 };
+		const double e[8] = { 0, 0, 3, 2, 3, 0, 0, 2 };
+		ck_assert_int_eq(ts_geo_perspective(&img, &tmp, s, e, in[k], fill9), 0);
+		ck_assert_int_eq(img.height, 3);
+		ts_image_free(&img);
+		ts_image_free(&tmp);
+	}
+}
+END_TEST
+
 /* ---- pad and erase --------------------------------------------------- */
 
 static const struct {
@@ -628,6 +651,7 @@ static Suite *suite(void)
 	tcase_add_test(k, affine_pil);
 	tcase_add_test(k, affine_channels);
 	tcase_add_test(k, perspective_coefficients);
+	tcase_add_test(k, degenerate_maps);
 	tcase_add_loop_test(k, pad_modes, 0, (int)(sizeof(pad_cases) / sizeof(pad_cases[0])));
 	tcase_add_test(k, pad_crop_and_u16);
 	tcase_add_test(k, erase_box);
