@@ -319,7 +319,189 @@ static void describe_random_erasing(const struct ts_op *op, char *buf, size_t n)
 		 op->p, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi, v);
 }
 
+/* ---- rand_augment, trivial_augment_wide, auto_augment ---------------- */
+
+static const char *const w_policy_interp[] = {"nearest", "bilinear", NULL};
+static const char *const w_aa_policy[] = {"imagenet", "cifar10", "svhn", NULL};
+
+#define P_POLICY_COMMON \
+	{ .name = "interpolation", .type = TS_PT_WORD, .def = "nearest", .def_word = 0, \
+	  .words = w_policy_interp, \
+	  .doc = "nearest or bilinear, for the geometric ops (as PIL samples)" }, \
+	{ .name = "fill", .type = TS_PT_NUMLIST, .def = "0", P_MIN(0), P_MAX(255), \
+	  .doc = "the colour outside the sheared, moved or rotated image: one level, or one per channel" }
+
+/* num_magnitude_bins: torchvision's Posterize table divides by bins - 1,
+ * so one bin is refused. */
+#define P_BINS \
+	{ .name = "num_magnitude_bins", .type = TS_PT_INT, .def = "31", .def_num = 31, \
+	  P_MIN(2), P_MAX(1024), .doc = "how many magnitude levels each op's range has" }
+
+static const struct ts_param p_rand_augment[] = {
+	{ .name = "num_ops", .type = TS_PT_INT, .positional = true, .def = "2",
+	  .def_num = 2, P_MIN(0), P_MAX(64), .doc = "ops applied in a row, each drawn anew" },
+	{ .name = "magnitude", .type = TS_PT_INT, .positional = true, .def = "9",
+	  .def_num = 9, P_MIN(0), P_MAX(1023),
+	  .doc = "the magnitude bin of every op, 0 to num_magnitude_bins - 1" },
+	P_BINS,
+	P_POLICY_COMMON,
+};
+
+static const struct ts_param p_trivial_augment_wide[] = {
+	P_BINS,
+	P_POLICY_COMMON,
+};
+
+static const struct ts_param p_auto_augment[] = {
+	{ .name = "policy", .type = TS_PT_WORD, .positional = true, .def = "imagenet",
+	  .def_word = 0, .words = w_aa_policy,
+	  .doc = "the learned policy: imagenet, cifar10 or svhn" },
+	P_POLICY_COMMON,
+};
+
+/* interpolation and fill, as the geometry ops keep them */
+static void take_common(const struct ts_opdef *def, struct ts_check_val *vals,
+			struct ts_op *op)
+{
+	const struct ts_check_val *fill = ts_check_arg(def, vals, "fill");
+	op->interp = ts_check_arg(def, vals, "interpolation")->word == 1
+			     ? TS_INTERP_BILINEAR : TS_INTERP_NEAREST;
+	op->geo.n_fill = fill->given && fill->n_nums > 0 ? fill->n_nums : 1;
+	for (int i = 0; i < 4; i++)
+		op->geo.fill[i] = fill->given && i < fill->n_nums ? fill->dnums[i] : 0.0;
+}
+
+static int build_rand_augment(struct ts_check *c, const struct ts_opdef *def,
+			      struct ts_check_val *vals,
+			      const struct ts_ast_call *call,
+			      const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *mag = ts_check_arg(def, vals, "magnitude");
+	op->num_ops = (int)ts_check_arg(def, vals, "num_ops")->num;
+	op->magnitude = (int)mag->num;
+	op->num_bins = (int)ts_check_arg(def, vals, "num_magnitude_bins")->num;
+	take_common(def, vals, op);
+	if (!mag->bad && op->magnitude >= op->num_bins) {
+		char hint[192];
+		snprintf(hint, sizeof(hint),
+			 "give a magnitude of 0 to %d, or more num_magnitude_bins",
+			 op->num_bins - 1);
+		ts_check_err(c, ts_check_arg_loc(def, vals, call, "magnitude"), hint,
+		    "magnitude %d is out of range: num_magnitude_bins = %d has bins 0 to %d",
+		    op->magnitude, op->num_bins, op->num_bins - 1);
+		op->magnitude = op->num_bins - 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int build_trivial_augment_wide(struct ts_check *c, const struct ts_opdef *def,
+				      struct ts_check_val *vals,
+				      const struct ts_ast_call *call,
+				      const struct ts_shape *in, struct ts_op *op)
+{
+	op->num_bins = (int)ts_check_arg(def, vals, "num_magnitude_bins")->num;
+	take_common(def, vals, op);
+	return 0;
+}
+
+static int build_auto_augment(struct ts_check *c, const struct ts_opdef *def,
+			      struct ts_check_val *vals,
+			      const struct ts_ast_call *call,
+			      const struct ts_shape *in, struct ts_op *op)
+{
+	op->aa_policy = (enum ts_aa_policy)ts_check_arg(def, vals, "policy")->word;
+	op->num_bins = 10; /* AutoAugment's tables have 10 bins */
+	take_common(def, vals, op);
+	return 0;
+}
+
+/* The policies take uint8 L or RGB images, as torchvision's do. */
+static int shape_policy(const char *name, const struct ts_op *op,
+			const struct ts_shape *in, struct ts_shape *out,
+			struct ts_shape_err *e)
+{
+	*out = *in;
+	if (in->dtype == TS_DTYPE_U16) {
+		snprintf(e->msg, sizeof(e->msg),
+			 "'%s' works on uint8 pixels, but the data is uint16 here", name);
+		snprintf(e->hint, sizeof(e->hint),
+			 "decode with depth = 8, or add to(uint8) before %s", name);
+		return -1;
+	}
+	if (in->c != 1 && in->c != 3) {
+		snprintf(e->msg, sizeof(e->msg),
+			 "'%s' takes 1 or 3 channels (torchvision's L or RGB), but the image has %d",
+			 name, in->c);
+		snprintf(e->hint, sizeof(e->hint), "decode(rgb) or decode(gray)");
+		return -1;
+	}
+	if (op->geo.n_fill > 1 && op->geo.n_fill != in->c) {
+		e->param = "fill";
+		snprintf(e->msg, sizeof(e->msg),
+			 "'%s' has %d fill values, but the image has %d channel%s", name,
+			 op->geo.n_fill, in->c, ts_registry_plural(in->c));
+		snprintf(e->hint, sizeof(e->hint), "give one value for every channel, or %d",
+			 in->c);
+		return -1;
+	}
+	return 0;
+}
+
+static int shape_rand_augment(const struct ts_op *op, const struct ts_shape *in,
+			      struct ts_shape *out, struct ts_shape_err *e)
+{
+	return shape_policy("rand_augment", op, in, out, e);
+}
+
+static int shape_trivial_augment_wide(const struct ts_op *op, const struct ts_shape *in,
+				      struct ts_shape *out, struct ts_shape_err *e)
+{
+	return shape_policy("trivial_augment_wide", op, in, out, e);
+}
+
+static int shape_auto_augment(const struct ts_op *op, const struct ts_shape *in,
+			      struct ts_shape *out, struct ts_shape_err *e)
+{
+	return shape_policy("auto_augment", op, in, out, e);
+}
+
+static void common_desc(const struct ts_op *op, char *buf, size_t n)
+{
+	size_t at = (size_t)snprintf(buf, n, "interpolation=%s, fill=%s",
+				     op->interp == TS_INTERP_BILINEAR ? "bilinear" : "nearest",
+				     op->geo.n_fill > 1 ? "[" : "");
+	for (int i = 0; i < op->geo.n_fill && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%g", i ? ", " : "", op->geo.fill[i]);
+	if (op->geo.n_fill > 1 && at < n)
+		snprintf(buf + at, n - at, "]");
+}
+
+static void describe_rand_augment(const struct ts_op *op, char *buf, size_t n)
+{
+	char c[96];
+	common_desc(op, c, sizeof(c));
+	snprintf(buf, n, "rand_augment(num_ops=%d, magnitude=%d, num_magnitude_bins=%d, %s)",
+		 op->num_ops, op->magnitude, op->num_bins, c);
+}
+
+static void describe_trivial_augment_wide(const struct ts_op *op, char *buf, size_t n)
+{
+	char c[96];
+	common_desc(op, c, sizeof(c));
+	snprintf(buf, n, "trivial_augment_wide(num_magnitude_bins=%d, %s)", op->num_bins, c);
+}
+
+static void describe_auto_augment(const struct ts_op *op, char *buf, size_t n)
+{
+	char c[96];
+	common_desc(op, c, sizeof(c));
+	snprintf(buf, n, "auto_augment(policy=%s, %s)", w_aa_policy[op->aa_policy], c);
+}
+
 /* ---- the rows -------------------------------------------------------- */
+
+#define POLICY (TS_OPF_PIXELS | TS_OPF_UINT8)
 
 const struct ts_opdef ts_ops_policy[] = {
 	{ TS_TRANSFORM("random_apply", TS_OP_RANDOM_APPLY, p_random_apply, 0,
@@ -335,5 +517,18 @@ const struct ts_opdef ts_ops_policy[] = {
 		       "erase a random box of the float tensor, with probability p"),
 	  .shape = shape_random_erasing, .build = build_random_erasing,
 	  .describe = describe_random_erasing },
+	{ TS_TRANSFORM("rand_augment", TS_OP_RAND_AUGMENT, p_rand_augment, POLICY,
+		       "torchvision's RandAugment: num_ops random ops at one magnitude"),
+	  .shape = shape_rand_augment, .build = build_rand_augment,
+	  .describe = describe_rand_augment },
+	{ TS_TRANSFORM("trivial_augment_wide", TS_OP_TRIVIAL_AUGMENT_WIDE,
+		       p_trivial_augment_wide, POLICY,
+		       "torchvision's TrivialAugmentWide: one random op at a random magnitude"),
+	  .shape = shape_trivial_augment_wide, .build = build_trivial_augment_wide,
+	  .describe = describe_trivial_augment_wide },
+	{ TS_TRANSFORM("auto_augment", TS_OP_AUTO_AUGMENT, p_auto_augment, POLICY,
+		       "torchvision's AutoAugment: one of a learned policy's op pairs"),
+	  .shape = shape_auto_augment, .build = build_auto_augment,
+	  .describe = describe_auto_augment },
 	TS_ROW_END,
 };

@@ -260,11 +260,10 @@ struct ts_op {
 	size_t n_branches;
 	/* rand_augment(num_ops, magnitude, num_magnitude_bins),
 	 * trivial_augment_wide(num_magnitude_bins), auto_augment(policy);
-	 * all three with interp (nearest or bilinear) and fill. */
+	 * all three with interp (nearest or bilinear) and their fill in
+	 * geo.n_fill / geo.fill, as the geometry ops keep theirs. */
 	int num_ops, magnitude, num_bins;
 	enum ts_aa_policy aa_policy;
-	int n_fill;               /* 0: fill 0; 1: every channel; else per channel */
-	float fill[4];
 	/* random_erasing(p, scale, ratio, value): scale_lo..hi and
 	 * ratio_lo..hi above; the value 0, one per channel (n_erase 1 or C),
 	 * or standard normal draws (erase_random). */

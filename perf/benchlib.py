@@ -141,8 +141,8 @@ def warm_cache(files):
 
 
 def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
-    """A pipeline file for the data set: examples/imagenet.ts (train) or
-    examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
+    """A pipeline file for the data set: examples/imagenet.ts (train),
+    examples/imagenet-randaug.ts (randaug) or examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
     and socket replaced; "decode" is folder | decode only (no batch)."""
     split = split_dir(data, recipe)
     if recipe == "decode":
@@ -151,7 +151,9 @@ def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
         return f'pipeline decode =\n    folder("{split}")\n    | decode(rgb)\n'
 
     else:
-        src = os.path.join(ROOT, "examples", "imagenet.ts" if recipe == "train" else "imagenet-val.ts")
+        src = os.path.join(ROOT, "examples", {"train": "imagenet.ts",
+                                               "randaug": "imagenet-randaug.ts"}.get(
+                                                   recipe, "imagenet-val.ts"))
         with open(src) as fh:
             text = fh.read()
         text = re.sub(r'folder\("[^"]*"', f'folder("{split}"', text, count=1)

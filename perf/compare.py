@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tsrun against its baseline, side by side, A B A B ..., as ratios.
 
-    perf/compare.py [--mode train|val|decode] [--pairs 3] [--data DIR]
+    perf/compare.py [--mode train|val|randaug|decode] [--pairs 3] [--data DIR]
                     [--images 2000] [--epochs 1] [--batch 256] [--batches N]
                     [--cpus 0-1] [--noisy 0.1] [--retries 2] [--profile]
                     [--json FILE]
@@ -11,6 +11,9 @@ Modes (side A = the baseline, side B = `tsrun bench`):
              (perf/dataloader.py, num_workers = cores, under /usr/bin/python3)
           B: examples/imagenet.ts on the data set, --threads = cores
   val     the same with the val recipe (examples/imagenet-val.ts)
+  randaug the same with the RandAugment recipe (RandomResizedCrop +
+             flip + RandAugment(2, 9) + Normalize + RandomErasing(0.25);
+             examples/imagenet-randaug.ts; perf/randaug.sh runs it)
   decode  A: perf/decode-limit (libjpeg-turbo's TurboJPEG decode, 1 thread,
              files preloaded)  B: folder | decode(rgb), --threads 1
 
@@ -101,7 +104,7 @@ def run_pair(args, cpus, data, tsrun, pipeline, files):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=["train", "val", "decode"], default="train")
+    ap.add_argument("--mode", choices=["train", "val", "randaug", "decode"], default="train")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--data", help="data set folder (default: made in $TMPDIR)")
     ap.add_argument("--images", type=int, default=2000)

@@ -4,7 +4,7 @@ the baseline side of perf/compare.py and perf/sharing.py.
 
 Run with /usr/bin/python3 (Debian's python3-torch and python3-torchvision).
 
-    dataloader.py ROOT [--recipe train|val] [--batch 256] [--workers N]
+    dataloader.py ROOT [--recipe train|val|randaug] [--batch 256] [--workers N]
                        [--epochs 1] [--batches N] [--threads-per-worker 1]
 
 ROOT is a data set folder (tsrun make-dataset) or a class folder tree
@@ -46,6 +46,17 @@ def build_loader(root, recipe, batch, workers):
             transforms.ToTensor(),
             norm,
         ])
+    elif recipe == "randaug":
+        # examples/imagenet-randaug.ts: RandAugment on the PIL image, as
+        # torchvision's classification references place it
+        tf = transforms.Compose([
+            transforms.RandomResizedCrop(224),
+            transforms.RandomHorizontalFlip(),
+            transforms.RandAugment(num_ops=2, magnitude=9),
+            transforms.ToTensor(),
+            norm,
+            transforms.RandomErasing(p=0.25),
+        ])
     else:
         tf = transforms.Compose([
             transforms.Resize(256),
@@ -56,7 +67,7 @@ def build_loader(root, recipe, batch, workers):
     ds = datasets.ImageFolder(root, transform=tf)
     if len(ds) == 0:
         return None, root
-    return DataLoader(ds, batch_size=batch, shuffle=(recipe == "train"),
+    return DataLoader(ds, batch_size=batch, shuffle=(recipe != "val"),
                       num_workers=workers, drop_last=False,
                       persistent_workers=False), root
 
@@ -64,7 +75,7 @@ def build_loader(root, recipe, batch, workers):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
-    ap.add_argument("--recipe", choices=["train", "val"], default="train")
+    ap.add_argument("--recipe", choices=["train", "val", "randaug"], default="train")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--epochs", type=int, default=1)

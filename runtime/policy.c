@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "augment.h"
+#include "color.h"
+#include "filter.h"
+#include "geometry.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -206,6 +209,343 @@ static void post_random_erasing(const struct ts_op *op, struct ts_rng *rng,
 	ts_policy_erase_fill(op, &box, rng, dst, t->dtype, t->layout, c, h, w);
 }
 
+/* ---- rand_augment, trivial_augment_wide, auto_augment --------------- */
+
+const char *ts_policy_op_name(enum ts_policy_opname op)
+{
+	static const char *const names[TS_PA_COUNT] = {
+		"Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate",
+		"Brightness", "Color", "Contrast", "Sharpness", "Posterize", "Solarize",
+		"AutoContrast", "Equalize", "Invert",
+	};
+	return (unsigned)op < TS_PA_COUNT ? names[op] : "?";
+}
+
+/* torch.linspace(start, end, steps) in float32 as torch 1.13's CPU
+ * kernel computes it (AVX2 build): step = (end - start) / (steps - 1);
+ * element i is start + step * i below steps / 2, else end - step *
+ * (steps - 1 - i), each one fused multiply-add (the kernel's scalar
+ * lambda, compiled with FMA contraction); but the first steps / 16 * 16
+ * elements come in vectors of 8 from a base element b, as b + k * step
+ * rounded twice (Vectorized::arange). Checked against torch.linspace by
+ * tests/torch-policy.py for every table. */
+static void linspace(float start, float end, int steps, float *out)
+{
+	if (steps == 1) {
+		out[0] = start;
+		return;
+	}
+	const float step = (end - start) / (float)(steps - 1);
+	const int half = steps / 2, nv = steps / 16 * 16;
+	for (int i = 0; i < steps; i++) {
+		int b = i < nv ? i / 8 * 8 : i; /* the element the value comes from */
+		float base = b < half ? fmaf(step, (float)b, start)
+				      : fmaf(-step, (float)(steps - 1 - b), end);
+		if (b == i) {
+			out[i] = base;
+		} else {
+			/* two roundings, never contracted into one */
+			volatile float prod = (float)(i - b) * step;
+			out[i] = base + prod;
+		}
+	}
+}
+
+int ts_policy_table(enum ts_op_kind k, enum ts_policy_opname op, int bins, int w,
+		    int h, float *mag, bool *is_signed)
+{
+	const bool wide = k == TS_OP_TRIVIAL_AUGMENT_WIDE;
+	*is_signed = false;
+	switch (op) {
+	case TS_PA_SHEAR_X:
+	case TS_PA_SHEAR_Y:
+		*is_signed = true;
+		linspace(0.0f, wide ? 0.99f : 0.3f, bins, mag);
+		return bins;
+	case TS_PA_TRANSLATE_X:
+	case TS_PA_TRANSLATE_Y:
+		*is_signed = true;
+		/* 150 / 331 of the side (a Python float, then float32) */
+		linspace(0.0f, wide ? 32.0f
+				    : (float)(150.0 / 331.0 * (op == TS_PA_TRANSLATE_X ? w : h)),
+			 bins, mag);
+		return bins;
+	case TS_PA_ROTATE:
+		*is_signed = true;
+		linspace(0.0f, wide ? 135.0f : 30.0f, bins, mag);
+		return bins;
+	case TS_PA_BRIGHTNESS:
+	case TS_PA_COLOR:
+	case TS_PA_CONTRAST:
+	case TS_PA_SHARPNESS:
+		*is_signed = true;
+		linspace(0.0f, wide ? 0.99f : 0.9f, bins, mag);
+		return bins;
+	case TS_PA_POSTERIZE: {
+		/* 8 - (arange(bins) / ((bins - 1) / 4)).round().int(): float32
+		 * division, round half to even; / 6 for the wide space */
+		const float d = (float)((bins - 1) / (wide ? 6.0 : 4.0));
+		for (int i = 0; i < bins; i++)
+			mag[i] = (float)(8 - (int)rintf((float)i / d));
+		return bins;
+	}
+	case TS_PA_SOLARIZE:
+		linspace(255.0f, 0.0f, bins, mag);
+		return bins;
+	default:
+		return 0;
+	}
+}
+
+/* AutoAugment's sub-policies: (op, p, magnitude bin or -1) pairs. */
+struct aa_sub {
+	enum ts_policy_opname op;
+	float p;
+	int bin;
+};
+#define AA(o1, p1, m1, o2, p2, m2) \
+	{ { TS_PA_##o1, p1, m1 }, { TS_PA_##o2, p2, m2 } }
+
+static const struct aa_sub aa_imagenet[25][2] = {
+	AA(POSTERIZE, 0.4f, 8, ROTATE, 0.6f, 9),
+	AA(SOLARIZE, 0.6f, 5, AUTOCONTRAST, 0.6f, -1),
+	AA(EQUALIZE, 0.8f, -1, EQUALIZE, 0.6f, -1),
+	AA(POSTERIZE, 0.6f, 7, POSTERIZE, 0.6f, 6),
+	AA(EQUALIZE, 0.4f, -1, SOLARIZE, 0.2f, 4),
+	AA(EQUALIZE, 0.4f, -1, ROTATE, 0.8f, 8),
+	AA(SOLARIZE, 0.6f, 3, EQUALIZE, 0.6f, -1),
+	AA(POSTERIZE, 0.8f, 5, EQUALIZE, 1.0f, -1),
+	AA(ROTATE, 0.2f, 3, SOLARIZE, 0.6f, 8),
+	AA(EQUALIZE, 0.6f, -1, POSTERIZE, 0.4f, 6),
+	AA(ROTATE, 0.8f, 8, COLOR, 0.4f, 0),
+	AA(ROTATE, 0.4f, 9, EQUALIZE, 0.6f, -1),
+	AA(EQUALIZE, 0.0f, -1, EQUALIZE, 0.8f, -1),
+	AA(INVERT, 0.6f, -1, EQUALIZE, 1.0f, -1),
+	AA(COLOR, 0.6f, 4, CONTRAST, 1.0f, 8),
+	AA(ROTATE, 0.8f, 8, COLOR, 1.0f, 2),
+	AA(COLOR, 0.8f, 8, SOLARIZE, 0.8f, 7),
+	AA(SHARPNESS, 0.4f, 7, INVERT, 0.6f, -1),
+	AA(SHEAR_X, 0.6f, 5, EQUALIZE, 1.0f, -1),
+	AA(COLOR, 0.4f, 0, EQUALIZE, 0.6f, -1),
+	AA(EQUALIZE, 0.4f, -1, SOLARIZE, 0.2f, 4),
+	AA(SOLARIZE, 0.6f, 5, AUTOCONTRAST, 0.6f, -1),
+	AA(INVERT, 0.6f, -1, EQUALIZE, 1.0f, -1),
+	AA(COLOR, 0.6f, 4, CONTRAST, 1.0f, 8),
+	AA(EQUALIZE, 0.8f, -1, EQUALIZE, 0.6f, -1),
+};
+
+static const struct aa_sub aa_cifar10[25][2] = {
+	AA(INVERT, 0.1f, -1, CONTRAST, 0.2f, 6),
+	AA(ROTATE, 0.7f, 2, TRANSLATE_X, 0.3f, 9),
+	AA(SHARPNESS, 0.8f, 1, SHARPNESS, 0.9f, 3),
+	AA(SHEAR_Y, 0.5f, 8, TRANSLATE_Y, 0.7f, 9),
+	AA(AUTOCONTRAST, 0.5f, -1, EQUALIZE, 0.9f, -1),
+	AA(SHEAR_Y, 0.2f, 7, POSTERIZE, 0.3f, 7),
+	AA(COLOR, 0.4f, 3, BRIGHTNESS, 0.6f, 7),
+	AA(SHARPNESS, 0.3f, 9, BRIGHTNESS, 0.7f, 9),
+	AA(EQUALIZE, 0.6f, -1, EQUALIZE, 0.5f, -1),
+	AA(CONTRAST, 0.6f, 7, SHARPNESS, 0.6f, 5),
+	AA(COLOR, 0.7f, 7, TRANSLATE_X, 0.5f, 8),
+	AA(EQUALIZE, 0.3f, -1, AUTOCONTRAST, 0.4f, -1),
+	AA(TRANSLATE_Y, 0.4f, 3, SHARPNESS, 0.2f, 6),
+	AA(BRIGHTNESS, 0.9f, 6, COLOR, 0.2f, 8),
+	AA(SOLARIZE, 0.5f, 2, INVERT, 0.0f, -1),
+	AA(EQUALIZE, 0.2f, -1, AUTOCONTRAST, 0.6f, -1),
+	AA(EQUALIZE, 0.2f, -1, EQUALIZE, 0.6f, -1),
+	AA(COLOR, 0.9f, 9, EQUALIZE, 0.6f, -1),
+	AA(AUTOCONTRAST, 0.8f, -1, SOLARIZE, 0.2f, 8),
+	AA(BRIGHTNESS, 0.1f, 3, COLOR, 0.7f, 0),
+	AA(SOLARIZE, 0.4f, 5, AUTOCONTRAST, 0.9f, -1),
+	AA(TRANSLATE_Y, 0.9f, 9, TRANSLATE_Y, 0.7f, 9),
+	AA(AUTOCONTRAST, 0.9f, -1, SOLARIZE, 0.8f, 3),
+	AA(EQUALIZE, 0.8f, -1, INVERT, 0.1f, -1),
+	AA(TRANSLATE_Y, 0.7f, 9, AUTOCONTRAST, 0.9f, -1),
+};
+
+static const struct aa_sub aa_svhn[25][2] = {
+	AA(SHEAR_X, 0.9f, 4, INVERT, 0.2f, -1),
+	AA(SHEAR_Y, 0.9f, 8, INVERT, 0.7f, -1),
+	AA(EQUALIZE, 0.6f, -1, SOLARIZE, 0.6f, 6),
+	AA(INVERT, 0.9f, -1, EQUALIZE, 0.6f, -1),
+	AA(EQUALIZE, 0.6f, -1, ROTATE, 0.9f, 3),
+	AA(SHEAR_X, 0.9f, 4, AUTOCONTRAST, 0.8f, -1),
+	AA(SHEAR_Y, 0.9f, 8, INVERT, 0.4f, -1),
+	AA(SHEAR_Y, 0.9f, 5, SOLARIZE, 0.2f, 6),
+	AA(INVERT, 0.9f, -1, AUTOCONTRAST, 0.8f, -1),
+	AA(EQUALIZE, 0.6f, -1, ROTATE, 0.9f, 3),
+	AA(SHEAR_X, 0.9f, 4, SOLARIZE, 0.3f, 3),
+	AA(SHEAR_Y, 0.8f, 8, INVERT, 0.7f, -1),
+	AA(EQUALIZE, 0.9f, -1, TRANSLATE_Y, 0.6f, 6),
+	AA(INVERT, 0.9f, -1, EQUALIZE, 0.6f, -1),
+	AA(CONTRAST, 0.3f, 3, ROTATE, 0.8f, 4),
+	AA(INVERT, 0.8f, -1, TRANSLATE_Y, 0.0f, 2),
+	AA(SHEAR_Y, 0.7f, 6, SOLARIZE, 0.4f, 8),
+	AA(INVERT, 0.6f, -1, ROTATE, 0.8f, 4),
+	AA(SHEAR_Y, 0.3f, 7, TRANSLATE_X, 0.9f, 3),
+	AA(SHEAR_X, 0.1f, 6, INVERT, 0.6f, -1),
+	AA(SOLARIZE, 0.7f, 2, TRANSLATE_Y, 0.6f, 7),
+	AA(SHEAR_Y, 0.8f, 4, INVERT, 0.8f, -1),
+	AA(SHEAR_X, 0.7f, 9, TRANSLATE_Y, 0.8f, 3),
+	AA(SHEAR_Y, 0.8f, 5, AUTOCONTRAST, 0.7f, -1),
+	AA(SHEAR_X, 0.7f, 2, INVERT, 0.1f, -1),
+};
+
+/* The magnitude of op at bin (0 for an op without a table), signed. */
+static double magnitude_at(enum ts_op_kind k, enum ts_policy_opname op, int bins,
+			   int bin, int w, int h, bool *is_signed)
+{
+	float mag[1024];
+	int n = ts_policy_table(k, op, bins, w, h, mag, is_signed);
+	return n > 0 && bin >= 0 && bin < n ? (double)mag[bin] : 0.0;
+}
+
+int ts_policy_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
+		   struct ts_policy_step *steps)
+{
+	bool sg;
+	int n = 0;
+	switch (op->kind) {
+	case TS_OP_RAND_AUGMENT:
+		for (int i = 0; i < op->num_ops && n < TS_POLICY_MAX_STEPS; i++) {
+			enum ts_policy_opname o = (enum ts_policy_opname)ts_rng_below(rng, 14);
+			double m = magnitude_at(op->kind, o, op->num_bins, op->magnitude, w, h,
+						&sg);
+			if (sg && ts_rng_below(rng, 2))
+				m = -m;
+			steps[n++] = (struct ts_policy_step){ o, m };
+		}
+		return n;
+	case TS_OP_TRIVIAL_AUGMENT_WIDE: {
+		float mag[1024];
+		enum ts_policy_opname o = (enum ts_policy_opname)ts_rng_below(rng, 14);
+		int nt = ts_policy_table(op->kind, o, op->num_bins, w, h, mag, &sg);
+		double m = nt > 0 ? (double)mag[ts_rng_below(rng, (uint64_t)nt)] : 0.0;
+		if (sg && ts_rng_below(rng, 2))
+			m = -m;
+		steps[0] = (struct ts_policy_step){ o, m };
+		return 1;
+	}
+	case TS_OP_AUTO_AUGMENT: {
+		const struct aa_sub (*pol)[2] = op->aa_policy == TS_AA_CIFAR10 ? aa_cifar10
+						: op->aa_policy == TS_AA_SVHN	? aa_svhn
+										: aa_imagenet;
+		const struct aa_sub *sub = pol[ts_rng_below(rng, 25)];
+		/* torch.rand((2,)) is float32: the comparison with the
+		 * Python float p is in double, as Python does it */
+		float u[2];
+		u[0] = (float)ts_rng_uniform(rng);
+		u[1] = (float)ts_rng_uniform(rng);
+		uint64_t sign[2];
+		sign[0] = ts_rng_below(rng, 2);
+		sign[1] = ts_rng_below(rng, 2);
+		for (int i = 0; i < 2; i++) {
+			if (!((double)u[i] <= (double)sub[i].p))
+				continue;
+			double m = magnitude_at(op->kind, sub[i].op, 10, sub[i].bin, w, h, &sg);
+			if (sub[i].bin < 0)
+				m = 0;
+			if (sg && sign[i] == 0)
+				m = -m;
+			steps[n++] = (struct ts_policy_step){ sub[i].op, m };
+		}
+		return n;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* F.affine on the image with torchvision's arguments. */
+static int affine(struct ts_image *img, struct ts_image *tmp, double tx, double ty,
+		  double shx, double shy, bool center0, enum ts_interp interp,
+		  const uint8_t fill[4])
+{
+	const double t[2] = { tx, ty }, sh[2] = { shx, shy }, c0[2] = { 0, 0 };
+	return ts_geo_affine(img, tmp, 0.0, t, 1.0, sh, center0 ? c0 : NULL, interp, fill);
+}
+
+int ts_policy_apply_step(const struct ts_policy_step *s, struct ts_image *img,
+			 struct ts_image *tmp, enum ts_interp interp,
+			 const uint8_t fill[4], struct ts_error *err)
+{
+	const double m = s->magnitude;
+	const double deg = 180.0 / M_PI;
+	int rc = 0;
+	if (img->dtype != TS_DTYPE_U8)
+		return ts_error_set(err, TS_E_ARG, "%s takes uint8 pixels, got %s",
+				    ts_policy_op_name(s->op), ts_dtype_name(img->dtype));
+	switch (s->op) {
+	case TS_PA_IDENTITY:
+		break;
+	case TS_PA_SHEAR_X: /* shear = degrees(atan(m)), about the top left */
+		rc = affine(img, tmp, 0, 0, atan(m) * deg, 0, true, interp, fill);
+		break;
+	case TS_PA_SHEAR_Y:
+		rc = affine(img, tmp, 0, 0, 0, atan(m) * deg, true, interp, fill);
+		break;
+	case TS_PA_TRANSLATE_X: /* int(magnitude): truncated */
+		rc = affine(img, tmp, trunc(m), 0, 0, 0, false, interp, fill);
+		break;
+	case TS_PA_TRANSLATE_Y:
+		rc = affine(img, tmp, 0, trunc(m), 0, 0, false, interp, fill);
+		break;
+	case TS_PA_ROTATE:
+		rc = ts_geo_rotate(img, tmp, m, interp, false, NULL, fill);
+		break;
+	case TS_PA_BRIGHTNESS:
+		ts_aug_brightness(img, (float)(1.0 + m));
+		break;
+	case TS_PA_COLOR:
+		ts_aug_saturation(img, (float)(1.0 + m));
+		break;
+	case TS_PA_CONTRAST:
+		ts_aug_contrast(img, (float)(1.0 + m));
+		break;
+	case TS_PA_SHARPNESS:
+		rc = ts_filter_sharpness(img, tmp, (float)(1.0 + m));
+		break;
+	case TS_PA_POSTERIZE:
+		ts_color_posterize(img, (int)m);
+		break;
+	case TS_PA_SOLARIZE:
+		ts_color_solarize(img, m);
+		break;
+	case TS_PA_AUTOCONTRAST:
+		ts_color_autocontrast(img);
+		break;
+	case TS_PA_EQUALIZE:
+		ts_color_equalize(img);
+		break;
+	case TS_PA_INVERT:
+		ts_color_invert(img);
+		break;
+	default:
+		return ts_error_set(err, TS_E_ARG, "unknown policy op %d", (int)s->op);
+	}
+	if (rc < 0)
+		return ts_error_set(err, rc, "%s: %s", ts_policy_op_name(s->op),
+				    rc == -ENOMEM ? "out of memory" : "failed");
+	return 0;
+}
+
+/* rand_augment, trivial_augment_wide, auto_augment: the draws, then the
+ * ops in order. */
+static int k_augment_policy(const struct ts_op *op, struct ts_image *img,
+			    struct ts_image *tmp, struct ts_rng *rng,
+			    struct ts_error *err)
+{
+	struct ts_policy_step steps[TS_POLICY_MAX_STEPS];
+	uint8_t fill[4];
+	int n = ts_policy_draw(op, img->width, img->height, rng, steps);
+	ts_geo_fill_u8(op, img->channels, fill);
+	for (int i = 0; i < n; i++) {
+		int rc = ts_policy_apply_step(&steps[i], img, tmp, op->interp, fill, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- The family's table (kernel.h) ---- */
 
 const struct ts_kernel ts_kernels_policy[] = {
@@ -213,5 +553,8 @@ const struct ts_kernel ts_kernels_policy[] = {
 	{ .kind = TS_OP_RANDOM_CHOICE, .apply = k_random_choice },
 	{ .kind = TS_OP_RANDOM_ERASING, .apply = k_random_erasing,
 	  .tail = t_random_erasing, .post = post_random_erasing },
+	{ .kind = TS_OP_RAND_AUGMENT, .apply = k_augment_policy },
+	{ .kind = TS_OP_TRIVIAL_AUGMENT_WIDE, .apply = k_augment_policy },
+	{ .kind = TS_OP_AUTO_AUGMENT, .apply = k_augment_policy },
 	TS_KERNEL_END,
 };

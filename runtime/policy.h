@@ -54,4 +54,60 @@ void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box
 			  struct ts_rng *rng, void *dst, enum ts_dtype dtype,
 			  enum ts_layout layout, int C, int H, int W);
 
+/* ---- rand_augment, trivial_augment_wide, auto_augment ---- */
+
+/* The ops of torchvision 0.14's _apply_op, RandAugment's and
+ * TrivialAugmentWide's augmentation spaces in their order (the first
+ * 14; AutoAugment's adds INVERT and has no IDENTITY). */
+enum ts_policy_opname {
+	TS_PA_IDENTITY, TS_PA_SHEAR_X, TS_PA_SHEAR_Y, TS_PA_TRANSLATE_X,
+	TS_PA_TRANSLATE_Y, TS_PA_ROTATE, TS_PA_BRIGHTNESS, TS_PA_COLOR,
+	TS_PA_CONTRAST, TS_PA_SHARPNESS, TS_PA_POSTERIZE, TS_PA_SOLARIZE,
+	TS_PA_AUTOCONTRAST, TS_PA_EQUALIZE, TS_PA_INVERT,
+	TS_PA_COUNT
+};
+
+/* torchvision's name of an op: "ShearX". */
+const char *ts_policy_op_name(enum ts_policy_opname op);
+
+/* One op a policy applies, with its signed magnitude (the value
+ * _apply_op receives: float32 table values as Python floats). */
+struct ts_policy_step {
+	enum ts_policy_opname op;
+	double magnitude;
+};
+
+/* The most steps one draw makes (rand_augment's num_ops bound). */
+#define TS_POLICY_MAX_STEPS 64
+
+/* The magnitude table of op in the space of policy kind k
+ * (TS_OP_RAND_AUGMENT, TS_OP_TRIVIAL_AUGMENT_WIDE, TS_OP_AUTO_AUGMENT)
+ * with bins bins, for a w x h image: into mag (bins values), as
+ * torch.linspace and torch.arange compute them in float32. Returns the
+ * count written, 0 for an op without a table (a 0-d tensor: magnitude
+ * 0), and whether the op is signed. */
+int ts_policy_table(enum ts_op_kind k, enum ts_policy_opname op, int bins, int w,
+		    int h, float *mag, bool *is_signed);
+
+/* The draws of a policy op on a w x h image into steps (at most
+ * TS_POLICY_MAX_STEPS), in torchvision's order of draws, each torch
+ * randint / rand a draw of rng:
+ *   rand_augment: per op, its index below(14), then, for a signed op,
+ *     below(2) (1 negates);
+ *   trivial_augment_wide: the index below(14), for an op with a table
+ *     its bin below(bins), for a signed op below(2) (1 negates);
+ *   auto_augment: the sub-policy below(25), two U(0, 1), two below(2);
+ *     sub-op i applies when U_i <= its p, negated when signed and its
+ *     draw is 0 (only the applied ones are written).
+ * Returns the number of steps. */
+int ts_policy_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
+		   struct ts_policy_step *steps);
+
+/* _apply_op(img, name, magnitude, interpolation, fill) on a uint8 image,
+ * with *tmp as scratch (the result in *img). Returns 0, -ENOMEM or
+ * TS_E_ARG (err filled). */
+int ts_policy_apply_step(const struct ts_policy_step *s, struct ts_image *img,
+			 struct ts_image *tmp, enum ts_interp interp,
+			 const uint8_t fill[4], struct ts_error *err);
+
 #endif

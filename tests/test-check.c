@@ -696,7 +696,8 @@ START_TEST(test_registry)
 		"adjust_sharpness", "adjust_gamma", "gaussian_blur",
 		"rotate", "affine", "pad", "erase", "perspective", "random_rotation", "random_affine",
 		"random_perspective",
-		"random_apply", "random_choice", "random_erasing",
+		"random_apply", "random_choice", "random_erasing", "rand_augment",
+		"trivial_augment_wide", "auto_augment",
 		"tile", "filter", "plugin", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));

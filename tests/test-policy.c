@@ -187,6 +187,20 @@ static const struct {
 	  "unknown value 'rnd' for parameter 'value'", 30 },
 	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "random_erasing(scale = 0.1..1.5)",
 	  "parameter 'scale' must be between 0 and 1", 35 },
+	{ "", "rand_augment(2, 31)",
+	  "magnitude 31 is out of range: num_magnitude_bins = 31 has bins 0 to 30", 23 },
+	{ "", "rand_augment(magnitude = 10, num_magnitude_bins = 10)",
+	  "magnitude 10 is out of range: num_magnitude_bins = 10 has bins 0 to 9", 32 },
+	{ "", "trivial_augment_wide(num_magnitude_bins = 1)",
+	  "parameter 'num_magnitude_bins' must be between 2 and 1024, got 1", 49 },
+	{ "", "auto_augment(imagnet)", "unknown value 'imagnet' for parameter 'policy'", 20 },
+	{ "", "rand_augment(fill = [1, 2])", "'rand_augment' has 2 fill values, but the image has 3 channels", 27 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "rand_augment(2, 9)",
+	  "'rand_augment' works on uint8 nhwc pixels, but the data is float32 nhwc here", 7 },
+	{ "| to(uint16) ", "trivial_augment_wide",
+	  "'trivial_augment_wide' works on uint8 pixels, but the data is uint16 here", 7 },
+	{ "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ", "random_apply(auto_augment(svhn))",
+	  "'auto_augment' works on uint8 nhwc pixels, but the data is float32 nhwc here", 20 },
 };
 
 START_TEST(check_misuse)
@@ -293,12 +307,139 @@ START_TEST(erasing_draws)
 }
 END_TEST
 
+/* rand_augment(2, 9) over 10,000 samples: each step's op uniform over
+ * RandAugment's 14, the signed ones half negative (23 outcomes); every
+ * magnitude the table's bin 9 (ShearX 0.09, Rotate 9, Posterize 7,
+ * Solarize 178.5 at 31 bins). */
+START_TEST(rand_augment_draws)
+{
+	struct ts_plan *p = plan_of("rand_augment(2, 9)", 200, 224, 3);
+	const struct ts_op *op = &p->ops[0];
+	ck_assert_int_eq(op->kind, TS_OP_RAND_AUGMENT);
+	ck_assert_int_eq(op->num_ops, 2);
+	ck_assert_int_eq(op->magnitude, 9);
+	ck_assert_int_eq(op->num_bins, 31);
+	ck_assert_int_eq(op->interp, TS_INTERP_NEAREST);
+	long count[2][TS_PA_COUNT][2];
+	memset(count, 0, sizeof(count));
+	for (uint64_t i = 0; i < DRAWS; i++) {
+		struct ts_rng r;
+		struct ts_policy_step st[TS_POLICY_MAX_STEPS];
+		ts_rng_init(&r, 11, 0, i, (uint64_t)op->index);
+		ck_assert_int_eq(ts_policy_draw(op, 224, 200, &r, st), 2);
+		for (int k = 0; k < 2; k++) {
+			ck_assert_int_lt(st[k].op, TS_PA_INVERT);
+			count[k][st[k].op][st[k].magnitude < 0]++;
+			double m = fabs(st[k].magnitude);
+			switch (st[k].op) {
+			case TS_PA_SHEAR_X: ck_assert(m == (double)0.09f); break;
+			case TS_PA_ROTATE: ck_assert(m == 9.0); break;
+			case TS_PA_POSTERIZE: ck_assert(st[k].magnitude == 7.0); break;
+			case TS_PA_SOLARIZE: ck_assert(st[k].magnitude == 178.5); break;
+			case TS_PA_IDENTITY: case TS_PA_EQUALIZE: case TS_PA_AUTOCONTRAST:
+				ck_assert(st[k].magnitude == 0.0); break;
+			default: break;
+			}
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		long c[2 * TS_PA_COUNT];
+		double pr[2 * TS_PA_COUNT];
+		for (int o = 0; o < TS_PA_COUNT; o++) {
+			bool sg;
+			float mag[64];
+			int n = ts_policy_table(TS_OP_RAND_AUGMENT, o, 31, 224, 200, mag, &sg);
+			double po = o == TS_PA_INVERT ? 0 : 1.0 / 14;
+			c[2 * o] = count[k][o][0];
+			c[2 * o + 1] = count[k][o][1];
+			pr[2 * o] = n && sg ? po / 2 : po;
+			pr[2 * o + 1] = n && sg ? po / 2 : 0;
+		}
+		chi_square(c, pr, 2 * TS_PA_COUNT, DRAWS, "rand_augment(2, 9) step");
+	}
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* trivial_augment_wide over 10,000: the op uniform, the bin of a tabled
+ * op uniform over num_magnitude_bins (here 8). */
+START_TEST(trivial_augment_draws)
+{
+	struct ts_plan *p = plan_of("trivial_augment_wide(num_magnitude_bins = 8)", 50, 60, 3);
+	const struct ts_op *op = &p->ops[0];
+	long ops[TS_PA_COUNT] = {0}, bins[8] = {0};
+	long n_bins = 0;
+	for (uint64_t i = 0; i < DRAWS; i++) {
+		struct ts_rng r;
+		struct ts_policy_step st[TS_POLICY_MAX_STEPS];
+		ts_rng_init(&r, 2, 3, i, (uint64_t)op->index);
+		ck_assert_int_eq(ts_policy_draw(op, 60, 50, &r, st), 1);
+		ops[st[0].op]++;
+		if (st[0].op == TS_PA_ROTATE) {
+			/* linspace(0, 135, 8): bin k is 135 k / 7 */
+			double k = fabs(st[0].magnitude) * 7 / 135;
+			ck_assert(fabs(k - rint(k)) < 1e-4);
+			bins[(int)rint(k)]++;
+			n_bins++;
+		}
+	}
+	double po[TS_PA_COUNT], pb[8];
+	for (int o = 0; o < TS_PA_COUNT; o++)
+		po[o] = o == TS_PA_INVERT ? 0 : 1.0 / 14;
+	for (int b = 0; b < 8; b++)
+		pb[b] = 1.0 / 8;
+	chi_square(ops, po, TS_PA_COUNT, DRAWS, "trivial_augment_wide op");
+	chi_square(bins, pb, 8, n_bins, "trivial_augment_wide Rotate bin");
+	ts_plan_destroy(p);
+}
+END_TEST
+
+/* auto_augment(imagenet): sub-policy 0 is (Posterize 0.4 bin 8, Rotate
+ * 0.6 bin 9); over 10,000 draws Posterize(4) comes first about 0.4 / 25
+ * of the time; the number of ops applied follows the table's p. */
+START_TEST(auto_augment_draws)
+{
+	struct ts_plan *p = plan_of("auto_augment(imagenet)", 32, 32, 3);
+	const struct ts_op *op = &p->ops[0];
+	long applied[3] = {0};
+	double pa[3] = {0};
+	/* the imagenet pairs' p, as torchvision lists them */
+	static const double pp[25][2] = {
+		{0.4, 0.6}, {0.6, 0.6}, {0.8, 0.6}, {0.6, 0.6}, {0.4, 0.2}, {0.4, 0.8},
+		{0.6, 0.6}, {0.8, 1.0}, {0.2, 0.6}, {0.6, 0.4}, {0.8, 0.4}, {0.4, 0.6},
+		{0.0, 0.8}, {0.6, 1.0}, {0.6, 1.0}, {0.8, 1.0}, {0.8, 0.8}, {0.4, 0.6},
+		{0.6, 1.0}, {0.4, 0.6}, {0.4, 0.2}, {0.6, 0.6}, {0.6, 1.0}, {0.6, 1.0},
+		{0.8, 0.6}};
+	for (int k = 0; k < 25; k++) {
+		double a = pp[k][0], b = pp[k][1];
+		pa[0] += (1 - a) * (1 - b) / 25;
+		pa[1] += (a * (1 - b) + (1 - a) * b) / 25;
+		pa[2] += a * b / 25;
+	}
+	for (uint64_t i = 0; i < DRAWS; i++) {
+		struct ts_rng r;
+		struct ts_policy_step st[TS_POLICY_MAX_STEPS];
+		ts_rng_init(&r, 4, 0, i, (uint64_t)op->index);
+		int n = ts_policy_draw(op, 32, 32, &r, st);
+		ck_assert_int_le(n, 2);
+		applied[n]++;
+		for (int k = 0; k < n; k++)
+			if (st[k].op == TS_PA_POSTERIZE)
+				ck_assert(st[k].magnitude == 4 || st[k].magnitude == 5 ||
+					  st[k].magnitude == 6);
+	}
+	chi_square(applied, pa, 3, DRAWS, "auto_augment(imagenet) ops applied");
+	ts_plan_destroy(p);
+}
+END_TEST
+
 /* ---- kernels ---- */
 
 START_TEST(kernel_rows)
 {
 	const enum ts_op_kind kinds[] = { TS_OP_RANDOM_APPLY, TS_OP_RANDOM_CHOICE,
-					  TS_OP_RANDOM_ERASING };
+					  TS_OP_RANDOM_ERASING, TS_OP_RAND_AUGMENT,
+					  TS_OP_TRIVIAL_AUGMENT_WIDE, TS_OP_AUTO_AUGMENT };
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		ck_assert_ptr_nonnull(ts_kernel_find(kinds[i]));
 }
@@ -513,6 +654,9 @@ static Suite *suite(void)
 	TCase *d = tcase_create("draws");
 	tcase_add_test(d, apply_and_choice_draws);
 	tcase_add_test(d, erasing_draws);
+	tcase_add_test(d, rand_augment_draws);
+	tcase_add_test(d, trivial_augment_draws);
+	tcase_add_test(d, auto_augment_draws);
 	suite_add_tcase(s, d);
 	TCase *k = tcase_create("kernels");
 	tcase_set_timeout(k, 60);

@@ -17,7 +17,27 @@ counter-based streams); torchvision's from its own classes, 10,000 each:
     p = 0.001);
   - random_apply: RandomApply(p) applied or not; random_choice:
     RandomChoice(weights) chosen alternative; same test.
-Then the output of pipelines with the three does not depend on the
+The augmentation policies (rand_augment, trivial_augment_wide,
+auto_augment):
+  - their magnitude tables (policy-tool table) equal, value for value in
+    float32, torchvision's _augmentation_space for many bin counts and
+    image sizes;
+  - their draws over 10,000 samples against torchvision's forward()
+    with _apply_op recorded: the same support (every (op, magnitude)
+    pair either draws is one the other draws too) and the same
+    distribution (two-sample chi-square per step of the op, of the
+    signed magnitude bin, of the number of ops AutoAugment applies);
+  - for fixed choices, each op with its magnitudes (policy-tool step):
+    equal to torchvision's _apply_op on the PIL image (0 levels: the
+    colour ops, Sharpness and Posterize/Solarize exactly as ImageOps and
+    ImageEnhance; ShearX/Y, TranslateX/Y and Rotate through the geometry
+    family, exact with nearest and bilinear), on real photos, RGB and L,
+    with fill;
+  - whole policies (tests/tools/color-tool, the pipeline's op at stream
+    position (seed, 0, index)): tsrun's output equals torchvision's
+    _apply_op applied to the PIL image with the ops and magnitudes tsrun
+    drew for that position (policy-tool), for 60 positions each.
+Then the output of pipelines with all of them does not depend on the
 thread count (`tsrun bench` digests with 1 and 2 threads).
 """
 import math
@@ -27,16 +47,21 @@ import sys
 import tempfile
 
 try:
+    import numpy as np
     import torch
     import torchvision.transforms as T
+    import torchvision.transforms.autoaugment as AA
+    from torchvision.transforms import InterpolationMode as IM
+    from PIL import Image
 except Exception as e:  # noqa: BLE001
     print("skip: torch/torchvision not importable:", e)
     sys.exit(77)
 
 TOOL = os.environ.get("TS_TOOL_POLICY_TOOL")
+COLOR_TOOL = os.environ.get("TS_TOOL_COLOR_TOOL")
 TSRUN = os.environ.get("TSRUN")
-if not TOOL or not os.access(TOOL, os.X_OK) or not TSRUN:
-    print("skip: TS_TOOL_POLICY_TOOL or TSRUN not set or not built")
+if not TOOL or not os.access(TOOL, os.X_OK) or not TSRUN or not COLOR_TOOL:
+    print("skip: TS_TOOL_POLICY_TOOL, TS_TOOL_COLOR_TOOL or TSRUN not set or not built")
     sys.exit(77)
 
 N = 10000
@@ -137,6 +162,209 @@ def apply_choice():
     two_sample("random_choice p = [1, 2, 1]: the alternative", chosen, ts, lambda v: v)
 
 
+# ---- the augmentation policies ---------------------------------------------
+
+KINDS = {"rand_augment": AA.RandAugment, "trivial_augment_wide": AA.TrivialAugmentWide,
+         "auto_augment": AA.AutoAugment}
+
+
+def torch_space(kind, bins, w, h):
+    if kind == "trivial_augment_wide":
+        return AA.TrivialAugmentWide()._augmentation_space(bins)
+    if kind == "auto_augment":
+        return AA.AutoAugment()._augmentation_space(bins, (h, w))
+    return AA.RandAugment()._augmentation_space(bins, (h, w))
+
+
+def tables():
+    bad = []
+    n = 0
+    for kind in KINDS:
+        for bins in (2, 3, 4, 5, 7, 10, 11, 16, 17, 31, 32, 33, 47, 64, 100, 101, 255):
+            for w, h in ((224, 224), (500, 333), (17, 13), (331, 331), (1, 1024)):
+                out = subprocess.run([TOOL, "table", kind, str(bins), str(w), str(h)],
+                                     check=True, capture_output=True, text=True).stdout
+                ours = {}
+                for line in out.splitlines():
+                    f = line.split()
+                    ours[f[0]] = (f[1], np.array([float(x) for x in f[2:]], np.float32))
+                for name, (mags, signed) in torch_space(kind, bins, w, h).items():
+                    n += 1
+                    sg, vals = ours[name]
+                    t = mags.numpy().astype(np.float32).reshape(-1)
+                    if mags.ndim == 0:
+                        ok = sg == "-"
+                    else:
+                        ok = sg == ("1" if signed else "0") and np.array_equal(vals, t)
+                    if not ok:
+                        bad.append("%s %d %dx%d %s" % (kind, bins, w, h, name))
+    check("magnitude tables equal torchvision's (%d tables)" % n, not bad, ", ".join(bad[:5]))
+
+
+def torch_draws(ctor, w, h, n=N):
+    """torchvision's forward(), its _apply_op recorded: one list of
+    (name, magnitude) per sample."""
+    rec = []
+    real = AA._apply_op
+
+    def fake(img, op_name, magnitude, interpolation, fill):
+        rec[-1].append((op_name, float(magnitude)))
+        return img
+    AA._apply_op = fake
+    try:
+        t = ctor()
+        img = torch.zeros(3, h, w, dtype=torch.uint8)
+        torch.manual_seed(0)
+        for _ in range(n):
+            rec.append([])
+            t(img)
+    finally:
+        AA._apply_op = real
+    return rec
+
+
+def ours_draws(ops, w, h, n=N):
+    out = []
+    for line in tsrun_draws(ops, h, w, n=n):
+        if line == "none":
+            out.append([])
+            continue
+        out.append([(x.split(":")[0], float(x.split(":")[1])) for x in line.split()])
+    return out
+
+
+def compare_draws(what, tv, ts):
+    sup_tv = {s for d in tv for s in d}
+    sup_ts = {s for d in ts for s in d}
+    check("%s: the same (op, magnitude) pairs drawn" % what, sup_tv == sup_ts,
+          "tsrun only %s, torchvision only %s" % (sorted(sup_ts - sup_tv)[:4],
+                                                  sorted(sup_tv - sup_ts)[:4]))
+    steps = max(max(len(d) for d in tv), max(len(d) for d in ts))
+    for k in range(steps):
+        a = [d[k] if len(d) > k else None for d in tv]
+        b = [d[k] if len(d) > k else None for d in ts]
+        two_sample("%s: step %d op" % (what, k + 1), a, b, lambda v: v and v[0])
+        two_sample("%s: step %d signed magnitude" % (what, k + 1), a, b, lambda v: v)
+    two_sample("%s: ops applied" % what, [len(d) for d in tv], [len(d) for d in ts],
+               lambda v: v)
+
+
+def draws():
+    w, h = 224, 200
+    compare_draws("rand_augment(2, 9)", torch_draws(lambda: AA.RandAugment(2, 9), w, h),
+                  ours_draws("rand_augment(2, 9)", w, h))
+    compare_draws("rand_augment(3, 17, num_magnitude_bins = 20)",
+                  torch_draws(lambda: AA.RandAugment(3, 17, 20), w, h),
+                  ours_draws("rand_augment(3, 17, num_magnitude_bins = 20)", w, h))
+    compare_draws("trivial_augment_wide", torch_draws(AA.TrivialAugmentWide, w, h),
+                  ours_draws("trivial_augment_wide", w, h))
+    compare_draws("trivial_augment_wide(num_magnitude_bins = 8)",
+                  torch_draws(lambda: AA.TrivialAugmentWide(8), w, h),
+                  ours_draws("trivial_augment_wide(num_magnitude_bins = 8)", w, h))
+    for pol in ("imagenet", "cifar10", "svhn"):
+        compare_draws("auto_augment(%s)" % pol,
+                      torch_draws(lambda: AA.AutoAugment(AA.AutoAugmentPolicy(pol)), w, h),
+                      ours_draws("auto_augment(%s)" % pol, w, h))
+
+
+def photos(tmp):
+    src_dir = "/usr/share/backgrounds/mate/nature"
+    imgs = []
+    if os.path.isdir(src_dir):
+        paths = sorted(os.path.join(src_dir, f) for f in os.listdir(src_dir)
+                       if f.lower().endswith((".jpg", ".jpeg", ".png")))[:2]
+        for k, (p, (w, h)) in enumerate(zip(paths, ((224, 200), (97, 131)))):
+            im = Image.open(p).convert("RGB")
+            imgs.append(("%s-%dx%d" % (os.path.basename(p), w, h),
+                         im.crop((im.width // 5, im.height // 7, im.width // 5 + w * 3,
+                                  im.height // 7 + h * 3)).resize((w, h), Image.BILINEAR)))
+    if not imgs:
+        for k, (w, h) in enumerate(((224, 200), (97, 131))):
+            path = os.path.join(tmp, "pat%d.png" % k)
+            subprocess.run(["convert", "-size", "%dx%d" % (w, h), "plasma:fractal",
+                            "-seed", str(k + 1), path], check=True)
+            imgs.append(("plasma%d" % k, Image.open(path).convert("RGB")))
+    imgs.append((imgs[0][0] + "-L", imgs[0][1].convert("L")))
+    return imgs
+
+
+def raw(tmp, im):
+    a = np.ascontiguousarray(np.asarray(im))
+    path = os.path.join(tmp, "in.raw")
+    a.tofile(path)
+    return path, (1 if a.ndim == 2 else a.shape[2])
+
+
+def maxdiff(a, b):
+    a = np.asarray(a).astype(np.int64)
+    b = np.asarray(b).astype(np.int64)
+    return int(np.abs(a - b).max()) if a.shape == b.shape else 10 ** 9
+
+
+def steps_exact(tmp, imgs):
+    mags = {"ShearX": (0.3, -0.17, 0.99), "ShearY": (-0.3, 0.05, 0.99),
+            "TranslateX": (101.5, -14.9, 32.0, 0.7), "TranslateY": (-90.6, 3.0, 32.0),
+            "Rotate": (30.0, -13.5, 135.0, 90.0), "Brightness": (0.9, -0.63, 0.99),
+            "Color": (0.27, -0.9), "Contrast": (0.54, -0.99), "Sharpness": (0.9, -0.45),
+            "Posterize": (8, 7, 4, 2), "Solarize": (255.0, 178.5, 0.0, 127.5),
+            "AutoContrast": (0.0,), "Equalize": (0.0,), "Invert": (0.0,), "Identity": (0.0,)}
+    worst = {}
+    for name, im in imgs:
+        inp, c = raw(tmp, im)
+        out = os.path.join(tmp, "out.raw")
+        for op, ms in mags.items():
+            for m in ms:
+                for interp, mode in (("nearest", IM.NEAREST), ("bilinear", IM.BILINEAR)):
+                    if interp == "bilinear" and op not in ("ShearX", "ShearY", "TranslateX",
+                                                           "TranslateY", "Rotate"):
+                        continue
+                    for fill in (0, 200):
+                        if fill and op not in ("ShearX", "Rotate", "TranslateY"):
+                            continue
+                        subprocess.run([TOOL, "step", inp, str(im.width), str(im.height),
+                                        str(c), out, op, repr(float(m)), interp, str(fill)],
+                                       check=True)
+                        got = np.fromfile(out, np.uint8).reshape(np.asarray(im).shape)
+                        ref = AA._apply_op(im, op, float(m), interpolation=mode,
+                                           fill=[float(fill)] * c if fill else None)
+                        d = maxdiff(ref, got)
+                        worst[op] = max(worst.get(op, 0), d)
+                        if d:
+                            check("%s %s(%g) %s fill %d" % (name, op, m, interp, fill), False,
+                                  "max %d levels" % d)
+    check("each op with fixed magnitudes equals torchvision's _apply_op (%s)"
+          % ", ".join("%s %d" % kv for kv in sorted(worst.items())),
+          all(v == 0 for v in worst.values()))
+
+
+def policies_exact(tmp, imgs):
+    cases = [("rand_augment(2, 9)", IM.NEAREST, None),
+             ("rand_augment(4, 30, interpolation = bilinear, fill = 128)", IM.BILINEAR, 128),
+             ("trivial_augment_wide", IM.NEAREST, None),
+             ("trivial_augment_wide(num_magnitude_bins = 11, fill = 7)", IM.NEAREST, 7),
+             ("auto_augment(imagenet)", IM.NEAREST, None),
+             ("auto_augment(cifar10, interpolation = bilinear)", IM.BILINEAR, None),
+             ("auto_augment(svhn)", IM.NEAREST, None)]
+    for name, im in imgs:
+        inp, c = raw(tmp, im)
+        out = os.path.join(tmp, "out.raw")
+        for ops, mode, fill in cases:
+            draws_ = ours_draws(ops, im.width, im.height, n=60)
+            worst, seen = 0, set()
+            for k, steps in enumerate(draws_):
+                subprocess.run([COLOR_TOOL, inp, str(im.width), str(im.height), str(c), out,
+                                ops, "1", "0", str(k)], check=True)
+                got = np.fromfile(out, np.uint8).reshape(np.asarray(im).shape)
+                ref = im
+                for op, m in steps:
+                    seen.add(op)
+                    ref = AA._apply_op(ref, op, m, interpolation=mode,
+                                       fill=[float(fill)] * c if fill is not None else None)
+                worst = max(worst, maxdiff(ref, got))
+            check("%s %s: 60 positions equal torchvision's ops with tsrun's draws" % (name, ops),
+                  worst == 0, "max %d levels; ops seen: %d" % (worst, len(seen)))
+
+
 def threads():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "p.ts")
@@ -145,6 +373,9 @@ def threads():
     synthetic([96, 128], count = 300)
     | random_apply(color_jitter(0.4, 0.4, 0.4, 0.1) | grayscale(3), p = 0.8)
     | random_choice([equalize, posterize(4) | autocontrast, invert], p = [2, 1, 1])
+    | rand_augment(2, 9)
+    | random_apply(trivial_augment_wide, p = 0.5)
+    | random_choice([auto_augment(imagenet), auto_augment(svhn, fill = [1, 2, 3])])
     | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
     | random_erasing(0.5, value = random)
     | random_erasing(0.5, scale = 0.1..0.2, value = [1, 2, 3])
@@ -165,6 +396,12 @@ def main():
     erasing(48, 64, 0.8, (0.1, 0.4), (0.5, 2.0),
             "to(float32) | random_erasing(0.8, scale = 0.1..0.4, ratio = 0.5..2.0)")
     apply_choice()
+    tables()
+    draws()
+    with tempfile.TemporaryDirectory() as tmp:
+        imgs = photos(tmp)
+        steps_exact(tmp, imgs)
+        policies_exact(tmp, imgs)
     threads()
     if failures:
         print("%d check(s) failed" % len(failures))
