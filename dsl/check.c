@@ -131,8 +131,11 @@ static bool diag_before(const struct ts_diag *a, const struct ts_diag *b)
 static void sort_diags(struct ts_diags *d, size_t from)
 {
 	size_t n = d->n - from, i;
-	struct ts_diag *a = d->items + from, *tmp;
+	struct ts_diag *a, *tmp;
 
+	if (n < 2)
+		return; /* items may be NULL */
+	a = d->items + from;
 	for (i = 1; i < n && !diag_before(&a[i], &a[i - 1]); i++)
 		;
 	if (i >= n)
