@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "augment.h"
@@ -159,16 +160,28 @@ void ts_color_gamma(struct ts_image *img, double gamma, double gain)
 		map_lut(img, lut);
 		return;
 	}
-	/* uint16: the same formula on 0..65535 */
+	/* uint16: the same formula on 0..65535; through a table when the
+	 * image has more values than the table has entries (fewer pow()
+	 * calls), else value by value (or when the table cannot be had). */
 	const size_t n = (size_t)img->width * img->channels;
 	volatile double a = (65535 + 1 - 1e-3) * gain;
+	uint16_t *lut = n * (size_t)img->height > 65536 ? malloc(65536 * sizeof(*lut)) : NULL;
+	for (int i = 0; lut && i < 65536; i++) {
+		double v = a * pow(i / 65535.0, gamma);
+		lut[i] = (uint16_t)(v >= 65535.0 ? 65535 : v <= 0.0 ? 0 : (int)v);
+	}
 	for (int y = 0; y < img->height; y++) {
 		uint16_t *r = (uint16_t *)(void *)(img->data + (size_t)y * img->stride);
 		for (size_t i = 0; i < n; i++) {
+			if (lut) {
+				r[i] = lut[r[i]];
+				continue;
+			}
 			double v = a * pow(r[i] / 65535.0, gamma);
 			r[i] = (uint16_t)(v >= 65535.0 ? 65535 : v <= 0.0 ? 0 : (int)v);
 		}
 	}
+	free(lut);
 }
 
 static uint8_t clip8(int v)

@@ -19,7 +19,11 @@ L, and edge cases (odd sizes, 1x1, 2xN, 3x3, flat). Asserted:
     share of pixels that differ at all printed and bounded (< 0.5 %);
   - uint16 (as decode(depth = 16) gives): adjust_gamma equal to the same
     formula in double on 0..65535, gaussian_blur within 1 of torchvision's
-    tensor path on the float32 values, rounded.
+    tensor path on the float32 values, rounded;
+  - gaussian_blur with a sigma range: 2000 samples' sigmas (read back from
+    the blur of a 16-bit impulse) against 10000 of GaussianBlur.get_params,
+    two-sample Kolmogorov-Smirnov at alpha 0.001, and the same position
+    drawing the same sigma.
 """
 import os
 import subprocess
@@ -147,6 +151,46 @@ def sixteen(tmp, name, im):
               "max %d, %d of %d differ" % (int(d.max()), int((d != 0).sum()), d.size))
 
 
+def sigma_draws(tmp, n=2000):
+    """gaussian_blur(9, 0.5..2.0)'s sigma of n samples, read back from the
+    blur of a 16-bit impulse (its centre is 65535 w0^2, w0 the kernel's
+    middle tap, monotonic in sigma), against n * 5 draws of torchvision's
+    GaussianBlur.get_params: a two-sample Kolmogorov-Smirnov test."""
+    import torchvision.transforms as T
+    k = 9
+    a = np.zeros((k, k), np.uint16)
+    a[k // 2, k // 2] = 65535
+    grid = np.linspace(0.45, 2.05, 3201)
+    w0 = np.array([float(F_t._get_gaussian_kernel1d(k, float(s))[k // 2]) for s in grid])
+    centre = 65535 * w0 * w0
+    inp = os.path.join(tmp, "imp.raw")
+    out = os.path.join(tmp, "imp-out.raw")
+    a.tofile(inp)
+    got = []
+    for i in range(n):
+        subprocess.run([TOOL, inp, str(k), str(k), "1:16", out,
+                        "gaussian_blur(%d, 0.5..2.0)" % k, "7", "3", str(i)], check=True)
+        c = float(np.fromfile(out, dtype=np.uint16)[k * k // 2])
+        got.append(grid[int(np.argmin(np.abs(centre - c)))])
+    torch.manual_seed(0)
+    want = [T.GaussianBlur.get_params(0.5, 2.0) for _ in range(5 * n)]
+    x, y = np.sort(got), np.sort(want)
+    allv = np.concatenate([x, y])
+    d = np.max(np.abs(np.searchsorted(x, allv, side="right") / len(x) -
+                      np.searchsorted(y, allv, side="right") / len(y)))
+    crit = 1.95 * np.sqrt((len(x) + len(y)) / (len(x) * len(y)))  # alpha 0.001
+    check("gaussian_blur(9, 0.5..2.0): %d sigmas vs GaussianBlur.get_params, KS" % n,
+          d < crit, "D %.4f < %.4f; tsrun %.3f..%.3f mean %.4f, torchvision mean %.4f"
+          % (d, crit, x[0], x[-1], x.mean(), y.mean()))
+    check("gaussian_blur sigmas within 0.5..2.0", x[0] >= 0.4995 and x[-1] <= 2.0005)
+    # the same position draws the same sigma
+    subprocess.run([TOOL, inp, str(k), str(k), "1:16", out,
+                    "gaussian_blur(%d, 0.5..2.0)" % k, "7", "3", "17"], check=True)
+    c = float(np.fromfile(out, dtype=np.uint16)[k * k // 2])
+    check("gaussian_blur: position (7, 3, 17) draws the same sigma again",
+          grid[int(np.argmin(np.abs(centre - c)))] == got[17])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         imgs = photos(tmp)
@@ -169,6 +213,7 @@ def main():
                   lambda x: F.adjust_sharpness(F.adjust_gamma(F.adjust_sharpness(x, 2), 0.8), 0.5))
         for name, im in imgs[:2] + [imgs[-1]]:
             sixteen(tmp, name, im)
+        sigma_draws(tmp)
     share = blur_stats["off"] / max(1, blur_stats["pixels"])
     print("info gaussian_blur vs torchvision: max %d level(s), %d of %d values "
           "differ (%.4f %%)" % (blur_stats["max"], blur_stats["off"],
