@@ -414,7 +414,7 @@ static int resize_nearest(const struct ts_image *in, struct ts_image *out,
 {
 	int *xtab = scratch_get((size_t)ow * sizeof(int));
 	if (!xtab)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	const size_t px = (size_t)in->channels * ts_dtype_size(in->dtype);
 	double sx = (double)in->width / ow, sy = (double)in->height / oh;
 	double xo = sx * 0.5;
@@ -518,7 +518,7 @@ int ts_aug_resize_window(const struct ts_image *in, struct ts_image *out,
 	size_t total = o_mid + align16(mid_elem * (size_t)ow * C * mid_rows);
 	uint8_t *base = scratch_get(total);
 	if (!base)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	int *bh = (int *)(void *)(base + o_bh);
 	double *kdh = (double *)(void *)(base + o_kdh);
 	int32_t *kih = (int32_t *)(void *)(base + o_kih);
@@ -863,7 +863,7 @@ static int failed(const struct ts_op *op, int rc, struct ts_error *err)
 	if (rc == 0)
 		return 0;
 	return ts_error_set(err, rc, "%s: %s", ts_op_kind_name(op->kind),
-			    rc == -ENOMEM ? "out of memory" : "invalid image or size");
+			    rc == TS_E_NOMEM ? "out of memory" : "invalid image or size");
 }
 
 static int apply_normalize(const struct ts_op *op, struct ts_image *img,

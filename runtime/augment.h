@@ -11,7 +11,7 @@
  *
  * Images are struct ts_image (HWC, uint8, uint16 or float32). Unless said
  * otherwise `out` must not alias `in`. Kernels return 0 or a negative code
- * (-ENOMEM, -EINVAL, TS_E_ARG); they never print.
+ * (TS_E_NOMEM, -EINVAL, TS_E_ARG); they never print.
  *
  * Thread safety: every function works only on its arguments, except that
  * ts_aug_resize keeps per-thread scratch (coefficients and the horizontal
@@ -180,7 +180,7 @@ void ts_aug_scratch_free(void);
  * epoch, index, part->index).
  * dst_bytes must equal the sample's size (height * width * channels *
  * dtype size); otherwise TS_E_ARG. in is not modified; tmp1 and tmp2 are
- * the worker's scratch images. Returns 0, -ENOMEM or TS_E_ARG. */
+ * the worker's scratch images. Returns 0, TS_E_NOMEM or TS_E_ARG. */
 int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		 uint64_t seed, uint64_t epoch, uint64_t index,
 		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,

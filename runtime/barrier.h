@@ -8,6 +8,7 @@
 #ifndef TS_BARRIER_H
 #define TS_BARRIER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -28,6 +29,13 @@
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define ATOMIC_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define ATOMIC_XCHG(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+/* *p = v if *p == *expected (true), else *expected = *p (false). */
+#define ATOMIC_CMPXCHG(p, expected, v) \
+	__atomic_compare_exchange_n((p), (expected), (v), false, __ATOMIC_SEQ_CST, \
+				    __ATOMIC_SEQ_CST)
+/* A statistic's add: untorn, no ordering (read after the adders are
+ * joined, or as a rough figure while they run). */
+#define ATOMIC_ADD_RELAXED(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 
 /* The 64-bit words other processes read (head, release) must be single
  * untorn accesses, not a libatomic lock that lives in one process. */

@@ -359,7 +359,7 @@ static int read_item(struct worker *w, const struct ts_item *it, bool pre,
 			ts_source_too_big(it->is_range ? it->size : ts_source_file_size(it->path),
 					  plan->max_file_size, lerr);
 		else if (rc)
-			ts_error_set(lerr, rc, "%s", strerror(-rc));
+			ts_error_set(lerr, rc, "%s", ts_error_name(rc));
 		return rc;
 	}
 	uint64_t t = ts_prof_now();
@@ -371,7 +371,7 @@ static int read_item(struct worker *w, const struct ts_item *it, bool pre,
 	int frc = e->reader ? rc : ts_reader_fault(it->is_range, rc, blen);
 	if (frc != rc) {
 		rc = frc;
-		ts_error_set(lerr, rc, "%s", strerror(-rc));
+		ts_error_set(lerr, rc, "%s", ts_error_name(rc));
 	}
 	return rc;
 }

@@ -194,7 +194,7 @@ int ts_filter_gaussian(struct ts_image *img, struct ts_image *tmp, int kw,
 	/* weights x, weights y, the column sums (padded), one output row */
 	float *buf = malloc(sizeof(float) * ((size_t)kw + (size_t)kh + np + n));
 	if (!buf)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	float *wx = buf, *wy = wx + kw, *pad = wy + kh, *out = pad + np;
 	ts_filter_gaussian_kernel(kw, sx, wx);
 	ts_filter_gaussian_kernel(kh, sy, wy);
@@ -248,9 +248,9 @@ static int failed(const struct ts_op *op, int rc, struct ts_error *err)
 {
 	if (rc == 0)
 		return 0;
-	return ts_error_set(err, rc == -ENOMEM ? TS_E_NOMEM : TS_E_ARG, "%s: %s",
+	return ts_error_set(err, rc == TS_E_NOMEM ? TS_E_NOMEM : TS_E_ARG, "%s: %s",
 			    ts_op_kind_name(op->kind),
-			    rc == -ENOMEM ? "out of memory" : "invalid kernel or image");
+			    rc == TS_E_NOMEM ? "out of memory" : "invalid kernel or image");
 }
 
 static int k_sharpness(const struct ts_op *op, struct ts_image *img,

@@ -25,7 +25,7 @@
  * floats, plus 0.5, truncated and clipped; the outermost rows and
  * columns copied), an image smaller than 3x3 is its own degenerate;
  * then ImagingBlend(degenerate, img, factor). Every channel alike.
- * Returns 0, or -ENOMEM (img unchanged). */
+ * Returns 0, or TS_E_NOMEM (img unchanged). */
 int ts_filter_sharpness(struct ts_image *img, struct ts_image *tmp, float factor);
 
 /* torchvision's _get_gaussian_kernel1d in float32: x = -(k-1)/2 ..
@@ -39,7 +39,7 @@ void ts_filter_gaussian_kernel(int k, float sigma, float *w);
  * padding; repeated for an image smaller than the kernel's radius, where
  * torchvision raises), computed in float32 (columns, then rows) and
  * rounded half to even (uint8, uint16) or kept (float32). kw, kh odd >= 1.
- * Returns 0, -EINVAL (a kernel side or dtype it cannot take) or -ENOMEM. */
+ * Returns 0, -EINVAL (a kernel side or dtype it cannot take) or TS_E_NOMEM. */
 int ts_filter_gaussian(struct ts_image *img, struct ts_image *tmp, int kw,
 		       int kh, float sx, float sy);
 

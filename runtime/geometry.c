@@ -343,7 +343,7 @@ int ts_geo_transform_affine(const struct ts_image *src, struct ts_image *dst,
 		int stack[4096];
 		int *xtab = stack;
 		if (ow > 4096 && !(xtab = calloc((size_t)ow, sizeof(int))))
-			return -ENOMEM;
+			return TS_E_NOMEM;
 		scale_affine(src, dst, m, xtab);
 		if (xtab != stack)
 			free(xtab);
@@ -663,7 +663,7 @@ static int failed(const struct ts_op *op, int rc, struct ts_error *err)
 	if (rc >= 0)
 		return 0;
 	return ts_error_set(err, rc, "%s: %s", ts_op_kind_name(op->kind),
-			    rc == -ENOMEM ? "out of memory" : "invalid image or parameters");
+			    rc == TS_E_NOMEM ? "out of memory" : "invalid image or parameters");
 }
 
 static const double *center_of(const struct ts_op *op)

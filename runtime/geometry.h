@@ -41,7 +41,7 @@ void ts_geo_fill_u8(const struct ts_op *op, int channels, uint8_t fill[4]);
  * NULL and the angle is a multiple of 90 it takes) or its affine
  * transform. angle in degrees counter-clockwise; center (x, y) or NULL;
  * interp TS_INTERP_NEAREST or TS_INTERP_BILINEAR. uint8 only. Returns 0,
- * TS_E_ARG or -ENOMEM.
+ * TS_E_ARG or TS_E_NOMEM.
  */
 int ts_geo_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
 		  enum ts_interp interp, bool expand, const double *center,
@@ -54,7 +54,7 @@ int ts_geo_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
  * output has the input's size. RandAugment's ShearX is
  * ts_geo_affine(img, tmp, 0, {0, 0}, 1, {degrees(atan(m)), 0}, {0, 0},
  * ...), its TranslateX ts_geo_affine(img, tmp, 0, {(int)m, 0}, 1, {0, 0},
- * NULL, ...). uint8 only. Returns 0, TS_E_ARG or -ENOMEM.
+ * NULL, ...). uint8 only. Returns 0, TS_E_ARG or TS_E_NOMEM.
  */
 int ts_geo_affine(struct ts_image *img, struct ts_image *tmp, double angle,
 		  const double translate[2], double scale,
@@ -71,7 +71,7 @@ int ts_geo_transform_affine(const struct ts_image *src, struct ts_image *dst,
 /* F.perspective(img, startpoints, endpoints, interpolation, fill) on a
  * PIL image: start and end are the four corners (x, y), top-left,
  * top-right, bottom-right, bottom-left. uint8 only. Returns 0, TS_E_ARG
- * (degenerate corners) or -ENOMEM. */
+ * (degenerate corners) or TS_E_NOMEM. */
 int ts_geo_perspective(struct ts_image *img, struct ts_image *tmp,
 		       const double start[8], const double end[8],
 		       enum ts_interp interp, const uint8_t fill[4]);
@@ -80,7 +80,7 @@ int ts_geo_perspective(struct ts_image *img, struct ts_image *tmp,
  * on a PIL image: negative sides crop first; constant pads with fill
  * (per channel, in the image's levels), edge / reflect / symmetric as
  * np.pad does. uint8 or uint16. Returns 0, TS_E_ARG (nothing left after
- * cropping) or -ENOMEM. */
+ * cropping) or TS_E_NOMEM. */
 int ts_geo_pad(struct ts_image *img, struct ts_image *tmp, const int pad[4],
 	       enum ts_pad_mode mode, const double fill[4]);
 

@@ -129,7 +129,7 @@ int ts_grid_to_rgb(const void *data, int height, int width, int channels,
 	if (!data || height <= 0 || width <= 0 || channels < 1 || channels > 4)
 		return TS_E_ARG;
 	if (ts_image_reserve(out, width, height, 3, TS_DTYPE_U8))
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	for (int y = 0; y < height; y++) {
 		uint8_t *row = out->data + (size_t)y * out->stride;
 		for (int x = 0; x < width; x++) {

@@ -38,7 +38,7 @@ void ts_grid_values_describe(const struct ts_grid_values *v, enum ts_dtype dtype
 			     char *buf, size_t n);
 
 /* Convert one sample (height x width x channels of dtype, in layout) to
- * 8-bit RGB in out (reserved here). Returns 0, -ENOMEM or TS_E_ARG. */
+ * 8-bit RGB in out (reserved here). Returns 0, TS_E_NOMEM or TS_E_ARG. */
 int ts_grid_to_rgb(const void *data, int height, int width, int channels,
 		   enum ts_dtype dtype, enum ts_layout layout,
 		   const struct ts_grid_values *v, struct ts_image *out);

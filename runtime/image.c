@@ -17,7 +17,7 @@ int ts_image_reserve(struct ts_image *img, int width, int height,
 		size_t cap = need + need / 2;
 		uint8_t *p = realloc(img->data, cap);
 		if (!p)
-			return -ENOMEM;
+			return TS_E_NOMEM;
 		img->data = p;
 		img->capacity = cap;
 	}

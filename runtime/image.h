@@ -24,7 +24,7 @@ struct ts_image {
 };
 
 /* Set the shape (stride = width * channels * elem size) and make sure data
- * holds it, growing when needed. Returns 0 or -ENOMEM. */
+ * holds it, growing when needed. Returns 0 or TS_E_NOMEM. */
 int ts_image_reserve(struct ts_image *img, int width, int height,
 		     int channels, enum ts_dtype dtype);
 /* Free the buffer; the struct may be reused after. */

@@ -21,7 +21,7 @@
  *   - rng is the op's own stream, ts_rng_init(&rng, seed, epoch, index,
  *     op->index): an op with a probability draws its U(0, 1) from it
  *     first, and draws nothing more when it does not apply;
- *   - return 0, or a negative code (out of memory, TS_E_ARG, ...) with err
+ *   - return 0, or a negative code (TS_E_NOMEM, TS_E_ARG, ...) with err
  *     filled (ts_error_set: what failed and why; err may be NULL);
  *   - thread safety: only its arguments (and per-thread scratch).
  * The call is one indirect call per op and sample; the pixel loops stay

@@ -88,8 +88,8 @@ int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,
 		return ts_error_set(err, TS_E_ARG, "plugin: no path");
 	struct ts_plugin_host *h = calloc(1, sizeof(*h));
 	if (!h)
-		return ts_error_set(err, -ENOMEM, "out of memory");
-	int rc = -ENOMEM;
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	int rc = TS_E_NOMEM;
 	h->op = op;
 	h->sock = -1;
 	h->memfd = -1;
@@ -127,7 +127,7 @@ int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,
 	*out = h;
 	return 0;
 fail:
-	ts_error_set(err, -ENOMEM, "out of memory");
+	ts_error_set(err, TS_E_NOMEM, "out of memory");
 out:
 	ts_plugin_host_destroy(h);
 	return rc;

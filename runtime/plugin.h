@@ -77,7 +77,7 @@ struct ts_plugin_host;
 
 /* A host for op (a plugin op, op->plugin set; borrowed, must outlive the host), with
  * the plugin's path resolved against base_dir. Starts no process yet.
- * Returns 0 or -ENOMEM / TS_E_PLUGIN (no helper executable found). */
+ * Returns 0 or TS_E_NOMEM / TS_E_PLUGIN (no helper executable found). */
 int ts_plugin_host_create(const struct ts_op *op, const char *base_dir,
 			  struct ts_plugin_host **out, struct ts_error *err);
 
@@ -92,7 +92,7 @@ int ts_plugin_host_probe(struct ts_plugin_host *h, struct ts_error *err);
  * TS_E_PLUGIN with err->msg naming the plugin and what happened
  * ("plugin 'crash.so' crashed with SIGSEGV", "... timed out after
  * 1000 ms", "... returned error -2"); the child is gone then and the next
- * call starts another. -ENOMEM and the like for local failures. */
+ * call starts another. TS_E_NOMEM and the like for local failures. */
 int ts_plugin_host_run(struct ts_plugin_host *h, struct ts_image *img,
 		       struct ts_error *err);
 

@@ -7,12 +7,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "augment.h"
+#include "barrier.h"
 #include "engine.h"
 #include "font.h"
 #include "grid.h"
@@ -40,8 +40,8 @@ struct collect {
 	struct shot *shots;
 	size_t n;
 	uint64_t max_bytes;     /* copies refused above this, in all */
-	atomic_uint_fast64_t bytes;
-	atomic_bool failed;     /* out of memory, or over max_bytes */
+	uint64_t bytes;         /* kept so far, by all workers (ATOMIC_ADD) */
+	bool failed;            /* out of memory, or over max_bytes */
 };
 
 struct ts_preview {
@@ -72,14 +72,17 @@ static void sink(void *arg, const struct ts_engine_sample *s)
 	if (s->pos >= c->n)
 		return;
 	struct shot *d = &c->shots[s->pos];
-	if (atomic_fetch_add(&c->bytes, s->bytes) + s->bytes > c->max_bytes) {
-		atomic_store(&c->failed, true);
+	/* The workers' sum: a full-barrier add, so no two both see room
+	 * for the same bytes. failed is read after ts_engine_join, which
+	 * orders these stores before it. */
+	if (ATOMIC_ADD(&c->bytes, s->bytes) > c->max_bytes) {
+		WRITE_ONCE(c->failed, true);
 		return;
 	}
 	d->data = malloc(s->bytes ? s->bytes : 1);
 	d->path = s->path ? ts_strdup(s->path) : NULL;
 	if (!d->data || (s->path && !d->path)) {
-		atomic_store(&c->failed, true);
+		WRITE_ONCE(c->failed, true); /* read after the join, as above */
 		return;
 	}
 	memcpy(d->data, s->data, s->bytes);
@@ -130,7 +133,7 @@ static int run_discard(const struct ts_plan *plan, const struct ts_preview_opts 
 		rc = ts_engine_start(e, err);
 	if (rc == 0)
 		rc = ts_engine_join(e, err);
-	if (rc == 0 && atomic_load(&c.failed))
+	if (rc == 0 && READ_ONCE(c.failed)) /* the workers are joined */
 		rc = ts_error_set(err, TS_E_NOMEM,
 				  "the samples take more than %" PRIu64 " MiB to keep; "
 				  "ask for fewer samples", max_bytes >> 20);

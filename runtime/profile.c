@@ -3,21 +3,23 @@
 
 #include <time.h>
 
-/* Relaxed throughout: the flag only gates probes, and the counters are
- * statistics read after the threads that add to them are joined (the
- * join orders those adds before the read). */
-atomic_bool ts_prof_enabled;
-static atomic_uint_fast64_t counters[TS_PROF_N];
+#include "barrier.h"
+
+/* Relaxed throughout (barrier.h): the flag only gates probes, and the
+ * counters are statistics read after the threads that add to them are
+ * joined (the join orders those adds before the read). */
+bool ts_prof_enabled;
+static uint64_t counters[TS_PROF_N];
 
 void ts_prof_enable(bool on)
 {
-	atomic_store(&ts_prof_enabled, on);
+	WRITE_ONCE(ts_prof_enabled, on); /* gates probes only: no ordering */
 }
 
 void ts_prof_reset(void)
 {
 	for (int i = 0; i < TS_PROF_N; i++)
-		atomic_store(&counters[i], 0);
+		WRITE_ONCE(counters[i], 0); /* before the workers start */
 }
 
 static uint64_t thread_ns(void)
@@ -30,29 +32,29 @@ static uint64_t thread_ns(void)
 
 uint64_t ts_prof_now(void)
 {
-	if (!atomic_load_explicit(&ts_prof_enabled, memory_order_relaxed))
+	if (!READ_ONCE(ts_prof_enabled))
 		return 0;
 	return thread_ns();
 }
 
 void ts_prof_add(enum ts_prof_stage s, uint64_t t0)
 {
-	if (t0 == 0 || !atomic_load_explicit(&ts_prof_enabled, memory_order_relaxed))
+	if (t0 == 0 || !READ_ONCE(ts_prof_enabled))
 		return;
 	uint64_t t1 = thread_ns();
 	if (t1 > t0)
-		atomic_fetch_add_explicit(&counters[s], t1 - t0, memory_order_relaxed);
+		ATOMIC_ADD_RELAXED(&counters[s], t1 - t0); /* a statistic */
 }
 
 void ts_prof_add_thread(enum ts_prof_stage s)
 {
-	if (!atomic_load_explicit(&ts_prof_enabled, memory_order_relaxed))
+	if (!READ_ONCE(ts_prof_enabled))
 		return;
-	atomic_fetch_add_explicit(&counters[s], thread_ns(), memory_order_relaxed);
+	ATOMIC_ADD_RELAXED(&counters[s], thread_ns()); /* a statistic */
 }
 
 void ts_prof_get(uint64_t ns[TS_PROF_N])
 {
 	for (int i = 0; i < TS_PROF_N; i++)
-		ns[i] = atomic_load(&counters[i]);
+		ns[i] = READ_ONCE(counters[i]); /* the adders are joined */
 }

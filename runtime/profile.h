@@ -15,7 +15,6 @@
 #ifndef TS_PROFILE_H
 #define TS_PROFILE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,7 +29,9 @@ enum ts_prof_stage {
 	TS_PROF_N
 };
 
-extern atomic_bool ts_prof_enabled;
+/* Whether the probes run (profile.c reads and writes it with READ_ONCE /
+ * WRITE_ONCE). */
+extern bool ts_prof_enabled;
 
 /* Turn the probes on or off (counters are kept; ts_prof_reset zeroes). */
 void ts_prof_enable(bool on);

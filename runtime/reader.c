@@ -161,7 +161,7 @@ static int req_grow(struct ts_reader *r, struct req *q)
 	if (q->buf >= 0) {
 		uint8_t *h = malloc(cap);
 		if (!h)
-			return -ENOMEM;
+			return TS_E_NOMEM;
 		memcpy(h, req_base(r, q), q->got);
 		give_buf(r, (unsigned)q->buf);
 		q->buf = -1;
@@ -169,7 +169,7 @@ static int req_grow(struct ts_reader *r, struct req *q)
 	} else {
 		uint8_t *h = realloc(q->heap, cap);
 		if (!h)
-			return -ENOMEM;
+			return TS_E_NOMEM;
 		q->heap = h;
 	}
 	q->cap = cap;
@@ -243,7 +243,7 @@ static int shard_get(struct ts_reader *r, const char *path)
 		return -1;
 	char *copy = strdup(path);
 	if (!copy)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
@@ -580,13 +580,13 @@ static void uring_setup(struct ts_reader *r)
 		rc = io_uring_register_buffers(&r->ring, iov, r->nbuf);
 		free(iov);
 	} else {
-		rc = -ENOMEM;
+		rc = TS_E_NOMEM;
 	}
 	r->fixed_bufs = rc == 0;
 	if (rc) {
 		snprintf(r->reason_buf, sizeof(r->reason_buf),
 			 "io_uring registered buffers unavailable (%s%s): unregistered reads",
-			 strerror(-rc), rc == -ENOMEM ? ", RLIMIT_MEMLOCK too low?" : "");
+			 ts_error_name(rc), rc == -ENOMEM ? ", RLIMIT_MEMLOCK too low?" : "");
 		r->reason = r->reason_buf;
 	}
 	r->uring = true;
@@ -714,7 +714,7 @@ int ts_reader_submit(struct ts_reader *r, const struct ts_item *item,
 			return -EFBIG;
 		heap = malloc((size_t)item->size);
 		if (!heap)
-			return -ENOMEM;
+			return TS_E_NOMEM;
 		cap = (size_t)item->size;
 	} else {
 		buf = take_buf(r);

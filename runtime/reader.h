@@ -65,7 +65,7 @@ struct ts_read_done {
  * of buf_size bytes (0: TS_READER_DEFAULT_BUF). Tries io_uring first and
  * falls back to synchronous reads (see above) without failing.
  * out: the new reader on success; free with ts_reader_destroy().
- * Returns 0, TS_E_ARG for a bad depth, -ENOMEM / TS_E_NOMEM.
+ * Returns 0, TS_E_ARG for a bad depth, TS_E_NOMEM / TS_E_NOMEM.
  */
 int ts_reader_create(unsigned queue_depth, size_t buf_size,
 		     struct ts_reader **out, struct ts_error *err);

@@ -105,12 +105,12 @@ int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
 	struct ts_serve *s = calloc(1, sizeof(*s));
 	if (!s) {
 		ts_plan_destroy(plan);
-		return ts_error_set(err, -ENOMEM, "out of memory");
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	}
 	s->plan = plan;
 	s->info.epochs = o->epochs >= 0 ? o->epochs : plan->epochs;
 	s->socket_path = ts_strdup(o->socket_path ? o->socket_path : plan->socket);
-	int rc = -ENOMEM;
+	int rc = TS_E_NOMEM;
 	if (!s->socket_path) {
 		ts_error_set(err, rc, "out of memory");
 		goto fail;

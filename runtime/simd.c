@@ -7,9 +7,10 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "barrier.h"
 
 static const char *const names[] = {
 	[TS_SIMD_GENERIC] = "generic",
@@ -18,7 +19,9 @@ static const char *const names[] = {
 	[TS_SIMD_NEON] = "neon",
 };
 
-static atomic_int current = -1;
+/* The ISA in use, -1 until detected: set once by detect (or first by
+ * ts_simd_force), read lock-free by every kernel call. */
+static int current = -1;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 const char *ts_simd_isa_name(enum ts_simd_isa isa)
@@ -71,16 +74,19 @@ static void detect(void)
 				isa = (enum ts_simd_isa)i;
 	int expected = -1;
 	/* A ts_simd_force() that ran first wins. */
-	atomic_compare_exchange_strong(&current, &expected, (int)isa);
+	ATOMIC_CMPXCHG(&current, &expected, (int)isa);
 }
 
 enum ts_simd_isa ts_simd_isa(void)
 {
-	int v = atomic_load_explicit(&current, memory_order_relaxed);
+	/* Untorn is enough: the value is all there is to see (no data is
+	 * published with it), and pthread_once orders detect's store
+	 * before the second read. */
+	int v = READ_ONCE(current);
 	if (v >= 0)
 		return (enum ts_simd_isa)v;
 	pthread_once(&once, detect);
-	return (enum ts_simd_isa)atomic_load_explicit(&current, memory_order_relaxed);
+	return (enum ts_simd_isa)READ_ONCE(current);
 }
 
 int ts_simd_force(enum ts_simd_isa isa)
@@ -88,6 +94,6 @@ int ts_simd_force(enum ts_simd_isa isa)
 	if (!ts_simd_supported(isa))
 		return -ENOTSUP;
 	pthread_once(&once, detect);
-	atomic_store_explicit(&current, (int)isa, memory_order_relaxed);
+	WRITE_ONCE(current, (int)isa); /* a value only, as above */
 	return 0;
 }

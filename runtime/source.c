@@ -299,7 +299,7 @@ int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, siz
 		if (rc) {
 			ts_error_set(err, rc, "reading '%s' at %llu: %s", item->path,
 				     (unsigned long long)item->offset,
-				     rc == -EIO ? "short read (file truncated?)" : strerror(-rc));
+				     rc == -EIO ? "short read (file truncated?)" : ts_error_name(rc));
 			goto out;
 		}
 		got = (size_t)item->size;

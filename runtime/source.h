@@ -97,7 +97,7 @@ void ts_source_item(const struct ts_index *ix, size_t i, struct ts_item *out);
  * 16 -> TS_DTYPE_U16) into out (reserved with ts_image_reserve, so a
  * reused image allocates nothing). The pixels are a pure function of id
  * and the shape. *label (when non-NULL) gets id % classes (0 when
- * classes <= 0). Returns 0, -ENOMEM or TS_E_ARG for a bad shape.
+ * classes <= 0). Returns 0, TS_E_NOMEM or TS_E_ARG for a bad shape.
  * Thread-safe for distinct out images.
  */
 int ts_source_synthetic(const struct ts_source *src, uint64_t id,

@@ -174,7 +174,7 @@ static int tar_add_member(const char *shard, struct scanbuf *sb, const char *nam
 		int rc = scan_get(sb, off, (size_t)size, &bytes);
 		if (rc)
 			return ts_error_set(err, rc, "tar shard '%s': reading '%s': %s",
-					    shard, name, strerror(-rc));
+					    shard, name, ts_error_name(rc));
 		memcpy(buf, bytes, (size_t)size);
 		buf[size] = '\0';
 		if (!ts_source_parse_label(ts_source_trim(buf), &m.label))
@@ -223,7 +223,7 @@ static int tar_scan(const char *shard, int fd, uint64_t fsize,
 	while (off + 512 <= fsize) {
 		rc = scan_get(&sb, off, 512, &h);
 		if (rc) {
-			ts_error_set(err, rc, "tar shard '%s': %s", shard, strerror(-rc));
+			ts_error_set(err, rc, "tar shard '%s': %s", shard, ts_error_name(rc));
 			goto out;
 		}
 		bool zero = true;
@@ -262,7 +262,7 @@ static int tar_scan(const char *shard, int fd, uint64_t fsize,
 			rc = scan_get(&sb, data, (size_t)size, &bytes);
 			if (rc) {
 				free(buf);
-				ts_error_set(err, rc, "tar shard '%s': %s", shard, strerror(-rc));
+				ts_error_set(err, rc, "tar shard '%s': %s", shard, ts_error_name(rc));
 				goto out;
 			}
 			memcpy(buf, bytes, (size_t)size);

@@ -39,40 +39,21 @@ bool ts_cli_color(FILE *f)
 	return !(no && *no) && isatty(fileno(f));
 }
 
-int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len)
+/* Read fd to its end into a new NUL-terminated buffer, no more than max
+ * bytes (0: no bound; -EFBIG past it, should the file grow while read).
+ * The one read loop of both readers below. */
+static int read_all(int fd, size_t max, char **out, size_t *len)
 {
-	int fd = strcmp(path, "-") == 0 && !max
-		? STDIN_FILENO
-		: open(path, O_RDONLY | O_CLOEXEC | (max ? O_NONBLOCK | O_NOCTTY : 0));
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
-	struct stat st;
-
-	if (fd < 0)
-		return -errno;
-	/* Bounded: only a regular file (a FIFO would block, a device never
-	 * end), no larger than max, and no more than max bytes read should it
-	 * grow meanwhile. */
-	if (max && fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (max && !S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (max && (uint64_t)st.st_size > max) {
-		rc = -EFBIG;
-		goto out;
-	}
 	for (;;) {
 		ssize_t r;
 		if (cap - n < 4096) {
 			size_t ncap = cap ? cap * 2 : 16384;
 			char *p = realloc(buf, ncap + 1);
 			if (!p) {
-				rc = -ENOMEM;
+				rc = TS_E_NOMEM;
 				goto out;
 			}
 			buf = p;
@@ -94,7 +75,7 @@ int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len)
 		}
 	}
 	if (!buf && !(buf = malloc(1))) {
-		rc = -ENOMEM;
+		rc = TS_E_NOMEM;
 		goto out;
 	}
 	buf[n] = '\0';
@@ -103,6 +84,30 @@ int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len)
 	buf = NULL;
 out:
 	free(buf);
+	return rc;
+}
+
+int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd = strcmp(path, "-") == 0 && !max
+		? STDIN_FILENO
+		: open(path, O_RDONLY | O_CLOEXEC | (max ? O_NONBLOCK | O_NOCTTY : 0));
+	int rc = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	/* Bounded: only a regular file (a FIFO would block, a device never
+	 * end), no larger than max, and no more than max bytes read should it
+	 * grow meanwhile. */
+	if (max && fstat(fd, &st) < 0)
+		rc = -errno;
+	else if (max && !S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else if (max && (uint64_t)st.st_size > max)
+		rc = -EFBIG;
+	else
+		rc = read_all(fd, max, out, len);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	return rc;
@@ -114,52 +119,17 @@ int ts_cli_read_side_file(const char *path, size_t max, unsigned owner, char **o
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	int rc = 0;
-	char *buf = NULL;
-	if (fstat(fd, st) < 0) {
+	int rc;
+	if (fstat(fd, st) < 0)
 		rc = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st->st_mode)) {
+	else if (!S_ISREG(st->st_mode))
 		rc = -EINVAL;
-		goto out;
-	}
-	if (st->st_uid != geteuid() && st->st_uid != (uid_t)owner) {
+	else if (st->st_uid != geteuid() && st->st_uid != (uid_t)owner)
 		rc = -EPERM;
-		goto out;
-	}
-	if ((uint64_t)st->st_size > max) {
+	else if ((uint64_t)st->st_size > max)
 		rc = -EFBIG;
-		goto out;
-	}
-	buf = malloc(max + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	size_t n = 0;
-	while (n < max) {
-		ssize_t r = read(fd, buf + n, max - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (max && n > max) {
-			rc = -EFBIG;
-			goto out;
-		}
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	buf = NULL;
-out:
-	free(buf);
+	else
+		rc = read_all(fd, max, out, len);
 	close(fd);
 	return rc;
 }
@@ -301,7 +271,7 @@ int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 		return TS_EXIT_USAGE;
 	}
 	if (rc < 0) {
-		ts_cli_error(cmd, "cannot read %s: %s", path, strerror(-rc));
+		ts_cli_error(cmd, "cannot read %s: %s", path, ts_error_name(rc));
 		return TS_EXIT_USAGE;
 	}
 	ts_diags_init(&d, strcmp(path, "-") == 0 ? "<stdin>" : path, src, len);

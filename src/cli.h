@@ -45,8 +45,8 @@ bool ts_cli_color(FILE *f);
 /* Read a whole file ("-" is standard input) into a malloc'd,
  * NUL-terminated buffer. With max > 0, only a regular file of at most max
  * bytes ("-" is then a file name), opened without blocking: -EINVAL for
- * anything else, -EFBIG when larger. Returns 0 with *out and *len set, or
- * -errno. */
+ * anything else, -EFBIG when larger. Returns 0 with *out and *len set,
+ * TS_E_NOMEM, or -errno. */
 int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Side files: the status file, reload requests and answers, which live
@@ -56,7 +56,7 @@ int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len);
  * user or by owner (another uid, e.g. the socket's; (uid_t)-1: none),
  * at most max bytes. Returns 0 with *out (malloc'd, NUL-terminated),
  * *len and *st set; -ELOOP (a symlink), -EINVAL (not a regular file),
- * -EPERM (another user's), -EFBIG, or another -errno. */
+ * -EPERM (another user's), -EFBIG, TS_E_NOMEM or another -errno. */
 int ts_cli_read_side_file(const char *path, size_t max, unsigned owner, char **out,
 			  size_t *len, struct stat *st);
 /* Write one: a new file of a random name next to path, created

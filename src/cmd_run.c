@@ -188,7 +188,7 @@ static void reload_answer(const char *socket_path, long asker, const char *fmt, 
 		}
 		if (e)
 			fprintf(stderr, "tsrun: reload: cannot write the answer %s: %s\n", ans,
-				strerror(-e));
+				ts_error_name(e));
 	}
 	free(ans);
 	free(rpath);

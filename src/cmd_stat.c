@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "util.h"
 #include "status.h"
 
 /* --- the report --- */
@@ -140,7 +141,7 @@ int ts_cmd_stat(int argc, char **argv)
 		goto out;
 	}
 	if (rc < 0) {
-		ts_cli_error("stat", "cannot read %s: %s", spath, strerror(-rc));
+		ts_cli_error("stat", "cannot read %s: %s", spath, ts_error_name(rc));
 		goto out;
 	}
 	long pid = (long)st.pid;

@@ -109,7 +109,7 @@ static int list_photos(const char *dir, struct photo_list *out)
 			continue;
 		char *p;
 		if (asprintf(&p, "%s/%s", dir, e->d_name) < 0) {
-			rc = -ENOMEM;
+			rc = TS_E_NOMEM;
 			goto out;
 		}
 		struct stat st;
@@ -120,7 +120,7 @@ static int list_photos(const char *dir, struct photo_list *out)
 		char **np = realloc(pl.paths, (pl.n + 1) * sizeof(*np));
 		if (!np) {
 			free(p);
-			rc = -ENOMEM;
+			rc = TS_E_NOMEM;
 			goto out;
 		}
 		pl.paths = np;
@@ -149,7 +149,7 @@ TS_EXPORT int ts_dataset_find_photos(int classes, char *buf, size_t size,
 		rc = list_photos(env, &pl);
 		if (rc < 0)
 			return ts_error_set(err, TS_E_SOURCE,
-					    "TSRUN_PHOTOS=%s: %s", env, strerror(-rc));
+					    "TSRUN_PHOTOS=%s: %s", env, ts_error_name(rc));
 		size_t n = pl.n;
 		photo_list_free(&pl);
 		if (n < (size_t)classes)
@@ -498,11 +498,11 @@ static int encode_png(struct worker_bufs *b, const struct ts_image *img)
 	png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL,
 						  png_error_fn, png_warn_fn);
 	if (!png)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	png_infop info = png_create_info_struct(png);
 	if (!info) {
 		png_destroy_write_struct(&png, NULL);
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	}
 	b->png_len = 0;
 	b->png_oom = false;
@@ -522,7 +522,7 @@ static int encode_png(struct worker_bufs *b, const struct ts_image *img)
 		png_write_row(png, img->data + (size_t)y * img->stride);
 	png_write_end(png, NULL);
 	png_destroy_write_struct(&png, &info);
-	return b->png_oom ? -ENOMEM : 0;
+	return b->png_oom ? TS_E_NOMEM : 0;
 }
 
 /*
@@ -615,7 +615,7 @@ static int make_one(struct pass *ps, struct worker_bufs *b, int g,
 	}
 	rc = write_file_atomic(path, data, len);
 	if (rc < 0)
-		return ts_error_set(err, rc, "%s: %s", path, strerror(-rc));
+		return ts_error_set(err, rc, "%s: %s", path, ts_error_name(rc));
 
 	pthread_mutex_lock(&ps->lock);
 	ps->bytes += len;
@@ -633,14 +633,14 @@ static int bufs_init(struct worker_bufs *b, bool png)
 		return 0;
 	b->tj = tjInitCompress();
 	if (!b->tj)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	int maxl = (TS_DATASET_MAX_SIDE * 4 + 2) / 3 + 1;
 	b->jpg_cap = tjBufSize(maxl, maxl, TJSAMP_420);
 	b->jpg = tjAlloc((int)b->jpg_cap);
 	if (!b->jpg) {
 		tjDestroy(b->tj);
 		b->tj = NULL;
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	}
 	return 0;
 }
@@ -757,7 +757,7 @@ static int prepare_dir(const struct ts_dataset_opts *o, const char *photos,
 	bool empty = false;
 	int rc = dir_state(o->dir, &empty);
 	if (rc < 0)
-		return ts_error_set(err, rc, "%s: %s", o->dir, strerror(-rc));
+		return ts_error_set(err, rc, "%s: %s", o->dir, ts_error_name(rc));
 	*reuse = false;
 	if (empty)
 		return 0;
@@ -808,7 +808,7 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 	}
 	rc = list_photos(photos, &pl);
 	if (rc < 0)
-		return ts_error_set(err, TS_E_SOURCE, "%s: %s: %s", photos, strerror(-rc),
+		return ts_error_set(err, TS_E_SOURCE, "%s: %s: %s", photos, ts_error_name(rc),
 				    INSTALL_HINT);
 	if (pl.n < (size_t)opts->classes) {
 		rc = ts_error_set(err, TS_E_SOURCE,
@@ -832,7 +832,7 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 
 	rc = mkdir_p(opts->dir);
 	if (rc < 0) {
-		ts_error_set(err, rc, "%s: %s", opts->dir, strerror(-rc));
+		ts_error_set(err, rc, "%s: %s", opts->dir, ts_error_name(rc));
 		goto out;
 	}
 	snprintf(marker, sizeof(marker), "%s/%s", opts->dir, TS_DATASET_MARKER);
@@ -840,7 +840,7 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 	if (rc == 0)
 		rc = write_file_atomic(marker, text, strlen(text));
 	if (rc < 0) {
-		ts_error_set(err, rc, "%s: %s", marker, strerror(-rc));
+		ts_error_set(err, rc, "%s: %s", marker, ts_error_name(rc));
 		goto out;
 	}
 
@@ -867,7 +867,7 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 			}
 			rc = mkdir_p(cdir);
 			if (rc < 0) {
-				ts_error_set(err, rc, "%s: %s", cdir, strerror(-rc));
+				ts_error_set(err, rc, "%s: %s", cdir, ts_error_name(rc));
 				goto out;
 			}
 			struct pass ps = {
@@ -892,7 +892,7 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 	if (rc == 0)
 		rc = write_file_atomic(marker, text, strlen(text));
 	if (rc < 0) {
-		ts_error_set(err, rc, "%s: %s", marker, strerror(-rc));
+		ts_error_set(err, rc, "%s: %s", marker, ts_error_name(rc));
 		goto out;
 	}
 	if (made) {

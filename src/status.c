@@ -3,6 +3,7 @@
  * `tsrun run`.
  */
 #include "status.h"
+#include "util.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -65,14 +66,14 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 {
 	struct ts_status *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	s->plan = plan;
 	s->file = strdup(file);
 	s->socket = strdup(socket_path);
 	s->status_path = ts_status_path(socket_path);
 	if (!s->file || !s->socket || !s->status_path) {
 		ts_status_destroy(s);
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	}
 	s->epochs = epochs;
 	s->start_epoch = start_epoch;
@@ -240,7 +241,7 @@ static void write_status_file(struct ts_status *s, const struct ts_engine_stats 
 	if (e && !s->status_failed)
 		fprintf(stderr, "tsrun: cannot write the status file %s: %s (tsrun stat and "
 			"reload will not see this run; reported once)\n", s->status_path,
-			strerror(-e));
+			ts_error_name(e));
 	s->status_failed = e != 0;
 }
 

@@ -296,7 +296,7 @@ int ts_status_load(const char *socket_path, char **text, size_t *len,
 	*len = 0;
 	*age = 0;
 	if (!spath)
-		return -ENOMEM;
+		return TS_E_NOMEM;
 	/* Only a regular file (not a symlink or FIFO another user planted)
 	 * of this user or of the socket's owner (a group-shared tsrun). */
 	unsigned owner = lstat(socket_path, &sock) == 0 ? (unsigned)sock.st_uid : (unsigned)-1;

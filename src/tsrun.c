@@ -77,7 +77,7 @@ TS_EXPORT int ts_pipeline_compile(const char *text, size_t len,
 	struct ts_pipeline *p = calloc(1, sizeof(*p));
 	if (!p) {
 		ts_plan_destroy(plan);
-		return ts_error_set(err, -ENOMEM, "out of memory");
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	}
 	p->plan = plan;
 	*out = p;
@@ -163,7 +163,7 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 	size_t batch = opts->batch ? opts->batch : (size_t)pl->batch;
 	struct ts_stream *s = calloc(1, sizeof(*s));
 	if (!s)
-		return ts_error_set(err, -ENOMEM, "out of memory");
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	s->p = p;
 	s->plan = p->plan;
 	s->opts = *opts;
