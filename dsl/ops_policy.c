@@ -321,13 +321,13 @@ static void describe_random_erasing(const struct ts_op *op, char *buf, size_t n)
 
 /* ---- rand_augment, trivial_augment_wide, auto_augment ---------------- */
 
-static const char *const w_policy_interp[] = {"nearest", "bilinear", NULL};
+static const char *const w_policy_interp[] = {"nearest", "bilinear", "bicubic", NULL};
 static const char *const w_aa_policy[] = {"imagenet", "cifar10", "svhn", NULL};
 
 #define P_POLICY_COMMON \
 	{ .name = "interpolation", .type = TS_PT_WORD, .def = "nearest", .def_word = 0, \
 	  .words = w_policy_interp, \
-	  .doc = "nearest or bilinear, for the geometric ops (as PIL samples)" }, \
+	  .doc = "nearest, bilinear or bicubic, for the geometric ops (as PIL samples)" }, \
 	{ .name = "fill", .type = TS_PT_NUMLIST, .def = "0", P_MIN(0), P_MAX(255), \
 	  .doc = "the colour outside the sheared, moved or rotated image: one level, or one per channel" }
 
@@ -364,8 +364,9 @@ static void take_common(const struct ts_opdef *def, struct ts_check_val *vals,
 			struct ts_op *op)
 {
 	const struct ts_check_val *fill = ts_check_arg(def, vals, "fill");
-	op->interp = ts_check_arg(def, vals, "interpolation")->word == 1
-			     ? TS_INTERP_BILINEAR : TS_INTERP_NEAREST;
+	static const enum ts_interp interps[] = { TS_INTERP_NEAREST, TS_INTERP_BILINEAR,
+						  TS_INTERP_BICUBIC };
+	op->interp = interps[ts_check_arg(def, vals, "interpolation")->word];
 	op->geo.n_fill = fill->given && fill->n_nums > 0 ? fill->n_nums : 1;
 	for (int i = 0; i < 4; i++)
 		op->geo.fill[i] = fill->given && i < fill->n_nums ? fill->dnums[i] : 0.0;
@@ -469,7 +470,9 @@ static int shape_auto_augment(const struct ts_op *op, const struct ts_shape *in,
 static void common_desc(const struct ts_op *op, char *buf, size_t n)
 {
 	size_t at = (size_t)snprintf(buf, n, "interpolation=%s, fill=%s",
-				     op->interp == TS_INTERP_BILINEAR ? "bilinear" : "nearest",
+				     op->interp == TS_INTERP_BILINEAR  ? "bilinear"
+				     : op->interp == TS_INTERP_BICUBIC ? "bicubic"
+									: "nearest",
 				     op->geo.n_fill > 1 ? "[" : "");
 	for (int i = 0; i < op->geo.n_fill && at < n; i++)
 		at += (size_t)snprintf(buf + at, n - at, "%s%g", i ? ", " : "", op->geo.fill[i]);

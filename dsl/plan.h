@@ -260,7 +260,7 @@ struct ts_op {
 	size_t n_branches;
 	/* rand_augment(num_ops, magnitude, num_magnitude_bins),
 	 * trivial_augment_wide(num_magnitude_bins), auto_augment(policy);
-	 * all three with interp (nearest or bilinear) and their fill in
+	 * all three with interp (nearest, bilinear or bicubic) and their fill in
 	 * geo.n_fill / geo.fill, as the geometry ops keep theirs. */
 	int num_ops, magnitude, num_bins;
 	enum ts_aa_policy aa_policy;

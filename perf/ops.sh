@@ -73,6 +73,13 @@ erase|0|erase(50, 50, 100, 100)
 random_rotation|0|random_rotation(15, interpolation = bilinear)
 random_affine|0|random_affine(10, translate = [0.1, 0.1], scale = 0.9..1.1, shear = 5)
 random_perspective|0|random_perspective(0.5, p = 1)
+# policies (ops_policy.c); a row's stage cannot hold a '|' (so no chains,
+# and no random_erasing, which needs a normalize before it)
+random_apply|0|random_apply(equalize, p = 0.5)
+random_choice|0|random_choice([equalize, invert, autocontrast])
+rand_augment(2, 9)|0|rand_augment(2, 9)
+trivial_augment_wide|0|trivial_augment_wide
+auto_augment(imagenet)|0|auto_augment(imagenet)
 EOF
 }
 

@@ -31,7 +31,7 @@ auto_augment):
     equal to torchvision's _apply_op on the PIL image (0 levels: the
     colour ops, Sharpness and Posterize/Solarize exactly as ImageOps and
     ImageEnhance; ShearX/Y, TranslateX/Y and Rotate through the geometry
-    family, exact with nearest and bilinear), on real photos, RGB and L,
+    family, exact with nearest, bilinear and bicubic), on real photos, RGB and L,
     with fill;
   - whole policies (tests/tools/color-tool, the pipeline's op at stream
     position (seed, 0, index)): tsrun's output equals torchvision's
@@ -314,8 +314,9 @@ def steps_exact(tmp, imgs):
         out = os.path.join(tmp, "out.raw")
         for op, ms in mags.items():
             for m in ms:
-                for interp, mode in (("nearest", IM.NEAREST), ("bilinear", IM.BILINEAR)):
-                    if interp == "bilinear" and op not in ("ShearX", "ShearY", "TranslateX",
+                for interp, mode in (("nearest", IM.NEAREST), ("bilinear", IM.BILINEAR),
+                                     ("bicubic", IM.BICUBIC)):
+                    if interp != "nearest" and op not in ("ShearX", "ShearY", "TranslateX",
                                                            "TranslateY", "Rotate"):
                         continue
                     for fill in (0, 200):
@@ -344,7 +345,8 @@ def policies_exact(tmp, imgs):
              ("trivial_augment_wide(num_magnitude_bins = 11, fill = 7)", IM.NEAREST, 7),
              ("auto_augment(imagenet)", IM.NEAREST, None),
              ("auto_augment(cifar10, interpolation = bilinear)", IM.BILINEAR, None),
-             ("auto_augment(svhn)", IM.NEAREST, None)]
+             ("auto_augment(svhn)", IM.NEAREST, None),
+             ("trivial_augment_wide(interpolation = bicubic)", IM.BICUBIC, None)]
     for name, im in imgs:
         inp, c = raw(tmp, im)
         out = os.path.join(tmp, "out.raw")

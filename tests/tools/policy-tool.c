@@ -4,7 +4,7 @@
  *
  *   policy-tool 'OPS' H W C N [SEED]
  *   policy-tool table KIND BINS W H
- *   policy-tool step IN W H C OUT NAME MAGNITUDE nearest|bilinear FILL
+ *   policy-tool step IN W H C OUT NAME MAGNITUDE nearest|bilinear|bicubic FILL
  *
  * OPS is what goes between a synthetic H x W x C source and batch(), as
  * tsrun compiles it. For samples 0..N-1 of epoch 0 it prints one line of
@@ -78,8 +78,9 @@ static int step(int argc, char **argv)
 			st.op = (enum ts_policy_opname)o;
 	if (st.op == TS_PA_COUNT || w < 1 || h < 1 || c < 1 || c > 4)
 		return 2;
-	enum ts_interp interp = strcmp(argv[9], "bilinear") == 0 ? TS_INTERP_BILINEAR
-								 : TS_INTERP_NEAREST;
+	enum ts_interp interp = strcmp(argv[9], "bilinear") == 0  ? TS_INTERP_BILINEAR
+				: strcmp(argv[9], "bicubic") == 0 ? TS_INTERP_BICUBIC
+								  : TS_INTERP_NEAREST;
 	int f = atoi(argv[10]);
 	const uint8_t fill[4] = { (uint8_t)f, (uint8_t)f, (uint8_t)f, (uint8_t)f };
 	struct ts_image img = {0}, tmp = {0};
