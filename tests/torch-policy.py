@@ -15,6 +15,11 @@ counter-based streams); torchvision's from its own classes, 10,000 each:
     the box's height, width, centre row and centre column, compared by a
     two-sample chi-square (bound: dof + 3.3 sqrt(2 dof) + 3, about
     p = 0.001);
+  - random_erasing's output: the slot a trainer gets (the whole
+    pipeline, policy-tool slot) equal to ToTensor + Normalize + F.erase
+    with the box tsrun drew, in float32 and float16, nchw and nhwc, for
+    value 0, per channel and a number (0 difference); value random: the
+    rest equal, the box's values of mean ~0 and variance ~1;
   - random_apply: RandomApply(p) applied or not; random_choice:
     RandomChoice(weights) chosen alternative; same test.
 The augmentation policies (rand_augment, trivial_augment_wide,
@@ -367,6 +372,70 @@ def policies_exact(tmp, imgs):
                   worst == 0, "max %d levels; ops seen: %d" % (worst, len(seen)))
 
 
+def erasing_values(tmp, imgs):
+    """The output stage's erasing (policy-tool slot: the whole pipeline, the
+    slot as a trainer gets it) against torchvision: ToTensor, Normalize,
+    then F.erase with the box tsrun drew, in float32 and float16, nchw and
+    nhwc; value random: the box holds normal values (mean, variance), the
+    rest equal."""
+    import torchvision.transforms.functional as F
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    norm = "normalize(%s, %s)" % (mean, std)
+    worst = {}
+    for name, im in imgs:
+        if im.mode != "RGB":
+            continue
+        inp, c = raw(tmp, im)
+        out = os.path.join(tmp, "slot.raw")
+        base = F.normalize(F.to_tensor(im), mean, std)
+        for ops, value, dt, layout in (
+                ("%s | random_erasing(0.7) | to(float32, nchw)", 0.0, np.float32, "nchw"),
+                ("%s | random_erasing(0.7, value = [1, -2, 0.5]) | to(float32, nhwc)",
+                 [1.0, -2.0, 0.5], np.float32, "nhwc"),
+                ("%s | random_erasing(0.9, 0.1..0.4, 0.5..2.0, value = 3) | to(float16, nchw)",
+                 3.0, np.float16, "nchw"),
+                ("%s | to(float32, nchw) | random_erasing(0.7, value = random)", None,
+                 np.float32, "nchw")):
+            ops = ops % norm
+            erased = 0
+            for k in range(12):
+                res = subprocess.run([TOOL, "slot", inp, str(im.width), str(im.height), str(c),
+                                      out, ops, str(k), "3"], check=True, capture_output=True,
+                                     text=True).stdout.split()
+                got = np.fromfile(out, dt)
+                got = got.reshape((3, im.height, im.width) if layout == "nchw"
+                                  else (im.height, im.width, 3))
+                if layout == "nhwc":
+                    got = got.transpose(2, 0, 1)
+                ref = base.clone()
+                box = None
+                if res[0] != "-":
+                    box = [int(x) for x in res]
+                    erased += 1
+                    if value is not None:
+                        v = torch.tensor(value if isinstance(value, list) else [value],
+                                         dtype=torch.float32)[:, None, None]
+                        ref = F.erase(ref, box[0], box[1], box[2], box[3], v)
+                ref = ref.numpy().astype(dt)
+                if value is None and box:
+                    i, j, h, w = box
+                    inside = got[:, i:i + h, j:j + w].astype(np.float64)
+                    n = inside.size
+                    ok = n < 50 or (abs(inside.mean()) < 5 / math.sqrt(n) and
+                                    abs(inside.var() - 1) < 0.3)
+                    check("%s: random values in the box look standard normal" % name, ok,
+                          "mean %.3f var %.3f over %d" % (inside.mean(), inside.var(), n))
+                    mask = np.ones(got.shape, bool)
+                    mask[:, i:i + h, j:j + w] = False
+                    d = float(np.abs(got[mask].astype(np.float64) - ref[mask]).max())
+                else:
+                    d = float(np.abs(got.astype(np.float64) - ref.astype(np.float64)).max())
+                worst[ops] = max(worst.get(ops, 0.0), d)
+            check("%s %s: the slot equals torchvision's Normalize + F.erase of the box "
+                  "(%d of 12 erased)" % (name, ops, erased), worst[ops] == 0,
+                  "max %g" % worst[ops])
+
+
 def threads():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "p.ts")
@@ -404,6 +473,7 @@ def main():
         imgs = photos(tmp)
         steps_exact(tmp, imgs)
         policies_exact(tmp, imgs)
+        erasing_values(tmp, imgs)
     threads()
     if failures:
         print("%d check(s) failed" % len(failures))

@@ -5,6 +5,7 @@
  *   policy-tool 'OPS' H W C N [SEED]
  *   policy-tool table KIND BINS W H
  *   policy-tool step IN W H C OUT NAME MAGNITUDE nearest|bilinear|bicubic FILL
+ *   policy-tool slot IN W H C OUT 'OPS' INDEX [SEED]
  *
  * OPS is what goes between a synthetic H x W x C source and batch(), as
  * tsrun compiles it. For samples 0..N-1 of epoch 0 it prints one line of
@@ -19,13 +20,19 @@
  * "Name - 0" for an op without one. The step form applies one op
  * (torchvision's name, e.g. ShearX) with that magnitude to a raw uint8
  * HWC file, as the policies do, fill one level for every channel, and
- * writes the raw result to OUT. Exit 0, 1 on an error, 2 on bad usage.
+ * writes the raw result to OUT. The slot form runs the whole compiled
+ * pipeline on a raw uint8 HWC file at stream position (SEED, 0, INDEX),
+ * its output stage included, writes the sample as the ring slot holds it
+ * to OUT, and prints the box of each random_erasing of the output stage
+ * ("i j h w", or "-"). Exit 0, 1 on an error, 2 on bad usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dsl.h"
+#include "augment.h"
+#include "kernel.h"
 #include "policy.h"
 
 static const struct ts_op *find(const struct ts_plan *p)
@@ -109,8 +116,87 @@ static int step(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+static struct ts_plan *compile_ops(const char *ops, int h, int w, int c)
+{
+	char src[4096];
+	snprintf(src, sizeof(src),
+		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d)\n"
+		 "    | %s\n    | batch(1)\n", h, w, c, ops);
+	struct ts_diags d;
+	struct ts_plan *plan = NULL;
+	ts_diags_init(&d, "policy-tool.ts", src, strlen(src));
+	if (ts_dsl_compile(src, strlen(src), "policy-tool.ts", NULL, &d, &plan)) {
+		char *text = ts_diags_render(&d);
+		fprintf(stderr, "%s", text ? text : "compile failed\n");
+		free(text);
+		plan = NULL;
+	}
+	ts_diags_fini(&d);
+	return plan;
+}
+
+static int slot(int argc, char **argv)
+{
+	if (argc != 9 && argc != 10)
+		return 2;
+	int w = atoi(argv[3]), h = atoi(argv[4]), c = atoi(argv[5]);
+	uint64_t index = strtoull(argv[8], NULL, 0);
+	uint64_t seed = argc == 10 ? strtoull(argv[9], NULL, 0) : 0;
+	struct ts_plan *plan = compile_ops(argv[7], h, w, c);
+	if (!plan)
+		return 1;
+	struct ts_image img = {0}, t1 = {0}, t2 = {0};
+	struct ts_error err = {0};
+	void *buf = malloc(plan->sample_bytes);
+	int rc = buf ? ts_image_reserve(&img, w, h, c, TS_DTYPE_U8) : -1;
+	FILE *in = rc ? NULL : fopen(argv[2], "rbe");
+	if (!in || fread(img.data, 1, ts_image_bytes(&img), in) != ts_image_bytes(&img))
+		rc = -1;
+	if (in)
+		fclose(in);
+	size_t i = 0;
+	for (; rc == 0 && i < plan->n_ops && plan->ops[i].kind != TS_OP_OUTPUT; i++) {
+		struct ts_rng r;
+		ts_rng_init(&r, seed, 0, index, (uint64_t)plan->ops[i].index);
+		rc = ts_kernel_apply(&plan->ops[i], &img, &t1, &r, &err);
+	}
+	if (rc == 0)
+		rc = ts_out_write(&plan->ops[i], &img, seed, 0, index, &t1, &t2, buf,
+				  plan->sample_bytes, &err);
+	if (rc == 0) {
+		FILE *out = fopen(argv[6], "wbe");
+		if (!out || fwrite(buf, 1, plan->sample_bytes, out) != plan->sample_bytes)
+			rc = -1;
+		if (out && fclose(out) != 0)
+			rc = -1;
+		const struct ts_op *o = &plan->ops[i];
+		for (size_t j = 0; rc == 0 && j < o->n_parts; j++) {
+			if (o->parts[j].kind != TS_OP_RANDOM_ERASING)
+				continue;
+			struct ts_rng r;
+			struct ts_erase_box b;
+			ts_rng_init(&r, seed, 0, index, (uint64_t)o->parts[j].index);
+			ts_policy_erase_box(&o->parts[j], plan->height, plan->width, &r, &b);
+			if (b.apply)
+				printf("%d %d %d %d\n", b.i, b.j, b.h, b.w);
+			else
+				printf("-\n");
+		}
+	}
+	if (rc)
+		fprintf(stderr, "policy-tool: %s (%d)\n", err.msg[0] ? err.msg : "failed", rc);
+	free(buf);
+	ts_image_free(&img);
+	ts_image_free(&t1);
+	ts_image_free(&t2);
+	ts_plan_destroy(plan);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "slot") == 0)
+		return slot(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "table") == 0)
 		return table(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "step") == 0)
