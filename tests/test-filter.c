@@ -323,7 +323,8 @@ START_TEST(apply_refuses)
 {
 	struct ts_error err = { 0 };
 	struct ts_rng rng;
-	struct ts_image img = make(4, 4, 3, TS_DTYPE_U16, NULL), tmp = { 0 };
+	const uint16_t px[48] = { 0, 1, 65535, 300 };
+	struct ts_image img = make(4, 4, 3, TS_DTYPE_U16, px), tmp = { 0 };
 	ts_rng_init(&rng, 1, 0, 0, 0);
 	struct ts_op op = { .kind = TS_OP_ADJUST_SHARPNESS, .factor = 2 };
 	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), TS_E_ARG);
