@@ -548,9 +548,12 @@ out:
 			exit_status = TS_EXIT_INVALID;
 		}
 	}
+	/* The last lines' flush: said once, unless a write already failed
+	 * (and was said). */
+	if (json && fclose(json) != 0 && !(status && ts_status_json_failed(status)))
+		fprintf(stderr, "tsrun: cannot write --stats-json: %s (reported once)\n",
+			strerror(errno));
 	ts_status_destroy(status);
-	if (json)
-		fclose(json);
 	ts_plan_destroy(plan);
 	free(cur_file);
 	free(pending_file);

@@ -375,6 +375,11 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		fprintf(out, "tsrun: skipped %s\n", skipped[i]);
 }
 
+bool ts_status_json_failed(const struct ts_status *s)
+{
+	return s->json_failed;
+}
+
 void ts_status_destroy(struct ts_status *s)
 {
 	if (!s)

@@ -44,6 +44,9 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		       size_t n_skipped, FILE *out);
 
 /* Removes the status file. NULL is a no-op. */
+/* Whether a --stats-json write failed (and was said in the log). */
+bool ts_status_json_failed(const struct ts_status *s);
+
 void ts_status_destroy(struct ts_status *s);
 
 /* What a status file holds, as `tsrun stat` and `tsrun reload` read it. */
