@@ -100,8 +100,9 @@ static inline int clip_x(const struct ts_image *im, int x)
 /* Pillow's bilinear transform filter at (xin, yin): 0 when the point is
  * outside the input (the pixel keeps the fill), else the four
  * neighbours (edges clamped) blended in double and truncated. */
-static int bilinear_at(const struct ts_image *im, double xin, double yin,
-		       uint8_t *out)
+static inline __attribute__((always_inline)) int
+bilinear_at(const struct ts_image *im, double xin, double yin, uint8_t *out,
+	    const int C)
 {
 	if (!(xin >= 0.0 && xin < im->width && yin >= 0.0 && yin < im->height))
 		return 0; /* outside, or NaN */
@@ -109,7 +110,6 @@ static int bilinear_at(const struct ts_image *im, double xin, double yin,
 	yin -= 0.5;
 	const int x = floor_int(xin), y = floor_int(yin);
 	const double dx = xin - x, dy = yin - y;
-	const int C = im->channels;
 	const int y0 = y < 0 ? 0 : y < im->height ? y : im->height - 1;
 	const bool has_y1 = y + 1 >= 0 && y + 1 < im->height;
 	const size_t x0 = (size_t)clip_x(im, x) * C, x1 = (size_t)clip_x(im, x + 1) * C;
@@ -139,8 +139,9 @@ static double cubic(double v1, double v2, double v3, double v4, double d)
 /* Pillow's bicubic transform filter: the 4 x 4 neighbours (columns
  * clamped; a row past the bottom repeats the one above it), the rows
  * first, clamped to 0..255 and truncated. */
-static int bicubic_at(const struct ts_image *im, double xin, double yin,
-		      uint8_t *out)
+static inline __attribute__((always_inline)) int
+bicubic_at(const struct ts_image *im, double xin, double yin, uint8_t *out,
+	   const int C)
 {
 	if (!(xin >= 0.0 && xin < im->width && yin >= 0.0 && yin < im->height))
 		return 0; /* outside, or NaN */
@@ -150,7 +151,6 @@ static int bicubic_at(const struct ts_image *im, double xin, double yin,
 	const double dx = xin - x, dy = yin - y;
 	x--;
 	y--;
-	const int C = im->channels;
 	size_t xs[4];
 	for (int k = 0; k < 4; k++)
 		xs[k] = (size_t)clip_x(im, x + k) * C;
@@ -178,22 +178,23 @@ static int bicubic_at(const struct ts_image *im, double xin, double yin,
 }
 
 /* Pillow's nearest transform filter. */
-static int nearest_at(const struct ts_image *im, double xin, double yin,
-		      uint8_t *out)
+static inline __attribute__((always_inline)) int
+nearest_at(const struct ts_image *im, double xin, double yin, uint8_t *out,
+	   const int C)
 {
 	const int x = coord(xin), y = coord(yin);
 	if (x < 0 || x >= im->width || y < 0 || y >= im->height)
 		return 0;
-	copy_px(out, px_at(im, x, y), im->channels);
+	copy_px(out, px_at(im, x, y), C);
 	return 1;
 }
 
 /* ImagingGenericTransform: every output pixel's centre through the map
  * (a[6] affine, or a[8] perspective when persp) and the filter. */
-static void generic(const struct ts_image *src, struct ts_image *dst,
-		    const double *a, bool persp, enum ts_interp interp)
+static inline __attribute__((always_inline)) void
+generic_c(const struct ts_image *src, struct ts_image *dst, const double *a,
+	  bool persp, enum ts_interp interp, const int C)
 {
-	const int C = src->channels;
 	for (int y = 0; y < dst->height; y++) {
 		uint8_t *out = dst->data + (size_t)y * dst->stride;
 		const double yin = y + 0.5;
@@ -210,13 +211,26 @@ static void generic(const struct ts_image *src, struct ts_image *dst,
 				yy = a[3] * xin + a[4] * yin + a[5];
 			}
 			if (interp == TS_INTERP_BILINEAR)
-				bilinear_at(src, xx, yy, out);
+				bilinear_at(src, xx, yy, out, C);
 			else if (interp == TS_INTERP_BICUBIC)
-				bicubic_at(src, xx, yy, out);
+				bicubic_at(src, xx, yy, out, C);
 			else
-				nearest_at(src, xx, yy, out);
+				nearest_at(src, xx, yy, out, C);
 		}
 	}
+}
+
+/* ... with the channel count a constant for the common ones, so the
+ * filters' per-channel loops unroll. */
+static void generic(const struct ts_image *src, struct ts_image *dst,
+		    const double *a, bool persp, enum ts_interp interp)
+{
+	if (src->channels == 3)
+		generic_c(src, dst, a, persp, interp, 3);
+	else if (src->channels == 1)
+		generic_c(src, dst, a, persp, interp, 1);
+	else
+		generic_c(src, dst, a, persp, interp, src->channels);
 }
 
 /* ImagingScaleAffine: nearest when the map only scales and translates;
