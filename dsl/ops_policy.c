@@ -69,13 +69,10 @@ static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
 	}
 	op->branches = calloc(1, sizeof(*op->branches));
 	if (!op->branches) {
-		for (size_t i = 0; i < n; i++) {
-			struct ts_op tmp = bops[i];
-			ts_plan_branches_free(&tmp);
-			free(tmp.fused);
-			free(tmp.parts);
-			free(tmp.plugin);
-		}
+		/* branch ops are never fused and hold no plugin: their
+		 * own branches are all they own */
+		for (size_t i = 0; i < n; i++)
+			ts_plan_branches_free(&bops[i]);
 		free(bops);
 		c->oom = true;
 		return -1;

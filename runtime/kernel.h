@@ -35,7 +35,9 @@
  *   - into: an op the output stage runs out of place (its input is not
  *     its own to change);
  *   - tail: an op that folds into the output stage's final pass (flip,
- *     normalize, dtype and layout: output.c's per-pixel loops).
+ *     normalize, dtype and layout: output.c's per-pixel loops);
+ *   - post: a tail op that writes into the finished slot after that pass
+ *     (random_erasing's box, in the slot's dtype and layout).
  * The checker's flags (dsl/registry.h: TS_OPF_FUSE_DECODE, FUSE_OUTPUT,
  * GEOMETRY) decide what is fused; a fused op's row must have the hook.
  */

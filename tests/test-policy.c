@@ -149,6 +149,39 @@ START_TEST(check_plan)
 }
 END_TEST
 
+/* tsrun graph shows the ops inside the policies below them, nested. */
+START_TEST(graph_branches)
+{
+	struct ts_plan *p = plan_of(
+		"random_choice([random_apply(invert() | posterize(2), 0.3) | flip(horizontal),"
+		" random_choice([equalize, autocontrast], p = [3, 1])])", 8, 8, 3);
+	char *t = ts_plan_format(p, false);
+	ck_assert_ptr_nonnull(t);
+	const char *want[] = {
+		"\n  random_choice(p=[1, 1]) ",
+		"\n    1: random_apply(p=0.3) ",
+		"\n        | invert(p=1) ",
+		"\n        | posterize(bits=2, p=1) ",
+		"\n      | flip(horizontal, p=0.5) ",
+		"\n    2: random_choice(p=[3, 1]) ",
+		"\n        1: equalize(p=1) ",
+		"\n        2: autocontrast(p=1) ",
+	};
+	const char *at = t;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *f = strstr(at, want[i]);
+		ck_assert_msg(f, "no '%s' (in order) in:\n%s", want[i] + 1, t);
+		at = f + 1;
+	}
+	free(t);
+	t = ts_plan_format(p, true);
+	ck_assert_msg(strstr(t, "random_choice(p=[1, 1])\\n  1: random_apply(p=0.3)\\n    | invert(p=1)"),
+		      "%s", t);
+	free(t);
+	ts_plan_destroy(p);
+}
+END_TEST
+
 /* Misuses: the message and the column it points at (line 4). */
 static const struct {
 	const char *pre, *stage, *msg;
@@ -649,6 +682,7 @@ static Suite *suite(void)
 	TCase *c = tcase_create("check");
 	tcase_add_test(c, parse_chain);
 	tcase_add_test(c, check_plan);
+	tcase_add_test(c, graph_branches);
 	tcase_add_loop_test(c, check_misuse, 0, (int)(sizeof(misuses) / sizeof(misuses[0])));
 	suite_add_tcase(s, c);
 	TCase *d = tcase_create("draws");
