@@ -116,7 +116,9 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 			char hint[192];
 			snprintf(hint, sizeof(hint), "add %s = %s", p->name,
 				 ts_registry_type_desc(p->type));
-			if (p->type == TS_PT_NUMLIST)
+			/* normalize's example only where it is normalize
+			 * (perspective's corners got mean and std) */
+			if (p->type == TS_PT_NUMLIST && !strcmp(def->name, "normalize"))
 				snprintf(hint, sizeof(hint),
 					 "add %s, e.g. %s(mean = [0.5, 0.5, 0.5], std = [0.5, 0.5, 0.5])",
 					 p->name, def->name);

@@ -234,10 +234,23 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 		if (v->kind != TS_AST_LIST)
 			goto type;
 		const size_t most = p->max_items ? (size_t)p->max_items : 4;
-		if (v->n_items < 1 || v->n_items > most) {
-			ts_check_err(c, loc, most == 4 ? "give one value per channel" : NULL,
+		/* one per channel: 1 to 4; a longer list of fixed meaning
+		 * (perspective's 8 corner coordinates): "1 to 8" would read as
+		 * any count up to 8, so only the most is named */
+		if (most == 4 && (v->n_items < 1 || v->n_items > most)) {
+			ts_check_err(c, loc, "give one value per channel",
 			    "%s '%s' expects 1 to %zu numbers, got %zu", what,
 			    p->name, most, v->n_items);
+			return -1;
+		}
+		if (v->n_items < 1) {
+			ts_check_err(c, loc, NULL, "%s '%s' expects numbers, got an empty list",
+			    what, p->name);
+			return -1;
+		}
+		if (v->n_items > most) {
+			ts_check_err(c, loc, NULL, "%s '%s' expects at most %zu numbers, got %zu",
+			    what, p->name, most, v->n_items);
 			return -1;
 		}
 		out->n_nums = 0;

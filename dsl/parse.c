@@ -568,12 +568,32 @@ int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 			 * below); a wrong closer is reported where it stands. */
 			struct ts_loc at = loc;
 
+			const char *h = NULL;
+
 			if (!is_closer(la->kind) && p1->loc.first_line > 0)
 				at = (struct ts_loc){p1->loc.last_line,
 						     p1->loc.last_column + 1,
 						     p1->loc.last_line,
 						     p1->loc.last_column + 1};
-			report(st, at, NULL,
+			/* `random_apply(invert | equalize)`: an operator chain
+			 * as a value starts with a call in parentheses (a bare
+			 * first name is a word, so that `decode(rgb | ...`
+			 * stays a missing ')'); say so when the word is an
+			 * operator's name. */
+			if (la->kind == '|' && p1->kind == TS_TOK_IDENT &&
+			    p1->len < QUOTE_MAX) {
+				char w[QUOTE_MAX];
+
+				memcpy(w, st->src + p1->off, p1->len);
+				w[p1->len] = '\0';
+				if (ts_registry_find(w)) {
+					snprintf(hint, sizeof(hint),
+						 "operators as a value start with a call: write '%s() | ...'",
+						 w);
+					h = hint;
+				}
+			}
+			report(st, at, h,
 			       "expected '%c' to close the %s opened at %d:%d",
 			       closer, construct_of(st->prev_top.ch),
 			       st->prev_top.loc.first_line,

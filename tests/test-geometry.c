@@ -610,7 +610,7 @@ static const struct {
 	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7], [0, 0, 7, 0, 7, 7])", "",
 	  "parameter 'endpoints' expects 8 numbers, got 6", 45 },
 	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7, 1], [0, 0, 7, 0, 7, 7, 0, 7])", "",
-	  "parameter 'startpoints' expects 1 to 8 numbers, got 9", 19 },
+	  "parameter 'startpoints' expects at most 8 numbers, got 9", 19 },
 	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7], [0, 0, 3, 0, 7, 0, 0, 7])", "",
 	  "perspective's corners do not make a quadrilateral", 45 },
 	{ "perspective([0, 0, 7, 0, 7, 7, 0, 7], [0, 0, 7, 0, 7, 7, 0, 7], fill = [1, 2])", "",
