@@ -357,6 +357,68 @@ START_TEST(test_space_accounting)
 }
 END_TEST
 
+/* A consumer that holds a full ring while another waits is timed as
+ * holding (ts_ring_consumer_held), not while it reads, nor alone; once
+ * marked stalled its reader returns TS_E_DETACHED naming stall_timeout,
+ * and detaching it frees the ring for the others. */
+START_TEST(test_stall)
+{
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *a;
+	struct ts_ring_batch b;
+	struct ts_error err = {0};
+	struct ts_ring_join_req req = { .batch = 32, .join = TS_JOIN_NOW, .pid = 1 };
+	struct ts_ring_consumer *c;
+	struct ts_ring_join_pos pos;
+	ck_assert_int_eq(ts_ring_attach(r, &req, &c, &pos, &err), 0);
+	struct ts_ring_reader_opts o = { .batch = 32, .start = pos.start };
+	struct ts_ring_reader *rd;
+	ck_assert_int_eq(ts_ring_reader_open(ts_ring_fd(r), ts_ring_consumer_ctl_fd(c), &o,
+					     &rd, &err), 0);
+	produce(r, 0, 64, 1000);
+	/* Alone, it holds the full ring but nobody waits. */
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
+	usleep(60 * 1000);
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
+	/* Another consumer read everything and waits: the clock runs. */
+	ck_assert_int_eq(ts_ring_local_create(r, 32, TS_JOIN_NEXT_EPOCH, false, &a, &err), 0);
+	ck_assert_int_eq(ts_ring_local_next(a, &b, 1000, NULL), 0);
+	ck_assert_int_eq(ts_ring_local_next(a, &b, 1000, NULL), 0);
+	ck_assert_int_eq(ts_ring_local_next(a, &b, 20, NULL), -ETIMEDOUT);
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);  /* starts now */
+	usleep(120 * 1000);
+	double held = ts_ring_consumer_held(r, c);
+	ck_assert_msg(held >= 0.1 && held < 5, "held %g s", held);
+	/* Reading a batch restarts it. */
+	ck_assert_int_eq(ts_ring_reader_next(rd, &b, 1000, NULL, NULL, &err), 0);
+	ck_assert_int_eq(ts_ring_reader_detached(rd, &err), 0);
+	ts_ring_reader_release(rd, &b);
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
+	produce(r, 64, 96, 1000);
+	/* Full again, but the other has a batch to read: nobody waits. */
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
+	usleep(60 * 1000);
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
+	ck_assert_int_eq(ts_ring_local_next(a, &b, 1000, NULL), 0);
+	ck_assert_int_eq(ts_ring_local_next(a, &b, 20, NULL), -ETIMEDOUT);
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
+	usleep(120 * 1000);
+	ck_assert(ts_ring_consumer_held(r, c) >= 0.1);
+	/* Detached: its reader says so, with the figures. */
+	ts_ring_consumer_mark_stalled(r, c, 1234, 1000);
+	ck_assert_int_eq(ts_ring_reader_next(rd, &b, 1000, NULL, NULL, &err), TS_E_DETACHED);
+	ck_assert_ptr_nonnull(strstr(err.msg, "held the ring 1.2 s without releasing a batch "
+					      "(serve setting stall_timeout = 1)"));
+	ck_assert_int_eq(ts_ring_reader_next(rd, &b, 1000, NULL, NULL, &err), TS_E_DETACHED);
+	ts_ring_detach(r, c);
+	/* The other goes on: 96 + 32 more may be written now. */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 96, 100), 0);
+	ts_ring_reader_destroy(rd);
+	ts_ring_local_destroy(a);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 START_TEST(test_refuse_batch)
 {
 	struct ts_ring *r = make_ring(64, 1000, 16);
@@ -868,6 +930,7 @@ static Suite *ring_suite(void)
 	tc = tcase_create("accounting");
 	tcase_add_test(tc, test_space_accounting);
 	tcase_add_test(tc, test_refuse_batch);
+	tcase_add_test(tc, test_stall);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("join");
 	tcase_add_test(tc, test_join_policies);

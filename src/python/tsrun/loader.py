@@ -183,7 +183,10 @@ class Loader:
 
     Raises LibraryNotFound when libtsclient cannot be loaded, TsrunError
     when the producer refuses or cannot be reached, ProducerGone (with
-    the producer's reason) when it fails or dies mid-stream.
+    the producer's reason) when it fails or dies mid-stream, Detached
+    when the producer detached this trainer for holding the ring past its
+    serve setting stall_timeout while others waited (a new Loader joins
+    again, as a late trainer).
     """
 
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
