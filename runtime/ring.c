@@ -67,6 +67,9 @@ struct ts_ring {
 	uint64_t consumer_wakes;       /* publishes that issued a futex wake */
 
 	uint64_t limit;                /* seqs < limit may be written */
+	uint64_t want;                 /* the highest seq a writer waited for
+					  (under the lock): a writer waits
+					  while want >= limit */
 	uint32_t prod_seq;             /* futex: attach/detach/publish/finish */
 	uint32_t prod_waiters;
 	uint32_t finished;
@@ -602,6 +605,8 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 			pthread_mutex_unlock(&r->lock);
 			return 0;
 		}
+		if (seq > r->want)
+			r->want = seq;  /* for ts_ring_consumer_held */
 		int ms = slice_ms(deadline, PRODUCER_SLICE_MS);
 		if (ms == 0) {
 			pthread_mutex_unlock(&r->lock);
@@ -903,10 +908,12 @@ double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
 	 * compare them). */
 	uint64_t head = smp_load_acquire(&r->hdr->head);
 	uint64_t rel = smp_load_acquire(&c->ctl->release);
-	/* Full up to rel: no writer may pass rel + capacity, so every one
-	 * waits on this consumer (or on one at the same position, which is
-	 * stalled as long). After the end nobody waits. */
-	bool holding = head >= rel + r->capacity && !smp_load_acquire(&r->finished) &&
+	/* A writer waits for a seq it may not write while this consumer
+	 * keeps rel (or one at the same position, stalled as long): the
+	 * highest seq waited for is not granted yet and lies a capacity or
+	 * more past rel. After the end nobody waits. */
+	bool holding = r->want >= r->limit && r->want >= rel + r->capacity &&
+		       !smp_load_acquire(&r->finished) &&
 		       smp_load_acquire(&r->hdr->state) == TS_RING_RUNNING;
 	/* ... and someone waits on it: another consumer that has read all
 	 * but less than a batch of what is published. A trainer alone (or

@@ -399,8 +399,9 @@ void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
 
 /*
  * How long consumer c has held the ring without releasing: seconds since
- * the ring became full up to its release position (every writer waits
- * on it, or on a consumer at the same position) while another consumer
+ * a writer began to wait for a seq a capacity or more past its release
+ * position (it waits on c, or on a consumer at the same position) while
+ * another consumer
  * waits for a batch, with that position unchanged; 0 while it does not
  * hold the ring, nobody waits on it, or the stream is over.
  * The clock restarts whenever its release moves, so a slow trainer that

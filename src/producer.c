@@ -56,6 +56,8 @@ TS_EXPORT void ts_producer_opts_init(struct ts_producer_opts *o)
 	o->status_fd = -1;
 	o->ring = 8;
 	o->wait = 1;
+	o->stall_timeout = TS_SERVER_STALL_TIMEOUT_S;
+	o->consumers = TS_RING_MAX_CONSUMERS;
 }
 
 static size_t elem_bytes(int dtype)
@@ -130,6 +132,7 @@ static void *status_main(void *arg)
 			FILE *f = p->out ? p->out : stderr;
 			ts_status_clear(p->status, f);
 			fprintf(f, "tsrun: %s\n", line);
+			fflush(f);
 		}
 		ts_status_update(p->status, &es, &rs, p->out ? p->out : stderr, NULL);
 		pthread_mutex_lock(&p->stop_lock);
@@ -245,6 +248,8 @@ TS_EXPORT int ts_producer_create(const struct ts_producer_opts *o, struct ts_pro
 	p->sample_bytes = sb;
 	p->label_bytes = lb;
 	rc = ts_server_create(p->ring, o->socket_path, NULL, &p->srv, err);
+	if (rc == 0)
+		rc = ts_server_set_limits(p->srv, o->stall_timeout, o->consumers, err);
 	if (rc)
 		goto fail;
 	if (o->status_fd >= 0) {

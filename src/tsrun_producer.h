@@ -69,9 +69,14 @@ struct ts_producer_opts {
 	int quiet;                   /* neither status line nor summary (as
 					`tsrun run --quiet`); the status file
 					for `tsrun stat` is written anyway */
+	double stall_timeout;        /* seconds a trainer may hold the ring
+					while others wait, then it is detached
+					(the serve setting; 0: never) */
+	unsigned consumers;          /* trainers served at once, 1..64 */
 };
 
-/* Zero opts with status_fd -1, ring 8, wait 1. */
+/* Zero opts with status_fd -1, ring 8, wait 1, stall_timeout 120,
+ * consumers 64. */
 void ts_producer_opts_init(struct ts_producer_opts *o);
 
 /*

@@ -13,7 +13,7 @@ ts_setup stall
 dir=$T
 sock="$dir/s.sock"
 PY=/usr/bin/python3
-export TSRUN_LIBTSCLIENT="${TS_LIBTSCLIENT:-}"
+export TSRUN_LIBTSCLIENT="${TS_LIBTSCLIENT:-}" TSRUN_LIBTSRUN="${TS_LIBTSRUN:-}"
 
 pipeline() {  # pipeline FILE SETTINGS...
 	f=$1; shift
@@ -103,6 +103,48 @@ EOT
 	stop_run
 else
 	echo "skipped the Python case: /usr/bin/python3 with torch is not installed"
+fi
+
+# 2b. tsrun.serve takes the same settings: stall_timeout=1 detaches a
+# stopped trainer of a Python producer; consumers=1 refuses a second one.
+if [ -x "$PY" ] && "$PY" -c "import torch" 2>/dev/null; then
+	rm -f "$sock"
+	LD_PRELOAD="${TS_ASAN_PRELOAD:-}" "$PY" - "$sock" > "$dir/serve.out" 2>&1 <<'EOT' &
+import sys, torch, tsrun
+with tsrun.Producer(sys.argv[1], epochs=0, ring=4, stall_timeout=1, quiet=True) as p:
+    x = torch.zeros(10, 3, 8, 8)
+    y = torch.zeros(10, dtype=torch.int64)
+    while True:
+        p.put(x, y)
+EOT
+	serve_pid=$!
+	pids="$pids $serve_pid"
+	wait_for 60 test -S "$sock" || fail "tsrun.Producer never served: $(cat "$dir/serve.out")"
+	"$TSRUN" consume "$sock" --join now --delay-ms 20 > "$dir/sb.out" 2>&1 &
+	b_pid=$!
+	pids="$pids $b_pid"
+	sleep 0.5
+	kill -STOP "$b_pid"
+	timeout 30 "$TSRUN" consume "$sock" --join now --max-batches 300 > "$dir/sa.out" 2>&1 ||
+		fail "tsrun.Producer: the running trainer was held: $(cat "$dir/sa.out")"
+	kill -CONT "$b_pid"
+	st=0
+	wait "$b_pid" || st=$?
+	[ "$st" -eq 1 ] && grep -q "stall_timeout = 1" "$dir/sb.out" ||
+		fail "tsrun.Producer: the stopped trainer: exit $st: $(cat "$dir/sb.out")"
+	wait_for 5 grep -q "detached trainer pid $b_pid" "$dir/serve.out" ||
+		fail "tsrun.Producer: no line in its log: $(cat "$dir/serve.out")"
+	kill -KILL "$serve_pid" 2>/dev/null || :
+	wait "$serve_pid" 2>/dev/null || :
+	pass "tsrun.Producer(stall_timeout=1) detaches a stopped trainer, the other goes on"
+	st=0
+	"$PY" -c "import tsrun; tsrun.Producer('$sock', consumers=0)" > "$dir/bad.out" 2>&1 || st=$?
+	[ "$st" -ne 0 ] && grep -q "consumers must be an integer 1..64, got 0" "$dir/bad.out" ||
+		fail "Producer(consumers=0): $(cat "$dir/bad.out")"
+	"$PY" -c "import tsrun; tsrun.Producer('$sock', stall_timeout=-1)" > "$dir/bad.out" 2>&1 && st=0 || st=$?
+	[ "$st" -ne 0 ] && grep -q "stall_timeout must be 0 (never) to 86400 seconds, got -1" "$dir/bad.out" ||
+		fail "Producer(stall_timeout=-1): $(cat "$dir/bad.out")"
+	pass "tsrun.Producer refuses a bad stall_timeout or consumers"
 fi
 
 # 3. stall_timeout = 0: the others wait as long as the stopped one stops.

@@ -376,6 +376,8 @@ START_TEST(test_stall)
 	ck_assert_int_eq(ts_ring_reader_open(ts_ring_fd(r), ts_ring_consumer_ctl_fd(c), &o,
 					     &rd, &err), 0);
 	produce(r, 0, 64, 1000);
+	/* The writer waits for seq 64, which c holds back. */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64, 10), -ETIMEDOUT);
 	/* Alone, it holds the full ring but nobody waits. */
 	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
 	usleep(60 * 1000);
@@ -395,6 +397,8 @@ START_TEST(test_stall)
 	ts_ring_reader_release(rd, &b);
 	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
 	produce(r, 64, 96, 1000);
+	ck_assert(ts_ring_consumer_held(r, c) == 0.0);  /* nobody wants more yet */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 96, 10), -ETIMEDOUT);
 	/* Full again, but the other has a batch to read: nobody waits. */
 	ck_assert(ts_ring_consumer_held(r, c) == 0.0);
 	usleep(60 * 1000);

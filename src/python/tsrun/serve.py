@@ -75,7 +75,8 @@ class _Opts(ctypes.Structure):
                 ("batch", ctypes.c_uint32), ("ring", ctypes.c_uint32),
                 ("epochs", ctypes.c_uint32), ("samples_per_epoch", ctypes.c_uint64),
                 ("wait", ctypes.c_uint), ("status_fd", ctypes.c_int),
-                ("quiet", ctypes.c_int)]
+                ("quiet", ctypes.c_int), ("stall_timeout", ctypes.c_double),
+                ("consumers", ctypes.c_uint)]
 
 
 _lib = None
@@ -186,6 +187,11 @@ class Producer:
     name        shown by the status line, the summary and ``tsrun stat``
     quiet       no status line and no summary (the status file for ``tsrun
                 stat`` is still written)
+    stall_timeout   seconds a trainer may hold the ring without releasing
+                while another waits on it; then it is detached (it gets
+                tsrun.Detached, the others go on); 0: wait forever; as the
+                serve setting of tsrun-pipeline(5)
+    consumers   trainers served at once, 1 to 64
 
     ``put(images, labels)`` publishes one batch (blocking while the ring
     is full), ``end_epoch()`` ends an epoch (trainers get its short last
@@ -196,7 +202,7 @@ class Producer:
     """
 
     def __init__(self, socket, epochs=0, ring=8, wait=1, samples_per_epoch=0,
-                 batch_size=None, name=None, quiet=False):
+                 batch_size=None, name=None, quiet=False, stall_timeout=120, consumers=64):
         import torch
         self._torch = torch
         self.socket = os.fspath(socket)
@@ -212,6 +218,16 @@ class Producer:
         self._batch_size = batch_size
         self._name = name or "loader"
         self._quiet = quiet
+        if isinstance(stall_timeout, bool) or not isinstance(stall_timeout, (int, float)) \
+                or not 0 <= stall_timeout <= 86400:
+            raise ValueError("tsrun.Producer: stall_timeout must be 0 (never) to 86400 "
+                             "seconds, got %r" % (stall_timeout,))
+        if isinstance(consumers, bool) or not isinstance(consumers, int) \
+                or not 1 <= consumers <= 64:
+            raise ValueError("tsrun.Producer: consumers must be an integer 1..64, got %r"
+                             % (consumers,))
+        self._stall_timeout = float(stall_timeout)
+        self._consumers = consumers
         self._p = None
         self._sample = None     # (shape, dtype) fixed by the first batch
         self._label = None      # None: int classes; else (shape, dtype)
@@ -250,6 +266,8 @@ class Producer:
         o.samples_per_epoch = self._spe
         o.wait = self._wait
         o.quiet = 1 if self._quiet else 0
+        o.stall_timeout = self._stall_timeout
+        o.consumers = self._consumers
         try:
             o.status_fd = sys.stderr.fileno()
         except (AttributeError, OSError, ValueError):
@@ -457,15 +475,15 @@ def _samples_per_epoch(loader):
 
 
 def serve(loader, socket, epochs=1, ring=8, wait=1, samples_per_epoch=None,
-          batch_size=None, name=None, quiet=False):
+          batch_size=None, name=None, quiet=False, stall_timeout=120, consumers=64):
     """Publish ``epochs`` passes of ``loader`` (0: until it is exhausted
     for good, one pass per epoch, forever for a re-iterable loader) into a
     tsrun ring on ``socket``, then end the stream and wait for the
     trainers to read it. Each pass is one epoch; a generator (one pass
     only) is one epoch. Returns the number of batches published.
 
-    ``ring``, ``wait``, ``batch_size``, ``name`` and ``quiet`` are as for
-    ``Producer``; ``samples_per_epoch`` defaults to what a DataLoader
+    ``ring``, ``wait``, ``batch_size``, ``name``, ``quiet``,
+    ``stall_timeout`` and ``consumers`` are as for ``Producer``; ``samples_per_epoch`` defaults to what a DataLoader
     knows (its sampler's length, less drop_last's tail), else unknown.
     A loader that raises, or a batch of another shape, fails the stream
     for the trainers (ProducerGone) and raises here.
@@ -479,7 +497,8 @@ def serve(loader, socket, epochs=1, ring=8, wait=1, samples_per_epoch=None,
         samples_per_epoch = _samples_per_epoch(loader)
     p = Producer(socket, epochs=epochs if not once else 1, ring=ring, wait=wait,
                  samples_per_epoch=samples_per_epoch, batch_size=batch_size,
-                 name=name or type(loader).__name__, quiet=quiet)
+                 name=name or type(loader).__name__, quiet=quiet,
+                 stall_timeout=stall_timeout, consumers=consumers)
     with p:
         e = 0
         while epochs == 0 or e < epochs:
