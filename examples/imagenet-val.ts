@@ -16,6 +16,8 @@ pipeline val =
 serve val {
     socket = "/tmp/tsrun-val.sock"
     epochs = 1
-    ring   = 4 batches
+    ring   = 2 batches     # 500 float32 samples (287 MiB); 4 batches cost twice the
+                            # memory and, over a 500-image val set, 0.5 ms/image of page
+                            # zeroing (perf/README.md)
     memory = 1 GiB
 }
