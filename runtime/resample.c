@@ -163,26 +163,29 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 		(((size_t)nblk * sizeof(*blk) + 31) & ~(size_t)31));
 	int used = 0, slow = 0;
 	for (int b = 0; b < nblk; b++) {
-		int nj = 0;
-		for (int e = 8 * b; e < 8 * b + 8 && e < n_el; e++) {
-			int n = bounds[2 * (e / 3) + 1];
-			if ((n + 1) / 2 > nj)
-				nj = (n + 1) / 2;
+		/* The block's 8 elements: first tap's byte, count, weights. */
+		long at0[8];
+		int cnt[8], nj = 0;
+		const int32_t *wk[8];
+		for (int k = 0; k < 8; k++) {
+			const int e = 8 * b + k, xx = e / 3;
+			cnt[k] = e < n_el ? bounds[2 * xx + 1] : 0;
+			at0[k] = e < n_el ? (long)bounds[2 * xx] * 3 + e % 3 : 0;
+			wk[k] = e < n_el ? weights + (size_t)xx * ksize : weights;
+			if ((cnt[k] + 1) / 2 > nj)
+				nj = (cnt[k] + 1) / 2;
 		}
 		bool ok = true;
 		for (int j = 0; j < nj && ok; j++) {
 			struct ts_rs_h3t_entry *en = tab + used + j;
-			memset(en, 0, sizeof(*en));
+			memset(en->mask, -128, sizeof(en->mask)); /* zero bytes */
+			memset(en->hi, 0, sizeof(en->hi));
+			memset(en->lo, 0, sizeof(en->lo));
 			for (int l = 0; l < 2 && ok; l++) {
 				long base = -1;
-				for (int k = 0; k < 4; k++) {
-					int e = 8 * b + 4 * l + k;
-					if (e >= n_el || 2 * j >= bounds[2 * (e / 3) + 1])
-						continue;
-					long at = ((long)bounds[2 * (e / 3)] + 2 * j) * 3 + e % 3;
-					if (base < 0 || at < base)
-						base = at;
-				}
+				for (int k = 4 * l; k < 4 * l + 4; k++)
+					if (2 * j < cnt[k] && (base < 0 || at0[k] + 6 * j < base))
+						base = at0[k] + 6 * j;
 				if (base < 0)
 					base = 0; /* no tap of this lane: weights 0 */
 				if (base + 16 > row_bytes) {
@@ -190,27 +193,21 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 					break;
 				}
 				en->off[l] = (int32_t)base;
-				for (int k = 0; k < 4; k++) {
-					int e = 8 * b + 4 * l + k;
+				for (int k = 4 * l; k < 4 * l + 4 && ok; k++)
 					for (int q = 0; q < 2; q++) {
-						int i = 8 * l + 2 * k + q; /* int16 index */
-						int t = 2 * j + q;
-						en->mask[2 * i] = -128;
-						en->mask[2 * i + 1] = -128;
-						if (e >= n_el || t >= bounds[2 * (e / 3) + 1])
-							continue;
-						long at = ((long)bounds[2 * (e / 3)] + t) * 3 + e % 3 - base;
+						const int t = 2 * j + q, i = 2 * k + q; /* int16 index */
+						if (t >= cnt[k])
+							break;
+						const long at = at0[k] + 3 * t - base;
 						if (at > 15) {
 							ok = false;
 							break;
 						}
 						/* within a lane, pshufb indexes that lane's 16 bytes */
 						en->mask[2 * i] = (int8_t)at;
-						int32_t w = weights[(size_t)(e / 3) * ksize + t];
-						en->hi[i] = w_hi(w);
-						en->lo[i] = w_lo(w);
+						en->hi[i] = w_hi(wk[k][t]);
+						en->lo[i] = w_lo(wk[k][t]);
 					}
-				}
 			}
 		}
 		blk[b].nj = nj;
