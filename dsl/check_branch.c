@@ -167,7 +167,7 @@ static int check_calls(struct ts_check *c, const char *what,
 			    "%s", e.msg);
 			*bad = true;
 		}
-		if (op.kind == TS_OP_TO &&
+		if (ts_ops_image_is_to(&op) &&
 		    (after.dtype == TS_DTYPE_F16 || after.layout == TS_LAYOUT_NCHW)) {
 			char hint[192];
 			snprintf(hint, sizeof(hint),

@@ -79,22 +79,24 @@ const struct ts_opdef *ts_registry_find(const char *name)
 	return NULL;
 }
 
-const struct ts_opdef *ts_registry_of_kind(int op_kind)
+/* The row of kind k whose op_kind is op_kind. */
+static const struct ts_opdef *of(enum ts_registry_kind k, int op_kind)
 {
 	for (size_t f = 0; f < TS_ARRAY_LEN_(families); f++)
 		for (const struct ts_opdef *d = families[f]; d->name; d++)
-			if (d->kind == TS_REG_TRANSFORM && d->op_kind == op_kind)
+			if (d->kind == k && d->op_kind == op_kind)
 				return d;
 	return NULL;
 }
 
+const struct ts_opdef *ts_registry_of_kind(int op_kind)
+{
+	return of(TS_REG_TRANSFORM, op_kind);
+}
+
 const struct ts_opdef *ts_registry_of_source(int source_kind)
 {
-	for (size_t f = 0; f < TS_ARRAY_LEN_(families); f++)
-		for (const struct ts_opdef *d = families[f]; d->name; d++)
-			if (d->kind == TS_REG_SOURCE && d->op_kind == source_kind)
-				return d;
-	return NULL;
+	return of(TS_REG_SOURCE, source_kind);
 }
 
 static const char *const w_on_error[] = {"fail", "skip", NULL};

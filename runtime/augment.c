@@ -946,7 +946,7 @@ static int crop_swap(struct ts_image *img, struct ts_image *tmp, int x, int y,
 /* ---- The family's table (kernel.h) ---- */
 
 /* The geometry ops are a box of their input (kernel.h), maybe resampled:
- * the box hooks below choose it, run_box applies it. */
+ * the box hooks below choose it, k_box applies it. */
 static void box_resize(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 		       struct ts_kernel_box *b)
 {
@@ -976,57 +976,24 @@ static void box_random_resized_crop(const struct ts_op *op, int w, int h,
 	ts_aug_rrc_box(w, h, op, rng, &b->x, &b->y, &b->cw, &b->ch);
 }
 
-/* A box on *img through tmp, the result in *img: a resample straight
- * from a view of the box (no crop copy), or the crop (padded). */
-static int run_box(const struct ts_op *op, struct ts_image *img,
-		   struct ts_image *tmp, const struct ts_kernel_box *b,
-		   struct ts_error *err)
+/* A geometry op's apply: its row's box on *img through tmp, the result in
+ * *img: a resample straight from a view of the box (no crop copy), or the
+ * crop (padded). */
+static int k_box(const struct ts_op *op, struct ts_image *img,
+		 struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
+	struct ts_kernel_box b;
+	ts_kernel_find(op->kind)->box(op, img->width, img->height, rng, &b);
 	int rc;
-	if (b->tw > 0) {
-		struct ts_image view = ts_image_view(img, b->x, b->y, b->cw, b->ch);
-		rc = ts_aug_resize(&view, tmp, b->tw, b->th, op->interp, op->antialias);
+	if (b.tw > 0) {
+		struct ts_image view = ts_image_view(img, b.x, b.y, b.cw, b.ch);
+		rc = ts_aug_resize(&view, tmp, b.tw, b.th, op->interp, op->antialias);
 		if (rc == 0)
 			ts_image_swap(img, tmp);
 	} else {
-		rc = crop_swap(img, tmp, b->x, b->y, b->cw, b->ch);
+		rc = crop_swap(img, tmp, b.x, b.y, b.cw, b.ch);
 	}
 	return failed(op, rc, err);
-}
-
-static int k_resize(const struct ts_op *op, struct ts_image *img,
-		    struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
-{
-	struct ts_kernel_box b;
-	box_resize(op, img->width, img->height, rng, &b);
-	return run_box(op, img, tmp, &b, err);
-}
-
-static int k_center_crop(const struct ts_op *op, struct ts_image *img,
-			 struct ts_image *tmp, struct ts_rng *rng,
-			 struct ts_error *err)
-{
-	struct ts_kernel_box b;
-	box_center_crop(op, img->width, img->height, rng, &b);
-	return run_box(op, img, tmp, &b, err);
-}
-
-static int k_random_crop(const struct ts_op *op, struct ts_image *img,
-			 struct ts_image *tmp, struct ts_rng *rng,
-			 struct ts_error *err)
-{
-	struct ts_kernel_box b;
-	box_random_crop(op, img->width, img->height, rng, &b);
-	return run_box(op, img, tmp, &b, err);
-}
-
-static int k_random_resized_crop(const struct ts_op *op, struct ts_image *img,
-				 struct ts_image *tmp, struct ts_rng *rng,
-				 struct ts_error *err)
-{
-	struct ts_kernel_box b;
-	box_random_resized_crop(op, img->width, img->height, rng, &b);
-	return run_box(op, img, tmp, &b, err);
 }
 
 /* The ops with an out-of-place form (into) run in place through it. */
@@ -1129,10 +1096,10 @@ static int k_to(const struct ts_op *op, struct ts_image *img,
 }
 
 const struct ts_kernel ts_kernels_augment[] = {
-	{ .kind = TS_OP_RESIZE, .apply = k_resize, .box = box_resize },
-	{ .kind = TS_OP_CENTER_CROP, .apply = k_center_crop, .box = box_center_crop },
-	{ .kind = TS_OP_RANDOM_CROP, .apply = k_random_crop, .box = box_random_crop },
-	{ .kind = TS_OP_RANDOM_RESIZED_CROP, .apply = k_random_resized_crop,
+	{ .kind = TS_OP_RESIZE, .apply = k_box, .box = box_resize },
+	{ .kind = TS_OP_CENTER_CROP, .apply = k_box, .box = box_center_crop },
+	{ .kind = TS_OP_RANDOM_CROP, .apply = k_box, .box = box_random_crop },
+	{ .kind = TS_OP_RANDOM_RESIZED_CROP, .apply = k_box,
 	  .box = box_random_resized_crop },
 	{ .kind = TS_OP_FLIP, .apply = k_flip, .tail = tail_flip },
 	{ .kind = TS_OP_COLOR_JITTER, .apply = k_color_jitter, .into = into_color_jitter },

@@ -193,6 +193,12 @@ void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
 		  uint64_t seed, uint64_t epoch, uint64_t index, int *width,
 		  int *height, enum ts_dtype *dtype, enum ts_layout *layout);
 
+/* Whether ts_out_write would write in as it is for this sample: only tail
+ * parts (kernel.h), none of which flips (as drawn), normalizes or
+ * converts in's dtype or its NHWC layout. */
+bool ts_out_is_copy(const struct ts_op *output, const struct ts_image *in,
+		    uint64_t seed, uint64_t epoch, uint64_t index);
+
 /* IEEE binary16 bits of a float, rounded to nearest even; overflow gives
  * infinity, NaN stays NaN (quiet), subnormals are exact. */
 uint16_t ts_out_f16_from_f32(float f);

@@ -906,19 +906,6 @@ static void out_shape(const struct ts_op *out, const struct ts_image *img,
 		   ts_dtype_size(s->dtype);
 }
 
-/* Whether the output stage out writes img as it is: nothing but a
- * to() of img's own dtype, NHWC (the implicit one of a decode-only
- * pipeline). */
-static bool output_is_copy(const struct ts_op *out, const struct ts_image *img)
-{
-	for (size_t i = 0; i < out->n_parts; i++) {
-		const struct ts_op *q = &out->parts[i];
-		if (q->kind != TS_OP_TO || q->dtype != img->dtype || q->layout != TS_LAYOUT_NHWC)
-			return false;
-	}
-	return true;
-}
-
 /* Discard mode: produce position p into the worker's own buffer and fold
  * it into an order-independent digest. */
 static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
@@ -949,7 +936,8 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	const uint8_t *out = w->img.data;
 	/* An output stage with nothing to do (a decode-only pipeline) would
 	 * copy the image as it is: read it in place instead. */
-	if (!output_is_copy(&plan->ops[i], &w->img) || plan->sample_bytes ||
+	if (!ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, index) ||
+	    plan->sample_bytes ||
 	    w->img.stride * (size_t)w->img.height != n) {
 		if (n > w->out_cap) {
 			uint8_t *o = realloc(w->out, n);

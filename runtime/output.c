@@ -264,6 +264,17 @@ static void pass_generic(const struct ts_image *img, const struct ts_kernel_tail
 /* Tail parts with a post hook in one output stage, at most. */
 #define TS_OUT_MAX_POST 4
 
+/* Fold tail part p (k its row) into t, drawing from its own stream as
+ * ts_out_write does. */
+static void fold_tail(const struct ts_op *p, const struct ts_kernel *k,
+		      uint64_t seed, uint64_t epoch, uint64_t index,
+		      struct ts_kernel_tail *t)
+{
+	struct ts_rng rng;
+	ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
+	k->tail(p, &rng, t);
+}
+
 int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		 uint64_t seed, uint64_t epoch, uint64_t index,
 		 struct ts_image *tmp1, struct ts_image *tmp2, void *dst,
@@ -341,8 +352,7 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 			post_k[n_post++] = k;
 			continue;
 		}
-		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
-		k->tail(p, &rng, &t);
+		fold_tail(p, k, seed, epoch, index, &t);
 	}
 	size_t need = (size_t)view.width * view.height * view.channels *
 		      ts_dtype_size(t.dtype);
@@ -381,11 +391,26 @@ void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
 			w = b.tw > 0 ? b.tw : b.cw;
 			h = b.tw > 0 ? b.th : b.ch;
 		} else if (k && k->tail) {
-			k->tail(p, &rng, &t);
+			fold_tail(p, k, seed, epoch, index, &t);
 		}
 	}
 	*width = w;
 	*height = h;
 	*dtype = t.dtype;
 	*layout = t.layout;
+}
+
+bool ts_out_is_copy(const struct ts_op *output, const struct ts_image *in,
+		    uint64_t seed, uint64_t epoch, uint64_t index)
+{
+	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
+	for (size_t i = 0; i < output->n_parts; i++) {
+		const struct ts_op *p = &output->parts[i];
+		const struct ts_kernel *k = ts_kernel_find(p->kind);
+		if (!k || !k->tail)
+			return false;
+		fold_tail(p, k, seed, epoch, index, &t);
+	}
+	return !t.hflip && !t.vflip && !t.normalize && t.dtype == in->dtype &&
+	       t.layout == TS_LAYOUT_NHWC;
 }
