@@ -80,16 +80,18 @@ enum ts_geom_path ts_geom_rotate(int w, int h, double angle,
 	m[2] = tx + cx;
 	m[5] = ty + cy;
 	if (expand) {
-		static const int corners[4][2] = { { 0, 0 }, { 1, 0 }, { 1, 1 }, { 0, 1 } };
-		double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-		for (int k = 0; k < 4; k++) {
-			double x, y;
-			apply(m, corners[k][0] * w, corners[k][1] * h, &x, &y);
-			xmin = fmin(xmin, x);
-			xmax = fmax(xmax, x);
-			ymin = fmin(ymin, y);
-			ymax = fmax(ymax, y);
-		}
+		/* The corners one by one, not in a loop: aarch64 GCC 12 stops
+		 * with an internal error vectorising that loop's min/max
+		 * reduction at -O3 (tree-vect-loop.cc:7457). */
+		double x[4], y[4];
+		apply(m, 0, 0, &x[0], &y[0]);
+		apply(m, w, 0, &x[1], &y[1]);
+		apply(m, w, h, &x[2], &y[2]);
+		apply(m, 0, h, &x[3], &y[3]);
+		const double xmin = fmin(fmin(fmin(x[0], x[1]), x[2]), x[3]);
+		const double xmax = fmax(fmax(fmax(x[0], x[1]), x[2]), x[3]);
+		const double ymin = fmin(fmin(fmin(y[0], y[1]), y[2]), y[3]);
+		const double ymax = fmax(fmax(fmax(y[0], y[1]), y[2]), y[3]);
 		const int nw = (int)(ceil(xmax) - floor(xmin));
 		const int nh = (int)(ceil(ymax) - floor(ymin));
 		apply(m, -(nw - w) / 2.0, -(nh - h) / 2.0, &tx, &ty);

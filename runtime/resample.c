@@ -140,7 +140,6 @@ static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
 		}
 	}
 }
-#endif
 
 /* The table of ts_rs_h3t_avx2 (resample_kernels.h) for ow outputs of
  * rows of in_w RGB pixels, in buf (h3t_size bytes, 32-aligned). Returns
@@ -223,6 +222,7 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 	*ptab = tab;
 	return slow;
 }
+#endif
 
 /* ---- Generic C ---- */
 
