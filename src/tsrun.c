@@ -160,6 +160,14 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 							 pl->mem_process),
 				    (unsigned long long)pl->mem_io,
 				    (unsigned long long)pl->mem_process, (unsigned long long)budget);
+	/* decode | resize(64): samples of varying size have no ring slot
+	 * (the ring said only "invalid sample shape") */
+	if (pl->sample_bytes == 0)
+		return ts_error_set(err, TS_E_ARG,
+				    "pipeline '%s': its samples have no fixed size, so they "
+				    "cannot be streamed; add center_crop, resize([h, w]) or "
+				    "random_resized_crop",
+				    pl->name ? pl->name : "");
 	size_t batch = opts->batch ? opts->batch : (size_t)pl->batch;
 	struct ts_stream *s = calloc(1, sizeof(*s));
 	if (!s)

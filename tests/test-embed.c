@@ -353,6 +353,25 @@ START_TEST(memory_budget)
 }
 END_TEST
 
+/* A pipeline whose samples vary in size (random_rotation with expand) cannot
+ * be streamed: the error says why and what to add (it was the ring's
+ * "invalid sample shape"; found by the recipe audit). */
+START_TEST(variable_size_refused)
+{
+	static const char text[] =
+		"pipeline v = synthetic([60, 80], count = 4) | random_rotation(30, expand = true)\n";
+	struct ts_pipeline *p = compile_ok(text, NULL);
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	ck_assert_int_eq(ts_pipeline_open(p, NULL, &s, &err), TS_E_ARG);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err.msg, "pipeline 'v': its samples have no fixed size"),
+		      "message: %s", err.msg);
+	ck_assert_msg(strstr(err.msg, "center_crop"), "no remedy: %s", err.msg);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
 START_TEST(missing_folder)
 {
 	static const char text[] =
@@ -611,6 +630,7 @@ static Suite *embed_suite(void)
 	tc = tcase_create("refusals");
 	tcase_add_test(tc, memory_budget);
 	tcase_add_test(tc, missing_folder);
+	tcase_add_test(tc, variable_size_refused);
 	tcase_add_test(tc, empty_folder);
 	suite_add_tcase(s, tc);
 
