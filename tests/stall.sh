@@ -73,7 +73,7 @@ stop_run
 # 2. Python: a Loader stopped as long raises tsrun.Detached when continued.
 if [ -x "$PY" ] && "$PY" -c "import torch" 2>/dev/null; then
 	start_run "$dir/p1.ts"
-	LD_PRELOAD="${TS_ASAN_PRELOAD:-}" "$PY" - "$sock" > "$dir/py.out" 2>&1 <<'EOT' &
+	LD_PRELOAD="${TS_ASAN_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$PY" - "$sock" > "$dir/py.out" 2>&1 <<'EOT' &
 import sys, time, tsrun
 n = 0
 try:
@@ -109,7 +109,7 @@ fi
 # stopped trainer of a Python producer; consumers=1 refuses a second one.
 if [ -x "$PY" ] && "$PY" -c "import torch" 2>/dev/null; then
 	rm -f "$sock"
-	LD_PRELOAD="${TS_ASAN_PRELOAD:-}" "$PY" - "$sock" > "$dir/serve.out" 2>&1 <<'EOT' &
+	LD_PRELOAD="${TS_ASAN_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$PY" - "$sock" > "$dir/serve.out" 2>&1 <<'EOT' &
 import sys, torch, tsrun
 with tsrun.Producer(sys.argv[1], epochs=0, ring=4, stall_timeout=1, quiet=True) as p:
     x = torch.zeros(10, 3, 8, 8)
