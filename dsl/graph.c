@@ -113,6 +113,14 @@ static void line(FILE *f, int indent, const char *left, const char *right)
 		right);
 }
 
+/* Whether op's branches are numbered alternatives (random_choice), not
+ * one chain (random_apply). */
+static bool alternatives(const struct ts_op *op)
+{
+	const struct ts_opdef *d = ts_registry_of_kind(op->kind);
+	return d && (d->flags & TS_OPF_ALTERNATIVES);
+}
+
 /* The policy family: the ops inside random_apply (each after '| ') and
  * random_choice (its alternatives numbered '1: ', '2: ', ...), one a
  * line below the policy, with the shape after each; nested ones deeper. */
@@ -122,7 +130,7 @@ static void branch_lines(FILE *f, int indent, const struct ts_op *op)
 	for (size_t k = 0; k < op->n_branches; k++) {
 		const struct ts_op_branch *br = &op->branches[k];
 		for (size_t i = 0; i < br->n_ops; i++) {
-			if (op->kind != TS_OP_RANDOM_CHOICE) {
+			if (!alternatives(op)) {
 				snprintf(pre, sizeof(pre), "| ");
 			} else if (i == 0) {
 				snprintf(pre, sizeof(pre), "%zu: ", k + 1);
@@ -279,7 +287,7 @@ static size_t branch_label(char *label, size_t n, size_t at, int depth,
 		for (size_t i = 0; i < op->branches[k].n_ops && at < n; i++) {
 			const struct ts_op *q = &op->branches[k].ops[i];
 			op_desc(q, a, sizeof(a));
-			if (op->kind == TS_OP_RANDOM_CHOICE && i == 0)
+			if (alternatives(op) && i == 0)
 				at += (size_t)snprintf(label + at, n - at, "\n%*s%zu: %s",
 						       2 * depth, "", k + 1, a);
 			else

@@ -207,9 +207,14 @@ static int shape_random_choice(const struct ts_op *op, const struct ts_shape *in
 	out->c = last->out_c;
 	out->dtype = last->out_dtype;
 	out->layout = last->out_layout;
-	for (size_t i = 0; i < b->n_ops; i++)
-		if (b->ops[i].kind == TS_OP_NORMALIZE)
-			out->normalized = true;
+	/* Normalized when a branch op's own shape rule says so. */
+	struct ts_shape s = *in, next;
+	for (size_t i = 0; i < b->n_ops; i++) {
+		const struct ts_opdef *d = ts_registry_of_kind(b->ops[i].kind);
+		if (d && d->shape && d->shape(&b->ops[i], &s, &next, e) == 0)
+			s = next;
+	}
+	out->normalized = out->normalized || s.normalized;
 	return 0;
 }
 
@@ -508,7 +513,8 @@ const struct ts_opdef ts_ops_policy[] = {
 		       "apply operators in order with probability p, or none"),
 	  .shape = ts_registry_shape_same, .build = build_random_apply,
 	  .describe = describe_random_apply },
-	{ TS_TRANSFORM("random_choice", TS_OP_RANDOM_CHOICE, p_random_choice, 0,
+	{ TS_TRANSFORM("random_choice", TS_OP_RANDOM_CHOICE, p_random_choice,
+		       TS_OPF_ALTERNATIVES,
 		       "apply one of several alternatives, chosen by weight"),
 	  .shape = shape_random_choice, .build = build_random_choice,
 	  .describe = describe_random_choice },

@@ -116,6 +116,9 @@ enum ts_op_flags {
 	TS_OPF_BANDS = 1 << 9,       /* right after an unfused decode, of a
 					fixed size: the frame is decoded in
 					bands of its height (tile) */
+	TS_OPF_ALTERNATIVES = 1 << 10, /* its branches are alternatives, one
+					  of them applied (random_choice);
+					  else one chain (random_apply) */
 };
 
 /* A transform's bound arguments into *op (kind and loc already set); in

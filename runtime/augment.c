@@ -642,20 +642,6 @@ static inline uint8_t gray_u8(const uint8_t *p)
 	return (uint8_t)((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
 }
 
-/* PIL's ImagingBlend of one uint8 value: a + alpha * (b - a) in float,
- * truncated, clipped only when extrapolating (alpha outside [0, 1]). */
-static inline uint8_t blend_u8(int a, int b, float alpha)
-{
-	float t = (float)a + alpha * (float)(b - a);
-	if (alpha >= 0.0f && alpha <= 1.0f)
-		return (uint8_t)t;
-	if (t <= 0.0f)
-		return 0;
-	if (t >= 255.0f)
-		return 255;
-	return (uint8_t)t;
-}
-
 static float full_scale(enum ts_dtype t)
 {
 	return t == TS_DTYPE_U8 ? 255.0f : t == TS_DTYPE_U16 ? 65535.0f : 1.0f;
@@ -702,7 +688,7 @@ void ts_aug_brightness(struct ts_image *img, float factor)
 	for (int y = 0; y < img->height; y++) {
 		uint8_t *r = img->data + (size_t)y * img->stride;
 		for (size_t i = 0; i < n; i++)
-			r[i] = blend_u8(0, r[i], factor);
+			r[i] = ts_aug_blend_u8(0, r[i], factor);
 	}
 }
 
@@ -734,7 +720,7 @@ void ts_aug_contrast(struct ts_image *img, float factor)
 	for (int y = 0; y < img->height; y++) {
 		uint8_t *r = img->data + (size_t)y * img->stride;
 		for (size_t i = 0; i < n; i++)
-			r[i] = blend_u8(mean, r[i], factor);
+			r[i] = ts_aug_blend_u8(mean, r[i], factor);
 	}
 }
 
@@ -749,9 +735,9 @@ void ts_aug_saturation(struct ts_image *img, float factor)
 			size_t i = (size_t)x * C;
 			if (img->dtype == TS_DTYPE_U8) {
 				int g = gray_u8(r + i);
-				r[i] = blend_u8(g, r[i], factor);
-				r[i + 1] = blend_u8(g, r[i + 1], factor);
-				r[i + 2] = blend_u8(g, r[i + 2], factor);
+				r[i] = ts_aug_blend_u8(g, r[i], factor);
+				r[i + 1] = ts_aug_blend_u8(g, r[i + 1], factor);
+				r[i + 2] = ts_aug_blend_u8(g, r[i + 2], factor);
 			} else {
 				float g = gray_f(r, img->dtype, i, C);
 				float maxv = full_scale(img->dtype);

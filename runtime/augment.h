@@ -23,6 +23,7 @@
 #ifndef TS_AUGMENT_H
 #define TS_AUGMENT_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -204,5 +205,42 @@ bool ts_out_is_copy(const struct ts_op *output, const struct ts_image *in,
 uint16_t ts_out_f16_from_f32(float f);
 /* The float value of binary16 bits (exact). */
 float ts_out_f32_from_f16(uint16_t h);
+
+/* Store float v (a [0,1] value or a normalized one) as dt at dst[i], as
+ * the output stage stores it: uint8 and uint16 scaled to full scale,
+ * rounded to nearest even and clamped. */
+static inline void ts_out_store(void *dst, size_t i, enum ts_dtype dt, float v)
+{
+	switch (dt) {
+	case TS_DTYPE_F32:
+		((float *)dst)[i] = v;
+		break;
+	case TS_DTYPE_F16:
+		((uint16_t *)dst)[i] = ts_out_f16_from_f32(v);
+		break;
+	case TS_DTYPE_U8:
+		v = rintf(v * 255.0f);
+		((uint8_t *)dst)[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+		break;
+	case TS_DTYPE_U16:
+		v = rintf(v * 65535.0f);
+		((uint16_t *)dst)[i] = (uint16_t)(v < 0.0f ? 0.0f : v > 65535.0f ? 65535.0f : v);
+		break;
+	}
+}
+
+/* PIL's ImagingBlend of one uint8 value: a + alpha * (b - a) in float,
+ * truncated, clipped only when extrapolating (alpha outside [0, 1]). */
+static inline uint8_t ts_aug_blend_u8(int a, int b, float alpha)
+{
+	float t = (float)a + alpha * (float)(b - a);
+	if (alpha >= 0.0f && alpha <= 1.0f)
+		return (uint8_t)t;
+	if (t <= 0.0f)
+		return 0;
+	if (t >= 255.0f)
+		return 255;
+	return (uint8_t)t;
+}
 
 #endif

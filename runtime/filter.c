@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "augment.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -40,20 +41,6 @@ static inline uint8_t clip8f(float v)
 	if (v >= 255.0f)
 		return 255;
 	return (uint8_t)v;
-}
-
-/* ImagingBlend of one value: a + alpha * (b - a) in float, truncated;
- * clipped only when extrapolating. */
-static inline uint8_t blend8(int a, int b, float alpha)
-{
-	float t = (float)a + alpha * (float)(b - a);
-	if (alpha >= 0.0f && alpha <= 1.0f)
-		return (uint8_t)t;
-	if (t <= 0.0f)
-		return 0;
-	if (t >= 255.0f)
-		return 255;
-	return (uint8_t)t;
 }
 
 /* One row of three taps, PIL's KERNEL1x3: (a k0 + b k1) + c k2. */
@@ -99,7 +86,7 @@ int ts_filter_sharpness(struct ts_image *img, struct ts_image *tmp, float factor
 		uint8_t *r = img->data + (size_t)y * img->stride;
 		const uint8_t *g = tmp->data + (size_t)y * tmp->stride;
 		for (size_t i = 0; i < row; i++)
-			r[i] = blend8(g[i], r[i], factor);
+			r[i] = ts_aug_blend_u8(g[i], r[i], factor);
 	}
 	return 0;
 }

@@ -97,25 +97,6 @@ static inline float clampf(float v, float lo, float hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Store float v (a [0,1] value or a normalized one) as dtype at dst[i]. */
-static inline void store(void *dst, size_t i, enum ts_dtype dt, float v)
-{
-	switch (dt) {
-	case TS_DTYPE_F32:
-		((float *)dst)[i] = v;
-		break;
-	case TS_DTYPE_F16:
-		((uint16_t *)dst)[i] = ts_out_f16_from_f32(v);
-		break;
-	case TS_DTYPE_U8:
-		((uint8_t *)dst)[i] = (uint8_t)clampf(rintf(v * 255.0f), 0.0f, 255.0f);
-		break;
-	case TS_DTYPE_U16:
-		((uint16_t *)dst)[i] = (uint16_t)clampf(rintf(v * 65535.0f), 0.0f, 65535.0f);
-		break;
-	}
-}
-
 /* Index of output element (y, x, c) in the slot. */
 static inline size_t dst_index(const struct ts_kernel_tail *t, int W, int H, int C,
 			       int y, int x, int c)
@@ -255,7 +236,7 @@ static void pass_generic(const struct ts_image *img, const struct ts_kernel_tail
 				v = src_unit(s, st, si);
 				if (t->normalize)
 					v = norm(v, t, c);
-				store(dst, di, t->dtype, v);
+				ts_out_store(dst, di, t->dtype, v);
 			}
 		}
 	}

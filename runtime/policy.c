@@ -104,27 +104,6 @@ static float normal(struct ts_rng *rng, float *spare, bool *have)
 	return (float)(rad * cos(2.0 * M_PI * u2));
 }
 
-/* One float as the output stage stores it in dtype (output.c's store). */
-static void store(void *dst, size_t i, enum ts_dtype dt, float v)
-{
-	switch (dt) {
-	case TS_DTYPE_F32:
-		((float *)dst)[i] = v;
-		break;
-	case TS_DTYPE_F16:
-		((uint16_t *)dst)[i] = ts_out_f16_from_f32(v);
-		break;
-	case TS_DTYPE_U8:
-		v = rintf(v * 255.0f);
-		((uint8_t *)dst)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-		break;
-	case TS_DTYPE_U16:
-		v = rintf(v * 65535.0f);
-		((uint16_t *)dst)[i] = (uint16_t)(v < 0 ? 0 : v > 65535 ? 65535 : v);
-		break;
-	}
-}
-
 void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box,
 			  struct ts_rng *rng, void *dst, enum ts_dtype dtype,
 			  enum ts_layout layout, int C, int H, int W)
@@ -140,7 +119,7 @@ void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box
 				size_t di = layout == TS_LAYOUT_NCHW
 						    ? ((size_t)c * H + y) * W + x
 						    : ((size_t)y * W + x) * C + c;
-				store(dst, di, dtype, op->erase_random
+				ts_out_store(dst, di, dtype, op->erase_random
 							      ? normal(rng, &spare, &have)
 							      : v);
 			}

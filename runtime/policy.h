@@ -81,7 +81,7 @@ struct ts_policy_step {
 #define TS_POLICY_MAX_STEPS 64
 
 /* The magnitude table of op in the space of policy kind k
- * (TS_OP_RAND_AUGMENT, TS_OP_TRIVIAL_AUGMENT_WIDE, TS_OP_AUTO_AUGMENT)
+ * (rand_augment's, trivial_augment_wide's or auto_augment's kind)
  * with bins bins, for a w x h image: into mag (bins values), as
  * torch.linspace and torch.arange compute them in float32. Returns the
  * count written, 0 for an op without a table (a 0-d tensor: magnitude
