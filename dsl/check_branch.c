@@ -80,17 +80,6 @@ static bool input_ok(struct ts_check *c, const struct ts_opdef *def,
 	return true;
 }
 
-static void free_branch(struct ts_op *ops, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(ops[i].fused);
-		free(ops[i].parts);
-		free(ops[i].plugin);
-		ts_plan_branches_free(&ops[i]);
-	}
-	free(ops);
-}
-
 /* Lets may bind operators and a chain may name them: `let s = invert() |
  * posterize(3)` then `flip | s`. Deeper than this is a cycle. */
 #define MAX_SPLICE 16
@@ -220,7 +209,7 @@ int ts_check_branch(struct ts_check *c, const char *what,
 	}
 	*out = shape;
 	if (rc < 0 || bad || n_ops == 0) {
-		free_branch(ops, n_ops);
+		ts_plan_ops_free(ops, n_ops);
 		return rc < 0 ? rc : -1;
 	}
 	*ops_out = ops;

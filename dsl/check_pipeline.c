@@ -51,17 +51,6 @@ static int push_op(struct ts_op **ops, size_t *n, const struct ts_op *op)
 	return 0;
 }
 
-static void free_ops(struct ts_op *ops, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(ops[i].fused);
-		free(ops[i].parts);
-		free(ops[i].plugin);
-		ts_plan_branches_free(&ops[i]);
-	}
-	free(ops);
-}
-
 /* Check one pipeline statement and build its plan (fused op list and
  * sample shape; serve settings and estimate come later). Errors go to
  * c->d. Returns 0 or TS_E_NOMEM; *size_reported tells whether a "no fixed
@@ -298,6 +287,6 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		}
 	}
 out:
-	free_ops(ops, n_ops);
+	ts_plan_ops_free(ops, n_ops);
 	return rc;
 }

@@ -14,20 +14,6 @@
 
 #include <stdio.h>
 
-/* Every operator here works on 8-bit pixels: the flags send float or
- * nchw data to the checker's own message; uint16 is refused here. */
-static int need_u8(const char *name, const struct ts_shape *in,
-		   struct ts_shape_err *e)
-{
-	if (in->dtype != TS_DTYPE_U16)
-		return 0;
-	snprintf(e->msg, sizeof(e->msg),
-		 "'%s' works on uint8 pixels, but the data is uint16 here", name);
-	snprintf(e->hint, sizeof(e->hint),
-		 "decode with depth = 8, or add to(uint8) before %s", name);
-	return -1;
-}
-
 /* ---- invert, autocontrast, equalize: p only -------------------------- */
 
 static const struct ts_param p_prob_only[] = {
@@ -47,7 +33,7 @@ static int shape_invert(const struct ts_op *op, const struct ts_shape *in,
 			struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("invert", in, e);
+	return ts_registry_need_u8("invert", in, e);
 }
 
 static void describe_invert(const struct ts_op *op, char *buf, size_t n)
@@ -59,7 +45,7 @@ static int shape_autocontrast(const struct ts_op *op, const struct ts_shape *in,
 			      struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("autocontrast", in, e);
+	return ts_registry_need_u8("autocontrast", in, e);
 }
 
 static void describe_autocontrast(const struct ts_op *op, char *buf, size_t n)
@@ -71,7 +57,7 @@ static int shape_equalize(const struct ts_op *op, const struct ts_shape *in,
 			  struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("equalize", in, e);
+	return ts_registry_need_u8("equalize", in, e);
 }
 
 static void describe_equalize(const struct ts_op *op, char *buf, size_t n)
@@ -92,7 +78,7 @@ static int shape_posterize(const struct ts_op *op, const struct ts_shape *in,
 			   struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("posterize", in, e);
+	return ts_registry_need_u8("posterize", in, e);
 }
 
 static int build_posterize(struct ts_check *c, const struct ts_opdef *def,
@@ -124,7 +110,7 @@ static int shape_solarize(const struct ts_op *op, const struct ts_shape *in,
 			  struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("solarize", in, e);
+	return ts_registry_need_u8("solarize", in, e);
 }
 
 static int build_solarize(struct ts_check *c, const struct ts_opdef *def,
@@ -164,14 +150,14 @@ static int shape_brightness(const struct ts_op *op, const struct ts_shape *in,
 			    struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("adjust_brightness", in, e);
+	return ts_registry_need_u8("adjust_brightness", in, e);
 }
 
 static int shape_contrast(const struct ts_op *op, const struct ts_shape *in,
 			  struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("adjust_contrast", in, e);
+	return ts_registry_need_u8("adjust_contrast", in, e);
 }
 
 /* Saturation of a gray image is a silent no-op in torchvision: here an
@@ -180,7 +166,7 @@ static int shape_saturation(const struct ts_op *op, const struct ts_shape *in,
 			    struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (need_u8("adjust_saturation", in, e) < 0)
+	if (ts_registry_need_u8("adjust_saturation", in, e) < 0)
 		return -1;
 	if (in->c != 3) {
 		snprintf(e->msg, sizeof(e->msg),
@@ -204,7 +190,7 @@ static int shape_hue(const struct ts_op *op, const struct ts_shape *in,
 		     struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (need_u8("adjust_hue", in, e) < 0)
+	if (ts_registry_need_u8("adjust_hue", in, e) < 0)
 		return -1;
 	if (in->c != 3) {
 		snprintf(e->msg, sizeof(e->msg),
@@ -253,7 +239,7 @@ static int shape_sharpness(const struct ts_op *op, const struct ts_shape *in,
 			   struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	return need_u8("adjust_sharpness", in, e);
+	return ts_registry_need_u8("adjust_sharpness", in, e);
 }
 
 static void describe_sharpness(const struct ts_op *op, char *buf, size_t n)

@@ -42,21 +42,6 @@ static const char *interp_name(enum ts_interp i)
 	{ .name = "center", .type = TS_PT_NUMLIST, P_MIN(-1e6), P_MAX(1e6), \
 	  .doc = "[x, y] in pixels from the top left; default the centre" }
 
-/* rotate, affine and the random ones sample 8-bit pixels; the flags
- * send float or nchw data to the checker's own message, uint16 comes
- * here. */
-static int need_u8(const char *name, const struct ts_shape *in,
-		   struct ts_shape_err *e)
-{
-	if (in->dtype != TS_DTYPE_U16)
-		return 0;
-	snprintf(e->msg, sizeof(e->msg),
-		 "'%s' works on uint8 pixels, but the data is uint16 here", name);
-	snprintf(e->hint, sizeof(e->hint),
-		 "decode with depth = 8, or add to(uint8) before %s", name);
-	return -1;
-}
-
 /* A fill (or erase value) is one number or one per channel, as
  * torchvision's _parse_fill takes it. */
 static int fill_count(const char *name, const char *param, int n,
@@ -165,7 +150,7 @@ static int shape_rotate(const struct ts_op *op, const struct ts_shape *in,
 			return -1;
 		}
 	}
-	if (need_u8("rotate", in, e) < 0)
+	if (ts_registry_need_u8("rotate", in, e) < 0)
 		return -1;
 	return fill_count("rotate", "fill", op->geo.n_fill, in, e);
 }
@@ -242,7 +227,7 @@ static int shape_affine(const struct ts_op *op, const struct ts_shape *in,
 			struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (need_u8("affine", in, e) < 0)
+	if (ts_registry_need_u8("affine", in, e) < 0)
 		return -1;
 	return fill_count("affine", "fill", op->geo.n_fill, in, e);
 }
@@ -489,7 +474,7 @@ static int shape_perspective(const struct ts_op *op, const struct ts_shape *in,
 			     struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (need_u8("perspective", in, e) < 0)
+	if (ts_registry_need_u8("perspective", in, e) < 0)
 		return -1;
 	return fill_count("perspective", "fill", op->geo.n_fill, in, e);
 }
@@ -569,7 +554,7 @@ static int shape_random_rotation(const struct ts_op *op, const struct ts_shape *
 	*out = *in;
 	if (op->geo.expand)
 		out->h = out->w = 0;
-	if (need_u8("random_rotation", in, e) < 0)
+	if (ts_registry_need_u8("random_rotation", in, e) < 0)
 		return -1;
 	return fill_count("random_rotation", "fill", op->geo.n_fill, in, e);
 }
@@ -666,7 +651,7 @@ static int shape_random_affine(const struct ts_op *op, const struct ts_shape *in
 			       struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (need_u8("random_affine", in, e) < 0)
+	if (ts_registry_need_u8("random_affine", in, e) < 0)
 		return -1;
 	return fill_count("random_affine", "fill", op->geo.n_fill, in, e);
 }
@@ -720,7 +705,7 @@ static int shape_random_perspective(const struct ts_op *op, const struct ts_shap
 				    struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (need_u8("random_perspective", in, e) < 0)
+	if (ts_registry_need_u8("random_perspective", in, e) < 0)
 		return -1;
 	return fill_count("random_perspective", "fill", op->geo.n_fill, in, e);
 }

@@ -104,6 +104,13 @@ static void op_fini(struct ts_op *op)
 	ts_plan_branches_free(op);
 }
 
+void ts_plan_ops_free(struct ts_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		op_fini(&ops[i]);
+	free(ops);
+}
+
 void ts_plan_branches_free(struct ts_op *op)
 {
 	for (size_t b = 0; b < op->n_branches; b++) {

@@ -356,6 +356,9 @@ struct ts_plan {
 
 void ts_plan_destroy(struct ts_plan *plan);
 
+/* Free an array of n ops that are not (yet) a plan's, with all they own. */
+void ts_plan_ops_free(struct ts_op *ops, size_t n);
+
 /* the policy family: free op's branches (and theirs), leaving none. */
 void ts_plan_branches_free(struct ts_op *op);
 

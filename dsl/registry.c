@@ -161,6 +161,18 @@ void ts_registry_size_desc(int h, int w, char *buf, size_t n)
 		snprintf(buf, n, "[%d, %d]", h, w);
 }
 
+int ts_registry_need_u8(const char *name, const struct ts_shape *in,
+			struct ts_shape_err *e)
+{
+	if (in->dtype != TS_DTYPE_U16)
+		return 0;
+	snprintf(e->msg, sizeof(e->msg),
+		 "'%s' works on uint8 pixels, but the data is uint16 here", name);
+	snprintf(e->hint, sizeof(e->hint),
+		 "decode with depth = 8, or add to(uint8) before %s", name);
+	return -1;
+}
+
 int ts_registry_shape_same(const struct ts_op *op, const struct ts_shape *in,
 			   struct ts_shape *out, struct ts_shape_err *e)
 {

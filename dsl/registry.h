@@ -225,6 +225,12 @@ void ts_registry_size_desc(int h, int w, char *buf, size_t n);
 	.name = n, .kind = k, .op_kind = -1, .params = p, \
 	.n_params = TS_ARRAY_LEN_(p), .apply = fn, .doc = d
 
+/* For the shape rules of ops that sample 8-bit pixels (colour and
+ * geometry families; their flags send float or nchw data to the checker's
+ * own message): -1 with e filled when in is uint16, else 0. */
+int ts_registry_need_u8(const char *name, const struct ts_shape *in,
+			struct ts_shape_err *e);
+
 /* The shape rule of an op that keeps the shape. */
 int ts_registry_shape_same(const struct ts_op *op, const struct ts_shape *in,
 			   struct ts_shape *out, struct ts_shape_err *e);
