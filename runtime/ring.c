@@ -90,13 +90,6 @@ struct ts_ring {
 	bool hold_used[TS_RING_MAX_CONSUMERS];
 };
 
-struct ts_ring_local {
-	struct ts_ring *ring;
-	struct ts_ring_consumer *c;
-	struct ts_ring_reader *rd;
-	uint64_t last_seq, last_n;     /* the batch handed out last */
-};
-
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
 	while (b) {
@@ -987,93 +980,4 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
 	wake_producers(r);
 	if (now)
 		free_consumer(r, c);
-}
-
-uint64_t ts_ring_local_sleeps(const struct ts_ring_local *l)
-{
-	return ts_ring_reader_sleeps(l->rd);
-}
-
-/* ---- in-process consumer ------------------------------------------------ */
-
-int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
-			 enum ts_ring_join join, bool drop_last,
-			 struct ts_ring_local **out, struct ts_error *err)
-{
-	struct ts_ring_local *l = calloc(1, sizeof(*l));
-	struct ts_ring_join_req req = { .batch = batch, .join = join, .pid = 0 };
-	struct ts_ring_join_pos pos;
-	int rc;
-
-	if (!l)
-		return ts_error_set(err, TS_E_NOMEM, "out of memory");
-	l->ring = r;
-	rc = ts_ring_attach(r, &req, &l->c, &pos, err);
-	if (rc < 0)
-		goto fail;
-	struct ts_ring_reader_opts o = {
-		.batch = batch, .drop_last = drop_last, .start = pos.start,
-		.min_epoch = pos.min_epoch,
-		.align = join == TS_JOIN_NOW && pos.start > 0,
-		.align_epoch = join == TS_JOIN_NEXT_EPOCH,
-	};
-	rc = ts_ring_reader_open(r->fd, l->c->ctl_fd, &o, &l->rd, err);
-	if (rc < 0)
-		goto fail;
-	/* The samples through our own mapping: counted once in RSS (the
-	 * budget), not once per mapping. */
-	ts_ring_reader_borrow_data(l->rd, r->data);
-	*out = l;
-	return 0;
-fail:
-	ts_ring_detach(r, l->c);
-	free(l);
-	return rc;
-}
-
-/* A batch across the wrap was read through the second copy of the data
- * mapping, whose pages then count in RSS a second time: once it is
- * released, drop them from the mapping (the memfd keeps them; the
- * writers use the first copy), so the process holds the ring once plus
- * at most the part of one batch past the wrap. */
-static void local_unwrap(struct ts_ring_local *l)
-{
-	struct ts_ring *r = l->ring;
-	uint64_t first = l->last_seq % r->capacity;
-	if (l->last_n == 0 || first + l->last_n <= r->capacity)
-		return;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t past = (first + l->last_n - r->capacity) * r->sample_bytes;
-	madvise(r->data + r->data_bytes, (size_t)((past + page - 1) / page * page),
-		MADV_DONTNEED);
-	l->last_n = 0;
-}
-
-int ts_ring_local_next(struct ts_ring_local *l, struct ts_ring_batch *b,
-		       int timeout_ms, struct ts_error *err)
-{
-	int rc = ts_ring_reader_next(l->rd, b, timeout_ms, NULL, NULL, err);
-	local_unwrap(l);  /* the previous batch is released now */
-	if (rc == 0) {
-		l->last_seq = b->seq;
-		l->last_n = b->n;
-	}
-	return rc;
-}
-
-void ts_ring_local_release(struct ts_ring_local *l,
-			   const struct ts_ring_batch *b)
-{
-	ts_ring_reader_release(l->rd, b);
-	if (b && b->seq == l->last_seq)
-		local_unwrap(l);
-}
-
-void ts_ring_local_destroy(struct ts_ring_local *l)
-{
-	if (!l)
-		return;
-	ts_ring_reader_destroy(l->rd);
-	ts_ring_detach(l->ring, l->c);
-	free(l);
 }
