@@ -1,0 +1,297 @@
+/*
+ * ring_consumer.c - the ring's side of each attached trainer: where it
+ * joins (ts_ring_attach and its control page), the holds, a job's failed
+ * rank, the stall clock and detaching (the stall_timeout policy).
+ */
+#include "ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "ring_internal.h"
+#include "ring_shm.h"
+#include "util.h"
+
+/*
+ * Where a joiner starts. Samples at or above limit - capacity are intact
+ * and stay so once the joiner is registered (grants happen under the
+ * lock), so a joiner may start that far back. next_epoch looks back from
+ * the head for the first sample of the current epoch; if it is still in
+ * that window the joiner gets the whole epoch, else it skips to the next.
+ */
+static void join_position(struct ts_ring *r, enum ts_ring_join join,
+			  struct ts_ring_join_pos *pos)
+{
+	uint64_t h = smp_load_acquire(&r->hdr->head);
+	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+	pos->start = h;
+	pos->min_epoch = 0;
+	if (join != TS_JOIN_NEXT_EPOCH || h == 0)
+		return;
+	if (lo > h)
+		lo = h;
+	uint32_t e = r->meta[(h - 1) % r->capacity].epoch;
+	uint64_t s = h - 1;
+	while (s > lo && r->meta[(s - 1) % r->capacity].epoch == e)
+		s--;
+	if (s > lo || s == 0) {
+		pos->start = s;
+		pos->min_epoch = e;
+	} else {
+		pos->min_epoch = e + 1;
+	}
+}
+
+int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
+		   struct ts_ring_consumer **out, struct ts_ring_join_pos *pos,
+		   struct ts_error *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct ts_ring_consumer *c = NULL;
+	int rc;
+
+	if (!req || req->batch == 0 || req->batch > r->capacity / 2)
+		return ts_error_set(err, TS_E_REFUSED,
+				    "batch size %u is larger than half the ring "
+				    "(%llu samples); ask for at most %llu",
+				    req ? req->batch : 0,
+				    (unsigned long long)r->capacity,
+				    (unsigned long long)(r->capacity / 2));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory");
+	c->ctl = MAP_FAILED;
+	/* Sealed at its one page: the consumer that holds it (maybe another
+	 * user's, with group =) cannot shrink it under our mapping (SIGBUS
+	 * in the producer), grow it, or add seals. It writes through its
+	 * mapping, as it must. */
+	c->ctl_fd = memfd_create("tsrun-ctl", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (c->ctl_fd < 0 || ftruncate(c->ctl_fd, (off_t)page) < 0 ||
+	    fcntl(c->ctl_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		rc = ts_error_set(err, -errno, "control page: %s", strerror(errno));
+		goto fail;
+	}
+	c->ctl = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      c->ctl_fd, 0);
+	if (c->ctl == MAP_FAILED) {
+		rc = ts_error_set(err, -errno, "control page: %s", strerror(errno));
+		goto fail;
+	}
+	c->pid = req->pid;
+	c->batch = req->batch;
+	c->local = req->pid == 0;
+	c->ctl->magic = TS_RING_CTL_MAGIC;
+	c->ctl->version = TS_RING_VERSION;
+
+	pthread_mutex_lock(&r->lock);
+	/* Acquire: pairs with the xchg in finish. */
+	if (smp_load_acquire(&r->finished)) {
+		pthread_mutex_unlock(&r->lock);
+		rc = ts_error_set(err, TS_E_REFUSED,
+				  "the stream has ended; nothing left to serve");
+		goto fail;
+	}
+	if (r->n_consumers >= TS_RING_MAX_CONSUMERS) {
+		pthread_mutex_unlock(&r->lock);
+		rc = ts_error_set(err, TS_E_REFUSED,
+				  "too many consumers (at most %d)",
+				  TS_RING_MAX_CONSUMERS);
+		goto fail;
+	}
+	struct ts_ring_join_pos p;
+	if (req->fixed) {
+		/* A later rank of a job: its first rank's start, held intact
+		 * since (ts_ring_hold). */
+		uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+		if (req->fixed_start < lo) {
+			pthread_mutex_unlock(&r->lock);
+			rc = ts_error_set(err, TS_E_REFUSED,
+					  "the job's start (sample %llu) is no longer in the ring",
+					  (unsigned long long)req->fixed_start);
+			goto fail;
+		}
+		p.start = req->fixed_start;
+		p.min_epoch = req->fixed_min_epoch;
+	} else {
+		join_position(r, req->join, &p);
+	}
+	c->start = p.start;
+	c->ctl->start = p.start;
+	/* Release: start is in place before the producer reads release. */
+	smp_store_release(&c->ctl->release, p.start);
+	c->last_release = p.start;
+	c->last_time = now_s();
+	c->stall_release = p.start;
+	c->stall_since = -1.0;
+	int slot = 0;
+	while (r->watch[slot])
+		slot++;
+	c->slot = slot;
+	/* Release: the ctl page contents are initialised before publish()
+	 * can see the pointer. */
+	smp_store_release(&r->watch[slot], c->ctl);
+	r->consumers[r->n_consumers++] = c;
+	pthread_mutex_unlock(&r->lock);
+	ts_ring_wake_producers(r);
+	*out = c;
+	if (pos)
+		*pos = p;
+	return 0;
+fail:
+	if (c->ctl != MAP_FAILED)
+		munmap(c->ctl, page);
+	if (c->ctl_fd >= 0)
+		close(c->ctl_fd);
+	free(c);
+	return rc;
+}
+
+int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c)
+{
+	return c->ctl_fd;
+}
+
+int ts_ring_hold(struct ts_ring *r, uint64_t seq, int *id, struct ts_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&r->lock);
+	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+	size_t i = 0;
+	while (i < TS_RING_MAX_CONSUMERS && r->hold_used[i])
+		i++;
+	if (seq < lo) {
+		rc = ts_error_set(err, TS_E_REFUSED, "sample %llu is no longer in the ring",
+				  (unsigned long long)seq);
+	} else if (i == TS_RING_MAX_CONSUMERS) {
+		rc = ts_error_set(err, TS_E_REFUSED, "too many jobs waiting for their ranks "
+				  "(at most %d)", TS_RING_MAX_CONSUMERS);
+	} else {
+		/* Under the lock, as every limit grant: from now on no grant
+		 * passes seq + capacity. */
+		r->holds[i] = seq;
+		r->hold_used[i] = true;
+		*id = (int)i;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+void ts_ring_unhold(struct ts_ring *r, int id)
+{
+	if (id < 0 || id >= TS_RING_MAX_CONSUMERS)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->hold_used[id] = false;
+	pthread_mutex_unlock(&r->lock);
+	/* Writers bound by the hold sleep on prod_seq. */
+	ts_ring_wake_producers(r);
+}
+
+void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
+			       uint32_t rank, uint32_t pid)
+{
+	WRITE_ONCE(c->ctl->job_failed_rank, rank);
+	WRITE_ONCE(c->ctl->job_failed_pid, pid);
+	/* Release: the rank and pid are in place before the reader, which
+	 * acquires job_failed, reads them. */
+	smp_store_release(&c->ctl->job_failed, 1u);
+	/* Wake readers asleep on the head (they re-check and see it). Full
+	 * barrier: the flag is visible before the futex value changes. */
+	ATOMIC_ADD(&r->hdr->head_seq, 1);
+	futex_wake(&r->hdr->head_seq, false);
+}
+
+double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
+{
+	double held = 0.0;
+	pthread_mutex_lock(&r->lock);
+	/* Acquire both: positions the two sides really reached (we only
+	 * compare them). */
+	uint64_t head = smp_load_acquire(&r->hdr->head);
+	uint64_t rel = smp_load_acquire(&c->ctl->release);
+	/* A writer waits for a seq it may not write while this consumer
+	 * keeps rel (or one at the same position, stalled as long): the
+	 * highest seq waited for is not granted yet and lies a capacity or
+	 * more past rel. After the end nobody waits. */
+	bool holding = r->want >= r->limit && r->want >= rel + r->capacity &&
+		       !smp_load_acquire(&r->finished) &&
+		       smp_load_acquire(&r->hdr->state) == TS_RING_RUNNING;
+	/* ... and someone waits on it: another consumer that has read all
+	 * but less than a batch of what is published. A trainer alone (or
+	 * with every other one stopped as long) harms nobody by pausing. */
+	bool waited_on = false;
+	for (size_t i = 0; holding && !waited_on && i < r->n_consumers; i++) {
+		struct ts_ring_consumer *o = r->consumers[i];
+		/* Acquire: as rel above. */
+		waited_on = o != c && smp_load_acquire(&o->ctl->release) + o->batch > head;
+	}
+	holding = holding && waited_on;
+	double t = now_s();
+	if (!holding || rel != c->stall_release) {
+		c->stall_release = rel;
+		c->stall_since = holding ? t : -1.0;
+	} else if (c->stall_since < 0) {
+		c->stall_since = t;
+	} else {
+		held = t - c->stall_since;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return held;
+}
+
+void ts_ring_consumer_mark_stalled(struct ts_ring *r, struct ts_ring_consumer *c,
+				   uint32_t held_ms, uint32_t timeout_ms)
+{
+	WRITE_ONCE(c->ctl->detached_held_ms, held_ms);
+	WRITE_ONCE(c->ctl->detached_timeout_ms, timeout_ms);
+	/* Release: the two figures are in place before the reader, which
+	 * acquires detached, reads them. */
+	smp_store_release(&c->ctl->detached, 1u);
+	/* Wake a reader asleep on the head (it re-checks and sees it). Full
+	 * barrier: the flag is visible before the futex value changes. */
+	ATOMIC_ADD(&r->hdr->head_seq, 1);
+	futex_wake(&r->hdr->head_seq, false);
+}
+
+void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_consumers; i++) {
+		if (r->consumers[i] == c) {
+			r->consumers[i] = r->consumers[--r->n_consumers];
+			break;
+		}
+	}
+	/* Keep what it got: its final release, for summaries. */
+	struct ts_ring_consumer_stat *d = &r->departed[r->n_departed++ % TS_RING_MAX_CONSUMERS];
+	memset(d, 0, sizeof(*d));
+	d->pid = c->pid;
+	d->batch = c->batch;
+	d->start = c->start;
+	d->release = smp_load_acquire(&c->ctl->release);
+	d->skipped = READ_ONCE(c->ctl->skipped);
+	d->local = c->local;
+	/* Ordered before the pub_active load by the smp_mb in
+	 * ts_ring_quiesce_publish(): no scan reads this page once it returns. */
+	WRITE_ONCE(r->watch[c->slot], NULL);
+	c->dead = true;
+	bool now = c->refs == 0;
+	if (!now) {
+		/* A writer sleeps on this page: wake it to recompute. Full
+		 * barrier: the table change is visible before the bump. */
+		ATOMIC_ADD(&c->ctl->wake_seq, 1);
+		futex_wake(&c->ctl->wake_seq, false);
+	}
+	pthread_mutex_unlock(&r->lock);
+	ts_ring_wake_producers(r);
+	if (now)
+		ts_ring_free_consumer(r, c);
+}
