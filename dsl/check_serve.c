@@ -146,6 +146,13 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 		} else if (strcmp(name, "max_image_pixels") == 0) {
 			plan->max_image_pixels = (uint64_t)v->num;
 		} else if (strcmp(name, "stall_timeout") == 0) {
+			/* The server looks at holders four times a second: a
+			 * shorter positive timeout would act as 0.25 s, and
+			 * one under a millisecond would round to 0 (never). */
+			if (v->given && v->num > 0 && v->num < 0.25)
+				ts_check_err(c, v->loc, "give 0 (never detach) or at least 0.25",
+					     "setting 'stall_timeout' is %g s, finer than the producer checks stalled trainers (every 0.25 s)",
+					     v->num);
 			plan->stall_timeout_s = v->num;
 		} else if (strcmp(name, "consumers") == 0) {
 			plan->max_consumers = (int)v->num;

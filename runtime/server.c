@@ -692,7 +692,9 @@ int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
 		return ts_error_set(err, TS_E_ARG, "consumers %u: want 1..%d", max_consumers,
 				    TS_RING_MAX_CONSUMERS);
 	/* Untorn words the server thread reads on its next poll. */
-	WRITE_ONCE(s->stall_ms, (uint32_t)(stall_timeout_s * 1000 + 0.5));
+	/* A positive timeout stays positive (0 means never). */
+	uint32_t ms = (uint32_t)(stall_timeout_s * 1000 + 0.5);
+	WRITE_ONCE(s->stall_ms, stall_timeout_s > 0 && ms == 0 ? 1 : ms);
 	WRITE_ONCE(s->max_consumers, max_consumers);
 	return 0;
 }
