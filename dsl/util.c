@@ -1,10 +1,14 @@
-/* util.c - error filling shared by every library module. */
+/* util.c - error filling and the read-to-EOF loop, shared by every
+ * library module. */
 #include "util.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void fill(struct ts_error *err, int code, struct ts_loc loc,
 		 const char *fmt, va_list ap)
@@ -63,6 +67,50 @@ TS_EXPORT const char *ts_error_name(int code)
 			return strerror(-code);
 		return "unknown error";
 	}
+}
+
+int ts_read_fd_all(int fd, size_t hint, uint64_t max, void **out, size_t *len)
+{
+	/* hint bytes, the read that sees the end, and the NUL */
+	size_t cap = hint && hint < SIZE_MAX - 2 ? hint + 2 : 16384, got = 0;
+	uint8_t *buf = malloc(cap);
+	int rc = 0;
+	*len = 0;
+	if (!buf)
+		return TS_E_NOMEM;
+	for (;;) {
+		if (max && got > max) {  /* larger, or it grew while we read */
+			rc = -EFBIG;
+			break;
+		}
+		if (cap - got < 2) {  /* room to read, and for the NUL */
+			uint8_t *p = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+			if (!p) {
+				rc = TS_E_NOMEM;
+				break;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + got, cap - got - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	*len = got;
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	return 0;
 }
 
 char *ts_strdup(const char *s)

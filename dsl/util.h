@@ -6,6 +6,7 @@
 #define TS_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "error.h"
 
 #define TS_EXPORT __attribute__((visibility("default")))
@@ -22,6 +23,14 @@ int ts_error_set_at(struct ts_error *err, int code, struct ts_loc loc,
 
 /* A short English name for a code: "syntax error", "No such file ...". */
 const char *ts_error_name(int code);
+
+/* Read fd to its end into a new buffer (*out, NUL-terminated one byte
+ * past *len; freed by the caller), with room for hint bytes first (0: a
+ * default). With max > 0, more than max bytes is -EFBIG (*len then says
+ * how many were read; nothing is returned). Else 0, TS_E_NOMEM or
+ * -errno. The one read-to-EOF loop of the pipeline file, side files and
+ * sample files. */
+int ts_read_fd_all(int fd, size_t hint, uint64_t max, void **out, size_t *len);
 
 /* strdup that returns NULL for NULL. */
 char *ts_strdup(const char *s);

@@ -306,42 +306,22 @@ int ts_source_read(const struct ts_item *item, uint64_t max, uint8_t **data, siz
 	} else {
 		/* Size from fstat, but read until EOF: a file that grew or a
 		 * file system that reports 0 still reads completely. */
-		struct stat st;
-		size_t cap = 4096;
-		if (fstat(fd, &st) == 0 && st.st_size > 0)
-			cap = (size_t)st.st_size + 1;
-		buf = malloc(cap);
-		if (!buf) {
-			rc = ts_error_set(err, TS_E_NOMEM, "out of memory reading '%s'", item->path);
+		void *p = NULL;
+		rc = ts_read_fd_all(fd, (size_t)size, max, &p, &got);
+		if (rc == -EFBIG) {  /* it grew past the cap while we read */
+			rc = ts_source_too_big(got, max, err);
 			goto out;
 		}
-		for (;;) {
-			if (got > max) {  /* it grew past the cap while we read */
-				rc = ts_source_too_big(got, max, err);
-				goto out;
-			}
-			if (got == cap) {
-				uint8_t *p = realloc(buf, cap * 2);
-				if (!p) {
-					rc = ts_error_set(err, TS_E_NOMEM, "out of memory reading '%s'",
-							  item->path);
-					goto out;
-				}
-				buf = p;
-				cap *= 2;
-			}
-			ssize_t r = read(fd, buf + got, cap - got);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				rc = ts_error_set(err, -errno, "reading '%s': %s", item->path,
-						  strerror(errno));
-				goto out;
-			}
-			if (r == 0)
-				break;
-			got += (size_t)r;
+		if (rc == TS_E_NOMEM) {
+			rc = ts_error_set(err, rc, "out of memory reading '%s'", item->path);
+			goto out;
 		}
+		if (rc < 0) {
+			rc = ts_error_set(err, rc, "reading '%s': %s", item->path,
+					  ts_error_name(rc));
+			goto out;
+		}
+		buf = p;
 	}
 	*data = buf;
 	*len = got;

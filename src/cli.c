@@ -44,46 +44,10 @@ bool ts_cli_color(FILE *f)
  * The one read loop of both readers below. */
 static int read_all(int fd, size_t max, char **out, size_t *len)
 {
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	for (;;) {
-		ssize_t r;
-		if (cap - n < 4096) {
-			size_t ncap = cap ? cap * 2 : 16384;
-			char *p = realloc(buf, ncap + 1);
-			if (!p) {
-				rc = TS_E_NOMEM;
-				goto out;
-			}
-			buf = p;
-			cap = ncap;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (max && n > max) {
-			rc = -EFBIG;
-			goto out;
-		}
-	}
-	if (!buf && !(buf = malloc(1))) {
-		rc = TS_E_NOMEM;
-		goto out;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	buf = NULL;
-out:
-	free(buf);
+	void *p = NULL;
+	int rc = ts_read_fd_all(fd, 0, max, &p, len);
+	if (rc == 0)
+		*out = p;
 	return rc;
 }
 
