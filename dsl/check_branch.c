@@ -128,15 +128,7 @@ static int check_calls(struct ts_check *c, const char *what,
 			}
 		}
 		if (!def) {
-			const char *s = ts_diag_suggest(call->name, names, n_names);
-			char hint[192];
-			if (s)
-				snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
-			else
-				snprintf(hint, sizeof(hint),
-					 "see tsrun-pipeline(5) for the operators");
-			ts_check_err(c, call->name_loc, hint, "unknown operator '%s'",
-			    call->name);
+			ts_check_unknown_op(c, call, names, n_names);
 			*bad = true;
 			continue;
 		}

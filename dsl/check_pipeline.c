@@ -51,6 +51,18 @@ static int push_op(struct ts_op **ops, size_t *n, const struct ts_op *op)
 	return 0;
 }
 
+void ts_check_unknown_op(struct ts_check *c, const struct ts_ast_call *call,
+			 const char *const *names, size_t n_names)
+{
+	const char *s = ts_diag_suggest(call->name, names, n_names);
+	char hint[192];
+	if (s)
+		snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
+	else
+		snprintf(hint, sizeof(hint), "see tsrun-pipeline(5) for the operators");
+	ts_check_err(c, call->name_loc, hint, "unknown operator '%s'", call->name);
+}
+
 /* Check one pipeline statement and build its plan (fused op list and
  * sample shape; serve settings and estimate come later). Errors go to
  * c->d. Returns 0 or TS_E_NOMEM; *size_reported tells whether a "no fixed
@@ -86,15 +98,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		struct ts_shape_err e = {0};
 
 		if (!def) {
-			const char *s = ts_diag_suggest(call->name, names, n_names);
-			char hint[192] = "";
-			if (s)
-				snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
-			else
-				snprintf(hint, sizeof(hint),
-					 "see tsrun-pipeline(5) for the operators");
-			ts_check_err(c, call->name_loc, hint, "unknown operator '%s'",
-			    call->name);
+			ts_check_unknown_op(c, call, names, n_names);
 			if (index == 0)
 				have_source = true; /* do not also say "no source" */
 			continue;
