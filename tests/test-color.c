@@ -15,6 +15,7 @@
 #include "kernel.h"
 #include "color.h"
 #include "dsl.h"
+#include "unit-dsl.h"
 
 static struct ts_image make_u8(int w, int h, int c, const uint8_t *px)
 {
@@ -373,13 +374,6 @@ END_TEST
 
 /* ---- the checker ---- */
 
-static struct ts_plan *compile(const char *src, struct ts_diags *d, int *rc)
-{
-	struct ts_plan *plan = NULL;
-	ts_diags_init(d, "t.ts", src, strlen(src));
-	*rc = ts_dsl_compile(src, strlen(src), "t.ts", NULL, d, &plan);
-	return plan;
-}
 
 START_TEST(check_plan)
 {

@@ -19,6 +19,7 @@
 #include "dsl.h"
 #include "filter.h"
 #include "kernel.h"
+#include "unit-dsl.h"
 
 static struct ts_image make(int w, int h, int c, enum ts_dtype t, const void *px)
 {
@@ -343,13 +344,6 @@ END_TEST
 
 /* ---- the checker ---- */
 
-static struct ts_plan *compile(const char *src, struct ts_diags *d, int *rc)
-{
-	struct ts_plan *plan = NULL;
-	ts_diags_init(d, "t.ts", src, strlen(src));
-	*rc = ts_dsl_compile(src, strlen(src), "t.ts", NULL, d, &plan);
-	return plan;
-}
 
 START_TEST(check_plan)
 {

@@ -17,6 +17,7 @@
 #include "dsl.h"
 #include "geom.h"
 #include "geometry.h"
+#include "unit-dsl.h"
 
 static struct ts_image make_u8(int w, int h, int c, const uint8_t *px)
 {
@@ -320,13 +321,6 @@ END_TEST
 
 /* ---- the random ops' draws ------------------------------------------ */
 
-static struct ts_plan *compile(const char *src, struct ts_diags *d, int *rc)
-{
-	struct ts_plan *plan = NULL;
-	ts_diags_init(d, "t.ts", src, strlen(src));
-	*rc = ts_dsl_compile(src, strlen(src), "t.ts", NULL, d, &plan);
-	return plan;
-}
 
 /* The plan of one op on an 80 x 60 synthetic image. */
 static struct ts_plan *plan_of(const char *stage)

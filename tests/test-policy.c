@@ -18,16 +18,10 @@
 #include "dsl.h"
 #include "kernel.h"
 #include "policy.h"
+#include "unit-dsl.h"
 
 #define DRAWS 10000
 
-static struct ts_plan *compile(const char *src, struct ts_diags *d, int *rc)
-{
-	struct ts_plan *plan = NULL;
-	ts_diags_init(d, "t.ts", src, strlen(src));
-	*rc = ts_dsl_compile(src, strlen(src), "t.ts", NULL, d, &plan);
-	return plan;
-}
 
 /* The plan of `synthetic(...) | STAGES | batch(2)`, which must compile. */
 static struct ts_plan *plan_of(const char *stages, int h, int w, int c)
