@@ -71,7 +71,7 @@ int ts_cli_read_file(const char *path, size_t max, char **out, size_t *len)
 	else if (max && (uint64_t)st.st_size > max)
 		rc = -EFBIG;
 	else
-		rc = read_all(fd, max, out, len);
+		rc = read_all(fd, max ? max : TS_CLI_MAX_SOURCE, out, len);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	return rc;
@@ -93,7 +93,7 @@ int ts_cli_read_side_file(const char *path, size_t max, unsigned owner, char **o
 	else if ((uint64_t)st->st_size > max)
 		rc = -EFBIG;
 	else
-		rc = read_all(fd, max, out, len);
+		rc = read_all(fd, max ? max : TS_CLI_MAX_SOURCE, out, len);
 	close(fd);
 	return rc;
 }
@@ -230,8 +230,10 @@ int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 	int rc = ts_cli_read_file(path, max, &src, &len);
 
 	if (rc == -EINVAL || rc == -EFBIG) {
-		ts_cli_error(cmd, "cannot read %s: %s", path, rc == -EINVAL
-			     ? "not a regular file" : "larger than a pipeline file may be here");
+		ts_cli_error(cmd, "cannot read %s: %s%u MiB", path, rc == -EINVAL
+			     ? "not a regular file of at most "
+			     : "larger than a pipeline file may be, ",
+			     (unsigned)((max ? max : TS_CLI_MAX_SOURCE) >> 20));
 		return TS_EXIT_USAGE;
 	}
 	if (rc < 0) {

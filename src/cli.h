@@ -43,7 +43,8 @@ bool ts_cli_set_color(const char *mode);
 bool ts_cli_color(FILE *f);
 
 /* Read a whole file ("-" is standard input) into a malloc'd,
- * NUL-terminated buffer. With max > 0, only a regular file of at most max
+ * NUL-terminated buffer. With max 0, any file, but no more than
+ * TS_CLI_MAX_SOURCE bytes (-EFBIG past it). With max > 0, only a regular file of at most max
  * bytes ("-" is then a file name), opened without blocking: -EINVAL for
  * anything else, -EFBIG when larger. Returns 0 with *out and *len set,
  * TS_E_NOMEM, or -errno. */
@@ -94,12 +95,18 @@ void ts_cli_error(const char *cmd, const char *fmt, ...)
  * TS_EXIT_USAGE when the file cannot be read. */
 int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 		   struct ts_plan **out);
-/* The same with the file bounded as ts_cli_read_file's max (0: none). */
+/* The same with the file bounded as ts_cli_read_file's max (0: the
+ * file may be of any type, a FIFO or standard input too, but no more
+ * than TS_CLI_MAX_SOURCE bytes are read). */
 /* The largest pipeline file a reload takes: the running tsrun checks it
  * on its main thread, in well under a second at this size (the checker
  * is linear in the file's size), so the status line, the status file and
  * the answer to SIGINT are not held up longer (tsrun(1), RELOAD). */
 #define TS_CLI_RELOAD_MAX_SOURCE (4u << 20)
+/* The largest pipeline file check, graph, bench, preview and run read:
+ * far past any real pipeline, and a bound on what /dev/zero or a runaway
+ * generator piped in can make us hold (tsrun(1), FILES). */
+#define TS_CLI_MAX_SOURCE (64u << 20)
 int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 		       size_t max, struct ts_plan **out);
 

@@ -66,6 +66,8 @@ missing="$T/no-such.ts"
 for cmd in check graph bench run; do
 	expect 2 "tsrun $cmd: cannot read $missing: No such file or directory" "$TSRUN" "$cmd" "$missing"
 done
+# a file with no end is refused at the bound, not read into memory
+expect 2 "tsrun check: cannot read /dev/zero: larger than a pipeline file may be, 64 MiB" "$TSRUN" check /dev/zero
 # `tsrun FILE.ts` is `tsrun run FILE.ts`
 expect 2 "tsrun run: cannot read $missing: No such file or directory" "$TSRUN" "$missing"
 expect 2 "tsrun stat: no such socket: $T/no.sock" "$TSRUN" stat "$T/no.sock"
