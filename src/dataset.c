@@ -20,7 +20,6 @@
 #include <png.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include "augment.h"
+#include "barrier.h"
 #include "image.h"
 #include "rng.h"
 #include "util.h"
@@ -63,9 +63,9 @@ struct pass {
 	const char *class_dir;           /* DIR/<split>/<class> */
 	int split;                       /* 0 train, 1 val */
 	int klass, count;                /* images g = klass + i * classes */
-	atomic_int next;
-	atomic_int *done;                /* over the whole run */
-	atomic_bool stop;
+	int next;                        /* the next image to make (ATOMIC_ADD) */
+	int *done;                       /* over the whole run (ATOMIC_ADD) */
+	bool stop;                       /* a worker failed: the others stop */
 	pthread_mutex_t lock;            /* guards the fields below */
 	struct ts_error err;
 	int rc;
@@ -662,7 +662,9 @@ static void pass_fail(struct pass *ps, int rc, const struct ts_error *e)
 		ps->err = *e;
 	}
 	pthread_mutex_unlock(&ps->lock);
-	atomic_store(&ps->stop, true);
+	/* Seen by the other workers' next check; the error itself is
+	 * published by the mutex. */
+	WRITE_ONCE(ps->stop, true);
 }
 
 /* Take images off the pass until none is left; the calling thread (main)
@@ -677,8 +679,8 @@ static void pass_work(struct pass *ps, bool report)
 		pass_fail(ps, TS_E_NOMEM, &e);
 		return;
 	}
-	while (!atomic_load(&ps->stop)) {
-		int i = atomic_fetch_add(&ps->next, 1);
+	while (!READ_ONCE(ps->stop)) {
+		int i = ATOMIC_ADD(&ps->next, 1) - 1;
 		if (i >= ps->count)
 			break;
 		rc = make_one(ps, &b, ps->klass + i * ps->opts->classes, &e);
@@ -686,7 +688,7 @@ static void pass_work(struct pass *ps, bool report)
 			pass_fail(ps, rc, &e);
 			break;
 		}
-		int done = atomic_fetch_add(ps->done, 1) + 1;
+		int done = ATOMIC_ADD(ps->done, 1);
 		if (report && ps->opts->progress)
 			ps->opts->progress(ps->opts->progress_ctx, done,
 					   ps->opts->images + ps->opts->val_images);
@@ -791,7 +793,7 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 	struct photo_list pl = {0};
 	struct ts_image levels[N_LEVELS] = {0};
 	char photos[512], marker[PATH_MAX], text[2048], cdir[PATH_MAX], cname[128];
-	atomic_int done = 0;
+	int done = 0;
 	struct ts_dataset_result r = {0};
 	bool reuse;
 	int rc = check_opts(opts, err);
@@ -875,8 +877,6 @@ TS_EXPORT int ts_dataset_make(const struct ts_dataset_opts *opts,
 				.class_dir = cdir, .split = split, .klass = k, .count = count,
 				.done = &done,
 			};
-			atomic_init(&ps.next, 0);
-			atomic_init(&ps.stop, false);
 			pthread_mutex_init(&ps.lock, NULL);
 			rc = run_pass(&ps, threads, err);
 			pthread_mutex_destroy(&ps.lock);
