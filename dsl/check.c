@@ -32,16 +32,17 @@ void ts_check_err(struct ts_check *c, struct ts_loc loc, const char *hint,
 		c->oom = true;
 }
 
-/* Names of the statements of one kind, for "did you mean" hints. */
-size_t ts_check_stmt_names(const struct ts_ast_program *p,
-			 enum ts_ast_stmt_kind kind, const char **out,
-			 size_t max)
+/* The statement of one kind whose name is closest to word, for "did you
+ * mean" hints: every statement of the file is a candidate. */
+const char *ts_check_suggest_stmt(const struct ts_ast_program *p,
+				  enum ts_ast_stmt_kind kind, const char *word)
 {
-	size_t n = 0;
-	for (const struct ts_ast_stmt *s = p->stmts; s && n < max; s = s->next)
+	struct ts_diag_suggester sg;
+	ts_diag_suggest_begin(&sg, word);
+	for (const struct ts_ast_stmt *s = p->stmts; s; s = s->next)
 		if (s->kind == kind && s->name)
-			out[n++] = s->name;
-	return n;
+			ts_diag_suggest_offer(&sg, s->name);
+	return ts_diag_suggest_end(&sg);
 }
 
 static int new_plan(const struct ts_ast_stmt *st, const char *file,
@@ -203,9 +204,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 	if (pipeline) {
 		chosen = ts_check_find(&c, TS_AST_PIPELINE, pipeline);
 		if (!chosen) {
-			const char *names[64];
-			size_t n = ts_check_stmt_names(prog, TS_AST_PIPELINE, names, 64);
-			const char *s = ts_diag_suggest(pipeline, names, n);
+			const char *s = ts_check_suggest_stmt(prog, TS_AST_PIPELINE, pipeline);
 			if (s)
 				snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
 			ts_check_err(&c, (struct ts_loc){0, 0, 0, 0}, s ? hint : NULL,
@@ -246,9 +245,7 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 				    "pipeline '%s' is served twice", s->name);
 			}
 			if (!p) {
-				const char *names[64];
-				size_t n = ts_check_stmt_names(prog, TS_AST_PIPELINE, names, 64);
-				const char *sug = ts_diag_suggest(s->name, names, n);
+				const char *sug = ts_check_suggest_stmt(prog, TS_AST_PIPELINE, s->name);
 				struct ts_plan *dummy = NULL;
 				struct ts_loc ml;
 				bool hm;

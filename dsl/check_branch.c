@@ -16,14 +16,6 @@
  * ts_rng_fork): ids from here up never meet a pipeline position. */
 #define BRANCH_INDEX_BASE (1 << 20)
 
-static size_t op_names(const char **buf, size_t max)
-{
-	size_t k = ts_registry_count(), n;
-	for (n = 0; n < k && n < max; n++)
-		buf[n] = ts_registry_at(n)->name;
-	return n;
-}
-
 /* Whether a transform may run inside a branch; reports why not. */
 static bool branch_ok(struct ts_check *c, const char *what,
 		      const struct ts_opdef *def, const struct ts_ast_call *call)
@@ -91,9 +83,6 @@ static int check_calls(struct ts_check *c, const char *what,
 		       struct ts_shape *shape, struct ts_op **ops, size_t *n_ops,
 		       bool *bad, int depth)
 {
-	const char *names[64];
-	size_t n_names = op_names(names, 64);
-
 	for (const struct ts_ast_call *call = first; call;
 	     call = single ? NULL : call->next) {
 		const struct ts_opdef *def = ts_registry_find(call->name);
@@ -128,7 +117,7 @@ static int check_calls(struct ts_check *c, const char *what,
 			}
 		}
 		if (!def) {
-			ts_check_unknown_op(c, call, names, n_names);
+			ts_check_unknown_op(c, call);
 			*bad = true;
 			continue;
 		}

@@ -11,14 +11,6 @@
 
 #include "lower.h"
 
-static size_t op_names(const char **buf, size_t max)
-{
-	size_t k = ts_registry_count(), n;
-	for (n = 0; n < k && n < max; n++)
-		buf[n] = ts_registry_at(n)->name;
-	return n;
-}
-
 /* Whether the op's image size (size, or its positional width) was
  * reported as invalid or missing. */
 static bool bad_size(const struct ts_opdef *def, const struct ts_check_val *vals)
@@ -51,10 +43,14 @@ static int push_op(struct ts_op **ops, size_t *n, const struct ts_op *op)
 	return 0;
 }
 
-void ts_check_unknown_op(struct ts_check *c, const struct ts_ast_call *call,
-			 const char *const *names, size_t n_names)
+/* Every operator of the registry is a candidate for the hint. */
+void ts_check_unknown_op(struct ts_check *c, const struct ts_ast_call *call)
 {
-	const char *s = ts_diag_suggest(call->name, names, n_names);
+	struct ts_diag_suggester sg;
+	ts_diag_suggest_begin(&sg, call->name);
+	for (size_t i = 0, k = ts_registry_count(); i < k; i++)
+		ts_diag_suggest_offer(&sg, ts_registry_at(i)->name);
+	const char *s = ts_diag_suggest_end(&sg);
 	char hint[192];
 	if (s)
 		snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
@@ -77,8 +73,6 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 	     assumed_decode = false, size_unknown = false;
 	const struct ts_ast_call *batch_call = NULL, *device_call = NULL;
 	int index = 0, rc = 0, late_h = 0, late_w = 0;
-	const char *names[32];
-	size_t n_names = op_names(names, 32);
 	char buf[64];
 
 	*size_reported = false;
@@ -98,7 +92,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		struct ts_shape_err e = {0};
 
 		if (!def) {
-			ts_check_unknown_op(c, call, names, n_names);
+			ts_check_unknown_op(c, call);
 			if (index == 0)
 				have_source = true; /* do not also say "no source" */
 			continue;

@@ -35,9 +35,7 @@ static void type_error(struct ts_check *c, const char *what, const struct ts_par
 
 	if (v->kind == TS_AST_WORD && p->type != TS_PT_WORD &&
 	    !(p->type == TS_PT_THREADS)) {
-		const char *names[64];
-		size_t n = ts_check_stmt_names(c->prog, TS_AST_LET, names, 64);
-		const char *s = ts_diag_suggest(v->str, names, n);
+		const char *s = ts_check_suggest_stmt(c->prog, TS_AST_LET, v->str);
 		char hint[192];
 		if (s)
 			snprintf(hint, sizeof(hint), "did you mean '%s'?", s);

@@ -60,12 +60,11 @@ struct ts_check {
 void ts_check_err(struct ts_check *c, struct ts_loc loc, const char *hint,
 		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* check_pipeline.c: "unknown operator" at a call's name, with the
- * closest of names (the operators) as a hint. */
-void ts_check_unknown_op(struct ts_check *c, const struct ts_ast_call *call,
-			 const char *const *names, size_t n_names);
-size_t ts_check_stmt_names(const struct ts_ast_program *p,
-			   enum ts_ast_stmt_kind kind, const char **out,
-			   size_t max);
+ * closest of the registry's operators as a hint. */
+void ts_check_unknown_op(struct ts_check *c, const struct ts_ast_call *call);
+/* check.c: the name of a statement of that kind closest to word, or NULL. */
+const char *ts_check_suggest_stmt(const struct ts_ast_program *p,
+				  enum ts_ast_stmt_kind kind, const char *word);
 
 /* check_names.c: the index of c->prog's statements by kind and name,
  * with every let resolved (0 or TS_E_NOMEM; freed by _free, which may be

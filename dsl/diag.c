@@ -329,26 +329,64 @@ static size_t distance(const char *a, const char *b)
 	return prev[lb];
 }
 
+void ts_diag_suggest_begin(struct ts_diag_suggester *s, const char *word)
+{
+	*s = (struct ts_diag_suggester){ .word = word, .len = word ? strlen(word) : 0 };
+	s->limit = s->len / 3 > 1 ? s->len / 3 : 1;
+	s->best_d = s->sub_d = (size_t)-1;
+}
+
+/* Whether the shorter of a and b (4 characters or more) lies inside the
+ * longer: "cubic" in "bicubic", "interp" in "interpolation". */
+static bool contains(const char *a, size_t la, const char *b, size_t lb)
+{
+	if (la < lb) {
+		const char *t = a;
+		size_t lt = la;
+		a = b, la = lb, b = t, lb = lt;
+	}
+	return lb >= 4 && lb < la && strstr(a, b) != NULL;
+}
+
+void ts_diag_suggest_offer(struct ts_diag_suggester *s, const char *cand)
+{
+	size_t dist, lc;
+
+	if (!s->len || !cand)
+		return;
+	dist = distance(s->word, cand);
+	if (dist <= s->limit && dist < s->best_d) {
+		s->best_d = dist;
+		s->best = cand;
+	}
+	lc = strlen(cand);
+	if (contains(s->word, s->len, cand, lc)) {
+		/* the closest in length; two as close are no suggestion */
+		size_t d = lc > s->len ? lc - s->len : s->len - lc;
+		if (d < s->sub_d) {
+			s->sub_d = d;
+			s->sub = cand;
+			s->sub_tie = false;
+		} else if (d == s->sub_d) {
+			s->sub_tie = true;
+		}
+	}
+}
+
+const char *ts_diag_suggest_end(const struct ts_diag_suggester *s)
+{
+	if (s->best)
+		return s->best;
+	return s->sub && !s->sub_tie ? s->sub : NULL;
+}
+
 TS_EXPORT const char *ts_diag_suggest(const char *word, const char *const *candidates,
 			    size_t n)
 {
-	size_t len = word ? strlen(word) : 0;
-	size_t limit = len / 3 > 1 ? len / 3 : 1;
-	size_t best_d = (size_t)-1;
-	const char *best = NULL;
+	struct ts_diag_suggester s;
 
-	if (!len)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t dist;
-
-		if (!candidates[i])
-			continue;
-		dist = distance(word, candidates[i]);
-		if (dist <= limit && dist < best_d) {
-			best_d = dist;
-			best = candidates[i];
-		}
-	}
-	return best;
+	ts_diag_suggest_begin(&s, word);
+	for (size_t i = 0; i < n; i++)
+		ts_diag_suggest_offer(&s, candidates[i]);
+	return ts_diag_suggest_end(&s);
 }

@@ -60,8 +60,23 @@ char *ts_diags_render(const struct ts_diags *d);
 size_t ts_diag_utf8_next(const char *s, size_t n, long *cp);
 
 /* Closest candidate to word by edit distance, or NULL when none is close
- * enough to suggest. For "did you mean" hints. */
+ * enough to suggest. For "did you mean" hints. Failing that, the one
+ * candidate that holds the word or that the word holds, 4 characters or
+ * more ("cubic": "bicubic"), the closest in length; a tie is none. */
 const char *ts_diag_suggest(const char *word, const char *const *candidates,
 			    size_t n);
+
+/* The same over candidates offered one at a time, for lists with no
+ * array of their own (the registry, a file's statements): begin, offer
+ * each, end. word and the offered strings must outlive the end call. */
+struct ts_diag_suggester {
+	const char *word;
+	size_t len, limit, best_d, sub_d;
+	const char *best, *sub;
+	bool sub_tie;
+};
+void ts_diag_suggest_begin(struct ts_diag_suggester *s, const char *word);
+void ts_diag_suggest_offer(struct ts_diag_suggester *s, const char *candidate);
+const char *ts_diag_suggest_end(const struct ts_diag_suggester *s);
 
 #endif

@@ -620,6 +620,31 @@ START_TEST(test_suggest_edges)
 }
 END_TEST
 
+/* Past edit distance: a candidate that holds the word or that the word
+ * holds (4 characters or more), the closest in length, a tie none. */
+START_TEST(test_suggest_contains)
+{
+	const char *const interp[] = {"nearest", "bilinear", "bicubic", "lanczos"};
+	const char *const params[] = {"size", "width", "interp", "antialias", "max_size"};
+	const char *const crops[] = {"center_crop", "random_crop", "flip"};
+	struct ts_diag_suggester sg;
+
+	ck_assert_pstr_eq(ts_diag_suggest("cubic", interp, 4), "bicubic");
+	ck_assert_pstr_eq(ts_diag_suggest("linear", interp, 4), "bilinear");
+	ck_assert_pstr_eq(ts_diag_suggest("interpolation", params, 5), "interp");
+	ck_assert_ptr_null(ts_diag_suggest("crop", crops, 3)); /* a tie */
+	ck_assert_ptr_null(ts_diag_suggest("idt", params, 5)); /* "idt" in "width": too short */
+	/* edit distance first: "siz" is one edit from "size" */
+	ck_assert_pstr_eq(ts_diag_suggest("siz", params, 5), "size");
+	/* the offered form over many candidates: the last one counts too */
+	ts_diag_suggest_begin(&sg, "cubic");
+	for (int i = 0; i < 1000; i++)
+		ts_diag_suggest_offer(&sg, "nearest");
+	ts_diag_suggest_offer(&sg, "bicubic");
+	ck_assert_pstr_eq(ts_diag_suggest_end(&sg), "bicubic");
+}
+END_TEST
+
 static Suite *diag_suite(void)
 {
 	Suite *s = suite_create("diag");
@@ -640,6 +665,7 @@ static Suite *diag_suite(void)
 	tc = tcase_create("suggest");
 	tcase_add_loop_test(tc, test_suggest, 0, (int)(sizeof(suggests) / sizeof(suggests[0])));
 	tcase_add_test(tc, test_suggest_edges);
+	tcase_add_test(tc, test_suggest_contains);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -417,8 +417,7 @@ static const struct {
 	{ "resize([224, 256], max_size = 300)", "", "'max_size' bounds resize(N) only", 37 },
 	{ "resize(224, 256, max_size = 300)", "", "'max_size' bounds resize(N) only", 35 },
 	{ "resize(256, interp = bicubik)", "", "unknown value 'bicubik' for parameter 'interp'", 28 },
-	{ "random_resized_crop(224, interp = cubic)", "",
-	  "expected one of: bilinear, area, nearest, bicubic, lanczos", 41 },
+	{ "random_resized_crop(224, interp = cubic)", "", "did you mean 'bicubic'?", 41 },
 	{ "adjust_gamma(2)", "| to(float32) ",
 	  "'adjust_gamma' works on uint8 or uint16 nhwc pixels, but the data is float32", 7 },
 };
