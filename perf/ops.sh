@@ -14,8 +14,9 @@
 # markdown table (perf/README.md's "Operators" table). Measure on a quiet
 # machine; a loaded one gives noise, not figures.
 #
-# Rows: "name|source side (0: --size)|the stage(s)|the baseline stage
-# (empty: none)". Each family adds its own rows in its own block.
+# Rows: "name;source side (0: --size);the stage(s);the baseline stage
+# (empty: none)", split on ';' so that a stage may be a chain of
+# operators joined by '|'. Each family adds its own rows in its own block.
 set -u
 
 tsrun=${TSRUN:-build/src/tsrun}
@@ -38,48 +39,49 @@ done
 rows() {
 	cat <<'EOF'
 # colour (ops_color.c)
-invert|0|invert
-posterize|0|posterize(4)
-solarize|0|solarize(128)
-autocontrast|0|autocontrast
-equalize|0|equalize
-adjust_brightness|0|adjust_brightness(1.3)
-adjust_contrast|0|adjust_contrast(1.3)
-adjust_saturation|0|adjust_saturation(1.3)
-adjust_hue|0|adjust_hue(0.1)
-color_jitter|0|color_jitter(0.4, 0.4, 0.4, 0.1)
+invert;0;invert
+posterize;0;posterize(4)
+solarize;0;solarize(128)
+autocontrast;0;autocontrast
+equalize;0;equalize
+adjust_brightness;0;adjust_brightness(1.3)
+adjust_contrast;0;adjust_contrast(1.3)
+adjust_saturation;0;adjust_saturation(1.3)
+adjust_hue;0;adjust_hue(0.1)
+color_jitter;0;color_jitter(0.4, 0.4, 0.4, 0.1)
 # filters and interpolation (ops_filter.c, ops_color.c, ops_image.c)
-adjust_sharpness|0|adjust_sharpness(2)
-adjust_gamma|0|adjust_gamma(0.8)
-gaussian_blur(3)|0|gaussian_blur(3, 1.0)
-gaussian_blur(23)|0|gaussian_blur(23, 0.1..2.0)
-resize bilinear 448->224|448|resize([224, 224])|center_crop(224)
-resize bicubic 448->224|448|resize([224, 224], interp = bicubic)|center_crop(224)
-resize lanczos 448->224|448|resize([224, 224], interp = lanczos)|center_crop(224)
-rrc bilinear 448->224|448|random_resized_crop(224)|center_crop(224)
-rrc bicubic 448->224|448|random_resized_crop(224, interp = bicubic)|center_crop(224)
+adjust_sharpness;0;adjust_sharpness(2)
+adjust_gamma;0;adjust_gamma(0.8)
+gaussian_blur(3);0;gaussian_blur(3, 1.0)
+gaussian_blur(23);0;gaussian_blur(23, 0.1..2.0)
+resize bilinear 448->224;448;resize([224, 224]);center_crop(224)
+resize bicubic 448->224;448;resize([224, 224], interp = bicubic);center_crop(224)
+resize lanczos 448->224;448;resize([224, 224], interp = lanczos);center_crop(224)
+rrc bilinear 448->224;448;random_resized_crop(224);center_crop(224)
+rrc bicubic 448->224;448;random_resized_crop(224, interp = bicubic);center_crop(224)
 # geometry (ops_geometry.c); pad is charged its larger output too
-rotate nearest|0|rotate(30)
-rotate bilinear|0|rotate(30, interpolation = bilinear)
-rotate bicubic|0|rotate(30, interpolation = bicubic)
-rotate 90|0|rotate(90)
-affine shear_x (RandAugment)|0|affine(0, shear = [16.7, 0], center = [0, 0])
-affine translate_x (RandAugment)|0|affine(0, translate = [50, 0])
-affine bilinear|0|affine(10, [4, -2], 1.1, [5, 0], interpolation = bilinear)
-perspective bilinear|0|perspective([0, 0, 223, 0, 223, 223, 0, 223], [12, 4, 210, 0, 223, 219, 5, 200])
-pad constant|0|pad(16)
-pad reflect|0|pad(16, padding_mode = reflect)
-erase|0|erase(50, 50, 100, 100)
-random_rotation|0|random_rotation(15, interpolation = bilinear)
-random_affine|0|random_affine(10, translate = [0.1, 0.1], scale = 0.9..1.1, shear = 5)
-random_perspective|0|random_perspective(0.5, p = 1)
-# policies (ops_policy.c); a row's stage cannot hold a '|' (so no chains,
-# and no random_erasing, which needs a normalize before it)
-random_apply|0|random_apply(equalize, p = 0.5)
-random_choice|0|random_choice([equalize, invert, autocontrast])
-rand_augment(2, 9)|0|rand_augment(2, 9)
-trivial_augment_wide|0|trivial_augment_wide
-auto_augment(imagenet)|0|auto_augment(imagenet)
+rotate nearest;0;rotate(30)
+rotate bilinear;0;rotate(30, interpolation = bilinear)
+rotate bicubic;0;rotate(30, interpolation = bicubic)
+rotate 90;0;rotate(90)
+affine shear_x (RandAugment);0;affine(0, shear = [16.7, 0], center = [0, 0])
+affine translate_x (RandAugment);0;affine(0, translate = [50, 0])
+affine bilinear;0;affine(10, [4, -2], 1.1, [5, 0], interpolation = bilinear)
+perspective bilinear;0;perspective([0, 0, 223, 0, 223, 223, 0, 223], [12, 4, 210, 0, 223, 219, 5, 200])
+pad constant;0;pad(16)
+pad reflect;0;pad(16, padding_mode = reflect)
+erase;0;erase(50, 50, 100, 100)
+random_rotation;0;random_rotation(15, interpolation = bilinear)
+random_affine;0;random_affine(10, translate = [0.1, 0.1], scale = 0.9..1.1, shear = 5)
+random_perspective;0;random_perspective(0.5, p = 1)
+# policies (ops_policy.c); random_erasing needs the float tensor: its row
+# is a chain after normalize, against normalize alone
+random_apply;0;random_apply(equalize, p = 0.5)
+random_choice;0;random_choice([equalize, invert, autocontrast])
+rand_augment(2, 9);0;rand_augment(2, 9)
+trivial_augment_wide;0;trivial_augment_wide
+auto_augment(imagenet);0;auto_augment(imagenet)
+random_erasing(0.25);0;normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) | random_erasing(0.25);normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 EOF
 }
 
@@ -111,7 +113,7 @@ wanted() {
 
 echo "| operator | CPU ms/image (median of $pairs pairs) | range | baseline ms/image |"
 echo "| --- | --- | --- | --- |"
-rows | grep -v '^#' | while IFS='|' read -r name side stage basestage; do
+rows | grep -v '^#' | while IFS=';' read -r name side stage basestage; do
 	wanted "$name" "$@" || continue
 	[ "$side" = 0 ] && side=$size
 	diffs=""
