@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Instructions per image, a measure that load does not move.
 
-    perf/icount.py [--mode train|val|decode] [--data DIR] [--images 250]
+    perf/icount.py [--mode train|val|randaug|decode] [--data DIR] [--images 250]
                    [--epochs 1,3] [--batch 50] [--top 8] [--limit]
                    [--tsrun PATH] [--json FILE]
+    perf/icount.py --op STAGES [--base STAGES] [--size 224] [--images 64] ...
 
 Runs `tsrun bench PIPELINE --threads 1 --no-digest` under valgrind's
 cachegrind (instruction counts only, --cache-sim=no) twice, over the two
@@ -23,10 +24,18 @@ threads' waits. Under valgrind the CPU has no AVX-512, so glibc's string
 functions take their AVX2 forms; tsrun's own kernels are AVX2 either way.
 
 The pipeline is examples/imagenet.ts (train), examples/imagenet-val.ts
-(val) or `folder | decode(rgb)` (decode) on the data set, with the batch
+(val), examples/imagenet-randaug.ts (randaug) or `folder | decode(rgb)`
+(decode) on the data set, with the batch
 --batch (a small ring under valgrind). --data is any ImageFolder; without
 it a set of --images photos (and as many val images) is made in $TMPDIR
 (keep it small: valgrind runs some 50x slower than the CPU).
+
+--op STAGES counts operators as perf/ops.sh times them: `synthetic([S, S],
+count = --images) | STAGES | batch(32)` less the same pipeline with --base
+STAGES instead (default: none), per image: e.g. --op 'adjust_hue(0.1)', or
+--op 'flip(horizontal) | invert' --base invert for a flip that the output
+stage does not fuse. TSRUN_SIMD=generic in the environment counts the
+generic C path of the pixel kernels.
 """
 import argparse
 import collections
@@ -78,9 +87,41 @@ def marginal(cmd_for, e1, e2, images):
     return (t2 - t1) / n, funcs
 
 
+def count_op(args, tsrun, e1, e2):
+    """--op: the stage's own instructions per image on synthetic images."""
+    images = args.images if args.images != 250 else 64
+    with tempfile.TemporaryDirectory() as tmp:
+        def side(stage):
+            pipe = os.path.join(tmp, "with.ts" if stage == args.op else "base.ts")
+            with open(pipe, "w") as fh:
+                fh.write(f"pipeline p =\n    synthetic([{args.size}, {args.size}], "
+                         f"count = {images})\n")
+                if stage:
+                    fh.write(f"    | {stage}\n")
+                fh.write("    | batch(32)\n")
+            return marginal(lambda e: [tsrun, "bench", pipe, "--threads", "1",
+                                       "--no-digest", "--epochs", str(e)],
+                            e1, e2, images)
+        per, funcs = side(args.op)
+        base, bfuncs = side(args.base)
+    own = collections.Counter({k: v - bfuncs.get(k, 0) for k, v in funcs.items()})
+    print(f"op {args.op}: {images} synthetic {args.size}x{args.size} images, "
+          f"epochs {e1} and {e2}, simd {os.environ.get('TSRUN_SIMD', 'default')}")
+    print(f"{args.op}: {per - base:,.0f} instructions/image "
+          f"(pipeline {per:,.0f}, without it {base:,.0f})")
+    for k, v in own.most_common(args.top):
+        print(f"  {v:>12,.0f}  {k}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"op": args.op, "size": args.size, "images": images,
+                       "instructions": per - base, "pipeline": per, "baseline": base,
+                       "functions": dict(own.most_common(args.top))}, fh, indent=1)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=["train", "val", "decode"], default="train")
+    ap.add_argument("--mode", choices=["train", "val", "randaug", "decode"], default="train")
     ap.add_argument("--data", help="data set folder (default: made in $TMPDIR)")
     ap.add_argument("--images", type=int, default=250)
     ap.add_argument("--epochs", default="1,3", help="the two epoch counts, E1,E2")
@@ -89,6 +130,9 @@ def main():
     ap.add_argument("--limit", action="store_true", help="also perf/decode-limit")
     ap.add_argument("--tsrun", help="the tsrun binary (default: the release build's)")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--op", help="count this one stage on synthetic images instead")
+    ap.add_argument("--base", help="--op: the stages of the baseline (default: none)")
+    ap.add_argument("--size", type=int, default=224, help="--op: the images' side")
     args = ap.parse_args()
     try:
         e1, e2 = (int(x) for x in args.epochs.split(","))
@@ -100,6 +144,8 @@ def main():
                       capture_output=True).returncode:
         sys.exit("valgrind and cg_annotate are needed (Debian: valgrind)")
     tsrun = args.tsrun or bl.find_build_file("src/tsrun", "TSRUN")
+    if args.op:
+        return count_op(args, tsrun, e1, e2)
     data = args.data or os.path.join(tempfile.gettempdir(), f"tsrun-icount-{args.images}")
     if not args.data:
         bl.make_dataset(tsrun, data, args.images, args.images)
