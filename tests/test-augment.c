@@ -279,6 +279,50 @@ START_TEST(flip_u16)
 }
 END_TEST
 
+/* Left-right flip of every pixel size the kernel specialises (u8 with 1,
+ * 3 and 4 channels, f32 RGB) and the others, odd and even widths, rows
+ * with padding past the pixels, against the mirror by index. */
+static const struct {
+	int c;
+	enum ts_dtype t;
+} flip_px_cases[] = {
+	{ 1, TS_DTYPE_U8 },  { 2, TS_DTYPE_U8 },  { 3, TS_DTYPE_U8 },
+	{ 4, TS_DTYPE_U8 },  { 3, TS_DTYPE_U16 }, { 1, TS_DTYPE_F32 },
+	{ 3, TS_DTYPE_F32 }, { 4, TS_DTYPE_F32 },
+};
+
+START_TEST(flip_every_size)
+{
+	const int C = flip_px_cases[_i].c;
+	const size_t px = (size_t)C * ts_dtype_size(flip_px_cases[_i].t);
+	for (int w = 1; w <= 9; w++) {
+		struct ts_image img = { 0 };
+		ck_assert_int_eq(ts_image_reserve(&img, w, 3, C, flip_px_cases[_i].t), 0);
+		/* a stride past the row: the padding must stay as it is */
+		img.stride = (size_t)w * px + 5;
+		uint8_t *buf = malloc(img.stride * 3), *want = malloc(img.stride * 3);
+		ck_assert_ptr_nonnull(buf);
+		ck_assert_ptr_nonnull(want);
+		for (size_t i = 0; i < img.stride * 3; i++)
+			buf[i] = (uint8_t)(i * 7 + 1);
+		for (int y = 0; y < 3; y++) {
+			memcpy(want + y * img.stride, buf + y * img.stride, img.stride);
+			for (int x = 0; x < w; x++)
+				memcpy(want + y * img.stride + (size_t)x * px,
+				       buf + y * img.stride + (size_t)(w - 1 - x) * px, px);
+		}
+		uint8_t *own = img.data;
+		img.data = buf;
+		ts_aug_flip(&img, true);
+		ck_assert_mem_eq(buf, want, img.stride * 3);
+		img.data = own;
+		free(buf);
+		free(want);
+		ts_image_free(&img);
+	}
+}
+END_TEST
+
 /* PIL's L = (19595 R + 38470 G + 7471 B + 32768) >> 16. */
 static const struct {
 	uint8_t r, g, b, l;
@@ -723,6 +767,7 @@ static Suite *augment_suite(void)
 	tcase_add_test(tc, crop_padding);
 	tcase_add_test(tc, flip_rgb);
 	tcase_add_test(tc, flip_u16);
+	tcase_add_loop_test(tc, flip_every_size, 0, (int)(sizeof(flip_px_cases) / sizeof(flip_px_cases[0])));
 	tcase_add_loop_test(tc, grayscale_weights, 0, (int)(sizeof(gray_cases) / sizeof(gray_cases[0])));
 	tcase_add_test(tc, resize_values);
 	tcase_add_loop_test(tc, resize_constant, 0, (int)(sizeof(const_cases) / sizeof(const_cases[0])));
