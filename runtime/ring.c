@@ -97,9 +97,8 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 		goto fail;
 	}
 	/* Allocate every page now: the memory figure is honoured from the
-	 * start, a machine without that much shared memory says so here
-	 * rather than with SIGBUS mid-run, and workers never fault a fresh
-	 * page into the ring on the hot path. */
+	 * start, and a machine without that much shared memory says so here
+	 * rather than with SIGBUS mid-run. */
 	rc = posix_fallocate(r->fd, 0, (off_t)file_bytes);
 	if (rc != 0) {
 		rc = ts_error_set(err, -rc, "ring: cannot allocate %llu bytes of shared "
@@ -118,12 +117,25 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
 		goto fail;
 	}
-	rc = map_double(r->fd, data_off, r->data_bytes, PROT_READ | PROT_WRITE,
-			MAP_POPULATE, &r->data);
+	rc = map_double(r->fd, data_off, r->data_bytes, PROT_READ | PROT_WRITE, 0,
+			&r->data);
 	if (rc < 0) {
 		ts_error_set(err, rc, "ring: double map of %zu bytes: %s",
 			     r->data_bytes, strerror(-rc));
 		goto fail;
+	}
+	/* The pages are allocated (above) but not yet zeroed nor mapped:
+	 * that is most of a fresh ring's cost (some 2.5 us a page), and
+	 * done here it runs on one core before any worker starts. The
+	 * writers do it instead, each for the slots it is about to write
+	 * on the first lap (prefault, from ts_ring_wait_writable), in one
+	 * madvise a slot rather than a fault a page, on every worker's
+	 * core. A kernel without MADV_POPULATE_WRITE (before 5.14) gets
+	 * the old way: every page faulted in now. */
+	if (madvise(r->data, (size_t)page, MADV_POPULATE_WRITE) != 0) {
+		r->populated = cap;
+		for (uint64_t off = 0; off < r->data_bytes; off += page)
+			((volatile uint8_t *)r->data)[off] = 0; /* zero already */
 	}
 
 	struct ts_ring_hdr *h = r->hdr;
@@ -511,12 +523,35 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 	return slow;
 }
 
+/* On the first lap, fault in the pages of the slots up to seq that no
+ * writer claimed yet (ts_ring_create says why). Writers claim a range by
+ * moving populated forward, so each page is populated once, by one of
+ * them; a writer that reaches a slot another is still populating only
+ * takes a fault, as without any of this (nothing but speed rides on it). */
+static void prefault(struct ts_ring *r, uint64_t seq)
+{
+	uint64_t from = READ_ONCE(r->populated); /* a claim mark, orders nothing */
+	uint64_t to;
+	do {
+		if (seq < from || from >= r->capacity)
+			return;
+		to = seq + 1 < r->capacity ? seq + 1 : r->capacity;
+	} while (!ATOMIC_CMPXCHG(&r->populated, &from, to));
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(r->data + from * r->sample_bytes) & ~(page - 1);
+	uintptr_t b = (uintptr_t)(r->data + to * r->sample_bytes);
+	/* Failure (out of memory) is left to the writes, as for any page. */
+	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+}
+
 int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 {
 	/* Acquire: consumers' releases folded into limit happen before our
 	 * writes into the slot. */
-	if (seq < smp_load_acquire(&r->limit))
+	if (seq < smp_load_acquire(&r->limit)) {
+		prefault(r, seq);
 		return 0;
+	}
 	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
 
 	for (;;) {
@@ -529,6 +564,7 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 		struct ts_ring_consumer *slow = recompute_limit(r, &h0);
 		if (seq < r->limit) {
 			pthread_mutex_unlock(&r->lock);
+			prefault(r, seq);
 			return 0;
 		}
 		if (seq > r->want)

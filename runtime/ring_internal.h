@@ -59,6 +59,8 @@ struct ts_ring {
 	uint64_t consumer_wakes;       /* publishes that issued a futex wake */
 
 	uint64_t limit;                /* seqs < limit may be written */
+	uint64_t populated;            /* slots [0, populated) are faulted in
+					  (first lap; ring.c prefault) */
 	uint64_t want;                 /* the highest seq a writer waited for
 					  (under the lock): a writer waits
 					  while want >= limit */

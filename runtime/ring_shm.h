@@ -60,8 +60,8 @@ static inline int slice_ms(double deadline, int slice)
  * Map the data region twice back to back: reserve 2x address space, then
  * put the same file range at both halves, so slot capacity-1 runs on into
  * slot 0 and any span of <= capacity samples is contiguous. extra_flags
- * (MAP_POPULATE for the producer) apply to the first half only: the
- * second maps the same pages, faulted in only where a span wraps.
+ * apply to the first half only: the second maps the same pages, faulted
+ * in only where a span wraps.
  */
 static inline int map_double(int fd, uint64_t off, size_t len, int prot,
 			     int extra_flags, uint8_t **out)
