@@ -2,7 +2,8 @@
  * ops_filter.c - the neighbourhood filters of torchvision.transforms:
  * gaussian_blur(kernel_size, sigma), with a fixed sigma as
  * F.gaussian_blur takes it or a range drawn per sample as the
- * GaussianBlur class draws it. Its kernel is in runtime/filter.c.
+ * GaussianBlur class draws it, on pixels or on the float32 tensor
+ * after normalize. Its kernel is in runtime/filter.c.
  */
 #include "checker.h"
 
@@ -70,13 +71,35 @@ static void describe_gaussian_blur(const struct ts_op *op, char *buf, size_t n)
 	snprintf(buf, n, "gaussian_blur(kernel_size=%s, sigma=%s)", k, s);
 }
 
+/* uint8 or uint16 pixels as PIL and torchvision's uint8 tensors take
+ * them, or the float32 tensor after normalize or to(float32), as
+ * F.gaussian_blur takes a float tensor; nhwc, before the output stage's
+ * layout. */
+static int shape_gaussian_blur(const struct ts_op *op, const struct ts_shape *in,
+			       struct ts_shape *out, struct ts_shape_err *e)
+{
+	char buf[64];
+	*out = *in;
+	if (in->dtype == TS_DTYPE_F16 || in->layout == TS_LAYOUT_NCHW) {
+		ts_check_shape_str(in, buf, sizeof(buf));
+		snprintf(e->msg, sizeof(e->msg),
+			 "'gaussian_blur' works on uint8, uint16 or float32 nhwc data, but the data is %s here",
+			 buf);
+		snprintf(e->hint, sizeof(e->hint), "%s",
+			 in->dtype == TS_DTYPE_F16
+				 ? "blur before to(float16), or convert to float32 instead"
+				 : "move gaussian_blur before to(..., nchw)");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the rows -------------------------------------------------------- */
 
 const struct ts_opdef ts_ops_filter[] = {
-	{ TS_TRANSFORM("gaussian_blur", TS_OP_GAUSSIAN_BLUR, p_gaussian_blur,
-		       TS_OPF_PIXELS,
+	{ TS_TRANSFORM("gaussian_blur", TS_OP_GAUSSIAN_BLUR, p_gaussian_blur, 0,
 		       "Gaussian blur, reflect border; sigma fixed or drawn per sample"),
-	  .shape = ts_registry_shape_same, .build = build_gaussian_blur,
+	  .shape = shape_gaussian_blur, .build = build_gaussian_blur,
 	  .describe = describe_gaussian_blur },
 	TS_ROW_END,
 };

@@ -2,7 +2,9 @@
  * filter.c - the neighbourhood filters (filter.h): adjust_sharpness with
  * PIL's arithmetic (bit-exact with torchvision 0.14 on PIL images) and
  * gaussian_blur with torchvision's weights and reflect border (within
- * one level of its float32 conv2d, which sums in another order).
+ * one level of its float32 conv2d, which sums in another order), on
+ * uint8, uint16 and the float32 tensor (there unrounded: within the two
+ * float32 sums' error bounds of torchvision's tensor path).
  */
 #include "filter.h"
 
@@ -219,15 +221,18 @@ double ts_filter_sigma(const struct ts_op *op, struct ts_rng *rng)
 
 /* ---- the family's table (kernel.h) ------------------------------------ */
 
-static int refuse(const struct ts_op *op, const struct ts_image *img, bool u16,
+/* wide: gaussian_blur's uint16 and float32 too */
+static int refuse(const struct ts_op *op, const struct ts_image *img, bool wide,
 		  struct ts_error *err)
 {
 	if (img->channels >= 1 && img->channels <= 4 &&
-	    (img->dtype == TS_DTYPE_U8 || (u16 && img->dtype == TS_DTYPE_U16)))
+	    (img->dtype == TS_DTYPE_U8 ||
+	     (wide && (img->dtype == TS_DTYPE_U16 || img->dtype == TS_DTYPE_F32))))
 		return 0;
 	return ts_error_set(err, TS_E_ARG,
-			    "%s needs %s pixels with 1 to 4 channels, got %s x %d",
-			    ts_op_kind_name(op->kind), u16 ? "uint8 or uint16" : "uint8",
+			    "%s needs %s data with 1 to 4 channels, got %s x %d",
+			    ts_op_kind_name(op->kind),
+			    wide ? "uint8, uint16 or float32" : "uint8",
 			    ts_dtype_name(img->dtype), img->channels);
 }
 

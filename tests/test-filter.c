@@ -329,14 +329,24 @@ START_TEST(apply_refuses)
 	ts_rng_init(&rng, 1, 0, 0, 0);
 	struct ts_op op = { .kind = TS_OP_ADJUST_SHARPNESS, .factor = 2 };
 	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), TS_E_ARG);
-	ck_assert_ptr_nonnull(strstr(err.msg, "adjust_sharpness needs uint8 pixels"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "adjust_sharpness needs uint8 data"));
 	op = (struct ts_op){ .kind = TS_OP_GAUSSIAN_BLUR, .kernel_w = 3, .kernel_h = 3,
 			     .sigma_lo = 1, .sigma_hi = 1 };
 	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), 0);
 	ts_image_free(&img);
+	/* float32 (after normalize): a constant blurs to itself, to a
+	 * rounding of the weights' sum */
 	ck_assert_int_eq(ts_image_reserve(&img, 4, 4, 3, TS_DTYPE_F32), 0);
+	for (int i = 0; i < 48; i++)
+		((float *)(void *)img.data)[i] = -1.75f;
+	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), 0);
+	ck_assert_int_eq(img.dtype, TS_DTYPE_F32);
+	for (int i = 0; i < 48; i++)
+		ck_assert_float_eq_tol(((float *)(void *)img.data)[i], -1.75f, 1e-6f);
+	ts_image_free(&img);
+	ck_assert_int_eq(ts_image_reserve(&img, 4, 4, 3, TS_DTYPE_F16), 0);
 	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), TS_E_ARG);
-	ck_assert_ptr_nonnull(strstr(err.msg, "gaussian_blur needs uint8 or uint16"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "gaussian_blur needs uint8, uint16 or float32"));
 	ts_image_free(&img);
 	ts_image_free(&tmp);
 }
@@ -404,8 +414,10 @@ static const struct {
 	{ "gaussian_blur(3, 0..2)", "", "parameter 'sigma' must be above 0, got 0", 24 },
 	{ "gaussian_blur(3, -1)", "", "parameter 'sigma' must not be negative", 24 },
 	{ "gaussian_blur(3, 2..1)", "", "parameter 'sigma' is an empty range", 24 },
-	{ "gaussian_blur(3)", "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ",
-	  "'gaussian_blur' works on uint8 or uint16 nhwc pixels, but the data is float32", 7 },
+	{ "gaussian_blur(3)", "| to(float16) ",
+	  "'gaussian_blur' works on uint8, uint16 or float32 nhwc data, but the data is float16 nhwc", 7 },
+	{ "gaussian_blur(3)", "| to(float32, nchw) ",
+	  "'gaussian_blur' works on uint8, uint16 or float32 nhwc data, but the data is float32 nchw", 7 },
 	{ "adjust_sharpness(2)", "| to(uint16) ",
 	  "'adjust_sharpness' works on uint8 pixels, but the data is uint16 here", 7 },
 	{ "adjust_sharpness(2)", "| normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]) ",

@@ -20,6 +20,10 @@ L, and edge cases (odd sizes, 1x1, 2xN, 3x3, flat). Asserted:
   - uint16 (as decode(depth = 16) gives): adjust_gamma equal to the same
     formula in double on 0..65535, gaussian_blur within 1 of torchvision's
     tensor path on the float32 values, rounded;
+  - gaussian_blur on float32 (after normalize): within a rounding bound of
+    F.gaussian_blur's tensor path (float_blur says which and why), on the
+    photos, 1-channel, odd sizes, 1x1, 2x7, 3x3, flat, and kernels past
+    the image against a float64 reference;
   - gaussian_blur with a sigma range: 2000 samples' sigmas (read back from
     the blur of a 16-bit impulse) against 10000 of GaussianBlur.get_params,
     two-sample Kolmogorov-Smirnov at alpha 0.001, and the same position
@@ -89,7 +93,7 @@ def edge_cases(base):
             ("flat", Image.fromarray(np.full((9, 11, 3), 77, np.uint8)))]
 
 
-def run(tmp, arr, ops, depth=8):
+def run(tmp, arr, ops, depth=8, out_dtype=None):
     c = 1 if arr.ndim == 2 else arr.shape[2]
     inp = os.path.join(tmp, "in.raw")
     out = os.path.join(tmp, "out.raw")
@@ -97,7 +101,7 @@ def run(tmp, arr, ops, depth=8):
     cs = str(c) if depth == 8 else "%d:16" % c
     subprocess.run([TOOL, inp, str(arr.shape[1]), str(arr.shape[0]), cs, out, ops],
                    check=True)
-    got = np.fromfile(out, dtype=np.uint8 if depth == 8 else np.uint16)
+    got = np.fromfile(out, dtype=out_dtype or (np.uint8 if depth == 8 else np.uint16))
     return got.reshape(arr.shape)
 
 
@@ -149,6 +153,71 @@ def sixteen(tmp, name, im):
         d = diff(run(tmp, a, "gaussian_blur(%d, %g)" % (k, s), 16), ref)
         check("%s uint16 gaussian_blur(%d, %g)" % (name, k, s), int(d.max()) <= 1,
               "max %d, %d of %d differ" % (int(d.max()), int((d != 0).sum()), d.size))
+
+
+float_stats = {"n": 0, "max": 0.0, "ratio": 0.0}
+
+
+def reflect_blur(a, kx, ky, s):
+    """The blur in float64 with torch's float32 weights and reflect
+    padding mirrored as often as it takes (np.pad's reflect, as tsrun's):
+    the reference where torch's pad refuses a radius past the side."""
+    wx = F_t._get_gaussian_kernel1d(kx, float(s)).double().numpy()
+    wy = F_t._get_gaussian_kernel1d(ky, float(s)).double().numpy()
+    a = a.astype(np.float64)
+    p = np.pad(a, ((ky // 2, ky // 2), (kx // 2, kx // 2), (0, 0)), mode="reflect")
+    h, w = a.shape[:2]
+    v = sum(wy[i] * p[i:i + h] for i in range(ky))
+    return sum(wx[j] * v[:, j:j + w] for j in range(kx))
+
+
+def float_blur(tmp, name, im):
+    """gaussian_blur on the float32 tensor after normalize: tsrun's own
+    normalized values (normalize | gaussian_blur(1): the blur of 1 is the
+    identity) through F.gaussian_blur's tensor path (reflect pad, float32
+    conv2d with the 2-D kernel wy wx^T), and through tsrun's blur. Both
+    sum the same float32 weights in float32, in other orders (torch: kx ky
+    products of the outer-product kernel, rounded once each; tsrun: ky
+    then kx), so each is within (kx ky + kx + ky + 2) u max|x| of the exact
+    sum, u = 2^-24, and they are within the sum of the two; asserted, and
+    the largest difference seen printed. Where torch's pad refuses (a
+    radius at or past the side) the reference is the float64 blur with
+    mirroring repeated (reflect_blur), and the bound is tsrun's alone."""
+    a = np.asarray(im)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    c = a.shape[2]
+    mean = ", ".join(["0.485", "0.456", "0.406"][:c]) if c == 3 else "0.45"
+    std = ", ".join(["0.229", "0.224", "0.225"][:c]) if c == 3 else "0.226"
+    norm = "normalize([%s], [%s])" % (mean, std)
+    base = run(tmp, a, norm + " | gaussian_blur(1, 1.0)", out_dtype=np.float32)
+    u = 2.0 ** -24
+    for k in (1, 3, 5, 9, 23, (3, 7), (11, 5), 99):
+        for s in (0.5, 2.0, 7.0):
+            kx, ky = (k, k) if isinstance(k, int) else k
+            ops = "%s | gaussian_blur(%s, %g)" % (
+                norm, k if isinstance(k, int) else "[%d, %d]" % k, s)
+            got = run(tmp, a, ops, out_dtype=np.float32).astype(np.float64)
+            m = float(np.abs(base).max()) if base.size else 0.0
+            own = (kx + ky + 2) * u * m
+            if kx // 2 < a.shape[1] and ky // 2 < a.shape[0]:
+                t = torch.from_numpy(base.copy()).permute(2, 0, 1).contiguous()
+                want = F.gaussian_blur(t, [kx, ky], [s, s]).permute(1, 2, 0).numpy()
+                bound = own + (kx * ky + 2) * u * m
+                peer = "torchvision"
+            else:
+                want = reflect_blur(base, kx, ky, s)
+                bound = own
+                peer = "float64 reflect (torch's pad refuses)"
+            d = np.abs(got - want.astype(np.float64))
+            dm = float(d.max()) if d.size else 0.0
+            float_stats["n"] += 1
+            float_stats["max"] = max(float_stats["max"], dm)
+            if bound > 0:
+                float_stats["ratio"] = max(float_stats["ratio"], dm / bound)
+            check("%s float32 %s vs %s" % (name, ops.split(" | ")[1], peer),
+                  dm <= bound and got.shape == base.shape,
+                  "max %.3g <= %.3g" % (dm, bound))
 
 
 def sigma_draws(tmp, n=2000):
@@ -213,6 +282,11 @@ def main():
                   lambda x: F.adjust_sharpness(F.adjust_gamma(F.adjust_sharpness(x, 2), 0.8), 0.5))
         for name, im in imgs[:2] + [imgs[-1]]:
             sixteen(tmp, name, im)
+        for name, im in imgs[:2] + imgs[-7:]:
+            float_blur(tmp, name, im)
+        print("info gaussian_blur on float32 vs torchvision: %d cases, max abs diff %.3g, "
+              "at most %.3f of the bound" % (float_stats["n"], float_stats["max"],
+                                            float_stats["ratio"]))
         sigma_draws(tmp)
     share = blur_stats["off"] / max(1, blur_stats["pixels"])
     print("info gaussian_blur vs torchvision: max %d level(s), %d of %d values "
