@@ -36,6 +36,11 @@ static bool branch_ok(struct ts_check *c, const char *what,
 		    def->name, what);
 		return false;
 	}
+	if (def->flags & TS_OPF_VIEWS) {
+		ts_check_err(c, call->name_loc, "write views(...) once, as the pipeline's last transform",
+		    "'views' cannot run inside %s", what);
+		return false;
+	}
 	if (def->flags & TS_OPF_EXPANDS) {
 		snprintf(hint, sizeof(hint), "move %s out of %s", def->name, what);
 		ts_check_err(c, call->name_loc, hint,
@@ -137,7 +142,7 @@ static int check_calls(struct ts_check *c, const char *what,
 			    "%s", e.msg);
 			*bad = true;
 		}
-		if (ts_ops_image_is_to(&op) &&
+		if (ts_ops_image_is_to(&op) && !c->views_group &&
 		    (after.dtype == TS_DTYPE_F16 || after.layout == TS_LAYOUT_NCHW)) {
 			char hint[192];
 			snprintf(hint, sizeof(hint),

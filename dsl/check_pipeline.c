@@ -71,7 +71,8 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 	size_t n_ops = 0;
 	bool have_source = false, past_modifiers = false,
 	     assumed_decode = false, size_unknown = false;
-	const struct ts_ast_call *batch_call = NULL, *device_call = NULL;
+	const struct ts_ast_call *batch_call = NULL, *device_call = NULL,
+				 *views_call = NULL;
 	int index = 0, rc = 0, late_h = 0, late_w = 0;
 	char buf[64];
 
@@ -99,7 +100,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		}
 		if (def->flags & TS_OPF_OWN_ARGS)
 			ts_check_bind_plugin(c, def, call, vals, &op);
-		else
+		else if (!(def->flags & TS_OPF_VIEWS)) /* views binds its groups */
 			ts_check_bind_args(c, def, call, vals);
 		if (batch_call) {
 			ts_check_err(c, batch_call->loc, "move batch(...) to the end",
@@ -146,6 +147,12 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			continue;
 		case TS_REG_DEVICE:
 			past_modifiers = true;
+			if (views_call) {
+				ts_check_err(c, call->name_loc,
+				    "drop device(...): a pipeline with views finishes on the CPU",
+				    "'device' cannot follow views: the device stage takes one image per sample");
+				continue;
+			}
 			ts_check_device(c, def, vals, call, &shape, device_call,
 				     &plan->device);
 			device_call = call;
@@ -154,6 +161,31 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			break;
 		}
 		past_modifiers = true;
+		if (views_call) {
+			/* the views' own ops are in their groups */
+			char hint[192];
+			snprintf(hint, sizeof(hint),
+				 "move %s into the groups of views(...) (each group's ops run on its views)",
+				 def->name);
+			ts_check_err(c, call->name_loc, hint,
+			    "'%s' cannot follow views: views is the last transform, only batch comes after it",
+			    def->name);
+			continue;
+		}
+		if (def->flags & TS_OPF_VIEWS) {
+			views_call = call;
+			if (device_call) {
+				ts_check_err(c, device_call->name_loc,
+				    "drop device(...): a pipeline with views finishes on the CPU",
+				    "'device' cannot come before views: the device stage finishes the sample");
+				device_call = NULL;
+			}
+			if (plan->expands) {
+				ts_check_err(c, call->name_loc,
+				    "drop the tile, filter or plugin stage, or views",
+				    "'views' cannot follow a tile, filter or plugin stage: it makes the views of one decoded image per sample");
+			}
+		}
 		if (device_call) {
 			/* the GPU stage finishes the sample: nothing after it
 			 * runs on the CPU */
@@ -268,6 +300,8 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 	plan->sample_bytes = (size_t)shape.h * (size_t)shape.w * (size_t)shape.c *
 			     ts_dtype_size(shape.dtype);
 	rc = ts_lower_ops(ops, n_ops, &plan->ops, &plan->n_ops);
+	if (rc == 0)
+		ts_plan_set_views(plan); /* views(): the slot is the views */
 	ops = NULL;
 	n_ops = 0;
 	if (rc == 0) {

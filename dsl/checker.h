@@ -53,6 +53,8 @@ struct ts_check {
 	bool shuffled, sharded;   /* in the pipeline being checked */
 	int branch_index;         /* the policy family: the last RNG stream id
 				     given to a branch op (check_branch.c) */
+	bool views_group;         /* checking a views() group (ops_views.c):
+				     its ops may end in the sample's to() */
 };
 
 /* check.c: report an error (remembering out of memory in c->oom); the
@@ -137,6 +139,10 @@ void ts_check_device(struct ts_check *c, const struct ts_opdef *def,
 int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		      struct ts_plan *plan, bool *size_reported);
 void ts_check_shape_str(const struct ts_shape *s, char *buf, size_t n);
+
+/* ops_views.c: plan->views and sample_bytes from the pipeline's views
+ * op, when it has one (n_views 0 otherwise). */
+void ts_plan_set_views(struct ts_plan *plan);
 
 /* check_serve.c: the settings of one serve block into plan; the defaults
  * of a plan without one. */

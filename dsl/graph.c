@@ -124,9 +124,46 @@ static bool alternatives(const struct ts_op *op)
 /* The policy family: the ops inside random_apply (each after '| ') and
  * random_choice (its alternatives numbered '1: ', '2: ', ...), one a
  * line below the policy, with the shape after each; nested ones deeper. */
+static void branch_lines(FILE *f, int indent, const struct ts_op *op);
+
+/* views(): each group as written, "2 = " before its first op and "| "
+ * under it before the others, the fused OUTPUT shown as its parts. */
+static void views_lines(FILE *f, int indent, const struct ts_op *op)
+{
+	char a[DESC_MAX], b[DESC_MAX], pre[48];
+	for (size_t k = 0; k < op->n_branches; k++) {
+		const struct ts_op_branch *br = &op->branches[k];
+		int w = snprintf(NULL, 0, "%d", br->views);
+		bool first = true;
+		for (size_t i = 0; i < br->n_ops; i++) {
+			const struct ts_op *q = &br->ops[i];
+			bool out = ts_op_is_output(q);
+			size_t np = out ? q->n_parts : 1;
+			for (size_t j = 0; j < np; j++) {
+				const struct ts_op *x = out ? &q->parts[j] : q;
+				if (first)
+					snprintf(pre, sizeof(pre), "%d = ", br->views);
+				else
+					snprintf(pre, sizeof(pre), "%*s| ", w + 1, "");
+				first = false;
+				size_t at = (size_t)snprintf(a, sizeof(a), "%s", pre);
+				op_desc(x, a + at, sizeof(a) - at);
+				op_shape(x, b, sizeof(b));
+				line(f, indent, a, b);
+				branch_lines(f, indent + w + 3, x);
+			}
+		}
+	}
+}
+
 static void branch_lines(FILE *f, int indent, const struct ts_op *op)
 {
 	char a[DESC_MAX], b[DESC_MAX], pre[48];
+	const struct ts_opdef *d = ts_registry_of_kind(op->kind);
+	if (d && (d->flags & TS_OPF_VIEWS)) {
+		views_lines(f, indent, op);
+		return;
+	}
 	for (size_t k = 0; k < op->n_branches; k++) {
 		const struct ts_op_branch *br = &op->branches[k];
 		for (size_t i = 0; i < br->n_ops; i++) {
@@ -148,6 +185,12 @@ static void branch_lines(FILE *f, int indent, const struct ts_op *op)
 	}
 }
 
+static bool plan_views_op(const struct ts_op *op)
+{
+	const struct ts_opdef *d = ts_registry_of_kind(op->kind);
+	return d && (d->flags & TS_OPF_VIEWS);
+}
+
 static void format_text(FILE *f, const struct ts_plan *p)
 {
 	char a[DESC_MAX], b[DESC_MAX], c[64], d[64], e[64];
@@ -166,6 +209,8 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	}
 	for (size_t i = 0; i < p->n_ops; i++) {
 		const struct ts_op *op = &p->ops[i];
+		if (ts_op_is_output(op) && i > 0 && plan_views_op(&p->ops[i - 1]))
+			continue; /* the views write the slot: their groups' outputs */
 		if (ts_op_is_output(op)) {
 			line(f, 2, "output (fused, written into the ring slot):", "");
 			for (size_t j = 0; j < op->n_parts; j++) {
@@ -201,7 +246,23 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	shape_desc(p->height, p->width, p->channels, p->dtype, p->layout, a,
 		   sizeof(a));
 	ts_plan_format_size(p->sample_bytes, c, sizeof(c));
-	fprintf(f, "sample: %s, %zu bytes (%s)", a, p->sample_bytes, c);
+	if (p->n_views) {
+		/* views(): "2 x 3x224x224 float32 nchw + 6 x 3x96x96 ..." */
+		size_t at = 0;
+		for (int v = 0, k; v < p->n_views && at < sizeof(a); v += k) {
+			const struct ts_plan_view *pv = &p->views[v];
+			for (k = 1; v + k < p->n_views && p->views[v + k].group == pv->group; k++)
+				;
+			shape_desc(pv->height, pv->width, pv->channels, pv->dtype, pv->layout,
+				   b, sizeof(b));
+			at += (size_t)snprintf(a + at, sizeof(a) - at, "%s%d x %s",
+					       v ? " + " : "", k, b);
+		}
+		fprintf(f, "sample: %d views: %s, %zu bytes (%s)", p->n_views, a,
+			p->sample_bytes, c);
+	} else {
+		fprintf(f, "sample: %s, %zu bytes (%s)", a, p->sample_bytes, c);
+	}
 	if (p->expands) {
 		if (p->max_out_per_in > 0)
 			fprintf(f, ", up to %d per source image", p->max_out_per_in);

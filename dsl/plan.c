@@ -147,7 +147,19 @@ bool ts_plan_same_sample(const struct ts_plan *a, const struct ts_plan *b)
 {
 	return a->height == b->height && a->width == b->width &&
 	       a->channels == b->channels && a->dtype == b->dtype &&
-	       a->layout == b->layout && a->sample_bytes == b->sample_bytes;
+	       a->layout == b->layout && a->sample_bytes == b->sample_bytes &&
+	       a->n_views == b->n_views &&
+	       memcmp(a->views, b->views, (size_t)a->n_views * sizeof(a->views[0])) == 0;
+}
+
+/* views(): splitmix64's finaliser of seed + v + 1 (the runtime's
+ * ts_rng_mix64; dsl/ keeps its own copy, being libc only). */
+uint64_t ts_plan_view_seed(uint64_t seed, int v)
+{
+	uint64_t z = seed + (uint64_t)v + 1 + 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
 }
 
 bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b)

@@ -117,6 +117,9 @@ enum ts_op_kind {
 	TS_OP_RAND_AUGMENT,
 	TS_OP_TRIVIAL_AUGMENT_WIDE,
 	TS_OP_AUTO_AUGMENT,
+	/* views(...) (dsl/ops_views.c, runtime/engine_views.c): several
+	 * augmented views of one decoded image, .branches the groups */
+	TS_OP_VIEWS,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -159,7 +162,25 @@ struct ts_op_branch {
 	struct ts_op *ops;
 	size_t n_ops;
 	double weight;            /* random_choice: relative weight, > 0 */
+	/* views(): this group's view count (1..TS_PLAN_MAX_VIEWS); its ops
+	 * are lowered as a pipeline's tail (ending in an OUTPUT), numbered
+	 * 1, 2, ... in the group as after a source */
+	int views;
 };
+
+/* views(...): one view of a sample, as its slot holds it. */
+#define TS_PLAN_MAX_VIEWS 32
+struct ts_plan_view {
+	int height, width, channels;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+	int group;                /* the views() group it comes from, from 0 */
+	size_t offset, bytes;     /* in the sample */
+};
+/* The seed view v's ops draw under (their streams as
+ * ts_rng_init(seed', epoch, index, op->index)): a splitmix64 step of
+ * seed + v + 1, so each view draws its own choices. */
+uint64_t ts_plan_view_seed(uint64_t seed, int v);
 
 /* auto_augment(policy): torchvision's AutoAugmentPolicy. */
 enum ts_aa_policy { TS_AA_IMAGENET, TS_AA_CIFAR10, TS_AA_SVHN };
@@ -352,6 +373,12 @@ struct ts_plan {
 	int mem_threads;          /* workers the estimate assumed */
 
 	struct ts_plan_device device; /* device(cuda); additive, see above */
+
+	/* views(...): n_views > 0 when the pipeline ends in one; a sample is
+	 * the views one after another (sample_bytes their sum), and
+	 * height..layout above are view 0's. */
+	int n_views;
+	struct ts_plan_view views[TS_PLAN_MAX_VIEWS];
 };
 
 void ts_plan_destroy(struct ts_plan *plan);

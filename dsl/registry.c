@@ -48,7 +48,7 @@ static const struct ts_opdef ops_end[] = {
 /* The families, in documentation order. */
 static const struct ts_opdef *const families[] = {
 	ts_ops_source, ts_ops_image, ts_ops_color, ts_ops_filter, ts_ops_geometry,
-	ts_ops_policy, ts_ops_sample,
+	ts_ops_policy, ts_ops_sample, ts_ops_views,
 	ops_end,
 };
 

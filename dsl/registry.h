@@ -119,6 +119,9 @@ enum ts_op_flags {
 	TS_OPF_ALTERNATIVES = 1 << 10, /* its branches are alternatives, one
 					  of them applied (random_choice);
 					  else one chain (random_apply) */
+	TS_OPF_VIEWS = 1 << 11,      /* views(): binds its groups from the
+					call itself (build), runs nowhere
+					but last, makes the sample's views */
 };
 
 /* A transform's bound arguments into *op (kind and loc already set); in
@@ -170,6 +173,7 @@ extern const struct ts_opdef ts_ops_filter[];  /* ops_filter.c */
 extern const struct ts_opdef ts_ops_geometry[]; /* ops_geometry.c */
 extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
 extern const struct ts_opdef ts_ops_policy[];  /* ops_policy.c */
+extern const struct ts_opdef ts_ops_views[];   /* ops_views.c */
 
 /* ops_image.c: the to() that writes last's dtype in layout, with no RNG
  * stream (index -1): lowering ends an output stage with one when the

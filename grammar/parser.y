@@ -5,7 +5,8 @@
  *              | 'pipeline' NAME '=' call { '|' call }
  *              | 'serve' NAME '{' { NAME '=' value [',' | ';'] } '}' }
  *   call     := NAME [ '(' [ arg { ',' arg } [','] ] ')' ]
- *   arg      := value | NAME '=' value
+ *   arg      := value | NAME '=' value | NUMBER '=' value
+ *               (a number as the name: a group of views(), `2 = ops`)
  *   value    := num | ['-'] NUMBER UNIT | num '..' num | STRING | 'true' | 'false'
  *             | NAME | '[' [ value { ',' value } [','] ] ']' | chain
  *   chain    := NAME '(' [ arg { ',' arg } [','] ] ')' { '|' call }
@@ -174,6 +175,8 @@ args
 arg
 	: value                 { NEED($$ = ts_ast_arg(@$, NULL, (struct ts_loc){0, 0, 0, 0}, $1)); }
 	| IDENT '=' value       { $$ = ts_ast_arg(@$, $1, @1, $3); free($1); NEED($$); }
+	| NUMBER '=' value
+		{ $$ = ts_ast_arg(@$, $1->text, @1, $3); ts_ast_value_destroy($1); NEED($$); }
 	;
 
 settings

@@ -234,6 +234,7 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 	uint64_t mine = head > e->seq_base ? head - e->seq_base : 0;
 	st->samples = head;
 	st->bytes = READ_ONCE(e->bytes);       /* stats: untorn, unordered */
+	st->decodes = READ_ONCE(e->decodes);   /* stats: untorn, unordered */
 	st->skipped = READ_ONCE(e->skipped_n);
 	st->epoch_size = e->n;
 	if (!e->plan->expands)
@@ -295,6 +296,7 @@ void ts_engine_destroy(struct ts_engine *e)
 			ts_image_free(&w->tmp1);
 			ts_image_free(&w->tmp2);
 			ts_image_free(&w->tmp3);
+			ts_image_free(&w->view);
 			free(w->stage);
 			free(w->out);
 		}

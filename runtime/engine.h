@@ -55,6 +55,8 @@ struct ts_engine_opts {
 struct ts_engine_stats {
 	uint64_t samples;       /* published */
 	uint64_t bytes;         /* encoded bytes read */
+	uint64_t decodes;       /* images decoded (a views() pipeline's
+				   views share one) */
 	uint64_t skipped;
 	uint64_t epoch;         /* epoch of the head */
 	uint64_t index;         /* index in the epoch of the head */

@@ -57,6 +57,8 @@ struct worker {
 	 * messages (NULL: synthetic) */
 	struct ts_plugin_host **plugins;
 	const char *path;
+	/* views(): a view's copy of the decoded image (engine_views.c) */
+	struct ts_image view;
 };
 
 struct ts_engine {
@@ -109,6 +111,7 @@ struct ts_engine {
 	/* Read and written through barrier.h, each use commented. */
 	bool stop;              /* release by whoever stops, acquire by workers */
 	uint64_t bytes;         /* counts: ATOMIC_ADD, READ_ONCE for stats */
+	uint64_t decodes;       /* images decoded (views(): one per sample) */
 	uint64_t skipped_n;
 	int fatal;
 	struct ts_error fatal_err;
@@ -145,6 +148,12 @@ void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err);
  * the I/O thread; NULL data: read here) into the ring, staged in order
  * for expanding pipelines, or into the worker's buffer in discard mode;
  * count and list a skipped sample. */
+/* engine_views.c: the views of w->img (position (epoch, index)) by the
+ * plan's views op vo, into the slot dst of bytes (plan->sample_bytes). */
+int ts_engine_views_write(struct worker *w, const struct ts_op *vo, uint64_t epoch,
+			  uint64_t index, uint8_t *dst, size_t bytes,
+			  struct ts_error *err);
+
 int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
 			 size_t len, int read_status, struct ts_error *err);
 void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why);

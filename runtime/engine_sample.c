@@ -214,6 +214,7 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 	struct ts_decode_geom geom;
 	rc = ts_decoder_decode(w->dec, buf, len, &req, &w->img, &geom, err);
 	ts_prof_add(TS_PROF_DECODE, t);
+	ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats (views: one per sample) */
 	if (rc)
 		return rc;
 	/* The rest is crop / resample (ts_prof_add on the way out). */
@@ -403,8 +404,12 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	if (rc)
 		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
 	void *slot = ts_ring_slot(e->ring, seq);
-	rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
-			  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
+	if (plan->n_views) /* views(): the op at i is the views op */
+		rc = ts_engine_views_write(w, &plan->ops[i], epoch, index, slot,
+					   plan->sample_bytes, err);
+	else
+		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+				  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
 	if (rc)
 		return rc;
 	t = ts_prof_now();
@@ -835,7 +840,8 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 		return rc;
 	struct ts_engine_sample smp = {.pos = p, .epoch = epoch, .index = index,
 				       .label = label, .path = w->path};
-	out_shape(&plan->ops[i], &w->img, plan->source.seed, &smp);
+	if (!plan->n_views)
+		out_shape(&plan->ops[i], &w->img, plan->source.seed, &smp);
 	if (plan->sample_bytes) {
 		smp.height = plan->height;
 		smp.width = plan->width;
@@ -848,8 +854,8 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	const uint8_t *out = w->img.data;
 	/* An output stage with nothing to do (a decode-only pipeline) would
 	 * copy the image as it is: read it in place instead. */
-	if (!ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, index) ||
-	    plan->sample_bytes ||
+	if (plan->sample_bytes ||
+	    !ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, index) ||
 	    w->img.stride * (size_t)w->img.height != n) {
 		if (n > w->out_cap) {
 			uint8_t *o = realloc(w->out, n);
@@ -858,8 +864,10 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 			w->out = o;
 			w->out_cap = n;
 		}
-		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
-				  &w->tmp2, &w->tmp3, w->out, n, err);
+		rc = plan->n_views
+			     ? ts_engine_views_write(w, &plan->ops[i], epoch, index, w->out, n, err)
+			     : ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch,
+					    index, &w->tmp2, &w->tmp3, w->out, n, err);
 		if (rc)
 			return rc;
 		out = w->out;

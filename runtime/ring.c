@@ -50,7 +50,8 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	    p->ndim > TS_RING_MAX_DIMS || p->label_ndim < 0 ||
 	    p->label_ndim > TS_RING_MAX_DIMS ||
 	    (p->label_bytes && ts_dtype_size(p->label_dtype) == 0) ||
-	    p->label_bytes > (1u << 20))
+	    p->label_bytes > (1u << 20) || p->n_views < 0 ||
+	    p->n_views > TS_RING_MAX_VIEWS || (p->n_views && !p->views))
 		return ts_error_set(err, TS_E_ARG, "ring: invalid sample shape");
 	uint64_t sb = p->sample_bytes;
 	if (sb == 0)
@@ -157,6 +158,15 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	h->file_bytes = file_bytes;
 	h->producer_pid = (uint32_t)getpid();
 	h->default_batch = p->default_batch;
+	h->n_views = (uint32_t)p->n_views;
+	for (int i = 0; i < p->n_views; i++)
+		h->views[i] = (struct ts_ring_view){
+			.height = (uint32_t)p->views[i].height, .width = (uint32_t)p->views[i].width,
+			.channels = (uint32_t)p->views[i].channels,
+			.dtype = (uint32_t)p->views[i].dtype, .layout = (uint32_t)p->views[i].layout,
+			.group = (uint32_t)p->views[i].group, .offset = p->views[i].offset,
+			.bytes = p->views[i].bytes,
+		};
 	h->ndim = (uint32_t)p->ndim;
 	for (int i = 0; i < p->ndim; i++)
 		h->dims[i] = p->dims[i];

@@ -32,11 +32,24 @@
 #define TS_RING_MAGIC 0x47525354u      /* "TSRG" little-endian */
 /* 2: reason, tensor shape, label tensors, closed epochs (tsrun.serve);
  * 3: the control page carries a job failure (job_failed, below);
- * 4: and a detach for holding the ring too long (detached, below). */
-#define TS_RING_VERSION 4u
+ * 4: and a detach for holding the ring too long (detached, below);
+ * 5: the view table (views(...): a sample of several views, below). */
+#define TS_RING_VERSION 5u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
+#define TS_RING_MAX_VIEWS 32           /* views of a sample (views(...)) */
+
+/* One view of a sample (views(...)): its tensor (C x H x W in nchw,
+ * H x W x C in nhwc) at offset in the slot, bytes long. */
+struct ts_ring_view {
+	uint32_t height, width, channels;
+	uint32_t dtype;             /* enum ts_dtype */
+	uint32_t layout;            /* enum ts_layout */
+	uint32_t group;             /* the views() group, from 0 */
+	uint64_t offset, bytes;
+};
+_Static_assert(sizeof(struct ts_ring_view) == 40, "a view is 40 bytes on the wire");
 
 /* Stream states (struct ts_ring_hdr.state). */
 enum ts_ring_state {
@@ -118,7 +131,18 @@ struct ts_ring_hdr {
 	uint64_t label_bytes;          /* per sample; 0: int32 labels */
 	uint64_t label_offset;         /* page aligned */
 	uint64_t label_region_bytes;   /* capacity * label_bytes, page multiple */
+
+	/* views(...) (version 5): n_views > 0 when a sample is several
+	 * views, each a tensor of its own in the slot (views[i], in order,
+	 * packed: view i + 1 starts where view i ends, the last ends at
+	 * sample_bytes); height..layout above are then view 0's. 0 for
+	 * every other producer. Written once, before any consumer sees the
+	 * fd. */
+	_Alignas(64) uint32_t n_views;
+	uint32_t reserved3;
+	struct ts_ring_view views[TS_RING_MAX_VIEWS];
 };
+_Static_assert(sizeof(struct ts_ring_hdr) <= 4096, "the ring header is one page");
 
 /* Per-slot metadata, 16 bytes, in the meta array. */
 struct ts_ring_meta {
@@ -194,6 +218,10 @@ struct ts_ring_params {
 	uint64_t label_dims[TS_RING_MAX_DIMS];
 	enum ts_dtype label_dtype;
 	size_t label_bytes;
+	/* views(...): the sample's views (borrowed, n_views of them); 0 and
+	 * NULL for one tensor per sample. */
+	int n_views;
+	const struct ts_plan_view *views;
 };
 
 /* Read-only facts about a ring (copied from its header). */
@@ -212,6 +240,8 @@ struct ts_ring_info {
 	uint64_t label_dims[TS_RING_MAX_DIMS];
 	enum ts_dtype label_dtype;
 	size_t label_bytes;
+	int n_views;                 /* views(...): 0 or the view table */
+	struct ts_ring_view views[TS_RING_MAX_VIEWS];
 };
 
 struct ts_ring_consumer_stat {

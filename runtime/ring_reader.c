@@ -82,6 +82,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||
 	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size ||
 	    h->ndim > TS_RING_MAX_DIMS || h->label_ndim > TS_RING_MAX_DIMS ||
+	    !ring_views_ok(h) ||
 	    h->label_bytes > (1u << 20) ||
 	    (h->label_bytes && (h->label_offset % page ||
 				h->label_region_bytes < cap * h->label_bytes ||

@@ -103,6 +103,32 @@ static inline void ring_info_from_hdr(const struct ts_ring_hdr *h, struct ts_rin
 	}
 	out->label_dtype = (enum ts_dtype)h->label_dtype;
 	out->label_bytes = h->label_bytes;
+	out->n_views = (int)h->n_views;
+	for (uint32_t i = 0; i < h->n_views && i < TS_RING_MAX_VIEWS; i++)
+		out->views[i] = h->views[i];
+}
+
+/* Whether a header's view table is sound: at most TS_RING_MAX_VIEWS
+ * views of known dtypes and layouts, packed from 0 to sample_bytes, each
+ * its shape's size. */
+static inline bool ring_views_ok(const struct ts_ring_hdr *h)
+{
+	uint64_t off = 0;
+	if (h->n_views == 0)
+		return true;
+	if (h->n_views > TS_RING_MAX_VIEWS)
+		return false;
+	for (uint32_t i = 0; i < h->n_views; i++) {
+		const struct ts_ring_view *v = &h->views[i];
+		uint64_t es = v->dtype == TS_DTYPE_U8 ? 1 : v->dtype == TS_DTYPE_F32 ? 4
+			      : v->dtype <= TS_DTYPE_F16 ? 2 : 0;
+		if (!es || v->layout > TS_LAYOUT_NCHW || v->offset != off || v->height > 65535 ||
+		    v->width > 65535 || v->channels > 4 ||
+		    v->bytes != (uint64_t)v->height * v->width * v->channels * es)
+			return false;
+		off += v->bytes;
+	}
+	return off == h->sample_bytes;
 }
 
 /* Does an epoch start in [from, to)? Its first sample ends the batch a

@@ -79,6 +79,7 @@ static int make_rings(struct ts_serve *s, const struct ts_serve_opts *o, bool wa
 		.min_consumers = o->wait,
 		.default_batch = (uint32_t)plan->batch,
 		.staged = want_device,
+		.n_views = plan->n_views, .views = plan->views,
 	};
 	int rc = ts_ring_create(&rp, &s->ring, err);
 	if (rc || !want_device)

@@ -425,6 +425,27 @@ TS_EXPORT void ts_client_sample_tensor(const struct ts_client *c,
 	out->dims[2] = nchw ? c->info.width : c->info.channels;
 }
 
+TS_EXPORT int ts_client_views(const struct ts_client *c)
+{
+	return c ? c->ring.n_views : 0;
+}
+
+TS_EXPORT int ts_client_view_info(const struct ts_client *c, int i,
+				  struct ts_client_view *out, struct ts_error *err)
+{
+	if (!c || i < 0 || i >= c->ring.n_views)
+		return ts_error_set(err, TS_E_ARG, "no view %d: the producer's samples have %d "
+				    "view%s", i, c ? c->ring.n_views : 0,
+				    c && c->ring.n_views == 1 ? "" : "s");
+	const struct ts_ring_view *v = &c->ring.views[i];
+	*out = (struct ts_client_view){
+		.height = (int)v->height, .width = (int)v->width, .channels = (int)v->channels,
+		.dtype = (int)v->dtype, .layout = (int)v->layout, .group = (int)v->group,
+		.offset = (size_t)v->offset, .bytes = (size_t)v->bytes,
+	};
+	return 0;
+}
+
 TS_EXPORT int ts_client_label_tensor(const struct ts_client *c,
 				     struct ts_client_tensor *out,
 				     struct ts_error *err)

@@ -192,6 +192,31 @@ void ts_client_sample_tensor(const struct ts_client *c,
 int ts_client_label_tensor(const struct ts_client *c,
 			   struct ts_client_tensor *out, struct ts_error *err);
 
+/* views(...) (tsrun-pipeline(5), VIEWS): a pipeline may make several
+ * views of each image, all in one sample, one after another. A view as
+ * the producer lays it out in every sample: a height x width x channels
+ * tensor (channels first in nchw), at offset bytes into the sample
+ * (sample s of batch b: (const char *)b->data + s * b->sample_bytes +
+ * offset), bytes long, from the views() group group (0, 1, ...). */
+struct ts_client_view {
+	int height, width, channels;
+	int dtype;               /* enum ts_client_dtype */
+	int layout;              /* enum ts_client_layout */
+	int group;
+	size_t offset;
+	size_t bytes;
+};
+
+/* The number of views of each sample: 0 when a sample is one tensor
+ * (ts_client_sample_tensor; ts_batch's shape fields), else 1..32. Thread
+ * safe (reads what connect stored). */
+int ts_client_views(const struct ts_client *c);
+
+/* View i (0 <= i < ts_client_views(c)) into *out: 0, or TS_E_ARG (i out
+ * of range, or no views) with err filled. Thread safe. */
+int ts_client_view_info(const struct ts_client *c, int i, struct ts_client_view *out,
+			struct ts_error *err);
+
 /* The label tensors of b, the batch ts_client_next returned last or a
  * tail of it (b->n of them, contiguous, each ts_client_label_tensor().bytes
  * long; a copy owned by the client, valid as b is), or NULL when labels

@@ -182,6 +182,7 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 		.height = pl->height, .width = pl->width, .channels = pl->channels,
 		.dtype = pl->dtype, .layout = pl->layout,
 		.sample_bytes = pl->sample_bytes, .capacity = cap,
+		.n_views = pl->n_views, .views = pl->views,
 		.epochs = (uint32_t)(opts->epochs >= 0 ? opts->epochs : pl->epochs),
 	};
 	int rc = ts_ring_create(&rp, &s->ring, err);

@@ -106,7 +106,7 @@ struct run {
 	int32_t *label;
 	uint32_t *epoch;
 	uint64_t *index;
-	uint64_t skipped, samples;
+	uint64_t skipped, samples, decodes;
 	size_t n_paths;
 	char **paths;
 	bool uring;
@@ -160,6 +160,7 @@ static void run_plan(const struct ts_plan *pl, const struct ropts *o, struct run
 		.dtype = pl->dtype, .layout = pl->layout,
 		.sample_bytes = pl->sample_bytes, .capacity = cap,
 		.epochs = (uint32_t)o->epochs,
+		.n_views = pl->n_views, .views = pl->views,
 	};
 	struct ts_ring *ring = NULL;
 	struct ts_ring_local *local = NULL;
@@ -203,6 +204,7 @@ static void run_plan(const struct ts_plan *pl, const struct ropts *o, struct run
 	ts_engine_stats(e, &st);
 	r->skipped = st.skipped;
 	r->samples = st.samples;
+	r->decodes = st.decodes;
 	r->uring = st.uring;
 	r->threads = st.threads;
 	const char *const *list = NULL;
@@ -1279,6 +1281,97 @@ START_TEST(sink_is_the_stream)
 }
 END_TEST
 
+/* views(): the groups' chains, as written in a views() group and, for the
+ * reference, in the place of views (each starts with an op that does not
+ * fuse into the decode, so that both decode the whole image). */
+static const char *const view_chains[] = {
+	"flip(horizontal) | random_resized_crop(40, scale = 0.3..1.0)"
+	" | color_jitter(0.4, 0.4, 0.4) | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])"
+	" | to(float32, nchw)",
+	"random_apply(grayscale(3), p = 0.5) | random_resized_crop([16, 24], scale = 0.05..0.4)"
+	" | to(uint8)",
+};
+static const int view_counts[] = {2, 3};
+
+/* Each image decoded once, its 2 + 3 views in one slot (2 of 3x40x40
+ * float32, then 3 of 16x24x3 uint8), the same for 1, 2 and 3 threads;
+ * the views differ from one another; view v is exactly what its chain
+ * alone makes in the place of views(...) under ts_plan_view_seed(seed, v)
+ * (so a view swapped, shifted or drawn with another's key fails). */
+START_TEST(views_one_decode_each_view_its_chain)
+{
+	const char *train = ds_train();
+	struct ts_plan *pl = compile("pipeline p =\n"
+				     "    folder(\"%s\")\n"
+				     "    | decode(rgb)\n"
+				     "    | views(%d = %s,\n"
+				     "            %d = %s)\n"
+				     "    | batch(8)\n"
+				     "serve p { ring = 3 batches }\n",
+				     train, view_counts[0], view_chains[0], view_counts[1],
+				     view_chains[1]);
+	const size_t big = 3 * 40 * 40 * 4, small = 16 * 24 * 3;
+	ck_assert_int_eq(pl->n_views, 5);
+	ck_assert_uint_eq(pl->sample_bytes, 2 * big + 3 * small);
+	ck_assert_uint_eq(pl->views[1].offset, big);
+	ck_assert_uint_eq(pl->views[2].offset, 2 * big);
+	ck_assert_int_eq(pl->views[4].group, 1);
+	ck_assert_int_eq(pl->views[4].height, 16);
+	ck_assert_int_eq(pl->views[4].width, 24);
+	ck_assert_int_eq(pl->views[4].layout, TS_LAYOUT_NHWC);
+	ck_assert_int_eq(pl->views[0].layout, TS_LAYOUT_NCHW);
+	struct run r[3];
+	for (int t = 0; t < 3; t++) {
+		run_plan(pl, &(struct ropts){.threads = t + 1, .epochs = 2}, &r[t]);
+		assert_ok(&r[t]);
+		ck_assert_uint_eq(r[t].n, 2 * N_IMAGES);
+		/* one decode per sample, whatever the view count */
+		ck_assert_uint_eq(r[t].decodes, 2 * N_IMAGES);
+	}
+	assert_same(&r[0], &r[1], "views, 1 vs 2 threads");
+	assert_same(&r[0], &r[2], "views, 1 vs 3 threads");
+	/* Views of one sample differ (each its own crop). */
+	size_t same01 = 0, same23 = 0;
+	for (size_t i = 0; i < r[0].n; i++) {
+		const uint8_t *s = sample(&r[0], i);
+		same01 += memcmp(s, s + big, big) == 0;
+		same23 += memcmp(s + 2 * big, s + 2 * big + small, small) == 0;
+	}
+	ck_assert_msg(same01 == 0 && same23 == 0, "identical views: %zu, %zu", same01, same23);
+	/* Each view against its chain alone, in epoch 0 and 1. */
+	int v = 0;
+	for (int g = 0; g < 2; g++) {
+		struct ts_plan *ref = compile("pipeline p =\n"
+					      "    folder(\"%s\")\n"
+					      "    | decode(rgb)\n"
+					      "    | %s\n"
+					      "    | batch(8)\n"
+					      "serve p { ring = 3 batches }\n",
+					      train, view_chains[g]);
+		for (int k = 0; k < view_counts[g]; k++, v++) {
+			ref->source.seed = ts_plan_view_seed(pl->source.seed, v);
+			struct run rr;
+			run_plan(ref, &(struct ropts){.threads = 2, .epochs = 2}, &rr);
+			assert_ok(&rr);
+			ck_assert_uint_eq(rr.n, r[0].n);
+			ck_assert_uint_eq(rr.sb, pl->views[v].bytes);
+			for (size_t i = 0; i < rr.n; i++) {
+				ck_assert_int_eq(rr.label[i], r[0].label[i]);
+				ck_assert_msg(memcmp(sample(&rr, i),
+						     sample(&r[0], i) + pl->views[v].offset,
+						     rr.sb) == 0,
+					      "view %d of sample %zu is not its chain's", v, i);
+			}
+			run_free(&rr);
+		}
+		ts_plan_destroy(ref);
+	}
+	for (int t = 0; t < 3; t++)
+		run_free(&r[t]);
+	ts_plan_destroy(pl);
+}
+END_TEST
+
 /* The skip list names each path once, with the first reason met: a file
  * that fails again for another reason (another crop of a corrupt image,
  * a file replaced between epochs) is not listed twice; a path that only
@@ -1372,6 +1465,7 @@ static Suite *engine_suite(void)
 	tc = tcase_create("sink");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, sink_is_the_stream);
+	tcase_add_test(tc, views_one_decode_each_view_its_chain);
 	suite_add_tcase(s, tc);
 	return s;
 }
