@@ -698,7 +698,7 @@ START_TEST(test_registry)
 		"random_perspective",
 		"random_apply", "random_choice", "random_erasing", "rand_augment",
 		"trivial_augment_wide", "auto_augment",
-		"tile", "filter", "plugin", "device", "batch"};
+		"tile", "filter", "plugin", "views", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < n; i++) {
