@@ -38,6 +38,53 @@ def describe(lib, client):
     return shape, (tuple(lt.dims[i] for i in range(lt.ndim)), lt.dtype, lt.bytes)
 
 
+class _View(ctypes.Structure):
+    _fields_ = [("height", ctypes.c_int), ("width", ctypes.c_int),
+                ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("layout", ctypes.c_int), ("group", ctypes.c_int),
+                ("offset", ctypes.c_size_t), ("bytes", ctypes.c_size_t)]
+
+
+def views(lib, client):
+    """views(...) pipelines (tsrun-pipeline(5), VIEWS): one (shape, dtype
+    code, offset, bytes, group) per view of a sample, shape (C, H, W) in
+    nchw else (H, W, C); [] when a sample is one tensor."""
+    if not hasattr(lib, "ts_client_views"):
+        return []
+    lib.ts_client_views.argtypes = [ctypes.c_void_p]
+    lib.ts_client_views.restype = ctypes.c_int
+    lib.ts_client_view_info.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                        ctypes.POINTER(_View), ctypes.POINTER(_Error)]
+    lib.ts_client_view_info.restype = ctypes.c_int
+    out = []
+    for i in range(lib.ts_client_views(client)):
+        v, err = _View(), _Error()
+        if lib.ts_client_view_info(client, i, ctypes.byref(v), ctypes.byref(err)) < 0:
+            raise RuntimeError(err.msg.decode("utf-8", "replace"))
+        shape = ((v.channels, v.height, v.width) if v.layout == 1
+                 else (v.height, v.width, v.channels))
+        out.append((shape, v.dtype, v.offset, v.bytes, v.group))
+    return out
+
+
+def split_views(images, views):
+    """A batch of views samples, images a uint8 [n, sample_bytes] tensor,
+    as one tensor [n, *shape] per view: views of the batch's memory where
+    the offsets and the sample size are multiples of the element size
+    (always for one dtype), else copies."""
+    import torch
+    out = []
+    n, sb = images.shape[0], images.shape[1]
+    for shape, dtype, off, nbytes, _ in views:
+        dt = {0: torch.uint8, 1: torch.int16, 2: torch.float16, 3: torch.float32}[dtype]
+        es = torch.empty((), dtype=dt).element_size()
+        part = images[:, off:off + nbytes]
+        if off % es or sb % es:
+            part = part.contiguous()
+        out.append(part.view(dt).view(n, *shape))
+    return out
+
+
 def labels(lib, client, batch, n, label):
     """The batch's label tensors as a torch tensor [n, *shape] (a copy)."""
     import torch

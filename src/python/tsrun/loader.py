@@ -173,6 +173,12 @@ class Loader:
     With pin_memory and no device, each batch is a copy in pinned memory
     (as DataLoader's pin_memory makes), and its slots go back at once.
 
+    A views(...) pipeline (tsrun-pipeline(5), VIEWS) yields ``(views,
+    labels)`` instead: a list of one tensor per view, in view order, each
+    [B, C, h, w] (nchw views) as DINO's and SwAV's multi-crop loops take
+    them; ``loader.views`` lists their (shape, dtype). mixup= is refused
+    for them.
+
     Each ``for images, labels in loader`` is one epoch of the stream (the
     first one from where this trainer joined); the stream's end ends the
     last one, and later passes yield nothing. ``len(loader)`` is the
@@ -246,6 +252,8 @@ class Loader:
         self.source = "host-ring"
         # any rank, and label tensors, for tsrun.serve producers
         self._dims, self._label = _shapes.describe(self._lib, self._client)
+        # views(...): a list of one tensor per view instead of one tensor
+        self._views = _shapes.views(self._lib, self._client)
         self.mixup = None
         if device is not None:
             self._open_device(torch, device)
@@ -258,6 +266,10 @@ class Loader:
                 warnings.warn("tsrun.Loader: pin_memory=True needs CUDA, but "
                               "torch.cuda.is_available() is false; batches stay "
                               "in pageable CPU memory", RuntimeWarning, stacklevel=2)
+        if mixup is not None and self._views:
+            self.close()
+            raise ValueError("tsrun.Loader: mixup= with a views(...) pipeline: mix each "
+                             "view of loader's batches with tsrun.Mixup yourself")
         if mixup is not None:
             _mixup.check_loader(mixup, self._label, self.shape, self.info.dtype,
                                 self._dev is not None)
@@ -470,7 +482,15 @@ class Loader:
                                                 self._timeout))
 
     @property
+    def views(self):
+        """views(...) pipelines: one (shape, dtype name) per view, in the
+        order the batches' lists hold them; [] otherwise."""
+        return [(s, _DTYPES[d]) for s, d, _, _, _ in self._views]
+
+    @property
     def shape(self):
+        if self._views:  # a sample's bytes, split by _tensors
+            return (self.info.sample_bytes,)
         if self._dims is not None:
             return self._dims
         i = self.info
@@ -592,13 +612,19 @@ class Loader:
             return torch.frombuffer(buf, dtype=dtype).view(b.n, *self.shape)
 
     def _tensors(self, b):
+        images, labels = self._tensors_one(b)
+        if self._views:  # views(...): [n, *shape] per view
+            images = _shapes.split_views(images, self._views)
+        return images, labels
+
+    def _tensors_one(self, b):
         import torch
         if self._dev is not None:
             return self._device_tensors(b)
-        if b.dtype == 1:
+        if b.dtype == 1 and not self._views:
             warnings.warn("uint16 samples are returned as int16 bits",
                           RuntimeWarning, stacklevel=4)
-        dtype = getattr(torch, _DTYPES[b.dtype])
+        dtype = torch.uint8 if self._views else getattr(torch, _DTYPES[b.dtype])
         if self._label is None:
             labels = torch.tensor(b.labels[:b.n], dtype=torch.int64)
         else:
