@@ -268,11 +268,8 @@ void ts_aug_brightness(struct ts_image *img, float factor)
 		blend_float(img, &zero, false, factor);
 		return;
 	}
-	for (int y = 0; y < img->height; y++) {
-		uint8_t *r = img->data + (size_t)y * img->stride;
-		for (size_t i = 0; i < n; i++)
-			r[i] = ts_aug_blend_u8(0, r[i], factor);
-	}
+	for (int y = 0; y < img->height; y++)
+		ts_px_blend_const(img->data + (size_t)y * img->stride, n, 0, factor);
 }
 
 void ts_aug_contrast(struct ts_image *img, float factor)
@@ -295,16 +292,23 @@ void ts_aug_contrast(struct ts_image *img, float factor)
 	uint64_t sum = 0;
 	for (int y = 0; y < img->height; y++) {
 		const uint8_t *r = img->data + (size_t)y * img->stride;
-		for (int x = 0; x < img->width; x++)
-			sum += C >= 3 ? gray_u8(r + (size_t)x * C) : r[(size_t)x * C];
+		if (C < 3) {
+			for (int x = 0; x < img->width; x++)
+				sum += r[(size_t)x * C];
+			continue;
+		}
+		uint8_t g[256];
+		for (int x = 0; x < img->width; x += 256) {
+			size_t k = img->width - x < 256 ? (size_t)(img->width - x) : 256;
+			ts_px_gray(g, r + (size_t)x * C, k, C);
+			for (size_t i = 0; i < k; i++)
+				sum += g[i];
+		}
 	}
 	int mean = (int)((double)sum / (double)npix + 0.5);
 	const size_t n = (size_t)img->width * C;
-	for (int y = 0; y < img->height; y++) {
-		uint8_t *r = img->data + (size_t)y * img->stride;
-		for (size_t i = 0; i < n; i++)
-			r[i] = ts_aug_blend_u8(mean, r[i], factor);
-	}
+	for (int y = 0; y < img->height; y++)
+		ts_px_blend_const(img->data + (size_t)y * img->stride, n, mean, factor);
 }
 
 void ts_aug_saturation(struct ts_image *img, float factor)
@@ -312,6 +316,11 @@ void ts_aug_saturation(struct ts_image *img, float factor)
 	const int C = img->channels;
 	if (C < 3)
 		return;
+	if (img->dtype == TS_DTYPE_U8 && C == 3) {
+		for (int y = 0; y < img->height; y++)
+			ts_px_color3(img->data + (size_t)y * img->stride, (size_t)img->width, factor);
+		return;
+	}
 	for (int y = 0; y < img->height; y++) {
 		uint8_t *r = img->data + (size_t)y * img->stride;
 		for (int x = 0; x < img->width; x++) {

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include "plan.h"
 #include "image.h"
+#include "pixel.h"
 #include "rng.h"
 
 /* ---- Box choices (deterministic given the rng stream) ---- */
@@ -229,18 +230,10 @@ static inline void ts_out_store(void *dst, size_t i, enum ts_dtype dt, float v)
 	}
 }
 
-/* PIL's ImagingBlend of one uint8 value: a + alpha * (b - a) in float,
- * truncated, clipped only when extrapolating (alpha outside [0, 1]). */
+/* PIL's ImagingBlend of one uint8 value (pixel.h's, the one reference). */
 static inline uint8_t ts_aug_blend_u8(int a, int b, float alpha)
 {
-	float t = (float)a + alpha * (float)(b - a);
-	if (alpha >= 0.0f && alpha <= 1.0f)
-		return (uint8_t)t;
-	if (t <= 0.0f)
-		return 0;
-	if (t >= 255.0f)
-		return 255;
-	return (uint8_t)t;
+	return ts_px_blend1(a, b, alpha);
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "augment.h"
+#include "pixel.h"
 #include "util.h"
 
 /* Map every pixel of the uint8 image through lut[c], c its channel. */
@@ -29,11 +30,30 @@ static void map_luts(struct ts_image *img, uint8_t lut[][256])
 				r[x] = lut[0][r[x]];
 			continue;
 		}
+		if (C == 3) {
+			/* the channel count a constant: three lookups a pixel */
+			for (uint8_t *e = r + (size_t)img->width * 3; r < e; r += 3) {
+				r[0] = lut[0][r[0]];
+				r[1] = lut[1][r[1]];
+				r[2] = lut[2][r[2]];
+			}
+			continue;
+		}
 		for (int x = 0; x < img->width; x++)
 			for (int c = 0; c < C; c++)
 				r[(size_t)x * C + c] = lut[c][r[(size_t)x * C + c]];
 	}
 }
+
+/* Every byte of the image's rows through pixel.h's row kernel f. */
+#define EACH_ROW(img, call)                                                    \
+	do {                                                                   \
+		const size_t n_ = (size_t)(img)->width * (img)->channels;      \
+		for (int y_ = 0; y_ < (img)->height; y_++) {                   \
+			uint8_t *r = (img)->data + (size_t)y_ * (img)->stride; \
+			call;                                                  \
+		}                                                              \
+	} while (0)
 
 /* One table for every channel. */
 static void map_lut(struct ts_image *img, const uint8_t lut[256])
@@ -51,37 +71,42 @@ static void histograms(const struct ts_image *img, uint64_t h[][256])
 	memset(h, 0, sizeof(uint64_t) * 256 * (size_t)C);
 	for (int y = 0; y < img->height; y++) {
 		const uint8_t *r = img->data + (size_t)y * img->stride;
+		if (C == 3) {
+			for (const uint8_t *e = r + (size_t)img->width * 3; r < e; r += 3) {
+				h[0][r[0]]++;
+				h[1][r[1]]++;
+				h[2][r[2]]++;
+			}
+			continue;
+		}
 		for (int x = 0; x < img->width; x++)
 			for (int c = 0; c < C; c++)
 				h[c][r[(size_t)x * C + c]]++;
 	}
 }
 
+/* invert, posterize and solarize are one table for every channel with an
+ * arithmetic form: pixel.h's vector rows instead of the lookups. */
 void ts_color_invert(struct ts_image *img)
 {
-	uint8_t lut[256];
-	for (int i = 0; i < 256; i++)
-		lut[i] = (uint8_t)(255 - i);
-	map_lut(img, lut);
+	EACH_ROW(img, ts_px_mask(r, n_, 0xff, 0xff));
 }
 
 void ts_color_posterize(struct ts_image *img, int bits)
 {
-	uint8_t lut[256];
 	const int mask = ~((1 << (8 - bits)) - 1);
-	for (int i = 0; i < 256; i++)
-		lut[i] = (uint8_t)(i & mask);
-	map_lut(img, lut);
+	EACH_ROW(img, ts_px_mask(r, n_, (uint8_t)mask, 0));
 }
 
 void ts_color_solarize(struct ts_image *img, double threshold)
 {
-	uint8_t lut[256];
 	/* Python compares the int level with the float threshold exactly,
-	 * as a double comparison does. */
-	for (int i = 0; i < 256; i++)
-		lut[i] = (uint8_t)((double)i < threshold ? i : 255 - i);
-	map_lut(img, lut);
+	 * as a double comparison does: the levels from the first one that
+	 * is not below it are inverted (all of them for a NaN). */
+	int t = 0;
+	while (t < 256 && (double)t < threshold)
+		t++;
+	EACH_ROW(img, ts_px_solarize(r, n_, t));
 }
 
 void ts_color_autocontrast(struct ts_image *img)

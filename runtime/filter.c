@@ -35,22 +35,6 @@
 
 /* ---- adjust_sharpness ------------------------------------------------ */
 
-/* Filter.c's clip8 of a float sum: truncation, clipped. */
-static inline uint8_t clip8f(float v)
-{
-	if (v <= 0.0f)
-		return 0;
-	if (v >= 255.0f)
-		return 255;
-	return (uint8_t)v;
-}
-
-/* One row of three taps, PIL's KERNEL1x3: (a k0 + b k1) + c k2. */
-static inline float taps3(const uint8_t *p, size_t d, const float *k)
-{
-	return (float)p[-(ptrdiff_t)d] * k[0] + (float)p[0] * k[1] + (float)p[d] * k[2];
-}
-
 int ts_filter_sharpness(struct ts_image *img, struct ts_image *tmp, float factor)
 {
 	const int W = img->width, H = img->height, C = img->channels;
@@ -61,9 +45,6 @@ int ts_filter_sharpness(struct ts_image *img, struct ts_image *tmp, float factor
 	int rc = ts_image_reserve(tmp, W, H, C, TS_DTYPE_U8);
 	if (rc < 0)
 		return rc;
-	/* _imaging.c divides the float kernel by the float divisor. */
-	const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-	const float kr[3] = { k1, k1, k1 }, kc[3] = { k1, k5, k1 };
 	const size_t row = (size_t)W * C;
 	memcpy(tmp->data, img->data, row);
 	memcpy(tmp->data + (size_t)(H - 1) * tmp->stride,
@@ -75,21 +56,12 @@ int ts_filter_sharpness(struct ts_image *img, struct ts_image *tmp, float factor
 		uint8_t *d = tmp->data + (size_t)y * tmp->stride;
 		memcpy(d, mid, (size_t)C);
 		memcpy(d + row - C, mid + row - C, (size_t)C);
-		for (size_t i = (size_t)C; i < row - C; i++) {
-			/* 0.5 for rounding; PIL takes the row below first */
-			float ss = 0.5f;
-			ss += taps3(dn + i, (size_t)C, kr);
-			ss += taps3(mid + i, (size_t)C, kc);
-			ss += taps3(up + i, (size_t)C, kr);
-			d[i] = clip8f(ss);
-		}
+		/* PIL's kernel, in its order (pixel.h) */
+		ts_px_sharpen_row(d + C, up + C, mid + C, dn + C, (size_t)C, row - 2 * (size_t)C);
 	}
-	for (int y = 0; y < H; y++) {
-		uint8_t *r = img->data + (size_t)y * img->stride;
-		const uint8_t *g = tmp->data + (size_t)y * tmp->stride;
-		for (size_t i = 0; i < row; i++)
-			r[i] = ts_aug_blend_u8(g[i], r[i], factor);
-	}
+	for (int y = 0; y < H; y++)
+		ts_px_blend_row(img->data + (size_t)y * img->stride,
+				tmp->data + (size_t)y * tmp->stride, row, factor);
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 /*
  * simd.h - which vector instruction set the pixel kernels use (resample.c,
- * outpass.c), chosen once per process from the CPU (x86-64: AVX2, else
+ * outpass.c, pixel.c), chosen once per process from the CPU (x86-64: AVX2, else
  * SSE4.1, else the generic C path; aarch64: NEON) and overridable:
  *
  *   TSRUN_SIMD=generic|sse4.1|avx2|neon   in the environment, read once at
@@ -8,7 +8,8 @@
  *   ts_simd_force()                       for tests, at any time.
  *
  * Every path gives the same bytes as the generic one (the kernels are
- * exact integer or IEEE arithmetic, tested in tests/test-resample.c), so
+ * exact integer or IEEE arithmetic, tested in tests/test-resample.c,
+ * test-outpass.c and test-pixel.c), so
  * the choice changes speed only.
  *
  * Thread safety: ts_simd_isa() may be called from any thread; a forced

@@ -1,0 +1,31 @@
+/*
+ * pixel_kernels.h - the vector rows behind pixel.h (internal to
+ * pixel*.c). Each does a prefix of its row (a multiple of its step, from
+ * the left) and returns its length; pixel.c does the rest in C.
+ */
+#ifndef TS_PIXEL_KERNELS_H
+#define TS_PIXEL_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ts_px_rows {
+	size_t (*blend_const)(uint8_t *r, size_t n, int a, float alpha);
+	size_t (*blend_row)(uint8_t *r, const uint8_t *a, size_t n, float alpha);
+	size_t (*mask)(uint8_t *r, size_t n, uint8_t and_mask, uint8_t xor_mask);
+	/* t in 1..255 */
+	size_t (*solarize)(uint8_t *r, size_t n, uint8_t t);
+	size_t (*sharpen)(uint8_t *d, const uint8_t *up, const uint8_t *mid,
+			  const uint8_t *dn, size_t C, size_t m);
+	/* packed RGB, 3 bytes a pixel; returns pixels done */
+	size_t (*gray3)(uint8_t *g, const uint8_t *rgb, size_t npx);
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+extern const struct ts_px_rows ts_px_rows_sse41, ts_px_rows_avx2;
+#endif
+#if defined(__aarch64__)
+extern const struct ts_px_rows ts_px_rows_neon;
+#endif
+
+#endif

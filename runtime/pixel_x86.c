@@ -1,0 +1,335 @@
+/*
+ * pixel_x86.c - SSE4.1 and AVX2 rows of pixel.h (layout in
+ * pixel_kernels.h). Each function carries its own target attribute, so the
+ * file builds with the project's plain x86-64 flags and pixel.c calls a row
+ * only when simd.c found its instructions. Neither target has FMA: the
+ * multiplies and adds stay two roundings, as in the C path.
+ *
+ * Blends and the sharpness kernel: bytes widened to int32 lanes (4 for
+ * SSE4.1, 8 for AVX2), the C path's float operations lane for lane,
+ * clipped to 0..255 by max/min (the same as the C path's tests: a value in
+ * (-1, 0] truncates to 0 either way, one in [255, 256) to 255), truncated
+ * by cvttps and packed back, 16 bytes a step. The gray: pmaddwd on
+ * (R, G) and (B, G) int16 pairs against (19595, 19235) and (7471, 19235)
+ * (38470 = 2 x 19235 does not fit an int16): PIL's exact integer sum.
+ */
+#include "pixel.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "pixel_kernels.h"
+
+/* The multiplies and adds stay two roundings even where the compiler may
+ * fuse vector intrinsics (vmulq + vaddq into fmla; -mfma on x86). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+/* ---- SSE4.1 ---- */
+
+__attribute__((target("sse4.1"))) static inline __m128i
+blend4_sse41(__m128i b, __m128i a, __m128 af, __m128 alpha)
+{
+	__m128 d = _mm_cvtepi32_ps(_mm_sub_epi32(b, a));
+	__m128 t = _mm_add_ps(af, _mm_mul_ps(alpha, d));
+	t = _mm_min_ps(_mm_max_ps(t, _mm_setzero_ps()), _mm_set1_ps(255.0f));
+	return _mm_cvttps_epi32(t);
+}
+
+/* Four int32 vectors of 0..255, in order, into 16 bytes. */
+__attribute__((target("sse4.1"))) static inline void
+store16_sse41(uint8_t *p, __m128i t0, __m128i t1, __m128i t2, __m128i t3)
+{
+	__m128i v = _mm_packus_epi16(_mm_packus_epi32(t0, t1), _mm_packus_epi32(t2, t3));
+	_mm_storeu_si128((__m128i *)(void *)p, v);
+}
+
+__attribute__((target("sse4.1"))) static inline __m128i load4_sse41(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
+}
+
+__attribute__((target("sse4.1"))) static size_t
+blend_const_sse41(uint8_t *r, size_t n, int a, float alpha)
+{
+	const __m128i va = _mm_set1_epi32(a);
+	const __m128 af = _mm_set1_ps((float)a), al = _mm_set1_ps(alpha);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(r + i));
+		__m128i t0 = blend4_sse41(_mm_cvtepu8_epi32(v), va, af, al);
+		__m128i t1 = blend4_sse41(_mm_cvtepu8_epi32(_mm_srli_si128(v, 4)), va, af, al);
+		__m128i t2 = blend4_sse41(_mm_cvtepu8_epi32(_mm_srli_si128(v, 8)), va, af, al);
+		__m128i t3 = blend4_sse41(_mm_cvtepu8_epi32(_mm_srli_si128(v, 12)), va, af, al);
+		store16_sse41(r + i, t0, t1, t2, t3);
+	}
+	return i;
+}
+
+__attribute__((target("sse4.1"))) static size_t
+blend_row_sse41(uint8_t *r, const uint8_t *a, size_t n, float alpha)
+{
+	const __m128 al = _mm_set1_ps(alpha);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i t[4];
+		for (int k = 0; k < 4; k++) {
+			__m128i va = load4_sse41(a + i + 4 * k);
+			t[k] = blend4_sse41(load4_sse41(r + i + 4 * k), va, _mm_cvtepi32_ps(va), al);
+		}
+		store16_sse41(r + i, t[0], t[1], t[2], t[3]);
+	}
+	return i;
+}
+
+__attribute__((target("sse4.1"))) static size_t
+mask_sse41(uint8_t *r, size_t n, uint8_t and_mask, uint8_t xor_mask)
+{
+	const __m128i am = _mm_set1_epi8((char)and_mask), xm = _mm_set1_epi8((char)xor_mask);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i *p = (__m128i *)(void *)(r + i);
+		_mm_storeu_si128(p, _mm_xor_si128(_mm_and_si128(_mm_loadu_si128(p), am), xm));
+	}
+	return i;
+}
+
+__attribute__((target("sse4.1"))) static size_t solarize_sse41(uint8_t *r, size_t n, uint8_t t)
+{
+	const __m128i vt = _mm_set1_epi8((char)t);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m128i *p = (__m128i *)(void *)(r + i);
+		__m128i v = _mm_loadu_si128(p);
+		/* v >= t where max(v, t) == v; 255 - v is v ^ 0xff */
+		__m128i ge = _mm_cmpeq_epi8(_mm_max_epu8(v, vt), v);
+		_mm_storeu_si128(p, _mm_xor_si128(v, ge));
+	}
+	return i;
+}
+
+__attribute__((target("sse4.1"))) static inline __m128 ldf4_sse41(const uint8_t *p)
+{
+	return _mm_cvtepi32_ps(load4_sse41(p));
+}
+
+/* Four outputs of the sharpness kernel, in the C path's order. */
+__attribute__((target("sse4.1"))) static inline __m128i
+sharp4_sse41(const uint8_t *up, const uint8_t *mid, const uint8_t *dn, size_t C)
+{
+	const __m128 k1 = _mm_set1_ps(1.0f / 13.0f), k5 = _mm_set1_ps(5.0f / 13.0f);
+	__m128 s = _mm_set1_ps(0.5f);
+	s = _mm_add_ps(s, _mm_add_ps(_mm_add_ps(_mm_mul_ps(ldf4_sse41(dn - C), k1),
+						_mm_mul_ps(ldf4_sse41(dn), k1)),
+				     _mm_mul_ps(ldf4_sse41(dn + C), k1)));
+	s = _mm_add_ps(s, _mm_add_ps(_mm_add_ps(_mm_mul_ps(ldf4_sse41(mid - C), k1),
+						_mm_mul_ps(ldf4_sse41(mid), k5)),
+				     _mm_mul_ps(ldf4_sse41(mid + C), k1)));
+	s = _mm_add_ps(s, _mm_add_ps(_mm_add_ps(_mm_mul_ps(ldf4_sse41(up - C), k1),
+						_mm_mul_ps(ldf4_sse41(up), k1)),
+				     _mm_mul_ps(ldf4_sse41(up + C), k1)));
+	s = _mm_min_ps(_mm_max_ps(s, _mm_setzero_ps()), _mm_set1_ps(255.0f));
+	return _mm_cvttps_epi32(s);
+}
+
+__attribute__((target("sse4.1"))) static size_t
+sharpen_sse41(uint8_t *d, const uint8_t *up, const uint8_t *mid, const uint8_t *dn,
+	      size_t C, size_t m)
+{
+	size_t j = 0;
+	for (; j + 16 <= m; j += 16)
+		store16_sse41(d + j, sharp4_sse41(up + j, mid + j, dn + j, C),
+			      sharp4_sse41(up + j + 4, mid + j + 4, dn + j + 4, C),
+			      sharp4_sse41(up + j + 8, mid + j + 8, dn + j + 8, C),
+			      sharp4_sse41(up + j + 12, mid + j + 12, dn + j + 12, C));
+	return j;
+}
+
+/* The shuffles of four RGB pixels (one 16-byte load) into (R, G) and
+ * (B, G) int16 pairs, one pixel per 32-bit lane. */
+#define RG_PAIRS 0, -1, 1, -1, 3, -1, 4, -1, 6, -1, 7, -1, 9, -1, 10, -1
+#define BG_PAIRS 2, -1, 1, -1, 5, -1, 4, -1, 8, -1, 7, -1, 11, -1, 10, -1
+
+__attribute__((target("sse4.1"))) static size_t gray3_sse41(uint8_t *g, const uint8_t *rgb,
+							     size_t npx)
+{
+	const __m128i rg = _mm_setr_epi8(RG_PAIRS), bg = _mm_setr_epi8(BG_PAIRS);
+	const __m128i wrg = _mm_setr_epi16(19595, 19235, 19595, 19235, 19595, 19235, 19595, 19235);
+	const __m128i wbg = _mm_setr_epi16(7471, 19235, 7471, 19235, 7471, 19235, 7471, 19235);
+	const __m128i half = _mm_set1_epi32(0x8000);
+	size_t x = 0;
+	/* the load takes 16 bytes for 12 */
+	for (; 3 * x + 16 <= 3 * npx; x += 4) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(rgb + 3 * x));
+		__m128i s = _mm_add_epi32(_mm_madd_epi16(_mm_shuffle_epi8(v, rg), wrg),
+					  _mm_madd_epi16(_mm_shuffle_epi8(v, bg), wbg));
+		s = _mm_srli_epi32(_mm_add_epi32(s, half), 16);
+		s = _mm_packus_epi16(_mm_packus_epi32(s, s), s);
+		int32_t o = _mm_cvtsi128_si32(s);
+		memcpy(g + x, &o, 4);
+	}
+	return x;
+}
+
+const struct ts_px_rows ts_px_rows_sse41 = {
+	.blend_const = blend_const_sse41,
+	.blend_row = blend_row_sse41,
+	.mask = mask_sse41,
+	.solarize = solarize_sse41,
+	.sharpen = sharpen_sse41,
+	.gray3 = gray3_sse41,
+};
+
+/* ---- AVX2 ---- */
+
+__attribute__((target("avx2"))) static inline __m256i
+blend8_avx2(__m256i b, __m256i a, __m256 af, __m256 alpha)
+{
+	__m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(b, a));
+	__m256 t = _mm256_add_ps(af, _mm256_mul_ps(alpha, d));
+	t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+	return _mm256_cvttps_epi32(t);
+}
+
+/* Two int32 vectors of 0..255, in order, into 16 bytes. */
+__attribute__((target("avx2"))) static inline void store16_avx2(uint8_t *p, __m256i t0,
+								__m256i t1)
+{
+	/* packus works per 128-bit lane: put the 16-bit halves in order */
+	__m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(t0, t1), 0xd8);
+	__m128i v = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+	_mm_storeu_si128((__m128i *)(void *)p, v);
+}
+
+__attribute__((target("avx2"))) static inline __m256i load8_avx2(const uint8_t *p)
+{
+	return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+__attribute__((target("avx2"))) static size_t
+blend_const_avx2(uint8_t *r, size_t n, int a, float alpha)
+{
+	const __m256i va = _mm256_set1_epi32(a);
+	const __m256 af = _mm256_set1_ps((float)a), al = _mm256_set1_ps(alpha);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		store16_avx2(r + i, blend8_avx2(load8_avx2(r + i), va, af, al),
+			     blend8_avx2(load8_avx2(r + i + 8), va, af, al));
+	return i;
+}
+
+__attribute__((target("avx2"))) static size_t
+blend_row_avx2(uint8_t *r, const uint8_t *a, size_t n, float alpha)
+{
+	const __m256 al = _mm256_set1_ps(alpha);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i a0 = load8_avx2(a + i), a1 = load8_avx2(a + i + 8);
+		store16_avx2(r + i, blend8_avx2(load8_avx2(r + i), a0, _mm256_cvtepi32_ps(a0), al),
+			     blend8_avx2(load8_avx2(r + i + 8), a1, _mm256_cvtepi32_ps(a1), al));
+	}
+	return i;
+}
+
+__attribute__((target("avx2"))) static size_t
+mask_avx2(uint8_t *r, size_t n, uint8_t and_mask, uint8_t xor_mask)
+{
+	const __m256i am = _mm256_set1_epi8((char)and_mask), xm = _mm256_set1_epi8((char)xor_mask);
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i *p = (__m256i *)(void *)(r + i);
+		_mm256_storeu_si256(p, _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(p), am), xm));
+	}
+	return i;
+}
+
+__attribute__((target("avx2"))) static size_t solarize_avx2(uint8_t *r, size_t n, uint8_t t)
+{
+	const __m256i vt = _mm256_set1_epi8((char)t);
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i *p = (__m256i *)(void *)(r + i);
+		__m256i v = _mm256_loadu_si256(p);
+		__m256i ge = _mm256_cmpeq_epi8(_mm256_max_epu8(v, vt), v);
+		_mm256_storeu_si256(p, _mm256_xor_si256(v, ge));
+	}
+	return i;
+}
+
+__attribute__((target("avx2"))) static inline __m256 ldf8_avx2(const uint8_t *p)
+{
+	return _mm256_cvtepi32_ps(load8_avx2(p));
+}
+
+__attribute__((target("avx2"))) static inline __m256i
+sharp8_avx2(const uint8_t *up, const uint8_t *mid, const uint8_t *dn, size_t C)
+{
+	const __m256 k1 = _mm256_set1_ps(1.0f / 13.0f), k5 = _mm256_set1_ps(5.0f / 13.0f);
+	__m256 s = _mm256_set1_ps(0.5f);
+	s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ldf8_avx2(dn - C), k1),
+							 _mm256_mul_ps(ldf8_avx2(dn), k1)),
+					   _mm256_mul_ps(ldf8_avx2(dn + C), k1)));
+	s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ldf8_avx2(mid - C), k1),
+							 _mm256_mul_ps(ldf8_avx2(mid), k5)),
+					   _mm256_mul_ps(ldf8_avx2(mid + C), k1)));
+	s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ldf8_avx2(up - C), k1),
+							 _mm256_mul_ps(ldf8_avx2(up), k1)),
+					   _mm256_mul_ps(ldf8_avx2(up + C), k1)));
+	s = _mm256_min_ps(_mm256_max_ps(s, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+	return _mm256_cvttps_epi32(s);
+}
+
+__attribute__((target("avx2"))) static size_t
+sharpen_avx2(uint8_t *d, const uint8_t *up, const uint8_t *mid, const uint8_t *dn,
+	     size_t C, size_t m)
+{
+	size_t j = 0;
+	for (; j + 16 <= m; j += 16)
+		store16_avx2(d + j, sharp8_avx2(up + j, mid + j, dn + j, C),
+			     sharp8_avx2(up + j + 8, mid + j + 8, dn + j + 8, C));
+	return j;
+}
+
+__attribute__((target("avx2"))) static size_t gray3_avx2(uint8_t *g, const uint8_t *rgb,
+							  size_t npx)
+{
+	const __m256i rg = _mm256_setr_epi8(RG_PAIRS, RG_PAIRS), bg = _mm256_setr_epi8(BG_PAIRS, BG_PAIRS);
+	const __m256i wrg = _mm256_set1_epi32(19595 | 19235 << 16);
+	const __m256i wbg = _mm256_set1_epi32(7471 | 19235 << 16);
+	const __m256i half = _mm256_set1_epi32(0x8000);
+	/* dword 0 of each 128-bit lane: the lanes' four gray bytes */
+	const __m256i pick = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+	size_t x = 0;
+	/* pixels 0-3 from one 16-byte load, 4-7 from one 12 bytes on */
+	for (; 3 * x + 28 <= 3 * npx; x += 8) {
+		const uint8_t *p = rgb + 3 * x;
+		__m256i v = _mm256_inserti128_si256(
+			_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
+			_mm_loadu_si128((const __m128i *)(const void *)(p + 12)), 1);
+		__m256i s = _mm256_add_epi32(_mm256_madd_epi16(_mm256_shuffle_epi8(v, rg), wrg),
+					     _mm256_madd_epi16(_mm256_shuffle_epi8(v, bg), wbg));
+		s = _mm256_srli_epi32(_mm256_add_epi32(s, half), 16);
+		s = _mm256_packus_epi16(_mm256_packus_epi32(s, s), s);
+		s = _mm256_permutevar8x32_epi32(s, pick);
+		_mm_storel_epi64((__m128i *)(void *)(g + x), _mm256_castsi256_si128(s));
+	}
+	return x;
+}
+
+const struct ts_px_rows ts_px_rows_avx2 = {
+	.blend_const = blend_const_avx2,
+	.blend_row = blend_row_avx2,
+	.mask = mask_avx2,
+	.solarize = solarize_avx2,
+	.sharpen = sharpen_avx2,
+	.gray3 = gray3_avx2,
+};
+
+#endif
