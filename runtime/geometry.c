@@ -276,32 +276,82 @@ static int32_t fix16(double v)
 	return (int32_t)floor_int(v * 65536.0 + 0.5);
 }
 
+/* The x in [*x0, *x1) (narrowed from what it holds) where lo <= v0 + x k
+ * < hi: the integers of a linear inequality, exactly (64-bit, floor and
+ * ceiling divisions), so that a row's inside run needs no test per
+ * pixel. */
+static void run_within(int64_t v0, int64_t k, int64_t lo, int64_t hi, int *x0, int *x1)
+{
+	int64_t a, b; /* a <= x < b */
+	if (k == 0) {
+		if (v0 < lo || v0 >= hi)
+			*x1 = *x0;
+		return;
+	}
+	if (k > 0) {
+		/* x >= ceil((lo - v0) / k), x < ceil((hi - v0) / k) */
+		a = lo - v0 > 0 ? (lo - v0 + k - 1) / k : -((v0 - lo) / k);
+		b = hi - v0 > 0 ? (hi - v0 + k - 1) / k : -((v0 - hi) / k);
+	} else {
+		/* x <= floor((v0 - lo) / -k), x > floor((v0 - hi) / -k) */
+		const int64_t m = -k;
+		a = (v0 - hi >= 0 ? (v0 - hi) / m : -((hi - v0 + m - 1) / m)) + 1;
+		b = (v0 - lo >= 0 ? (v0 - lo) / m : -((lo - v0 + m - 1) / m)) + 1;
+	}
+	if (a > *x0)
+		*x0 = a > *x1 ? *x1 : (int)a;
+	if (b < *x1)
+		*x1 = b < *x0 ? *x0 : (int)b;
+}
+
+static inline __attribute__((always_inline)) void
+fixed_affine_c(const struct ts_image *src, struct ts_image *dst, const double a[6],
+	       const int C)
+{
+	const int32_t a0 = fix16(a[0]), a1 = fix16(a[1]), a3 = fix16(a[3]),
+		      a4 = fix16(a[4]);
+	int32_t a2 = fix16(a[2] + a[0] * 0.5 + a[1] * 0.5);
+	int32_t a5 = fix16(a[5] + a[3] * 0.5 + a[4] * 0.5);
+	const int64_t xhi = (int64_t)src->width << 16, yhi = (int64_t)src->height << 16;
+	for (int y = 0; y < dst->height; y++) {
+		/* Pillow's per-pixel test 0 <= pos >> 16 < size, for x and y,
+		 * solved for the row's run of x (the positions are exact
+		 * integers: a2 + x a0, as Pillow accumulates them) */
+		int x0 = 0, x1 = dst->width;
+		run_within(a2, a0, 0, xhi, &x0, &x1);
+		run_within(a5, a3, 0, yhi, &x0, &x1);
+		uint8_t *out = dst->data + (size_t)y * dst->stride + (size_t)x0 * C;
+		/* in 64 bits: a position of the run fits, the product alone
+		 * may not */
+		int32_t xx = (int32_t)(a2 + (int64_t)x0 * a0);
+		int32_t yy = (int32_t)(a5 + (int64_t)x0 * a3);
+		for (int x = x0; x < x1; x++, out += C) {
+			copy_px(out, src->data + (size_t)(yy >> 16) * src->stride +
+					     (size_t)(xx >> 16) * C,
+				C);
+			xx += a0;
+			yy += a3;
+		}
+		a2 += a1;
+		a5 += a4;
+	}
+}
+
 /* Pillow's affine_fixed: nearest in 16.16 fixed point, stepping along
  * each row; the input pixel is the integer part of the position (an
  * arithmetic shift, so negative positions stay outside). */
 static void fixed_affine(const struct ts_image *src, struct ts_image *dst,
 			 const double a[6])
 {
-	const int C = src->channels;
-	const int32_t a0 = fix16(a[0]), a1 = fix16(a[1]), a3 = fix16(a[3]),
-		      a4 = fix16(a[4]);
-	int32_t a2 = fix16(a[2] + a[0] * 0.5 + a[1] * 0.5);
-	int32_t a5 = fix16(a[5] + a[3] * 0.5 + a[4] * 0.5);
-	for (int y = 0; y < dst->height; y++) {
-		uint8_t *out = dst->data + (size_t)y * dst->stride;
-		int32_t xx = a2, yy = a5;
-		for (int x = 0; x < dst->width; x++, out += C) {
-			const int32_t xin = xx >> 16;
-			if (xin >= 0 && xin < src->width) {
-				const int32_t yin = yy >> 16;
-				if (yin >= 0 && yin < src->height)
-					copy_px(out, px_at(src, xin, yin), C);
-			}
-			xx += a0;
-			yy += a3;
-		}
-		a2 += a1;
-		a5 += a4;
+	switch (src->channels) {
+	case 1:
+		fixed_affine_c(src, dst, a, 1);
+		break;
+	case 3:
+		fixed_affine_c(src, dst, a, 3);
+		break;
+	default:
+		fixed_affine_c(src, dst, a, src->channels);
 	}
 }
 

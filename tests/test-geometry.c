@@ -184,6 +184,84 @@ START_TEST(affine_channels)
 }
 END_TEST
 
+/* The fixed-point nearest engine against Pillow's affine_fixed written
+ * out pixel by pixel (the position tested against the input at every
+ * output pixel): maps that step forwards and backwards in x and y, cross
+ * the input's edges at every phase, and miss it altogether, on 1, 3 and 4
+ * channels. */
+static int32_t fix16_ref(double v)
+{
+	return (int32_t)floor(v * 65536.0 + 0.5);
+}
+
+static void affine_fixed_ref(const struct ts_image *src, uint8_t *out, int ow, int oh,
+			     const double a[6], const uint8_t fill[4])
+{
+	const int C = src->channels;
+	int32_t a0 = fix16_ref(a[0]), a1 = fix16_ref(a[1]), a3 = fix16_ref(a[3]),
+		a4 = fix16_ref(a[4]);
+	int32_t a2 = fix16_ref(a[2] + a[0] * 0.5 + a[1] * 0.5);
+	int32_t a5 = fix16_ref(a[5] + a[3] * 0.5 + a[4] * 0.5);
+	for (int y = 0; y < oh; y++) {
+		int32_t xx = a2, yy = a5;
+		for (int x = 0; x < ow; x++) {
+			uint8_t *o = out + ((size_t)y * ow + x) * C;
+			int xin = xx >> 16, yin = yy >> 16;
+			if (xin >= 0 && xin < src->width && yin >= 0 && yin < src->height)
+				memcpy(o, src->data + (size_t)yin * src->stride + (size_t)xin * C,
+				       (size_t)C);
+			else
+				memcpy(o, fill, (size_t)C);
+			xx += a0;
+			yy += a3;
+		}
+		a2 += a1;
+		a5 += a4;
+	}
+}
+
+START_TEST(affine_nearest_runs)
+{
+	uint32_t seed = 77u + (uint32_t)_i;
+	const uint8_t fill[4] = { 11, 22, 33, 44 };
+	for (int t = 0; t < 200; t++) {
+		seed = seed * 1103515245u + 12345u;
+		const int C = (int[]){ 1, 3, 4 }[(seed >> 8) % 3];
+		const int W = 1 + (int)((seed >> 12) % 37), H = 1 + (int)((seed >> 20) % 29);
+		const int ow = 1 + (int)((seed >> 3) % 41), oh = 1 + (int)((seed >> 17) % 23);
+		double a[6];
+		for (int k = 0; k < 6; k++) {
+			seed = seed * 1103515245u + 12345u;
+			double u = (double)(seed >> 8) / 16777216.0 - 0.5; /* [-0.5, 0.5) */
+			/* steps up to 2.5 either way, offsets past both edges */
+			a[k] = k == 2 ? u * 3 * W : k == 5 ? u * 3 * H : u * 5;
+		}
+		if (t % 7 == 0)
+			a[1] = 0; /* a row-constant x step: the shears' case */
+		if (a[1] == 0 && a[3] == 0)
+			a[3] = 0.01; /* not the per-column table engine */
+		struct ts_image src = { 0 }, dst = { 0 };
+		ck_assert_int_eq(ts_image_reserve(&src, W, H, C, TS_DTYPE_U8), 0);
+		for (int y = 0; y < H; y++)
+			for (int i = 0; i < W * C; i++)
+				src.data[(size_t)y * src.stride + i] = (uint8_t)(y * 31 + i * 7 + 1);
+		uint8_t *want = malloc((size_t)ow * oh * C);
+		ck_assert_ptr_nonnull(want);
+		affine_fixed_ref(&src, want, ow, oh, a, fill);
+		ck_assert_int_eq(ts_geo_transform_affine(&src, &dst, ow, oh, a, TS_INTERP_NEAREST,
+							 fill), 0);
+		for (int y = 0; y < oh; y++)
+			if (memcmp(dst.data + (size_t)y * dst.stride, want + (size_t)y * ow * C,
+				   (size_t)ow * C) != 0)
+				ck_abort_msg("case %d: %dx%dx%d -> %dx%d, row %d differs", t, W, H, C,
+					     ow, oh, y);
+		free(want);
+		ts_image_free(&src);
+		ts_image_free(&dst);
+	}
+}
+END_TEST
+
 /* The perspective through its own corners is the identity; the
  * coefficients map each endpoint onto its startpoint. */
 START_TEST(perspective_coefficients)
@@ -683,6 +761,7 @@ static Suite *suite(void)
 	tcase_add_test(k, rotate_sizes);
 	tcase_add_test(k, affine_pil);
 	tcase_add_test(k, affine_channels);
+	tcase_add_loop_test(k, affine_nearest_runs, 0, 4);
 	tcase_add_test(k, perspective_coefficients);
 	tcase_add_test(k, degenerate_maps);
 	tcase_add_loop_test(k, pad_modes, 0, (int)(sizeof(pad_cases) / sizeof(pad_cases[0])));
