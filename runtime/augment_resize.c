@@ -150,10 +150,11 @@ static int coeff_ksize(int in_size, int out_size, double support,
  * scale and the filter is evaluated at input pixel centres. Each output's
  * coefficients depend on nothing but xx, so a window of them is the same
  * as those of the whole axis. */
-static void coeff_compute(int in_size, int out_size, int o0, int n,
-			  double (*filter)(double), double support_base,
-			  bool antialias, int ksize, int *bounds, double *kd,
-			  int32_t *ki)
+static inline __attribute__((always_inline)) void
+coeff_compute_with(int in_size, int out_size, int o0, int n,
+		   double (*filter)(double), double support_base,
+		   bool antialias, int ksize, int *bounds, double *kd,
+		   int32_t *ki)
 {
 	double scale = (double)((float)in_size - 0.0f) / out_size;
 	double fs = scale;
@@ -191,6 +192,22 @@ static void coeff_compute(int in_size, int out_size, int o0, int n,
 			kq[x] = k[x] < 0 ? (int32_t)(-0.5 + k[x] * (1 << PRECISION_BITS))
 					 : (int32_t)(0.5 + k[x] * (1 << PRECISION_BITS));
 	}
+}
+
+/* coeff_compute_with, its filter inlined: the bilinear recipes' filter
+ * is called once per tap of every output of both axes, per image (the
+ * same arithmetic in the same order, so the same coefficients). */
+static void coeff_compute(int in_size, int out_size, int o0, int n,
+			  double (*filter)(double), double support_base,
+			  bool antialias, int ksize, int *bounds, double *kd,
+			  int32_t *ki)
+{
+	if (filter == filter_triangle)
+		coeff_compute_with(in_size, out_size, o0, n, filter_triangle, support_base,
+				   antialias, ksize, bounds, kd, ki);
+	else
+		coeff_compute_with(in_size, out_size, o0, n, filter, support_base,
+				   antialias, ksize, bounds, kd, ki);
 }
 
 void ts_aug_resize_span(int in_size, int out_size, enum ts_interp interp,
