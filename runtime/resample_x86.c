@@ -251,7 +251,49 @@ static inline __m256i h3t_pixels(const uint8_t *s, const struct ts_rs_h3t_entry 
 	return _mm256_shuffle_epi8(px, _mm256_load_si256((const __m256i *)(const void *)e->mask));
 }
 
-/* Two rows at a time share each entry's loads of shuffle and weights. */
+/* One block's sums for two rows (h3t_pixels per row, the entry's
+ * weights shared). */
+__attribute__((target("avx2")))
+static inline void h3t_block2(const uint8_t *s0, const uint8_t *s1,
+			      const struct ts_rs_h3t_entry *e, int nj, __m256i *h0,
+			      __m256i *l0, __m256i *h1, __m256i *l1)
+{
+	__m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+	for (int j = 0; j < nj; j++, e++) {
+		const __m256i wh = _mm256_load_si256((const __m256i *)(const void *)e->hi);
+		const __m256i wl = _mm256_load_si256((const __m256i *)(const void *)e->lo);
+		const __m256i v0 = h3t_pixels(s0, e), v1 = h3t_pixels(s1, e);
+		a = _mm256_add_epi32(a, _mm256_madd_epi16(v0, wh));
+		b = _mm256_add_epi32(b, _mm256_madd_epi16(v0, wl));
+		c = _mm256_add_epi32(c, _mm256_madd_epi16(v1, wh));
+		d = _mm256_add_epi32(d, _mm256_madd_epi16(v1, wl));
+	}
+	*h0 = a;
+	*l0 = b;
+	*h1 = c;
+	*l1 = d;
+}
+
+/* Two whole blocks' sums (a: elements 0-7, b: 8-15) to 16 bytes at d:
+ * one pack, permute and store for both, not one each. */
+__attribute__((target("avx2")))
+static inline void h3t_store16(uint8_t *d, __m256i ha, __m256i la, __m256i hb,
+			       __m256i lb)
+{
+	const __m256i half = _mm256_set1_epi32(HALF);
+	__m256i a = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(
+		_mm256_slli_epi32(ha, 11), la), half), TS_RESAMPLE_BITS);
+	__m256i b = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(
+		_mm256_slli_epi32(hb, 11), lb), half), TS_RESAMPLE_BITS);
+	/* int16 quarters a0-3 b0-3 | a4-7 b4-7, put in order a0-7 b0-7 */
+	__m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);
+	_mm_storeu_si128((__m128i *)(void *)d,
+			 _mm_packus_epi16(_mm256_castsi256_si128(p),
+					  _mm256_extracti128_si256(p, 1)));
+}
+
+/* Two rows at a time share each entry's loads of shuffle and weights;
+ * two whole blocks at a time share the packing and the store. */
 __attribute__((target("avx2")))
 void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		    size_t dstride, int ow, int ksize, const int *bounds,
@@ -270,16 +312,16 @@ void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 				h3t_scalar(s1, d1, e0, e0 + m, ksize, bounds, weights);
 				continue;
 			}
-			const struct ts_rs_h3t_entry *e = tab + blk[b].first;
-			__m256i h0 = _mm256_setzero_si256(), l0 = h0, h1 = h0, l1 = h0;
-			for (int j = 0; j < blk[b].nj; j++, e++) {
-				const __m256i wh = _mm256_load_si256((const __m256i *)(const void *)e->hi);
-				const __m256i wl = _mm256_load_si256((const __m256i *)(const void *)e->lo);
-				const __m256i v0 = h3t_pixels(s0, e), v1 = h3t_pixels(s1, e);
-				h0 = _mm256_add_epi32(h0, _mm256_madd_epi16(v0, wh));
-				l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(v0, wl));
-				h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(v1, wh));
-				l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(v1, wl));
+			__m256i h0, l0, h1, l1;
+			h3t_block2(s0, s1, tab + blk[b].first, blk[b].nj, &h0, &l0, &h1, &l1);
+			if (e0 + 16 <= n_el && blk[b + 1].first >= 0) {
+				__m256i h0b, l0b, h1b, l1b;
+				h3t_block2(s0, s1, tab + blk[b + 1].first, blk[b + 1].nj, &h0b,
+					   &l0b, &h1b, &l1b);
+				h3t_store16(d0 + e0, h0, l0, h0b, l0b);
+				h3t_store16(d1 + e0, h1, l1, h1b, l1b);
+				b++;
+				continue;
 			}
 			h3t_store(d0 + e0, h0, l0, m);
 			h3t_store(d1 + e0, h1, l1, m);
@@ -388,6 +430,62 @@ static inline __m256i fix8_avx2(__m256i h, __m256i l)
 	return _mm256_srai_epi32(s, TS_RESAMPLE_BITS);
 }
 
+/* Tap pairs a row of the 32-byte vertical step holds broadcast. */
+#define V32_MAXPAIRS 8
+
+/*
+ * One output row of the vertical pass, 32 bytes per step (rows of at
+ * least 32; the last step overlaps the one before). Per pair of rows: two
+ * 32-byte loads, bytes interleaved (a, b) and zero-extended to int16
+ * pairs by four unpacks against zero, so that lane 0 holds elements 0-15
+ * and lane 1 16-31 and the packs at the end give them back in order with
+ * no permute; the pairs' weights are broadcast once per row, not per
+ * step. The same int32 sums as the 16-byte step.
+ */
+__attribute__((target("avx2")))
+static void v_row32_avx2(const uint8_t *base, size_t sstride, int n_elems,
+			 uint8_t *d, int n, const int32_t *pr)
+{
+	const int np = (n + 1) / 2;
+	__m256i kh[V32_MAXPAIRS], kl[V32_MAXPAIRS];
+	const uint8_t *rb[V32_MAXPAIRS];
+	for (int j = 0; j < np; j++) {
+		kh[j] = _mm256_set1_epi32(pr[2 * j]);
+		kl[j] = _mm256_set1_epi32(pr[2 * j + 1]);
+		/* an odd count's last pair reads its row twice, weight 0 */
+		rb[j] = base + (size_t)(2 * j + 1 < n ? 2 * j + 1 : 2 * j) * sstride;
+	}
+	const __m256i zero = _mm256_setzero_si256();
+	for (int i = 0;; i += 32) {
+		if (i + 32 > n_elems)
+			i = n_elems - 32;
+		__m256i h0 = zero, h1 = zero, h2 = zero, h3 = zero;
+		__m256i l0 = zero, l1 = zero, l2 = zero, l3 = zero;
+		for (int j = 0; j < np; j++) {
+			const uint8_t *ra = base + (size_t)(2 * j) * sstride + i;
+			__m256i a = _mm256_loadu_si256((const __m256i *)(const void *)ra);
+			__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(rb[j] + i));
+			__m256i t0 = _mm256_unpacklo_epi8(a, b), t1 = _mm256_unpackhi_epi8(a, b);
+			__m256i w0 = _mm256_unpacklo_epi8(t0, zero), w1 = _mm256_unpackhi_epi8(t0, zero);
+			__m256i w2 = _mm256_unpacklo_epi8(t1, zero), w3 = _mm256_unpackhi_epi8(t1, zero);
+			h0 = _mm256_add_epi32(h0, _mm256_madd_epi16(w0, kh[j]));
+			h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(w1, kh[j]));
+			h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(w2, kh[j]));
+			h3 = _mm256_add_epi32(h3, _mm256_madd_epi16(w3, kh[j]));
+			l0 = _mm256_add_epi32(l0, _mm256_madd_epi16(w0, kl[j]));
+			l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w1, kl[j]));
+			l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(w2, kl[j]));
+			l3 = _mm256_add_epi32(l3, _mm256_madd_epi16(w3, kl[j]));
+		}
+		/* per lane: w0 elements 0-3, w1 4-7, w2 8-11, w3 12-15 */
+		__m256i p01 = _mm256_packs_epi32(fix8_avx2(h0, l0), fix8_avx2(h1, l1));
+		__m256i p23 = _mm256_packs_epi32(fix8_avx2(h2, l2), fix8_avx2(h3, l3));
+		_mm256_storeu_si256((__m256i *)(void *)(d + i), _mm256_packus_epi16(p01, p23));
+		if (i + 32 >= n_elems)
+			break;
+	}
+}
+
 __attribute__((target("avx2")))
 void ts_rs_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
 		  uint8_t *dst, size_t dstride, int oh, const int *bounds,
@@ -400,6 +498,10 @@ void ts_rs_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
 		uint8_t *d = dst + (size_t)yy * dstride;
 		if (n_elems < 16) {
 			v_row_scalar(base, sstride, n_elems, d, n, pr);
+			continue;
+		}
+		if (n_elems >= 32 && n <= 2 * V32_MAXPAIRS) {
+			v_row32_avx2(base, sstride, n_elems, d, n, pr);
 			continue;
 		}
 		for (int i = 0;; i += 16) {

@@ -226,6 +226,8 @@ START_TEST(passes_arbitrary_weights)
 	static const int sizes[][4] = { /* in_w, rows, ow, ksize */
 		{ 50, 7, 40, 9 }, { 5, 3, 17, 5 }, { 300, 4, 224, 3 }, { 64, 2, 3, 64 },
 		{ 16, 16, 16, 1 }, { 33, 5, 31, 4 },
+		/* the vertical 32-byte step's most pairs (8) and one past */
+		{ 40, 3, 20, 16 }, { 40, 3, 20, 17 },
 	};
 	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
 		const int in_w = sizes[z][0], rows = sizes[z][1], ow = sizes[z][2], ks = sizes[z][3];
