@@ -112,6 +112,21 @@ void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box
 	bool have = false;
 	if (!box->apply)
 		return;
+	if (!op->erase_random && dtype == TS_DTYPE_F32) {
+		/* a constant into float32, the recipes' case: a run a row */
+		const size_t step = layout == TS_LAYOUT_NCHW ? 1 : (size_t)C;
+		for (int c = 0; c < C; c++) {
+			const float v = op->n_erase > 1 ? op->erase_value[c] : op->erase_value[0];
+			for (int y = box->i; y < box->i + box->h; y++) {
+				float *d = (float *)dst + (layout == TS_LAYOUT_NCHW
+								   ? ((size_t)c * H + y) * W + box->j
+								   : ((size_t)y * W + box->j) * C + c);
+				for (int x = 0; x < box->w; x++)
+					d[(size_t)x * step] = v;
+			}
+		}
+		return;
+	}
 	for (int c = 0; c < C; c++) {
 		float v = op->n_erase > 1 ? op->erase_value[c] : op->erase_value[0];
 		for (int y = box->i; y < box->i + box->h; y++)
