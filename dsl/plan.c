@@ -184,7 +184,8 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 	if (keep < 1 || keep >= plan->n_ops)
 		return TS_E_ARG;
 	for (size_t i = 0; i < keep; i++)
-		if (ts_op_is_output(&plan->ops[i]) || ts_op_expands(&plan->ops[i]))
+		if (ts_op_is_output(&plan->ops[i]) || ts_op_expands(&plan->ops[i]) ||
+		    plan->ops[i].kind == TS_OP_VIEWS) /* views(): several images */
 			return TS_E_ARG;
 	struct ts_op *ops = calloc(keep + 1, sizeof(*ops));
 	if (!ops)
@@ -213,6 +214,7 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 	pre->plan.expands = false;
 	pre->plan.max_out_per_in = 1;
 	pre->plan.device = (struct ts_plan_device){0};
+	pre->plan.n_views = 0;
 	return 0;
 }
 

@@ -407,7 +407,8 @@ bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b);
  * before any tile, filter or plugin. Everything but the op array is
  * borrowed from plan, which must outlive the prefix; free it with
  * ts_plan_prefix_fini, never ts_plan_destroy. Returns 0, TS_E_ARG (keep
- * out of range, or a tile, filter or plugin before it) or TS_E_NOMEM.
+ * out of range, or a tile, filter, plugin or views before it) or
+ * TS_E_NOMEM.
  */
 struct ts_plan_prefix {
 	struct ts_plan plan;

@@ -33,6 +33,7 @@ struct shot {
 	int height, width, channels;
 	enum ts_dtype dtype;
 	enum ts_layout layout;
+	int view;               /* views(...): which; -1 for a whole sample */
 };
 
 /* What the sink fills: n shots by stream position. */
@@ -95,6 +96,7 @@ static void sink(void *arg, const struct ts_engine_sample *s)
 	d->channels = s->channels;
 	d->dtype = s->dtype;
 	d->layout = s->layout;
+	d->view = -1;
 	d->have = true;
 }
 
@@ -206,6 +208,7 @@ static int run_ring(const struct ts_plan *plan, const struct ts_preview_opts *o,
 			d->channels = plan->channels;
 			d->dtype = plan->dtype;
 			d->layout = plan->layout;
+			d->view = -1;
 			d->have = true;
 		}
 		ts_ring_local_release(local, &b);
@@ -236,6 +239,73 @@ static int run_ring(const struct ts_plan *plan, const struct ts_preview_opts *o,
 	ts_ring_local_destroy(local);
 	ts_ring_destroy(ring);
 	return rc;
+}
+
+/* ---- views ------------------------------------------------------------- */
+
+/* views(...): view v of sample in as a shot of its own into *out. */
+static int view_shot(const struct ts_plan *plan, const struct shot *in, int v,
+		     struct shot *out)
+{
+	const struct ts_plan_view *pv = &plan->views[v];
+	*out = *in;
+	out->data = malloc(pv->bytes);
+	out->path = in->path ? ts_strdup(in->path) : NULL;
+	out->class_name = in->class_name ? ts_strdup(in->class_name) : NULL;
+	if (!out->data || (in->path && !out->path) || (in->class_name && !out->class_name)) {
+		shot_fini(out);
+		return TS_E_NOMEM;
+	}
+	memcpy(out->data, (const uint8_t *)in->data + pv->offset, pv->bytes);
+	out->bytes = pv->bytes;
+	out->height = pv->height;
+	out->width = pv->width;
+	out->channels = pv->channels;
+	out->dtype = pv->dtype;
+	out->layout = pv->layout;
+	out->view = v;
+	return 0;
+}
+
+/* views(...): the n whole samples of *shots replaced by their views, a
+ * sample's n_views in a row (sample i's view v at i * n_views + v). */
+static int expand_views(const struct ts_plan *plan, struct shot **shots, size_t *n)
+{
+	size_t k = (size_t)plan->n_views, m = *n * k;
+	struct shot *out = calloc(m ? m : 1, sizeof(*out));
+	int rc = out ? 0 : TS_E_NOMEM;
+	for (size_t i = 0; i < *n && rc == 0; i++)
+		for (size_t v = 0; v < k && rc == 0; v++)
+			rc = view_shot(plan, &(*shots)[i], (int)v, &out[i * k + v]);
+	struct shot *drop = rc ? out : *shots;
+	size_t n_drop = rc ? m : *n;
+	for (size_t i = 0; drop && i < n_drop; i++)
+		shot_fini(&drop[i]);
+	free(drop);
+	if (rc)
+		return rc;
+	*shots = out;
+	*n = m;
+	return 0;
+}
+
+/* How a shot's values are shown: by the plan's stages, or for a view by
+ * its group's (a plan of the group's ops alone: after the decode's
+ * uint8 or uint16 pixels, they alone set its dtype and normalize). */
+static void shot_values(const struct ts_plan *plan, const struct shot *s,
+			struct ts_grid_values *v)
+{
+	const struct ts_op *vo = NULL;
+	for (size_t i = 0; s->view >= 0 && i < plan->n_ops; i++)
+		if (plan->ops[i].kind == TS_OP_VIEWS)
+			vo = &plan->ops[i];
+	if (!vo) {
+		ts_grid_values_of(plan, v);
+		return;
+	}
+	const struct ts_op_branch *g = &vo->branches[plan->views[s->view].group];
+	struct ts_plan group = {.ops = g->ops, .n_ops = g->n_ops};
+	ts_grid_values_of(&group, v);
 }
 
 /* ---- text -------------------------------------------------------------- */
@@ -447,6 +517,8 @@ static void draw_band(struct ts_preview *p, const struct layout *L,
 	char line[96];
 	int at = snprintf(line, sizeof(line), "%" PRIu64 ":%" PRIu64 " label %" PRId32,
 			  c->epoch, c->index, c->label);
+	if (c->view >= 0 && !stages && at > 0 && (size_t)at < sizeof(line))
+		at += snprintf(line + at, sizeof(line) - (size_t)at, " view %d", c->view);
 	if (L->varied && !stages && at > 0 && (size_t)at < sizeof(line))
 		snprintf(line + at, sizeof(line) - (size_t)at, " %dx%d", c->src_width,
 			 c->src_height);
@@ -505,7 +577,7 @@ static int place(struct ts_preview *p, const struct layout *L, const struct shot
 	*c = (struct ts_preview_cell){
 		.x = x, .y = y, .width = show->width, .height = show->height,
 		.src_width = s->width, .src_height = s->height, .dtype = s->dtype,
-		.stage = stage,
+		.stage = stage, .view = s->view,
 		.epoch = s->epoch, .index = s->index, .label = s->label,
 		.class_name = s->class_name, .path = s->path,
 	};
@@ -534,7 +606,8 @@ static int caption(struct ts_preview *p, const struct ts_plan *plan,
 {
 	struct ts_grid_values v;
 	char how[256];
-	ts_grid_values_of(plan, &v);
+	struct shot v0 = {.view = plan->n_views ? 0 : -1};
+	shot_values(plan, &v0, &v);
 	ts_grid_values_describe(&v, plan->dtype, how, sizeof(how));
 	int rc = append(&p->caption, "tsrun preview: pipeline %s (%s), %zu sample%s from "
 			"epoch %" PRIu64 " index %" PRIu64 ", seed %" PRIu64 "%s\n",
@@ -548,6 +621,10 @@ static int caption(struct ts_preview *p, const struct ts_plan *plan,
 	if (rc == 0 && plan->device.cuda)
 		rc = append(&p->caption, "device(cuda) not shown: these are the uint8 samples "
 			    "the CPU stages write before it\n");
+	if (rc == 0 && plan->n_views)
+		rc = append(&p->caption, "views: each sample's %d views %s, each shown by its "
+			    "group's values (view 0's above)\n", plan->n_views,
+			    o->stages ? "in the last columns" : "in a row");
 	if (rc == 0 && !files_known)
 		rc = append(&p->caption, "file names are not known for tile, filter and "
 			    "plugin pipelines\n");
@@ -579,7 +656,8 @@ static int compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 	for (size_t i = 0; i < n; i++)
 		L.varied = L.varied || p->shots[i].width != L.box_w ||
 			   p->shots[i].height != L.box_h;
-	L.cols = grid_cols((int)n);
+	/* views(...): a sample's views in a row */
+	L.cols = plan->n_views ? plan->n_views : grid_cols((int)n);
 	L.rows = ((int)n + L.cols - 1) / L.cols;
 	layout_finish(&L, o->labels);
 	if (o->labels)
@@ -593,9 +671,11 @@ static int compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 	if (!p->cells || make_canvas(p, &L, o->labels))
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	struct ts_image rgb = {0}, tmp = {0};
-	for (size_t i = 0; i < n && rc == 0; i++)
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		shot_values(plan, &p->shots[i], &v);
 		rc = place(p, &L, &p->shots[i], &v, (int)i % L.cols, (int)i / L.cols, -1,
 			   o->labels, &rgb, &tmp);
+	}
 	ts_image_free(&rgb);
 	ts_image_free(&tmp);
 	ts_aug_scratch_free();
@@ -658,7 +738,7 @@ static int compose_stages(struct ts_preview *p, const struct ts_plan *plan,
 	for (size_t i = 0; i < n && rc == 0; i++)
 		for (size_t k = 0; k < k_n && rc == 0; k++) {
 			struct ts_grid_values v;
-			ts_grid_values_of(plans[k], &v);
+			shot_values(plans[k], &p->shots[k * n + i], &v);
 			rc = place(p, &L, &p->shots[k * n + i], &v, (int)k, (int)i, (int)k,
 				   o->labels, &rgb, &tmp);
 		}
@@ -677,8 +757,8 @@ static int precheck(const struct ts_plan *plan, const struct ts_preview_opts *o,
 	if (plan->sample_bytes == 0 || o->stages)
 		return 0;
 	struct layout L = {.box_w = plan->width, .box_h = plan->height};
-	L.cols = grid_cols(o->samples);
-	L.rows = (o->samples + L.cols - 1) / L.cols;
+	L.cols = plan->n_views ? plan->n_views : grid_cols(o->samples);
+	L.rows = plan->n_views ? o->samples : (o->samples + L.cols - 1) / L.cols;
 	layout_finish(&L, o->labels);
 	layout_height(&L);
 	return check_size(&L, max_bytes, err);
@@ -692,21 +772,24 @@ static int make_stages(struct ts_preview *p, const struct ts_plan *plan,
 	/* Stages up to the first tile, filter or plugin: after one, a
 	 * sample is no longer one row. */
 	size_t k_n = 0;
-	while (k_n < plan->n_ops && !ts_op_expands(&plan->ops[k_n]))
+	while (k_n < plan->n_ops && !ts_op_expands(&plan->ops[k_n]) &&
+	       plan->ops[k_n].kind != TS_OP_VIEWS)
 		k_n++;
 	bool whole = k_n == plan->n_ops;
+	/* views(...): the stages before it, then one column per view */
+	size_t n_views = (size_t)plan->n_views, k_all = k_n + n_views;
 	if (k_n == 0)
 		return ts_error_set(err, TS_E_ARG, "--stages: the pipeline starts with a %s, "
 				    "which has no single-sample stages to show",
 				    ts_op_kind_name(plan->ops[0].kind));
 	struct ts_plan_prefix *pre = calloc(k_n, sizeof(*pre));
-	const struct ts_plan **plans = calloc(k_n, sizeof(*plans));
-	p->stage_names = calloc(k_n, sizeof(*p->stage_names));
-	p->shots = calloc(k_n * n, sizeof(*p->shots));
+	const struct ts_plan **plans = calloc(k_all, sizeof(*plans));
+	p->stage_names = calloc(k_all, sizeof(*p->stage_names));
+	p->shots = calloc(k_all * n, sizeof(*p->shots));
 	int rc = 0;
 	if (!pre || !plans || !p->stage_names || !p->shots)
 		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
-	p->n_shots = p->shots ? k_n * n : 0;
+	p->n_shots = p->shots ? k_all * n : 0;
 	size_t made = 0;
 	for (size_t k = 0; rc == 0 && k < k_n; k++) {
 		if (whole && k == k_n - 1) {
@@ -728,6 +811,26 @@ static int make_stages(struct ts_preview *p, const struct ts_plan *plan,
 		p->n_stages = k + 1;
 		rc = run_discard(plans[k], o, max_bytes, &p->shots[k * n], n, err);
 	}
+	struct shot *whole_shots = n_views ? calloc(n, sizeof(*whole_shots)) : NULL;
+	if (rc == 0 && n_views && !whole_shots)
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+	if (rc == 0 && n_views)
+		rc = run_discard(plan, o, max_bytes, whole_shots, n, err);
+	for (size_t v = 0; rc == 0 && v < n_views; v++) {
+		size_t k = k_n + v;
+		plans[k] = plan;
+		if (append(&p->stage_names[k], "view %zu (group %d)", v, plan->views[v].group))
+			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		p->n_stages = k + 1;
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			if (view_shot(plan, &whole_shots[i], (int)v, &p->shots[k * n + i]))
+				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; whole_shots && i < n; i++)
+		shot_fini(&whole_shots[i]);
+	free(whole_shots);
+	if (n_views)
+		whole = true; /* every stage is shown: the views are the last */
 	char note[160] = "";
 	if (rc == 0 && !whole)
 		snprintf(note, sizeof(note), "stages after the %s are not shown: from there "
@@ -771,7 +874,9 @@ int ts_preview_make(const struct ts_plan *plan, const struct ts_preview_opts *o,
 		p->n_shots = p->shots ? (size_t)o->samples : 0;
 		rc = p->shots ? run_discard(plan, o, keep, p->shots, p->n_shots, err)
 			      : ts_error_set(err, TS_E_NOMEM, "out of memory");
-		if (rc == 0 && caption(p, plan, o, p->n_shots, true, NULL))
+		if (rc == 0 && plan->n_views && expand_views(plan, &p->shots, &p->n_shots))
+			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		if (rc == 0 && caption(p, plan, o, (size_t)o->samples, true, NULL))
 			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 		if (rc == 0)
 			rc = compose_grid(p, plan, o, max_bytes, err);

@@ -72,6 +72,8 @@ struct ts_preview_cell {
 	int src_width, src_height; /* as the stage made it */
 	enum ts_dtype dtype;    /* as the stage made it */
 	int stage;              /* column of stages; -1 in the grid */
+	int view;               /* views(...): the sample's view shown; -1:
+				   a pipeline without views */
 	uint64_t epoch, index;
 	int32_t label;
 	const char *class_name; /* the folder source's class; NULL: none */

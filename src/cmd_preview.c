@@ -57,6 +57,8 @@ static void list_cells(const struct ts_preview *pv)
 			printf(" stage %d %s (made %dx%d)", c->stage, names[c->stage],
 			       c->src_width, c->src_height);
 		printf(": %" PRIu64 ":%" PRIu64 " label %" PRId32, c->epoch, c->index, c->label);
+		if (c->view >= 0)
+			printf(" view %d", c->view);
 		if (c->class_name)
 			printf(" class %s", c->class_name);
 		if (c->path)

@@ -276,6 +276,52 @@ serve t {{
     check("colour jitter changes the pixels",
           not np.array_equal(simg[y0:y0 + h0, x0:x0 + w0], simg[y1:y1 + h1, x1:x1 + w1]))
 
+    # views(...): a row per sample, one cell per view, each the trainer's
+    # view (a float view un-normalized by its group's mean and std, a
+    # uint8 one as it is); --stages ends in one column per view.
+    vts = os.path.join(tmp, "v.ts")
+    with open(vts, "w") as f:
+        f.write("""pipeline v =
+    folder("data/train")
+    | shuffle(seed = 3)
+    | decode(rgb)
+    | views(2 = random_resized_crop(40) | flip(horizontal)
+              | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) | to(float32, nchw),
+            1 = center_crop(24) | to(uint8))
+    | batch(4)
+serve v { epochs = 1 }
+""")
+    vpng = os.path.join(tmp, "v.png")
+    rv = preview(vts, "--samples", "2", "--no-labels", "-o", vpng)
+    vcells = [(m, int(v)) for m, v in zip(cells_of(rv.stdout),
+                                           re.findall(r"label -?\d+ view (\d+)", rv.stdout))]
+    check("views: 2 samples x 3 views", len(vcells) == 6, rv.stdout[-300:])
+    vsock = os.path.join(tmp, "v.sock")
+    run = subprocess.Popen([TSRUN, "run", vts, "--socket", vsock, "--wait", "1", "--quiet"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            if os.path.exists(vsock) or run.poll() is not None:
+                break
+            time.sleep(0.05)
+        loader = tsrun.Loader(vsock, batch_size=2, timeout=60)
+        views, labels = next(iter(loader))
+        loader.close()
+    finally:
+        run.kill()
+        run.wait()
+    vimg = np.asarray(Image.open(vpng))
+    for (x, y, w, h, e, i, label), v in vcells:
+        t = views[v][i].numpy()
+        want = unnorm(t) if v < 2 else t
+        check(f"views: cell {e}:{i} view {v} is the trainer's view",
+              e == 0 and label == int(labels[i]) and
+              np.array_equal(vimg[y:y + h, x:x + w], want), f"{w}x{h}")
+    rv = preview(vts, "--stages", "--samples", "1", "--no-labels", "-o", vpng)
+    vnames = re.findall(r"stage \d+ (decode|view \d+ \(group \d+\))", rv.stdout)
+    check("views: --stages ends in the views", vnames ==
+          ["decode", "view 0 (group 0)", "view 1 (group 0)", "view 2 (group 1)"], str(vnames))
+
     # Refusals: a clear message and a non-zero exit.
     big = os.path.join(tmp, "big.ts")
     with open(big, "w") as f:
