@@ -237,36 +237,65 @@ static void to_hsv(const uint8_t *px, uint8_t *hsv)
 		h = (float)(2.0 + dr - db);
 	else
 		h = (float)(4.0 + dg - dr);
-	h = (float)fmod(h / 6.0 + 1.0, 1.0);
+	/* fmod(x, 1.0) of x in (0, 2), without the call: exact either way */
+	const double x = h / 6.0 + 1.0;
+	h = (float)(x >= 1.0 ? x - 1.0 : x);
 	hsv[0] = clip8((int)(h * 255.0));
 	hsv[1] = clip8((int)(s * 255.0));
 }
 
+/* round() of a non-negative value without the call: the fraction
+ * x - (int)x is exact. */
+static inline int round_pos(double x)
+{
+	const int r = (int)x;
+	return r + (x - r >= 0.5);
+}
+
+/* from_hsv's per-level terms, once per image: hue's sector and fraction,
+ * saturation's fraction. */
+struct hsv_tabs {
+	uint8_t sector[256];
+	float f[256], fs[256];
+};
+
+static void hsv_tabs_init(struct hsv_tabs *t)
+{
+	for (int k = 0; k < 256; k++) {
+		const double sector = (float)k * 6.0 / 255.0;
+		const int i = (int)sector; /* floor: sector >= 0 */
+		t->sector[k] = (uint8_t)(i % 6);
+		t->f[k] = (float)(sector - (float)i);
+		t->fs[k] = (float)((float)k / 255.0);
+	}
+}
+
 /* PIL's 8-bit HSV back to RGB, rounding half away from zero. */
-static void from_hsv(const uint8_t *hsv, uint8_t *px)
+static void from_hsv(const uint8_t *hsv, uint8_t *px, const struct hsv_tabs *tab)
 {
 	const int v = hsv[2];
 	if (hsv[1] == 0) {
 		px[0] = px[1] = px[2] = (uint8_t)v;
 		return;
 	}
-	const double sector = (float)hsv[0] * 6.0 / 255.0;
-	const int i = (int)floor(sector);
-	const float f = (float)(sector - (float)i);
-	const float fs = (float)((float)hsv[1] / 255.0);
+	const float f = tab->f[hsv[0]];
+	const float fs = tab->fs[hsv[1]];
 	/* volatile: the products round before the subtractions, as in PIL,
 	 * never fused into an FMA */
 	volatile float fsf = fs * f;
 	volatile double fsg = fs * (1.0 - f);
-	const uint8_t p = clip8((int)round((float)v * (1.0 - fs)));
-	const uint8_t q = clip8((int)round((float)v * (1.0 - fsf)));
-	const uint8_t t = clip8((int)round((float)v * (1.0 - fsg)));
-	const uint8_t vv = (uint8_t)v;
-	const uint8_t rgb[6][3] = {
-		{ vv, t, p }, { q, vv, p }, { p, vv, t },
-		{ p, q, vv }, { t, p, vv }, { vv, p, q },
+	const uint8_t p = clip8(round_pos((float)v * (1.0 - fs)));
+	const uint8_t q = clip8(round_pos((float)v * (1.0 - fsf)));
+	const uint8_t t = clip8(round_pos((float)v * (1.0 - fsg)));
+	/* per sector, which of v, p, q, t each channel takes */
+	static const uint8_t pick[6][3] = {
+		{ 0, 3, 1 }, { 2, 0, 1 }, { 1, 0, 3 }, { 1, 2, 0 }, { 3, 1, 0 }, { 0, 1, 2 },
 	};
-	memcpy(px, rgb[i % 6], 3);
+	const uint8_t vpqt[4] = { (uint8_t)v, p, q, t };
+	const uint8_t *k = pick[tab->sector[hsv[0]]];
+	px[0] = vpqt[k[0]];
+	px[1] = vpqt[k[1]];
+	px[2] = vpqt[k[2]];
 }
 
 void ts_color_hue(struct ts_image *img, double factor)
@@ -274,6 +303,8 @@ void ts_color_hue(struct ts_image *img, double factor)
 	const int C = img->channels;
 	if (C < 3)
 		return;
+	struct hsv_tabs tab;
+	hsv_tabs_init(&tab);
 	/* np.uint8(factor * 255): truncated toward zero, then modulo 256 */
 	const uint8_t shift = (uint8_t)((int)(factor * 255.0) & 255);
 	for (int y = 0; y < img->height; y++) {
@@ -282,7 +313,7 @@ void ts_color_hue(struct ts_image *img, double factor)
 			uint8_t hsv[3];
 			to_hsv(r + (size_t)x * C, hsv);
 			hsv[0] = (uint8_t)(hsv[0] + shift);
-			from_hsv(hsv, r + (size_t)x * C);
+			from_hsv(hsv, r + (size_t)x * C, &tab);
 		}
 	}
 }
