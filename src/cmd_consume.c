@@ -99,6 +99,20 @@ int ts_cmd_consume(int argc, char **argv)
 	}
 	struct ts_client_info info;
 	ts_client_info(cl, &info);
+	/* views(...): each view as the client lays it out, and the sum of
+	 * its bytes over every sample read (tests compare it with a Python
+	 * trainer's views of the same stream) */
+	struct ts_client_view views[32];
+	uint64_t view_sum[32] = {0};
+	int n_views = ts_client_views(cl);
+	if (n_views > 32)
+		n_views = 32;
+	for (int v = 0; v < n_views; v++)
+		if (ts_client_view_info(cl, v, &views[v], &err) < 0) {
+			ts_cli_error("consume", "%s", err.msg);
+			ts_client_close(cl);
+			return TS_EXIT_INVALID;
+		}
 	struct ts_digest dg;
 	ts_digest_init(&dg);
 	uint64_t images = 0, batches = 0, first_seq = UINT64_MAX;
@@ -117,6 +131,12 @@ int ts_cmd_consume(int argc, char **argv)
 		const unsigned char *d = b.data;
 		for (size_t i = 0; i < b.n; i++)
 			ts_digest_sample(&dg, d + i * b.sample_bytes, b.sample_bytes, b.labels[i]);
+		for (int v = 0; v < n_views; v++)
+			for (size_t i = 0; i < b.n; i++) {
+				const unsigned char *p = d + i * b.sample_bytes + views[v].offset;
+				for (size_t k = 0; k < views[v].bytes; k++)
+					view_sum[v] += p[k];
+			}
 		images += b.n;
 		batches++;
 		if (delay_ms)
@@ -145,5 +165,16 @@ int ts_cmd_consume(int argc, char **argv)
 				 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
 	printf("peak_rss: %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
 	printf("digest: %s\n", hex);
+	if (n_views)
+		printf("views: %d\n", n_views);
+	static const char *const dtypes[] = {"uint8", "uint16", "float16", "float32"};
+	for (int v = 0; v < n_views; v++) {
+		const struct ts_client_view *w = &views[v];
+		bool nchw = w->layout == TS_CLIENT_NCHW;
+		printf("view %d: %dx%dx%d %s %s, group %d, offset %zu, bytes %zu, byte sum %" PRIu64
+		       "\n", v, nchw ? w->channels : w->height, nchw ? w->height : w->width,
+		       nchw ? w->width : w->channels, dtypes[w->dtype & 3], nchw ? "nchw" : "nhwc",
+		       w->group, w->offset, w->bytes, view_sum[v]);
+	}
 	return status;
 }

@@ -110,6 +110,22 @@ TS_EXPORT uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads)
 	return pl->mem_ring + pl->mem_io + pl->mem_process + per * (uint64_t)threads;
 }
 
+TS_EXPORT int ts_pipeline_views(const struct ts_pipeline *p, int i,
+				struct ts_stream_view *out)
+{
+	const struct ts_plan *pl = p->plan;
+	if (out && i >= 0 && i < pl->n_views) {
+		const struct ts_plan_view *v = &pl->views[i];
+		*out = (struct ts_stream_view){
+			.height = v->height, .width = v->width, .channels = v->channels,
+			.dtype = (enum ts_stream_dtype)v->dtype,
+			.layout = (enum ts_stream_layout)v->layout,
+			.group = v->group, .offset = v->offset, .bytes = v->bytes,
+		};
+	}
+	return pl->n_views;
+}
+
 TS_EXPORT void ts_pipeline_shape(const struct ts_pipeline *p, int *height,
 				 int *width, int *channels,
 				 enum ts_stream_dtype *dtype,

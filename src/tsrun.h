@@ -62,6 +62,22 @@ void ts_pipeline_shape(const struct ts_pipeline *p, int *height, int *width,
 		       int *channels, enum ts_stream_dtype *dtype,
 		       enum ts_stream_layout *layout, int *batch);
 
+/* views(...) (tsrun-pipeline(5), VIEWS): a pipeline that makes several
+ * views of each image holds them one after another in every sample
+ * (ts_pipeline_shape and the batches' shape fields are then view 0's,
+ * sample_bytes all of them). View i's tensor, where it starts in a
+ * sample and its bytes; group is its views() group, from 0. */
+struct ts_stream_view {
+	int height, width, channels;
+	enum ts_stream_dtype dtype;
+	enum ts_stream_layout layout;
+	int group;
+	size_t offset, bytes;
+};
+/* The number of views of each sample (0: one image per sample); when
+ * 0 <= i < that number and out is not NULL, view i into *out. */
+int ts_pipeline_views(const struct ts_pipeline *p, int i, struct ts_stream_view *out);
+
 void ts_pipeline_destroy(struct ts_pipeline *p);
 
 struct ts_stream_opts {

@@ -32,6 +32,7 @@ MIRRORS = {
     "_lib.MixSample": "struct ts_client_mix_sample",
     "_tensors._Tensor": "struct ts_client_tensor",
     "_tensors._Error": "struct ts_error",
+    "_tensors._View": "struct ts_client_view",
     "serve._Loc": "struct ts_loc",
     "serve._Error": "struct ts_error",
     "serve._Tensor": "struct ts_producer_tensor",

@@ -170,6 +170,54 @@ START_TEST(synthetic_shape)
 }
 END_TEST
 
+/* views(...): the view table (ts_pipeline_views), and batches whose
+ * samples hold the views one after another, the two random crops of a
+ * sample different. */
+START_TEST(views_table)
+{
+	struct ts_pipeline *p = compile_ok(
+		"pipeline v = synthetic(32, count = 20)\n"
+		"    | views(2 = random_resized_crop(16) | to(float32, nchw),\n"
+		"            1 = center_crop(8) | to(uint8))\n"
+		"    | batch(4)\n", NULL);
+	struct ts_stream_view v[3];
+	ck_assert_int_eq(ts_pipeline_views(p, -1, NULL), 3);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ts_pipeline_views(p, i, &v[i]), 3);
+	ck_assert_int_eq(v[0].height, 16);
+	ck_assert_int_eq(v[0].layout, TS_STREAM_NCHW);
+	ck_assert_int_eq(v[0].dtype, TS_STREAM_FLOAT32);
+	ck_assert_uint_eq(v[1].offset, 16 * 16 * 3 * 4);
+	ck_assert_int_eq(v[2].group, 1);
+	ck_assert_int_eq(v[2].width, 8);
+	ck_assert_int_eq(v[2].dtype, TS_STREAM_UINT8);
+	ck_assert_uint_eq(v[2].offset, 2 * 16 * 16 * 3 * 4);
+	ck_assert_uint_eq(v[2].bytes, 8 * 8 * 3);
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	struct ts_stream_opts o = {.epochs = 1, .threads = 2};
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	struct ts_stream_batch b;
+	size_t n = 0;
+	while (ts_stream_next(s, &b, &err) == 0) {
+		ck_assert_uint_eq(b.sample_bytes, v[2].offset + v[2].bytes);
+		for (size_t i = 0; i < b.n; i++) {
+			const unsigned char *sm = (const unsigned char *)b.data + i * b.sample_bytes;
+			ck_assert_msg(memcmp(sm, sm + v[1].offset, v[1].bytes) != 0,
+				      "views 0 and 1 of sample %zu are equal", n + i);
+		}
+		n += b.n;
+	}
+	ck_assert_uint_eq(n, 20);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+	/* A pipeline without views has none. */
+	p = compile_ok(synth_text, NULL);
+	ck_assert_int_eq(ts_pipeline_views(p, 0, &v[0]), 0);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
 /* With several pipelines, the name argument picks one. */
 START_TEST(pick_pipeline)
 {
@@ -616,6 +664,7 @@ static Suite *embed_suite(void)
 	TCase *tc = tcase_create("compile");
 	tcase_add_test(tc, synthetic_shape);
 	tcase_add_test(tc, pick_pipeline);
+	tcase_add_test(tc, views_table);
 	tcase_add_test(tc, bad_arguments);
 	tcase_add_loop_test(tc, diagnostics, 0, sizeof(bad_cases) / sizeof(bad_cases[0]));
 	suite_add_tcase(s, tc);

@@ -12,6 +12,10 @@ JPEGs (tsrun make-dataset):
   [B] of the class folders, epochs in order; the views of one image
   differ; in-place ops on a view never reach the ring (the next reader
   of the same batch, a raw view, still has the producer's bytes);
+- the C client (`tsrun consume`, ts_client_views / ts_client_view_info)
+  on the same stream: the same view table, and per view the same sum of
+  bytes over both epochs as the Loader's tensors (a view read at another
+  offset, or with another's size, differs);
 - a Loader with mixup= refuses a views pipeline with a clear error."""
 import os
 import re
@@ -56,7 +60,9 @@ pipeline dino =
     | batch({BATCH})
 serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
 """)
-    p = pytrainer.run(ts, "--wait", "2")
+    p = pytrainer.run(ts, "--wait", "3")
+    consume = subprocess.Popen([pytrainer.TSRUN, "consume", sock, "--batch", str(BATCH)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     dino = subprocess.Popen([sys.executable, os.path.join(pytrainer.SRC, "examples", "train_dino.py"),
                              "--socket", sock, "--batch", str(BATCH)],
                             env=dict(os.environ, PYTHONPATH=os.path.join(pytrainer.SRC, "src", "python"),
@@ -67,6 +73,7 @@ serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
     check(loader.views == want, f"loader.views: {loader.views}")
     epochs = []
     differ = same = 0
+    sums = [0] * 7
     for e in range(2):
         n = 0
         for views, labels in loader:
@@ -77,6 +84,8 @@ serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
                       f"view {tuple(v.shape)} {v.dtype}, expected {(b, *shape)} {dt}")
             check(labels.dtype == torch.int64 and int(labels.min()) >= 0 and int(labels.max()) < 4,
                   f"labels {labels}")
+            for k, v in enumerate(views):
+                sums[k] += int(v.contiguous().view(torch.uint8).sum())
             if torch.equal(views[0], views[1]):
                 same += 1
             else:
@@ -91,6 +100,19 @@ serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
     loader.close()
     check(epochs == [(0, N), (1, N)], f"epochs {epochs}")
     check(same == 0 and differ == 2 * ((N + BATCH - 1) // BATCH), f"global views equal in {same}")
+    cout, cerr = consume.communicate(timeout=240)
+    check(consume.returncode == 0, f"tsrun consume exited {consume.returncode}: {cerr}")
+    check("views: 7\n" in cout, f"consume: {cout}")
+    off = 0
+    for k, (shape, dt) in enumerate(want):
+        nbytes = shape[0] * shape[1] * shape[2] * (4 if dt == "float32" else 1)
+        dims = "x".join(str(d) for d in shape)
+        layout = "nchw" if dt == "float32" else "nhwc"
+        group = 0 if k < 2 else 1 if k < 6 else 2
+        line = (f"view {k}: {dims} {dt} {layout}, group {group}, offset {off}, "
+                f"bytes {nbytes}, byte sum {sums[k]}")
+        check(line in cout.splitlines(), f"consume lacks {line!r}: {cout}")
+        off += nbytes
     out, err = dino.communicate(timeout=240)
     check(dino.returncode == 0, f"train_dino.py exited {dino.returncode}: {err}")
     lines = [ln for ln in out.splitlines() if ln.startswith("epoch ")]
