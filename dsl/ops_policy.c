@@ -4,7 +4,8 @@
  * which own ops of their own (checked by check_branch.c as the pipeline's
  * would be), random_erasing on the float tensor, and the augmentation
  * policies rand_augment, trivial_augment_wide and auto_augment.
- * Their kernels are in runtime/policy.c.
+ * Their kernels are in runtime/policy.c; augmix's (torchvision's AugMix)
+ * in runtime/augmix.c.
  */
 #include "checker.h"
 
@@ -504,6 +505,91 @@ static void describe_auto_augment(const struct ts_op *op, char *buf, size_t n)
 	snprintf(buf, n, "auto_augment(policy=%s, %s)", w_aa_policy[op->aa_policy], c);
 }
 
+/* ---- augmix ---------------------------------------------------------- */
+
+/* torchvision's AugMix runs its ops on uint8 tensors, where affine and
+ * rotate take nearest or bilinear only: bicubic is a word here so that
+ * it gets that reason, not "unknown". */
+static const char *const w_augmix_interp[] = {"nearest", "bilinear", "bicubic", NULL};
+
+static const struct ts_param p_augmix[] = {
+	{ .name = "severity", .type = TS_PT_INT, .positional = true, .def = "3",
+	  .def_num = 3, P_MIN(1), P_MAX(10),
+	  .doc = "magnitude bins 0 to severity - 1 of each op's 10 (torchvision: 1 to 10)" },
+	{ .name = "mixture_width", .type = TS_PT_INT, .positional = true, .def = "3",
+	  .def_num = 3, P_MIN(1), P_MAX(16), .doc = "augmentation chains mixed" },
+	{ .name = "chain_depth", .type = TS_PT_INT, .positional = true, .def = "-1",
+	  .def_num = -1, P_MIN(-1), P_MAX(16),
+	  .doc = "ops per chain; -1 (or 0): drawn per chain, 1 to 3" },
+	{ .name = "alpha", .type = TS_PT_NUMBER, .positional = true, .def = "1.0",
+	  .def_num = 1.0, P_MIN(0), P_MAX(1000),
+	  .doc = "the Dirichlet and Beta parameter, above 0" },
+	{ .name = "all_ops", .type = TS_PT_BOOL, .def = "true", .def_num = 1,
+	  .doc = "also brightness, color, contrast and sharpness" },
+	{ .name = "interpolation", .type = TS_PT_WORD, .def = "bilinear", .def_word = 1,
+	  .words = w_augmix_interp, .doc = "nearest or bilinear, for the geometric ops" },
+	{ .name = "fill", .type = TS_PT_NUMLIST, P_MIN(0), P_MAX(255),
+	  .doc = "the colour outside the moved image: one level, or one per channel "
+		 "(default: none, torchvision's fill = None)" },
+};
+
+static int build_augmix(struct ts_check *c, const struct ts_opdef *def,
+			struct ts_check_val *vals, const struct ts_ast_call *call,
+			const struct ts_shape *in, struct ts_op *op)
+{
+	const struct ts_check_val *alpha = ts_check_arg(def, vals, "alpha");
+	const struct ts_check_val *interp = ts_check_arg(def, vals, "interpolation");
+	const struct ts_check_val *fill = ts_check_arg(def, vals, "fill");
+	int rc = 0;
+
+	op->augmix_severity = (int)ts_check_arg(def, vals, "severity")->num;
+	op->augmix_width = (int)ts_check_arg(def, vals, "mixture_width")->num;
+	op->augmix_depth = (int)ts_check_arg(def, vals, "chain_depth")->num;
+	op->augmix_alpha = alpha->num;
+	op->augmix_all_ops = ts_check_arg(def, vals, "all_ops")->num != 0;
+	take_common(def, vals, op);
+	op->augmix_fill = fill->given && !fill->bad;
+	if (!alpha->bad && !(op->augmix_alpha > 0)) {
+		ts_check_err(c, alpha->loc, "give alpha above 0 (torchvision's default is 1.0)",
+		    "parameter 'alpha' must be above 0, got %g: the Dirichlet and Beta weights need it",
+		    op->augmix_alpha);
+		op->augmix_alpha = 1.0;
+		rc = -1;
+	}
+	if (!interp->bad && op->interp == TS_INTERP_BICUBIC) {
+		ts_check_err(c, interp->loc, "use interpolation = bilinear (AugMix's default) or nearest",
+		    "augmix runs torchvision's tensor ops, whose affine and rotate take nearest or bilinear, not bicubic");
+		op->interp = TS_INTERP_BILINEAR;
+		rc = -1;
+	}
+	return rc;
+}
+
+static int shape_augmix(const struct ts_op *op, const struct ts_shape *in,
+			struct ts_shape *out, struct ts_shape_err *e)
+{
+	return shape_policy("augmix", op, in, out, e);
+}
+
+static void describe_augmix(const struct ts_op *op, char *buf, size_t n)
+{
+	char f[64] = "none";
+	size_t at = 0;
+	if (op->augmix_fill) {
+		at = (size_t)snprintf(f, sizeof(f), "%s", op->geo.n_fill > 1 ? "[" : "");
+		for (int i = 0; i < op->geo.n_fill && at < sizeof(f); i++)
+			at += (size_t)snprintf(f + at, sizeof(f) - at, "%s%g", i ? ", " : "",
+					       op->geo.fill[i]);
+		if (op->geo.n_fill > 1 && at < sizeof(f))
+			snprintf(f + at, sizeof(f) - at, "]");
+	}
+	snprintf(buf, n,
+		 "augmix(severity=%d, mixture_width=%d, chain_depth=%d, alpha=%g, all_ops=%s, interpolation=%s, fill=%s)",
+		 op->augmix_severity, op->augmix_width, op->augmix_depth, op->augmix_alpha,
+		 op->augmix_all_ops ? "true" : "false",
+		 op->interp == TS_INTERP_NEAREST ? "nearest" : "bilinear", f);
+}
+
 /* ---- the rows -------------------------------------------------------- */
 
 #define POLICY (TS_OPF_PIXELS | TS_OPF_UINT8)
@@ -536,5 +622,8 @@ const struct ts_opdef ts_ops_policy[] = {
 		       "torchvision's AutoAugment: one of a learned policy's op pairs"),
 	  .shape = shape_auto_augment, .build = build_auto_augment,
 	  .describe = describe_auto_augment },
+	{ TS_TRANSFORM("augmix", TS_OP_AUGMIX, p_augmix, POLICY,
+		       "torchvision's AugMix: random op chains mixed with the image"),
+	  .shape = shape_augmix, .build = build_augmix, .describe = describe_augmix },
 	TS_ROW_END,
 };

@@ -120,6 +120,8 @@ enum ts_op_kind {
 	/* views(...) (dsl/ops_views.c, runtime/engine_views.c): several
 	 * augmented views of one decoded image, .branches the groups */
 	TS_OP_VIEWS,
+	/* augmix (dsl/ops_policy.c, runtime/augmix.c) */
+	TS_OP_AUGMIX,
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -291,6 +293,15 @@ struct ts_op {
 	int n_erase;
 	float erase_value[4];
 	bool erase_random;
+
+	/* augmix(severity, mixture_width, chain_depth, alpha, all_ops,
+	 * interpolation, fill) (dsl/ops_policy.c, runtime/augmix.c): a
+	 * chain_depth of 0 or below draws each chain's depth (1 to 3); interp
+	 * nearest or bilinear and geo.n_fill / geo.fill as the policies keep
+	 * them, augmix_fill false for torchvision's fill = None. */
+	int augmix_severity, augmix_width, augmix_depth;
+	double augmix_alpha;
+	bool augmix_all_ops, augmix_fill;
 
 	/* Inferred shape after this op: height/width 0 when variable. */
 	int out_h, out_w, out_c;

@@ -81,6 +81,8 @@ random_choice;0;random_choice([equalize, invert, autocontrast])
 rand_augment(2, 9);0;rand_augment(2, 9)
 trivial_augment_wide;0;trivial_augment_wide
 auto_augment(imagenet);0;auto_augment(imagenet)
+augmix;0;augmix
+augmix(chain_depth = 1);0;augmix(chain_depth = 1)
 random_erasing(0.25);0;normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) | random_erasing(0.25);normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 EOF
 }

@@ -9,7 +9,7 @@
 
 static const struct ts_kernel *const families[] = {
 	ts_kernels_augment, ts_kernels_color, ts_kernels_filter, ts_kernels_geometry,
-	ts_kernels_policy,
+	ts_kernels_policy, ts_kernels_augmix,
 };
 
 /* A linear scan: a few dozen rows, once per op and sample, against

@@ -108,6 +108,7 @@ extern const struct ts_kernel ts_kernels_color[];   /* color.c */
 extern const struct ts_kernel ts_kernels_filter[];  /* filter.c */
 extern const struct ts_kernel ts_kernels_geometry[]; /* geometry.c */
 extern const struct ts_kernel ts_kernels_policy[];  /* policy.c */
+extern const struct ts_kernel ts_kernels_augmix[];  /* augmix.c */
 
 /* The row of kind k, or NULL when no family runs it (decode, tile,
  * filter, output and plugin are the engine's own stages). */

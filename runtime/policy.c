@@ -223,7 +223,7 @@ const char *ts_policy_op_name(enum ts_policy_opname op)
  * elements come in vectors of 8 from a base element b, as b + k * step
  * rounded twice (Vectorized::arange). Checked against torch.linspace by
  * tests/torch-policy.py for every table. */
-static void linspace(float start, float end, int steps, float *out)
+void ts_policy_linspace(float start, float end, int steps, float *out)
 {
 	if (steps == 1) {
 		out[0] = start;
@@ -254,26 +254,26 @@ int ts_policy_table(enum ts_op_kind k, enum ts_policy_opname op, int bins, int w
 	case TS_PA_SHEAR_X:
 	case TS_PA_SHEAR_Y:
 		*is_signed = true;
-		linspace(0.0f, wide ? 0.99f : 0.3f, bins, mag);
+		ts_policy_linspace(0.0f, wide ? 0.99f : 0.3f, bins, mag);
 		return bins;
 	case TS_PA_TRANSLATE_X:
 	case TS_PA_TRANSLATE_Y:
 		*is_signed = true;
 		/* 150 / 331 of the side (a Python float, then float32) */
-		linspace(0.0f, wide ? 32.0f
+		ts_policy_linspace(0.0f, wide ? 32.0f
 				    : (float)(150.0 / 331.0 * (op == TS_PA_TRANSLATE_X ? w : h)),
 			 bins, mag);
 		return bins;
 	case TS_PA_ROTATE:
 		*is_signed = true;
-		linspace(0.0f, wide ? 135.0f : 30.0f, bins, mag);
+		ts_policy_linspace(0.0f, wide ? 135.0f : 30.0f, bins, mag);
 		return bins;
 	case TS_PA_BRIGHTNESS:
 	case TS_PA_COLOR:
 	case TS_PA_CONTRAST:
 	case TS_PA_SHARPNESS:
 		*is_signed = true;
-		linspace(0.0f, wide ? 0.99f : 0.9f, bins, mag);
+		ts_policy_linspace(0.0f, wide ? 0.99f : 0.9f, bins, mag);
 		return bins;
 	case TS_PA_POSTERIZE: {
 		/* 8 - (arange(bins) / ((bins - 1) / 4)).round().int(): float32
@@ -284,7 +284,7 @@ int ts_policy_table(enum ts_op_kind k, enum ts_policy_opname op, int bins, int w
 		return bins;
 	}
 	case TS_PA_SOLARIZE:
-		linspace(255.0f, 0.0f, bins, mag);
+		ts_policy_linspace(255.0f, 0.0f, bins, mag);
 		return bins;
 	default:
 		return 0;

@@ -89,6 +89,10 @@ struct ts_policy_step {
 int ts_policy_table(enum ts_op_kind k, enum ts_policy_opname op, int bins, int w,
 		    int h, float *mag, bool *is_signed);
 
+/* torch.linspace(start, end, steps) in float32, value for value as torch
+ * 1.13's CPU kernel computes it (policy.c says how). */
+void ts_policy_linspace(float start, float end, int steps, float *out);
+
 /* The draws of a policy op on a w x h image into steps (at most
  * TS_POLICY_MAX_STEPS), in torchvision's order of draws, each torch
  * randint / rand a draw of rng:

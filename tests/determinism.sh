@@ -70,6 +70,19 @@ pipeline geo =
     | batch(16)
 EOF
 sed 's/random_perspective(0.4, p = 0.5)/random_perspective(0.4, p = 0)/' "$dir/geo.ts" > "$dir/geo-p0.ts"
+# augmix (its Beta, Dirichlet and chain draws from each sample's
+# stream), after a variable-size decode and on the crop.
+cat > "$dir/augmix.ts" <<EOF
+pipeline mix =
+    folder("ds/train")
+    | shuffle(seed = 42)
+    | decode(rgb)
+    | augmix(severity = 5, alpha = 0.5, fill = [10, 20, 30])
+    | random_resized_crop(48)
+    | augmix(chain_depth = 2, mixture_width = 2, interpolation = nearest)
+    | batch(16)
+EOF
+sed 's/alpha = 0.5/alpha = 0.6/' "$dir/augmix.ts" > "$dir/augmix-a6.ts"
 
 # bench FILE ARGS... -> "images digest" (exit status checked).
 bench() {
@@ -102,6 +115,14 @@ same "geometry: 2 epochs" "$g1" "120 ${g1#* }"
 same "geometry: threads 1 vs 2" "$g1" "$g2"
 same "geometry: threads 3, batch 5" "$g1" "$g3"
 differ "geometry: random_perspective p = 0.5 vs 0" "$g1" "$(bench "$dir/geo-p0.ts" --epochs 2 --threads 2)"
+a1=$(bench "$dir/augmix.ts" --epochs 2 --threads 1)
+a2=$(bench "$dir/augmix.ts" --epochs 2 --threads 2)
+a3=$(bench "$dir/augmix.ts" --epochs 2 --threads 3 --batch 5)
+echo "augmix: threads 1: $a1; threads 2: $a2; threads 3 batch 5: $a3"
+same "augmix: 2 epochs" "$a1" "120 ${a1#* }"
+same "augmix: threads 1 vs 2" "$a1" "$a2"
+same "augmix: threads 3, batch 5" "$a1" "$a3"
+differ "augmix: alpha 0.5 vs 0.6" "$a1" "$(bench "$dir/augmix-a6.ts" --epochs 2 --threads 2)"
 s43=$(bench "$dir/seed43.ts" --epochs 2 --threads 2)
 differ "another seed" "$t1" "$s43"
 e1=$(bench "$dir/train.ts" --epochs 1 --threads 2)

@@ -697,7 +697,7 @@ START_TEST(test_registry)
 		"rotate", "affine", "pad", "erase", "perspective", "random_rotation", "random_affine",
 		"random_perspective",
 		"random_apply", "random_choice", "random_erasing", "rand_augment",
-		"trivial_augment_wide", "auto_augment",
+		"trivial_augment_wide", "auto_augment", "augmix",
 		"tile", "filter", "plugin", "views", "device", "batch"};
 
 	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));

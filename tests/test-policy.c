@@ -18,6 +18,7 @@
 #include "dsl.h"
 #include "kernel.h"
 #include "policy.h"
+#include "augmix.h"
 #include "unit-dsl.h"
 
 #define DRAWS 10000
@@ -388,6 +389,103 @@ START_TEST(rand_augment_draws)
 }
 END_TEST
 
+/* augmix over 10,000: the Beta and Dirichlet weights sum to 1 and have
+ * their means (1/2, 1/width), the depth uniform over 1..3, the op over
+ * the 13, the bin over 0..severity-1 with the table's value; the same
+ * position draws the same; the mixing at m = (1, 0) is the image, and
+ * one chain at full weight is its op. */
+START_TEST(augmix_draws)
+{
+	struct ts_plan *p = plan_of("augmix(severity = 4, mixture_width = 5, alpha = 0.8)", 200, 224, 3);
+	const struct ts_op *op = &p->ops[0];
+	ck_assert_int_eq(op->kind, TS_OP_AUGMIX);
+	ck_assert_int_eq(op->augmix_severity, 4);
+	ck_assert_int_eq(op->augmix_width, 5);
+	ck_assert_int_eq(op->augmix_depth, -1);
+	ck_assert(op->augmix_all_ops && !op->augmix_fill);
+	ck_assert_int_eq(op->interp, TS_INTERP_BILINEAR);
+	struct ts_augmix_draw *d = malloc(sizeof(*d)), *e = malloc(sizeof(*e));
+	ck_assert(d && e);
+	long depth[3] = { 0 }, ops[TS_AUGMIX_OPS] = { 0 }, bins[4] = { 0 }, n_ops = 0, n_bins = 0;
+	double m0 = 0, w0 = 0;
+	for (uint64_t i = 0; i < DRAWS; i++) {
+		struct ts_rng r;
+		ts_rng_init(&r, 5, 0, i, (uint64_t)op->index);
+		ts_augmix_draw(op, 224, 200, &r, d);
+		ck_assert_int_eq(d->width, 5);
+		ck_assert(fabs(d->m[0] + d->m[1] - 1) < 1e-6);
+		double sw = 0;
+		for (int k = 0; k < 5; k++)
+			sw += d->w[k];
+		ck_assert(fabs(sw - 1) < 1e-5);
+		m0 += d->m[0];
+		w0 += d->w[0];
+		for (int k = 0; k < 5; k++) {
+			ck_assert(d->depth[k] >= 1 && d->depth[k] <= 3);
+			depth[d->depth[k] - 1]++;
+			for (int j = 0; j < d->depth[k]; j++) {
+				const struct ts_augmix_step *s = &d->steps[k][j];
+				ops[s->index]++;
+				n_ops++;
+				ck_assert_int_eq(s->step.op, ts_augmix_op(s->index));
+				if (s->bin >= 0) {
+					ck_assert_int_lt(s->bin, 4);
+					bins[s->bin]++;
+					n_bins++;
+				}
+				if (s->step.op == TS_PA_POSTERIZE)
+					ck_assert(s->step.magnitude == (s->bin < 2 ? 4.0 : 3.0));
+				if (s->step.op == TS_PA_ROTATE)
+					ck_assert(fabs(s->step.magnitude) == (double)(30.0f / 9 * s->bin) ||
+						  fabs(fabs(s->step.magnitude) - 30.0 / 9 * s->bin) < 1e-5);
+				if (s->step.op == TS_PA_EQUALIZE)
+					ck_assert(s->bin == -1 && s->sign == -1 && s->step.magnitude == 0);
+			}
+		}
+	}
+	ck_assert(fabs(m0 / DRAWS - 0.5) < 0.015);
+	ck_assert(fabs(w0 / DRAWS - 0.2) < 0.01);
+	long total = depth[0] + depth[1] + depth[2];
+	const double third[3] = { 1.0 / 3, 1.0 / 3, 1.0 / 3 }, quarter[4] = { 0.25, 0.25, 0.25, 0.25 };
+	double uni[TS_AUGMIX_OPS];
+	for (int i = 0; i < TS_AUGMIX_OPS; i++)
+		uni[i] = 1.0 / TS_AUGMIX_OPS;
+	chi_square(depth, third, 3, total, "augmix depth");
+	chi_square(ops, uni, TS_AUGMIX_OPS, n_ops, "augmix op");
+	chi_square(bins, quarter, 4, n_bins, "augmix bin");
+	/* the same position, the same draws */
+	struct ts_rng r1, r2;
+	ts_rng_init(&r1, 5, 0, 17, (uint64_t)op->index);
+	ts_rng_init(&r2, 5, 0, 17, (uint64_t)op->index);
+	ts_augmix_draw(op, 224, 200, &r1, d);
+	ts_augmix_draw(op, 224, 200, &r2, e);
+	ck_assert_mem_eq(d, e, sizeof(*d));
+	/* m = (1, 0): the image; one chain at weight 1 of Posterize(0): 0 */
+	struct ts_image img = make_u8(224, 200, 3), tmp = { 0 }, orig = make_u8(224, 200, 3);
+	struct ts_error err = { 0 };
+	d->m[0] = 1.0f;
+	d->m[1] = 0.0f;
+	ck_assert_int_eq(ts_augmix_apply(op, d, &img, &tmp, &err), 0);
+	ck_assert_mem_eq(img.data, orig.data, ts_image_bytes(&orig));
+	memset(d, 0, sizeof(*d));
+	d->m[1] = 1.0f;
+	d->w[0] = 1.0f;
+	d->width = 1;
+	d->depth[0] = 1;
+	d->steps[0][0].step = (struct ts_policy_step){ TS_PA_POSTERIZE, 0.0 };
+	ck_assert_int_eq(ts_augmix_apply(op, d, &img, &tmp, &err), 0);
+	for (size_t i = 0; i < ts_image_bytes(&img); i++)
+		ck_assert_int_eq(img.data[i], 0);
+	ck_assert_ptr_nonnull(ts_kernel_find(TS_OP_AUGMIX));
+	ts_image_free(&img);
+	ts_image_free(&orig);
+	ts_image_free(&tmp);
+	free(d);
+	free(e);
+	ts_plan_destroy(p);
+}
+END_TEST
+
 /* trivial_augment_wide over 10,000: the op uniform, the bin of a tabled
  * op uniform over num_magnitude_bins (here 8). */
 START_TEST(trivial_augment_draws)
@@ -685,6 +783,7 @@ static Suite *suite(void)
 	tcase_add_test(d, rand_augment_draws);
 	tcase_add_test(d, trivial_augment_draws);
 	tcase_add_test(d, auto_augment_draws);
+	tcase_add_test(d, augmix_draws);
 	suite_add_tcase(s, d);
 	TCase *k = tcase_create("kernels");
 	tcase_set_timeout(k, 60);
