@@ -159,6 +159,15 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 	per_thread = 2 * max_fixed;
 	if (variable && per_thread < VARIABLE_DECODE_SCRATCH)
 		per_thread = VARIABLE_DECODE_SCRATCH;
+	/* views(...): a view whose group has ops before its output stage
+	 * runs them on its own copy of the decoded image (runtime/
+	 * engine_views.c), one more image per worker */
+	for (size_t i = 0; plan->n_views && i < plan->n_ops; i++)
+		for (size_t g = 0; g < plan->ops[i].n_branches; g++)
+			if (plan->ops[i].kind == TS_OP_VIEWS && plan->ops[i].branches[g].n_ops > 1) {
+				per_thread += variable ? VARIABLE_DECODE_SCRATCH / 2 : max_fixed;
+				g = plan->ops[i].n_branches;
+			}
 	if (ts_plan_tiles_banded(plan)) {
 		uint64_t b = band_scratch(plan, max_fixed);
 		if (b > per_thread)
@@ -231,7 +240,14 @@ static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
 				 "%s, or an even crop", plan->sample_bytes,
 				 (unsigned long long)ts_plan_ring_unit(plan),
 				 (unsigned long long)ts_plan_ring_unit(plan), raise);
-		else
+		else if (plan->n_views) {
+			char b[32];
+			ts_plan_format_size((uint64_t)batch * plan->sample_bytes, b, sizeof(b));
+			snprintf(hint, n, "the ring dominates, but even a ring of one batch "
+				 "does not fit: a batch of %d samples of %d views is %s; make "
+				 "fewer or smaller views, use a smaller batch, or %s", batch,
+				 plan->n_views, b, raise);
+		} else
 			snprintf(hint, n, "the ring dominates, but even a ring of "
 				 "one batch does not fit: %s", raise);
 	} else if (scratch >= io) {

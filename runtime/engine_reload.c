@@ -12,6 +12,14 @@
 int ts_engine_check_reload(const struct ts_plan *cur, const struct ts_plan *next,
 			   const struct ts_engine_opts *o, struct ts_error *err)
 {
+	if (!ts_plan_same_sample(cur, next) && (cur->n_views || next->n_views))
+		return ts_error_set(err, TS_E_CHECK,
+				    "its samples are %d view%s in %zu bytes, the running ones %d "
+				    "view%s in %zu bytes: a reload cannot change the views of a "
+				    "sample (their count, order, shapes and types), with which "
+				    "connected trainers map the ring; restart to change them",
+				    next->n_views, next->n_views == 1 ? "" : "s", next->sample_bytes,
+				    cur->n_views, cur->n_views == 1 ? "" : "s", cur->sample_bytes);
 	if (!ts_plan_same_sample(cur, next))
 		return ts_error_set(err, TS_E_CHECK,
 				    "its samples are %dx%dx%d %s %s, the running ones "

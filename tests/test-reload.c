@@ -91,6 +91,54 @@ START_TEST(test_reload_takes_over_at_epoch)
 }
 END_TEST
 
+/* views(...): a reload keeps the view table; one with the same bytes and
+ * view 0 but the views in another order is refused, one with the same
+ * views and other crops' parameters takes over. */
+START_TEST(test_reload_views)
+{
+	static const char *V =
+		"pipeline s = synthetic(size = 8, count = 100)\n"
+		"    | views(2 = center_crop(4) | to(uint8), 1 = center_crop(8) | to(uint8))\n"
+		"    | batch(10)\n"
+		"serve s { epochs = 4  ring = 4 batches }\n";
+	static const char *REORDER =
+		"pipeline s = synthetic(size = 8, count = 100)\n"
+		"    | views(1 = center_crop(4) | to(uint8), 1 = center_crop(8) | to(uint8),\n"
+		"            1 = center_crop(4) | to(uint8))\n"
+		"    | batch(10)\n";
+	static const char *SAME =
+		"pipeline s = synthetic(size = 8, count = 100)\n"
+		"    | views(2 = random_crop(4) | to(uint8), 1 = flip(horizontal) | to(uint8))\n"
+		"    | batch(10)\n";
+	static const char *PLAIN =
+		"pipeline s = synthetic(size = 8, count = 100) | center_crop(4) | to(uint8) | batch(10)\n";
+	struct ts_pipeline *p = compile(V);
+	struct ts_stream *s = NULL;
+	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_error err;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	struct ts_stream_batch b;
+	int rc, k = 0;
+	while ((rc = ts_stream_next(s, &b, &err)) == 0) {
+		ck_assert_uint_eq(b.sample_bytes, 2 * 48 + 192);
+		if (k++ == 0) {
+			int r = ts_stream_reload(s, REORDER, strlen(REORDER), "r.ts", NULL, NULL, NULL,
+						 &err);
+			ck_assert_int_eq(r, TS_E_CHECK);
+			ck_assert_msg(strstr(err.msg, "cannot change the views"), "%s", err.msg);
+			r = ts_stream_reload(s, PLAIN, strlen(PLAIN), "p.ts", NULL, NULL, NULL, &err);
+			ck_assert_int_eq(r, TS_E_CHECK);
+			ck_assert_msg(strstr(err.msg, "0 views"), "%s", err.msg);
+			r = ts_stream_reload(s, SAME, strlen(SAME), "s.ts", NULL, NULL, NULL, &err);
+			ck_assert_msg(r == 0, "%d: %s", r, err.msg);
+		}
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
 START_TEST(test_reload_in_last_epoch_refused)
 {
 	const char *one = "pipeline s = synthetic(size = 8, count = 40)"
@@ -206,6 +254,7 @@ static Suite *reload_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_reload_takes_over_at_epoch);
 	tcase_add_test(tc, test_reload_in_last_epoch_refused);
+	tcase_add_test(tc, test_reload_views);
 	tcase_add_test(tc, test_reload_missing_source_refused);
 	tcase_add_test(tc, test_reload_source_gone_falls_back);
 	suite_add_tcase(s, tc);
