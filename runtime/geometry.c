@@ -21,6 +21,7 @@
 
 #include "geom.h"
 #include "kernel.h"
+#include "pixel.h"
 #include "util.h"
 
 /* Pillow's COORD and FLOOR: truncation, with every negative coordinate
@@ -313,6 +314,7 @@ fixed_affine_c(const struct ts_image *src, struct ts_image *dst, const double a[
 	int32_t a2 = fix16(a[2] + a[0] * 0.5 + a[1] * 0.5);
 	int32_t a5 = fix16(a[5] + a[3] * 0.5 + a[4] * 0.5);
 	const int64_t xhi = (int64_t)src->width << 16, yhi = (int64_t)src->height << 16;
+	const size_t src_bytes = (size_t)(src->height - 1) * src->stride + (size_t)src->width * C;
 	for (int y = 0; y < dst->height; y++) {
 		/* Pillow's per-pixel test 0 <= pos >> 16 < size, for x and y,
 		 * solved for the row's run of x (the positions are exact
@@ -325,6 +327,13 @@ fixed_affine_c(const struct ts_image *src, struct ts_image *dst, const double a[
 		 * may not */
 		int32_t xx = (int32_t)(a2 + (int64_t)x0 * a0);
 		int32_t yy = (int32_t)(a5 + (int64_t)x0 * a3);
+		if (C == 3) {
+			ts_px_gather3(out, src->data, src->stride, src_bytes, xx, yy, a0, a3,
+				      x1 - x0);
+			a2 += a1;
+			a5 += a4;
+			continue;
+		}
 		for (int x = x0; x < x1; x++, out += C) {
 			copy_px(out, src->data + (size_t)(yy >> 16) * src->stride +
 					     (size_t)(xx >> 16) * C,

@@ -131,3 +131,21 @@ void ts_px_color3(uint8_t *r, size_t npx, float alpha)
 		npx -= k;
 	}
 }
+
+void ts_px_gather3(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
+		   int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n)
+{
+	const struct ts_px_rows *v = rows();
+	int k = v && v->gather3 ? v->gather3(out, src, stride, src_bytes, xx, yy, ax, ay, n) : 0;
+	/* the positions after k steps, as the accumulation gives them */
+	xx = (int32_t)(xx + (int64_t)k * ax);
+	yy = (int32_t)(yy + (int64_t)k * ay);
+	for (out += (size_t)k * 3; k < n; k++, out += 3) {
+		const uint8_t *s = src + (size_t)(yy >> 16) * stride + (size_t)(xx >> 16) * 3;
+		out[0] = s[0];
+		out[1] = s[1];
+		out[2] = s[2];
+		xx += ax;
+		yy += ay;
+	}
+}

@@ -68,6 +68,14 @@ void ts_px_sharpen_row(uint8_t *d, const uint8_t *up, const uint8_t *mid,
  * 16, for npx pixels C >= 3 bytes apart. */
 void ts_px_gray(uint8_t *g, const uint8_t *rgb, size_t npx, int C);
 
+/* Pillow's nearest fixed-point sampling of n RGB pixels into out: pixel k
+ * is the source's at column (xx + k ax) >> 16, row (yy + k ay) >> 16
+ * (16.16 positions, every one inside the source, whose rows are stride
+ * bytes apart and whose last byte is src[src_bytes - 1]). AVX2 gathers 8
+ * pixels a step; the other paths copy one at a time. */
+void ts_px_gather3(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
+		   int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n);
+
 /* ImageEnhance.Color of npx packed RGB pixels: each byte blended with
  * its pixel's gray (ts_px_gray). */
 void ts_px_color3(uint8_t *r, size_t npx, float alpha);

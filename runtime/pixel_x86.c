@@ -18,6 +18,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "pixel_kernels.h"
@@ -323,6 +324,49 @@ __attribute__((target("avx2"))) static size_t gray3_avx2(uint8_t *g, const uint8
 	return x;
 }
 
+/* Eight pixels a step: their byte offsets from the positions (the
+ * positions wrap as the scalar accumulation would not, but every one the
+ * row uses fits 32 bits, where wrapping arithmetic agrees), one 4-byte
+ * gather each, the three bytes of each kept by a shuffle, two overlapping
+ * 16-byte stores (the next step, or the C tail, overwrites their spare 4
+ * bytes: hence two pixels of slack at the end). A step whose gather would
+ * read past the source's last byte (its last pixel, 3 bytes) is left to
+ * the C tail. */
+__attribute__((target("avx2"))) static int
+gather3_avx2(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes, int32_t xx,
+	     int32_t yy, int32_t ax, int32_t ay, int n)
+{
+	if (src_bytes < 4 || src_bytes > INT32_MAX || stride > INT32_MAX)
+		return 0;
+	const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	__m256i xv = _mm256_add_epi32(_mm256_set1_epi32(xx),
+				      _mm256_mullo_epi32(lane, _mm256_set1_epi32(ax)));
+	__m256i yv = _mm256_add_epi32(_mm256_set1_epi32(yy),
+				      _mm256_mullo_epi32(lane, _mm256_set1_epi32(ay)));
+	const __m256i xstep = _mm256_set1_epi32((int32_t)((uint32_t)ax * 8u));
+	const __m256i ystep = _mm256_set1_epi32((int32_t)((uint32_t)ay * 8u));
+	const __m256i vstride = _mm256_set1_epi32((int32_t)stride);
+	const __m256i last = _mm256_set1_epi32((int32_t)(src_bytes - 4));
+	const __m256i keep3 = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
+					       0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+	int k = 0;
+	for (; k + 10 <= n; k += 8) {
+		__m256i xi = _mm256_srai_epi32(xv, 16), yi = _mm256_srai_epi32(yv, 16);
+		__m256i off = _mm256_add_epi32(_mm256_mullo_epi32(yi, vstride),
+					       _mm256_add_epi32(xi, _mm256_add_epi32(xi, xi)));
+		if (!_mm256_testz_si256(_mm256_cmpgt_epi32(off, last), _mm256_set1_epi32(-1)))
+			break;
+		__m256i g = _mm256_i32gather_epi32((const int *)(const void *)src, off, 1);
+		g = _mm256_shuffle_epi8(g, keep3);
+		uint8_t *o = out + (size_t)k * 3;
+		_mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(g));
+		_mm_storeu_si128((__m128i *)(void *)(o + 12), _mm256_extracti128_si256(g, 1));
+		xv = _mm256_add_epi32(xv, xstep);
+		yv = _mm256_add_epi32(yv, ystep);
+	}
+	return k;
+}
+
 const struct ts_px_rows ts_px_rows_avx2 = {
 	.blend_const = blend_const_avx2,
 	.blend_row = blend_row_avx2,
@@ -330,6 +374,7 @@ const struct ts_px_rows ts_px_rows_avx2 = {
 	.solarize = solarize_avx2,
 	.sharpen = sharpen_avx2,
 	.gray3 = gray3_avx2,
+	.gather3 = gather3_avx2,
 };
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "pixel.h"
 #include "simd.h"
@@ -233,6 +235,70 @@ START_TEST(sharpen)
 }
 END_TEST
 
+/* Nearest sampling of a line of positions through an RGB source: the
+ * generic path against the positions written out, every path against it;
+ * lines that end on the source's last pixel (the gather must not read
+ * past it: the buffer ends there, for ASan), forwards, backwards, along
+ * a row, down a column. */
+START_TEST(gather3)
+{
+	uint32_t seed = 5u + (uint32_t)_i;
+	for (int t = 0; t < 60; t++) {
+		seed = seed * 1103515245u + 12345u;
+		const int W = 1 + (int)((seed >> 8) % 50), H = 1 + (int)((seed >> 16) % 40);
+		const size_t stride = (size_t)W * 3 + (seed >> 4) % 5;
+		const size_t bytes = (size_t)(H - 1) * stride + (size_t)W * 3;
+		/* the source's last byte the last before a page no access may
+		 * touch (ASan does not see inside a gather) */
+		const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		const size_t span = (bytes + page - 1) / page * page + page;
+		uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				    -1, 0);
+		ck_assert(map != MAP_FAILED);
+		ck_assert_int_eq(mprotect(map + span - page, page, PROT_NONE), 0);
+		uint8_t *src = map + span - page - bytes, *fill = random_bytes(bytes, seed);
+		memcpy(src, fill, bytes);
+		free(fill);
+		const int n = 1 + (int)((seed >> 20) % 70);
+		int32_t p[4]; /* x0, y0, x1, y1 in 16.16, all inside */
+		for (int k = 0; k < 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			p[k] = (int32_t)((seed >> 4) % (uint32_t)(((k & 1) ? H : W) << 16));
+		}
+		if (t % 5 == 0) { /* to the last pixel */
+			p[2] = (W << 16) - 1;
+			p[3] = (H << 16) - 1;
+		}
+		if (t % 7 == 1)
+			p[3] = p[1]; /* along a row */
+		const int32_t ax = n > 1 ? (p[2] - p[0]) / (n - 1) : 0;
+		const int32_t ay = n > 1 ? (p[3] - p[1]) / (n - 1) : 0;
+		uint8_t *want = malloc((size_t)n * 3), *gen = malloc((size_t)n * 3);
+		for (int k = 0; k < n; k++) {
+			int32_t x = p[0] + k * ax, y = p[1] + k * ay;
+			memcpy(want + 3 * k, src + (size_t)(y >> 16) * stride + (size_t)(x >> 16) * 3, 3);
+		}
+		force(TS_SIMD_GENERIC);
+		ts_px_gather3(gen, src, stride, bytes, p[0], p[1], ax, ay, n);
+		ck_assert_mem_eq(gen, want, (size_t)n * 3);
+		for (size_t i = 1; i < N_ISAS; i++) {
+			if (!ts_simd_supported(isas[i]))
+				continue;
+			uint8_t *got = malloc((size_t)n * 3);
+			force(isas[i]);
+			ts_px_gather3(got, src, stride, bytes, p[0], p[1], ax, ay, n);
+			if (memcmp(got, gen, (size_t)n * 3) != 0)
+				ck_abort_msg("gather3 on %s: case %d (%dx%d, n %d) differs from generic",
+					     ts_simd_isa_name(isas[i]), t, W, H, n);
+			free(got);
+		}
+		munmap(map, span);
+		free(want);
+		free(gen);
+	}
+}
+END_TEST
+
 /* Rounding corners of the blend: values whose sum lands on or next to a
  * whole number, and the clips at both ends. */
 START_TEST(blend_known_values)
@@ -282,6 +348,7 @@ static Suite *pixel_suite(void)
 	tcase_add_loop_test(tc, masks_and_solarize, 0, (int)N_LEN);
 	tcase_add_loop_test(tc, gray_and_color, 0, (int)N_LEN + 2);
 	tcase_add_loop_test(tc, sharpen, 0, (int)N_LEN);
+	tcase_add_loop_test(tc, gather3, 0, 8);
 	tcase_add_test(tc, blend_known_values);
 	tcase_add_test(tc, dispatch);
 	suite_add_tcase(s, tc);
