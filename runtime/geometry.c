@@ -252,13 +252,22 @@ static void scale_affine(const struct ts_image *src, struct ts_image *dst,
 		}
 		xo += a[0];
 	}
+	/* a translation (or any map of step 1 whose columns run on): the
+	 * row's inside part is one copy */
+	bool run = xmin < xmax;
+	for (int x = xmin + 1; run && x < xmax; x++)
+		run = xtab[x] == xtab[x - 1] + 1;
 	for (int y = 0; y < dst->height; y++) {
 		const int yi = coord(yo);
 		if (yi >= 0 && yi < src->height) {
 			const uint8_t *in = src->data + (size_t)yi * src->stride;
 			uint8_t *out = dst->data + (size_t)y * dst->stride;
-			for (int x = xmin; x < xmax; x++)
-				copy_px(out + (size_t)x * C, in + (size_t)xtab[x] * C, C);
+			if (run)
+				memcpy(out + (size_t)xmin * C, in + (size_t)xtab[xmin] * C,
+				       (size_t)(xmax - xmin) * C);
+			else
+				for (int x = xmin; x < xmax; x++)
+					copy_px(out + (size_t)x * C, in + (size_t)xtab[x] * C, C);
 		}
 		yo += a[4];
 	}

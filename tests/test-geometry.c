@@ -262,6 +262,40 @@ START_TEST(affine_nearest_runs)
 }
 END_TEST
 
+/* Whole-pixel translations (RandAugment's TranslateX/Y) are the image
+ * shifted, the fill where nothing maps, for shifts past either edge. */
+START_TEST(affine_translate_runs)
+{
+	const uint8_t fill[4] = { 9, 8, 7, 6 };
+	const int W = 13, H = 6, C = 3;
+	struct ts_image src = { 0 }, dst = { 0 };
+	ck_assert_int_eq(ts_image_reserve(&src, W, H, C, TS_DTYPE_U8), 0);
+	for (int y = 0; y < H; y++)
+		for (int i = 0; i < W * C; i++)
+			src.data[(size_t)y * src.stride + i] = (uint8_t)(y * 40 + i + 10);
+	const int shifts[][2] = { { 0, 0 }, { 3, 0 }, { -5, 2 }, { 12, -1 }, { -13, 0 }, { 20, 3 } };
+	for (size_t t = 0; t < sizeof(shifts) / sizeof(shifts[0]); t++) {
+		const int tx = shifts[t][0], ty = shifts[t][1];
+		const double m[6] = { 1, 0, -tx, 0, 1, -ty };
+		ck_assert_int_eq(ts_geo_transform_affine(&src, &dst, W, H, m, TS_INTERP_NEAREST,
+							 fill), 0);
+		for (int y = 0; y < H; y++)
+			for (int x = 0; x < W; x++)
+				for (int c = 0; c < C; c++) {
+					const int sx = x - tx, sy = y - ty;
+					const uint8_t want =
+						sx >= 0 && sx < W && sy >= 0 && sy < H
+							? src.data[(size_t)sy * src.stride + (size_t)sx * C + c]
+							: fill[c];
+					ck_assert_uint_eq(dst.data[(size_t)y * dst.stride + (size_t)x * C + c],
+							  want);
+				}
+	}
+	ts_image_free(&src);
+	ts_image_free(&dst);
+}
+END_TEST
+
 /* The perspective through its own corners is the identity; the
  * coefficients map each endpoint onto its startpoint. */
 START_TEST(perspective_coefficients)
@@ -762,6 +796,7 @@ static Suite *suite(void)
 	tcase_add_test(k, affine_pil);
 	tcase_add_test(k, affine_channels);
 	tcase_add_loop_test(k, affine_nearest_runs, 0, 4);
+	tcase_add_test(k, affine_translate_runs);
 	tcase_add_test(k, perspective_coefficients);
 	tcase_add_test(k, degenerate_maps);
 	tcase_add_loop_test(k, pad_modes, 0, (int)(sizeof(pad_cases) / sizeof(pad_cases[0])));
