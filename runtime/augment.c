@@ -205,7 +205,8 @@ void ts_aug_flip(struct ts_image *img, bool horizontal)
 		flip_rows(img, 1);
 		break;
 	case 3:
-		flip_rows(img, 3);
+		for (int y = 0; y < img->height; y++)
+			ts_px_flip3(img->data + (size_t)y * img->stride, (size_t)img->width);
 		break;
 	case 4:
 		flip_rows(img, 4);

@@ -6,6 +6,8 @@
  */
 #include "pixel.h"
 
+#include <string.h>
+
 #include "pixel_kernels.h"
 #include "simd.h"
 
@@ -147,5 +149,18 @@ void ts_px_gather3(uint8_t *out, const uint8_t *src, size_t stride, size_t src_b
 		out[2] = s[2];
 		xx += ax;
 		yy += ay;
+	}
+}
+
+void ts_px_flip3(uint8_t *row, size_t w)
+{
+	const struct ts_px_rows *v = rows();
+	size_t k = v ? v->flip3(row, w) : 0;
+	uint8_t *a = row + 3 * k, *b = row + 3 * (w - 1 - k);
+	for (; a < b; a += 3, b -= 3) {
+		uint8_t t[3];
+		memcpy(t, a, 3);
+		memcpy(a, b, 3);
+		memcpy(b, t, 3);
 	}
 }

@@ -76,6 +76,9 @@ void ts_px_gray(uint8_t *g, const uint8_t *rgb, size_t npx, int C);
 void ts_px_gather3(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
 		   int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n);
 
+/* A row of w RGB pixels mirrored in place (left-right flip). */
+void ts_px_flip3(uint8_t *row, size_t w);
+
 /* ImageEnhance.Color of npx packed RGB pixels: each byte blended with
  * its pixel's gray (ts_px_gray). */
 void ts_px_color3(uint8_t *r, size_t npx, float alpha);

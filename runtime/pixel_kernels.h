@@ -19,6 +19,9 @@ struct ts_px_rows {
 			  const uint8_t *dn, size_t C, size_t m);
 	/* packed RGB, 3 bytes a pixel; returns pixels done */
 	size_t (*gray3)(uint8_t *g, const uint8_t *rgb, size_t npx);
+	/* mirrors the outer k pixels at each end of a row of w RGB pixels,
+	 * returns k */
+	size_t (*flip3)(uint8_t *row, size_t w);
 	/* NULL where the set has no gather; returns pixels done */
 	int (*gather3)(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
 		       int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n);

@@ -158,6 +158,24 @@ static size_t gray3_neon(uint8_t *g, const uint8_t *rgb, size_t npx)
 	return x;
 }
 
+/* Eight pixels from each end a step: vld3 splits them into channels,
+ * vrev64 reverses each, vst3 puts them in the other's place. */
+static size_t flip3_neon(uint8_t *row, size_t w)
+{
+	size_t k = 0;
+	for (; 2 * k + 16 <= w; k += 8) {
+		uint8_t *pl = row + 3 * k, *pr = row + 3 * (w - k - 8);
+		uint8x8x3_t l = vld3_u8(pl), r = vld3_u8(pr);
+		for (int c = 0; c < 3; c++) {
+			l.val[c] = vrev64_u8(l.val[c]);
+			r.val[c] = vrev64_u8(r.val[c]);
+		}
+		vst3_u8(pl, r);
+		vst3_u8(pr, l);
+	}
+	return k;
+}
+
 const struct ts_px_rows ts_px_rows_neon = {
 	.blend_const = blend_const_neon,
 	.blend_row = blend_row_neon,
@@ -165,6 +183,7 @@ const struct ts_px_rows ts_px_rows_neon = {
 	.solarize = solarize_neon,
 	.sharpen = sharpen_neon,
 	.gray3 = gray3_neon,
+	.flip3 = flip3_neon,
 };
 
 #endif

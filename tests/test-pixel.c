@@ -299,6 +299,30 @@ START_TEST(gather3)
 }
 END_TEST
 
+/* The RGB row mirror on every path against the mirror by index, for
+ * every width up to past a few vector steps; the bytes around the row
+ * stay as they were. */
+START_TEST(flip3)
+{
+	for (size_t i = 0; i < N_ISAS; i++) {
+		if (!ts_simd_supported(isas[i]))
+			continue;
+		force(isas[i]);
+		for (size_t w = 0; w <= 64; w++) {
+			uint8_t *buf = random_bytes(3 * w + 2, (uint32_t)(w + 31 * i)), *want = malloc(3 * w + 2);
+			memcpy(want, buf, 3 * w + 2);
+			for (size_t x = 0; x < w; x++)
+				memcpy(want + 1 + 3 * x, buf + 1 + 3 * (w - 1 - x), 3);
+			ts_px_flip3(buf + 1, w);
+			if (memcmp(buf, want, 3 * w + 2) != 0)
+				ck_abort_msg("flip3 on %s: width %zu", ts_simd_isa_name(isas[i]), w);
+			free(buf);
+			free(want);
+		}
+	}
+}
+END_TEST
+
 /* Rounding corners of the blend: values whose sum lands on or next to a
  * whole number, and the clips at both ends. */
 START_TEST(blend_known_values)
@@ -349,6 +373,7 @@ static Suite *pixel_suite(void)
 	tcase_add_loop_test(tc, gray_and_color, 0, (int)N_LEN + 2);
 	tcase_add_loop_test(tc, sharpen, 0, (int)N_LEN);
 	tcase_add_loop_test(tc, gather3, 0, 8);
+	tcase_add_test(tc, flip3);
 	tcase_add_test(tc, blend_known_values);
 	tcase_add_test(tc, dispatch);
 	suite_add_tcase(s, tc);
