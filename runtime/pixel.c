@@ -123,10 +123,12 @@ void ts_px_color3(uint8_t *r, size_t npx, float alpha)
 	/* a chunk of the row at a time: its gray, then each byte blended
 	 * with its pixel's gray */
 	uint8_t g[256], g3[3 * 256];
+	const struct ts_px_rows *v = rows();
 	while (npx) {
 		size_t k = npx < 256 ? npx : 256;
 		ts_px_gray(g, r, k, 3);
-		for (size_t x = 0; x < k; x++)
+		size_t x = v ? v->expand3(g3, g, k) : 0;
+		for (; x < k; x++)
 			g3[3 * x] = g3[3 * x + 1] = g3[3 * x + 2] = g[x];
 		ts_px_blend_row(r, g3, 3 * k, alpha);
 		r += 3 * k;

@@ -19,6 +19,8 @@ struct ts_px_rows {
 			  const uint8_t *dn, size_t C, size_t m);
 	/* packed RGB, 3 bytes a pixel; returns pixels done */
 	size_t (*gray3)(uint8_t *g, const uint8_t *rgb, size_t npx);
+	/* g3[3x .. 3x + 2] = g[x]; returns pixels done */
+	size_t (*expand3)(uint8_t *g3, const uint8_t *g, size_t npx);
 	/* mirrors the outer k pixels at each end of a row of w RGB pixels,
 	 * returns k */
 	size_t (*flip3)(uint8_t *row, size_t w);

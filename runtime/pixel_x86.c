@@ -179,6 +179,24 @@ __attribute__((target("sse4.1"))) static size_t gray3_sse41(uint8_t *g, const ui
 	return x;
 }
 
+/* Sixteen gray bytes into 48, three shuffles. */
+__attribute__((target("sse4.1"))) static size_t expand3_sse41(uint8_t *g3, const uint8_t *g,
+							       size_t npx)
+{
+	const __m128i s0 = _mm_setr_epi8(0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5);
+	const __m128i s1 = _mm_setr_epi8(5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10);
+	const __m128i s2 = _mm_setr_epi8(10, 11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15);
+	size_t x = 0;
+	for (; x + 16 <= npx; x += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(g + x));
+		__m128i *o = (__m128i *)(void *)(g3 + 3 * x);
+		_mm_storeu_si128(o, _mm_shuffle_epi8(v, s0));
+		_mm_storeu_si128(o + 1, _mm_shuffle_epi8(v, s1));
+		_mm_storeu_si128(o + 2, _mm_shuffle_epi8(v, s2));
+	}
+	return x;
+}
+
 /* Five pixels (15 bytes of a 16-byte load) from each end a step, each
  * block's pixels reversed by a shuffle into the other's place; the 16th
  * byte each store takes beyond its block is the neighbour's own, put
@@ -208,6 +226,7 @@ const struct ts_px_rows ts_px_rows_sse41 = {
 	.solarize = solarize_sse41,
 	.sharpen = sharpen_sse41,
 	.gray3 = gray3_sse41,
+	.expand3 = expand3_sse41,
 	.flip3 = flip3_sse41,
 };
 
@@ -397,6 +416,7 @@ const struct ts_px_rows ts_px_rows_avx2 = {
 	.solarize = solarize_avx2,
 	.sharpen = sharpen_avx2,
 	.gray3 = gray3_avx2,
+	.expand3 = expand3_sse41,
 	.flip3 = flip3_sse41,
 	.gather3 = gather3_avx2,
 };
