@@ -84,6 +84,11 @@ struct ts_decode_req {
 	 * the target (a region of the image the whole of which is resized,
 	 * at the scale the whole image's decode would use). */
 	int scale_num;
+	/* The caller reads the image through its stride (a resample does):
+	 * the JPEG decoder may then leave it with a stride wider than
+	 * width * channels, its rows written in place by libjpeg instead of
+	 * copied out of a scratch row. */
+	bool strided;
 };
 
 /*

@@ -252,7 +252,18 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
 		goto out;
 	}
 
-	if (ts_image_reserve(out, g.out_w, g.out_h, dst_c,
+	/* Straight into the output rows when nothing is to be converted or
+	 * cut off: the common case of an RGB JPEG decoded whole. When only
+	 * cut off (a crop's margins, iMCU-snapped) and the caller reads
+	 * through the stride, rows of the output are as wide as libjpeg's
+	 * (ci->output_width) and libjpeg writes row y from `left` pixels
+	 * before its first: into row y - 1's tail past its width, which no
+	 * one reads. Row 0 has nothing before it and goes through the
+	 * scratch row. */
+	const bool plain = !cmyk && comps == dst_c && depth == 8;
+	const bool direct = plain && left == 0 && (int)ci->output_width == g.out_w;
+	const bool shifted = plain && !direct && req->strided;
+	if (ts_image_reserve(out, shifted ? (int)ci->output_width : g.out_w, g.out_h, dst_c,
 			     depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8) < 0 ||
 	    ts_decoder_grow(&j->row, &j->row_cap, (size_t)ci->output_width * (size_t)comps) < 0 ||
 	    (cmyk && ts_decoder_grow(&j->rgb, &j->rgb_cap, (size_t)g.out_w * 3) < 0)) {
@@ -260,19 +271,18 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
 				  info.width, info.height);
 		goto out;
 	}
-	/* Straight into the output rows when nothing is to be converted or
-	 * cut off: the common case of an RGB JPEG decoded whole. */
-	bool direct = !cmyk && left == 0 && (int)ci->output_width == g.out_w &&
-		      comps == dst_c && depth == 8;
+	if (shifted)
+		out->width = g.out_w; /* the stride stays output_width's */
 	bool inverted = ci->saw_Adobe_marker;
 	for (int y = 0; y < g.out_h; y++) {
 		uint8_t *dst = out->data + (size_t)y * out->stride;
-		JSAMPROW r = direct ? dst : j->row;
+		JSAMPROW r = direct ? dst : shifted && y > 0 ? dst - (size_t)left * (size_t)comps
+							     : j->row;
 		if (jpeg_read_scanlines(ci, &r, 1) != 1) {
 			rc = ts_error_set(err, TS_E_DECODE, "truncated JPEG data (rows missing)");
 			goto out;
 		}
-		if (direct)
+		if (direct || (shifted && y > 0))
 			continue;
 		const uint8_t *s = j->row + (size_t)left * (size_t)comps;
 		if (cmyk) {

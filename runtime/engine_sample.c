@@ -66,6 +66,7 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 			return ts_error_set(err, rc, "resize to %dx%d failed", tw, th);
 		ts_image_swap(&w->img, &w->tmp1);
 	}
+	ts_image_compact(&w->img); /* decoded at its size already: may be strided */
 	return 0;
 }
 
@@ -212,6 +213,7 @@ static int decode_sample(struct worker *w, const struct ts_op *op,
 		}
 	}
 	struct ts_decode_geom geom;
+	req.strided = windowed || resample; /* a resample reads it (crop_after_decode) */
 	rc = ts_decoder_decode(w->dec, buf, len, &req, &w->img, &geom, err);
 	ts_prof_add(TS_PROF_DECODE, t);
 	ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats (views: one per sample) */

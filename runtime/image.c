@@ -1,6 +1,8 @@
 /* image.c - growable pixel buffers reused across samples. */
 #include "image.h"
 
+#include <string.h>
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -56,6 +58,17 @@ struct ts_image ts_image_view(const struct ts_image *img, int x, int y, int w,
 	v.width = w;
 	v.height = h;
 	return v;
+}
+
+void ts_image_compact(struct ts_image *img)
+{
+	const size_t row = (size_t)img->width * (size_t)img->channels * ts_dtype_size(img->dtype);
+	if (img->stride == row)
+		return;
+	/* Row y moves down to y * row <= y * stride: in order, memmove. */
+	for (int y = 1; y < img->height; y++)
+		memmove(img->data + (size_t)y * row, img->data + (size_t)y * img->stride, row);
+	img->stride = row;
 }
 
 size_t ts_image_bytes(const struct ts_image *img)

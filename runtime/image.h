@@ -35,6 +35,9 @@ void ts_image_swap(struct ts_image *a, struct ts_image *b);
  * img->stride apart): read it, never reserve into or free it. */
 struct ts_image ts_image_view(const struct ts_image *img, int x, int y, int w,
 			      int h);
+/* Close up rows whose stride is wider than width * channels * elem size
+ * (a decoder's, ts_decode_req.strided), in place. */
+void ts_image_compact(struct ts_image *img);
 /* Bytes of pixel data: height * stride. */
 size_t ts_image_bytes(const struct ts_image *img);
 

@@ -422,7 +422,7 @@ START_TEST(test_geometry)
 	for (size_t i = 0; i < TS_ARRAY_LEN(t); i++) {
 		struct ts_decode_info info = { t[i].fmt, t[i].w, t[i].h, 3, 8, false };
 		struct ts_decode_req req = { TS_COLOR_RGB, 8, t[i].rx, t[i].ry, t[i].rw, t[i].rh,
-					     t[i].tw, t[i].th, 0 };
+					     t[i].tw, t[i].th, 0, false };
 		struct ts_decode_geom g;
 		struct ts_error err;
 		ck_assert_int_eq(ts_decoder_geometry(&info, &req, &g, &err), 0);
@@ -444,7 +444,7 @@ START_TEST(test_geometry)
 	for (int f = 0; f < 2; f++) {
 		struct ts_decode_info info = { f ? TS_FORMAT_PNG : TS_FORMAT_JPEG, 1001, 900, 3, 8,
 					       false };
-		struct ts_decode_req req = { TS_COLOR_RGB, 8, 8, 0, 993, 900, 900, 900, 4 };
+		struct ts_decode_req req = { TS_COLOR_RGB, 8, 8, 0, 993, 900, 900, 900, 4, false };
 		struct ts_decode_geom g;
 		struct ts_error err;
 		ck_assert_int_eq(ts_decoder_geometry(&info, &req, &g, &err), 0);
@@ -458,13 +458,13 @@ END_TEST
 START_TEST(test_bad_request)
 {
 	static const struct ts_decode_req bad[] = {
-		{ TS_COLOR_RGB, 12, 0, 0, 0, 0, 0, 0, 0 },
-		{ TS_COLOR_RGB, 8, 150, 0, 100, 10, 0, 0, 0 },   /* past the right edge */
-		{ TS_COLOR_RGB, 8, -1, 0, 10, 10, 0, 0, 0 },
-		{ TS_COLOR_RGB, 8, 0, 100, 10, 52, 0, 0, 0 },    /* past the bottom */
-		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, -5, 10, 0 },
-		{ (enum ts_color)7, 8, 0, 0, 0, 0, 0, 0, 0 },
-		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, 0, 0, 3 },       /* scale 3/8 */
+		{ TS_COLOR_RGB, 12, 0, 0, 0, 0, 0, 0, 0, false },
+		{ TS_COLOR_RGB, 8, 150, 0, 100, 10, 0, 0, 0, false },   /* past the right edge */
+		{ TS_COLOR_RGB, 8, -1, 0, 10, 10, 0, 0, 0, false },
+		{ TS_COLOR_RGB, 8, 0, 100, 10, 52, 0, 0, 0, false },    /* past the bottom */
+		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, -5, 10, 0, false },
+		{ (enum ts_color)7, 8, 0, 0, 0, 0, 0, 0, 0, false },
+		{ TS_COLOR_RGB, 8, 0, 0, 0, 0, 0, 0, 3, false },       /* scale 3/8 */
 	};
 	const char *files[] = { "base420.jpg", "rgb8.png" };
 	for (size_t f = 0; f < 2; f++)
@@ -617,20 +617,29 @@ START_TEST(test_jpeg_roi)
 	for (size_t f = 0; f < TS_ARRAY_LEN(files); f++) {
 		struct pnm ref;
 		read_pnm(files[f][1], &ref);
-		for (size_t r = 0; r < TS_ARRAY_LEN(rois); r++) {
-			struct ts_decode_req req = { TS_COLOR_RGB, 8, rois[r][0], rois[r][1],
-						     rois[r][2], rois[r][3], 0, 0, 0 };
+		/* strided: rows written in place by libjpeg, read through the
+		 * stride, then closed up by ts_image_compact */
+		for (size_t r = 0; r < 2 * TS_ARRAY_LEN(rois); r++) {
+			const bool strided = r >= TS_ARRAY_LEN(rois);
+			const int *roi = rois[r % TS_ARRAY_LEN(rois)];
+			struct ts_decode_req req = { TS_COLOR_RGB, 8, roi[0], roi[1], roi[2], roi[3],
+						     0, 0, 0, strided };
 			struct ts_image img = { 0 };
 			struct ts_error err = { 0 };
 			struct ts_decode_geom g;
 			char what[128];
 			ck_assert_int_eq(decode_file(files[f][0], &req, &img, &g, &err), 0);
-			ck_assert_int_eq(img.width, rois[r][2]);
-			ck_assert_int_eq(img.height, rois[r][3]);
+			ck_assert_int_eq(img.width, roi[2]);
+			ck_assert_int_eq(img.height, roi[3]);
 			ck_assert_int_eq(g.scale_num, 8);
-			snprintf(what, sizeof(what), "%s roi %dx%d+%d+%d", files[f][0], rois[r][2],
-				 rois[r][3], rois[r][0], rois[r][1]);
-			assert_equal_window(&img, &ref, rois[r][0], rois[r][1], what);
+			const size_t row = (size_t)img.width * (size_t)img.channels;
+			ck_assert(strided ? img.stride >= row : img.stride == row);
+			snprintf(what, sizeof(what), "%s roi %dx%d+%d+%d%s", files[f][0], roi[2],
+				 roi[3], roi[0], roi[1], strided ? " strided" : "");
+			assert_equal_window(&img, &ref, roi[0], roi[1], what);
+			ts_image_compact(&img);
+			ck_assert_uint_eq(img.stride, row);
+			assert_equal_window(&img, &ref, roi[0], roi[1], what);
 			ts_image_free(&img);
 		}
 		pnm_free(&ref);
@@ -661,7 +670,7 @@ START_TEST(test_jpeg_scaled)
 		for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
 			const int *c = cases[i];
 			struct ts_decode_req req = { full.c == 1 ? TS_COLOR_GRAY : TS_COLOR_RGB, 8,
-						     c[0], c[1], c[2], c[3], c[4], c[5], 0 };
+						     c[0], c[1], c[2], c[3], c[4], c[5], 0, false };
 			struct ts_image img = { 0 };
 			struct ts_error err = { 0 };
 			struct ts_decode_geom g;
@@ -772,7 +781,7 @@ START_TEST(test_png_roi)
 		for (size_t i = 0; i < TS_ARRAY_LEN(r); i++) {
 			struct ts_decode_req req = { ref.c == 1 ? TS_COLOR_GRAY : TS_COLOR_RGB,
 						     ref.depth, r[i][0], r[i][1], r[i][2], r[i][3],
-						     r[i][4], r[i][5], 0 };
+						     r[i][4], r[i][5], 0, false };
 			struct ts_image img = { 0 };
 			struct ts_error err = { 0 };
 			struct ts_decode_geom g;
@@ -995,7 +1004,7 @@ START_TEST(test_reuse)
 			struct ts_error err = { 0 };
 			read_pnm(c->ref, &ref);
 			struct ts_decode_req req = { ref.c == 1 ? TS_COLOR_GRAY : TS_COLOR_RGB,
-						     ref.depth, 0, 0, 0, 0, 0, 0, 0 };
+						     ref.depth, 0, 0, 0, 0, 0, 0, 0, false };
 			ck_assert_int_eq(decode_file(c->file, &req, &img, NULL, &err), 0);
 			assert_equal_window(&img, &ref, 0, 0, c->file);
 			pnm_free(&ref);
