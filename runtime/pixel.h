@@ -60,7 +60,8 @@ void ts_px_solarize(uint8_t *r, size_t n, int t);
  * the same element as d, with C bytes between neighbours: p[j - C] and
  * p[j + C] are read), the sum 0.5 + dn + mid + up, each row's three taps
  * summed left to right, every product rounded (filter.c's order),
- * truncated and clipped to 0..255. */
+ * truncated and clipped to 0..255. d must not overlap the rows (the
+ * vector paths may write a byte of it twice). */
 void ts_px_sharpen_row(uint8_t *d, const uint8_t *up, const uint8_t *mid,
 		       const uint8_t *dn, size_t C, size_t m);
 

@@ -145,12 +145,19 @@ sharpen_sse41(uint8_t *d, const uint8_t *up, const uint8_t *mid, const uint8_t *
 	      size_t C, size_t m)
 {
 	size_t j = 0;
-	for (; j + 16 <= m; j += 16)
+	for (;; j += 16) {
+		/* the last step ends at m, overlapping the one before: d is
+		 * not an input, so its bytes come out the same twice */
+		if (j + 16 > m) {
+			if (j == m || m < 16)
+				return j;
+			j = m - 16;
+		}
 		store16_sse41(d + j, sharp4_sse41(up + j, mid + j, dn + j, C),
 			      sharp4_sse41(up + j + 4, mid + j + 4, dn + j + 4, C),
 			      sharp4_sse41(up + j + 8, mid + j + 8, dn + j + 8, C),
 			      sharp4_sse41(up + j + 12, mid + j + 12, dn + j + 12, C));
-	return j;
+	}
 }
 
 /* The shuffles of four RGB pixels (one 16-byte load) into (R, G) and
@@ -334,10 +341,16 @@ sharpen_avx2(uint8_t *d, const uint8_t *up, const uint8_t *mid, const uint8_t *d
 	     size_t C, size_t m)
 {
 	size_t j = 0;
-	for (; j + 16 <= m; j += 16)
+	for (;; j += 16) {
+		/* the last step ends at m (as in sharpen_sse41) */
+		if (j + 16 > m) {
+			if (j == m || m < 16)
+				return j;
+			j = m - 16;
+		}
 		store16_avx2(d + j, sharp8_avx2(up + j, mid + j, dn + j, C),
 			     sharp8_avx2(up + j + 8, mid + j + 8, dn + j + 8, C));
-	return j;
+	}
 }
 
 __attribute__((target("avx2"))) static size_t gray3_avx2(uint8_t *g, const uint8_t *rgb,
