@@ -61,6 +61,28 @@ static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
 			scan(&op->branches[k].ops[i], max_fixed, variable);
 }
 
+/* The most any one op's kernel holds beyond the image and tmp (its
+ * row's scratch_images, times its image, or the variable decode's figure
+ * when the size is known only at run time), branch ops included. */
+static uint64_t kernel_scratch(const struct ts_op *ops, size_t n)
+{
+	uint64_t most = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ts_op *op = &ops[i];
+		const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
+		uint64_t b = 0;
+		if (d && d->scratch_images)
+			b = d->scratch_images *
+			    (op->out_h && op->out_w ? op_bytes(op) : VARIABLE_DECODE_SCRATCH);
+		for (size_t k = 0; k < op->n_branches; k++) {
+			uint64_t in = kernel_scratch(op->branches[k].ops, op->branches[k].n_ops);
+			b = in > b ? in : b;
+		}
+		most = b > most ? b : most;
+	}
+	return most;
+}
+
 /* The ring maps its sample area twice, back to back, so that a batch
  * across the wrap is contiguous: the area must be whole pages, so its
  * capacity is a multiple of PAGE / gcd(sample_bytes, PAGE) samples (a
@@ -157,6 +179,7 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 	for (size_t i = 0; i < plan->n_ops; i++)
 		scan(&plan->ops[i], &max_fixed, &variable);
 	per_thread = 2 * max_fixed;
+	per_thread += kernel_scratch(plan->ops, plan->n_ops);
 	if (variable && per_thread < VARIABLE_DECODE_SCRATCH)
 		per_thread = VARIABLE_DECODE_SCRATCH;
 	/* views(...): a view whose group has ops before its output stage

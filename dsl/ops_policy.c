@@ -624,6 +624,7 @@ const struct ts_opdef ts_ops_policy[] = {
 	  .describe = describe_auto_augment },
 	{ TS_TRANSFORM("augmix", TS_OP_AUGMIX, p_augmix, POLICY,
 		       "torchvision's AugMix: random op chains mixed with the image"),
-	  .shape = shape_augmix, .build = build_augmix, .describe = describe_augmix },
+	  .shape = shape_augmix, .build = build_augmix, .describe = describe_augmix,
+	  .scratch_images = 5 },
 	TS_ROW_END,
 };

@@ -163,6 +163,10 @@ struct ts_opdef {
 	ts_op_fanout fanout;      /* TS_OPF_EXPANDS transforms */
 	ts_stage_apply apply;     /* sources and modifiers */
 	ts_source_describe describe_source; /* sources */
+	unsigned scratch_images;  /* transforms: image-sized buffers its kernel
+				     holds beyond the image and tmp, per image
+				     byte (augmix: 5, its float32 mix and its
+				     chain image), for the memory estimate */
 };
 
 /* One family's rows, ended by a row whose name is NULL. */

@@ -486,6 +486,25 @@ START_TEST(augmix_draws)
 }
 END_TEST
 
+/* The memory estimate counts augmix's float32 mix and chain image: five
+ * image-sized buffers per worker beyond what invert holds, inside a
+ * random_apply too. */
+START_TEST(augmix_scratch)
+{
+	struct ts_plan *a = plan_of("invert", 200, 224, 3);
+	struct ts_plan *b = plan_of("augmix", 200, 224, 3);
+	struct ts_plan *c = plan_of("random_apply(augmix, p = 0.5)", 200, 224, 3);
+	const uint64_t img = 200 * 224 * 3;
+	ck_assert_int_gt(a->mem_threads, 0);
+	ck_assert_uint_eq(b->mem_scratch / (uint64_t)b->mem_threads,
+			  a->mem_scratch / (uint64_t)a->mem_threads + 5 * img);
+	ck_assert_uint_eq(c->mem_scratch, b->mem_scratch);
+	ts_plan_destroy(a);
+	ts_plan_destroy(b);
+	ts_plan_destroy(c);
+}
+END_TEST
+
 /* trivial_augment_wide over 10,000: the op uniform, the bin of a tabled
  * op uniform over num_magnitude_bins (here 8). */
 START_TEST(trivial_augment_draws)
@@ -784,6 +803,7 @@ static Suite *suite(void)
 	tcase_add_test(d, trivial_augment_draws);
 	tcase_add_test(d, auto_augment_draws);
 	tcase_add_test(d, augmix_draws);
+	tcase_add_test(d, augmix_scratch);
 	suite_add_tcase(s, d);
 	TCase *k = tcase_create("kernels");
 	tcase_set_timeout(k, 60);
