@@ -14,7 +14,7 @@
 
 /* Branch ops draw from streams forked off their policy's (runtime
  * ts_rng_fork): ids from here up never meet a pipeline position. */
-#define BRANCH_INDEX_BASE (1 << 20)
+#define BRANCH_INDEX_BASE TS_CHECK_BRANCH_BASE
 
 /* Whether a transform may run inside a branch; reports why not. */
 static bool branch_ok(struct ts_check *c, const char *what,

@@ -41,6 +41,12 @@ struct ts_check_val {
 	const struct ts_ast_value *ops;
 };
 
+/* Branch ops (random_apply's, random_choice's) draw from streams forked
+ * off their policy's (runtime ts_rng_fork), numbered from here up in the
+ * order check_branch.c checks them, so that they never meet a pipeline
+ * position. */
+#define TS_CHECK_BRANCH_BASE (1 << 20)
+
 /* One ts_dsl_check call: the program, where errors go, and whether
  * reporting one ran out of memory. */
 struct ts_check_entry;

@@ -53,10 +53,22 @@ static int group_count(struct ts_check *c, const struct ts_ast_arg *a, size_t k)
 	return (int)n;
 }
 
+/* A policy's ops inside a group (and theirs), numbered as check_branch.c
+ * numbers them (each after its own) from *n on. */
+static void number_nested(struct ts_op *op, int *n)
+{
+	for (size_t b = 0; b < op->n_branches; b++)
+		for (size_t j = 0; j < op->branches[b].n_ops; j++) {
+			number_nested(&op->branches[b].ops[j], n);
+			op->branches[b].ops[j].index = TS_CHECK_BRANCH_BASE + ++*n;
+		}
+}
+
 /* One group's ops from shape in, lowered into *br; -1 after reporting,
- * TS_E_NOMEM. */
+ * TS_E_NOMEM. base: the branch stream ids given before views. */
 static int build_group(struct ts_check *c, const struct ts_ast_arg *a, size_t k,
-		       int count, const struct ts_shape *in, struct ts_op_branch *br)
+		       int count, const struct ts_shape *in, int base,
+		       struct ts_op_branch *br)
 {
 	const struct ts_ast_value *v = ts_check_resolve(c, a->value);
 	struct ts_shape out;
@@ -89,8 +101,13 @@ static int build_group(struct ts_check *c, const struct ts_ast_arg *a, size_t k,
 	 * position + j by ts_plan_set_views, so that the ops written in
 	 * place of views(...) draw the same under the view's seed
 	 * (tsrun-pipeline(5), VIEWS). */
-	for (size_t j = 0; j < n; j++)
+	int nested = base;
+	for (size_t j = 0; j < n; j++) {
 		ops[j].index = (int)j;
+		/* and the ops of a policy among them as the same chain in the
+		 * pipeline would number them: from those before views on */
+		number_nested(&ops[j], &nested);
+	}
 	if (ts_lower_ops(ops, n, &low, &n_low) < 0)
 		return TS_E_NOMEM;
 	/* The OUTPUT, and the TO it ends with, write the view's shape (as
@@ -115,7 +132,7 @@ static int build_views(struct ts_check *c, const struct ts_opdef *def,
 		       const struct ts_shape *in, struct ts_op *op)
 {
 	size_t n_groups = 0, k = 0;
-	int total = 0;
+	int total = 0, base = c->branch_index;
 	bool bad = false;
 
 	(void)def;
@@ -141,7 +158,7 @@ static int build_views(struct ts_check *c, const struct ts_opdef *def,
 			continue;
 		}
 		total += count;
-		int rc = build_group(c, a, k, count, in, &br[k]);
+		int rc = build_group(c, a, k, count, in, base, &br[k]);
 		if (rc == TS_E_NOMEM)
 			c->oom = true;
 		if (rc < 0)

@@ -1286,10 +1286,12 @@ END_TEST
  * fuse into the decode, so that both decode the whole image). */
 static const char *const view_chains[] = {
 	"flip(horizontal) | random_resized_crop(40, scale = 0.3..1.0)"
-	" | color_jitter(0.4, 0.4, 0.4) | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])"
+	" | random_apply(color_jitter(0.4, 0.4, 0.4) | grayscale(3, p = 0.5), p = 0.8)"
+	" | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])"
 	" | to(float32, nchw)",
-	"random_apply(grayscale(3), p = 0.5) | random_resized_crop([16, 24], scale = 0.05..0.4)"
-	" | to(uint8)",
+	"random_apply(grayscale(3) | flip(horizontal), p = 0.5)"
+	" | random_resized_crop([16, 24], scale = 0.05..0.4)"
+	" | random_choice([invert, posterize(3) | flip(vertical)]) | to(uint8)",
 };
 static const int view_counts[] = {2, 3};
 
