@@ -344,6 +344,32 @@ static size_t branch_label(char *label, size_t n, size_t at, int depth,
 			   const struct ts_op *op)
 {
 	char a[DESC_MAX];
+	if (plan_views_op(op)) {
+		/* views(): each group as written, "2 = " before its first op,
+		 * its fused output as its parts */
+		for (size_t k = 0; k < op->n_branches && at < n; k++) {
+			const struct ts_op_branch *br = &op->branches[k];
+			bool first = true;
+			for (size_t i = 0; i < br->n_ops && at < n; i++) {
+				const struct ts_op *q = &br->ops[i];
+				size_t np = ts_op_is_output(q) ? q->n_parts : 1;
+				for (size_t j = 0; j < np && at < n; j++) {
+					const struct ts_op *x = ts_op_is_output(q) ? &q->parts[j] : q;
+					op_desc(x, a, sizeof(a));
+					if (first)
+						at += (size_t)snprintf(label + at, n - at, "\n%*s%d = %s",
+								       2 * depth, "", br->views, a);
+					else
+						at += (size_t)snprintf(label + at, n - at, "\n%*s| %s",
+								       2 * depth, "", a);
+					first = false;
+					if (at < n)
+						at = branch_label(label, n, at, depth + 2, x);
+				}
+			}
+		}
+		return at;
+	}
 	for (size_t k = 0; k < op->n_branches && at < n; k++)
 		for (size_t i = 0; i < op->branches[k].n_ops && at < n; i++) {
 			const struct ts_op *q = &op->branches[k].ops[i];
@@ -381,6 +407,8 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 	for (size_t i = 0; i < p->n_ops; i++) {
 		const struct ts_op *op = &p->ops[i];
 		snprintf(id, sizeof(id), "op%zu", i);
+		if (ts_op_is_output(op) && i > 0 && plan_views_op(&p->ops[i - 1]))
+			continue; /* the views write the slot */
 		if (ts_op_is_output(op)) {
 			at = (size_t)snprintf(label, sizeof(label), "output (fused)");
 			for (size_t j = 0; j < op->n_parts && at < sizeof(label); j++) {
@@ -413,7 +441,8 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 	dot_node(f, "ring", label, "shape=cylinder");
 	fprintf(f, "  source");
 	for (size_t i = 0; i < p->n_ops; i++)
-		fprintf(f, " -> op%zu", i);
+		if (!(ts_op_is_output(&p->ops[i]) && i > 0 && plan_views_op(&p->ops[i - 1])))
+			fprintf(f, " -> op%zu", i);
 	fprintf(f, " -> batch -> ring;\n}\n");
 }
 
