@@ -252,26 +252,20 @@ static inline int round_pos(double x)
 	return r + (x - r >= 0.5);
 }
 
-/* from_hsv's per-level terms, once per image: hue's sector and fraction,
- * saturation's fraction. */
-struct hsv_tabs {
-	uint8_t sector[256];
-	float f[256], fs[256];
-};
-
-static void hsv_tabs_init(struct hsv_tabs *t)
+/* from_hsv's per-level terms (pixel.h), once per image. */
+static void hsv_tabs_init(struct ts_px_hsv_tabs *t)
 {
 	for (int k = 0; k < 256; k++) {
 		const double sector = (float)k * 6.0 / 255.0;
 		const int i = (int)sector; /* floor: sector >= 0 */
-		t->sector[k] = (uint8_t)(i % 6);
+		t->sector[k] = i % 6;
 		t->f[k] = (float)(sector - (float)i);
 		t->fs[k] = (float)((float)k / 255.0);
 	}
 }
 
 /* PIL's 8-bit HSV back to RGB, rounding half away from zero. */
-static void from_hsv(const uint8_t *hsv, uint8_t *px, const struct hsv_tabs *tab)
+static void from_hsv(const uint8_t *hsv, uint8_t *px, const struct ts_px_hsv_tabs *tab)
 {
 	const int v = hsv[2];
 	if (hsv[1] == 0) {
@@ -303,13 +297,15 @@ void ts_color_hue(struct ts_image *img, double factor)
 	const int C = img->channels;
 	if (C < 3)
 		return;
-	struct hsv_tabs tab;
+	struct ts_px_hsv_tabs tab;
 	hsv_tabs_init(&tab);
 	/* np.uint8(factor * 255): truncated toward zero, then modulo 256 */
 	const uint8_t shift = (uint8_t)((int)(factor * 255.0) & 255);
 	for (int y = 0; y < img->height; y++) {
 		uint8_t *r = img->data + (size_t)y * img->stride;
-		for (int x = 0; x < img->width; x++) {
+		/* the vector rows take packed RGB, the C loop the rest */
+		int x = C == 3 ? (int)ts_px_hue3(r, (size_t)img->width, shift, &tab) : 0;
+		for (; x < img->width; x++) {
 			uint8_t hsv[3];
 			to_hsv(r + (size_t)x * C, hsv);
 			hsv[0] = (uint8_t)(hsv[0] + shift);

@@ -166,3 +166,9 @@ void ts_px_flip3(uint8_t *row, size_t w)
 		memcpy(b, t, 3);
 	}
 }
+
+size_t ts_px_hue3(uint8_t *row, size_t npx, uint8_t shift, const struct ts_px_hsv_tabs *tab)
+{
+	const struct ts_px_rows *v = rows();
+	return v && v->hue3 ? v->hue3(row, npx, shift, tab) : 0;
+}

@@ -77,6 +77,20 @@ void ts_px_gray(uint8_t *g, const uint8_t *rgb, size_t npx, int C);
 void ts_px_gather3(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
 		   int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n);
 
+/* PIL's 8-bit HSV back to RGB, its per-level terms (color.c's from_hsv):
+ * for hue level k its sector (0..5) and fraction, for saturation level k
+ * its fraction k / 255. */
+struct ts_px_hsv_tabs {
+	float f[256], fs[256];
+	int32_t sector[256];
+};
+
+/* adjust_hue's vector rows: the first pixels of a row of npx RGB pixels
+ * to HSV, hue + shift, and back, as color.c's to_hsv and from_hsv do
+ * them (the same float and double operations, lane for lane); returns
+ * how many it did (0 without a vector path): color.c does the rest. */
+size_t ts_px_hue3(uint8_t *row, size_t npx, uint8_t shift, const struct ts_px_hsv_tabs *tab);
+
 /* A row of w RGB pixels mirrored in place (left-right flip). */
 void ts_px_flip3(uint8_t *row, size_t w);
 

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pixel.h"
+
 struct ts_px_rows {
 	size_t (*blend_const)(uint8_t *r, size_t n, int a, float alpha);
 	size_t (*blend_row)(uint8_t *r, const uint8_t *a, size_t n, float alpha);
@@ -24,6 +26,9 @@ struct ts_px_rows {
 	/* mirrors the outer k pixels at each end of a row of w RGB pixels,
 	 * returns k */
 	size_t (*flip3)(uint8_t *row, size_t w);
+	/* NULL where the set has none; returns pixels done */
+	size_t (*hue3)(uint8_t *row, size_t npx, uint8_t shift,
+		       const struct ts_px_hsv_tabs *tab);
 	/* NULL where the set has no gather; returns pixels done */
 	int (*gather3)(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
 		       int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n);

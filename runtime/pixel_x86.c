@@ -18,6 +18,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -422,6 +423,150 @@ gather3_avx2(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes, 
 	return k;
 }
 
+/* ---- adjust_hue, AVX2: eight pixels a step ---- */
+
+/* (float)(c + (double)a - (double)b), lane for lane: to_hsv's sums. */
+__attribute__((target("avx2"))) static inline __m256 csub_avx2(double c, __m256 a, __m256 b)
+{
+	const __m256d vc = _mm256_set1_pd(c);
+	__m128 lo = _mm256_cvtpd_ps(_mm256_sub_pd(
+		_mm256_add_pd(vc, _mm256_cvtps_pd(_mm256_castps256_ps128(a))),
+		_mm256_cvtps_pd(_mm256_castps256_ps128(b))));
+	__m128 hi = _mm256_cvtpd_ps(_mm256_sub_pd(
+		_mm256_add_pd(vc, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1))),
+		_mm256_cvtps_pd(_mm256_extractf128_ps(b, 1))));
+	return _mm256_set_m128(hi, lo);
+}
+
+/* The level of four float fractions: (int)((double)(float)x * 255.0),
+ * where h first goes through to_hsv's wrap of x = h / 6 + 1 into [0, 1). */
+__attribute__((target("avx2"))) static inline __m128i level4_avx2(__m128 h, bool wrap)
+{
+	__m256d x = _mm256_cvtps_pd(h);
+	if (wrap) {
+		const __m256d one = _mm256_set1_pd(1.0);
+		x = _mm256_add_pd(_mm256_div_pd(x, _mm256_set1_pd(6.0)), one);
+		x = _mm256_blendv_pd(x, _mm256_sub_pd(x, one), _mm256_cmp_pd(x, one, _CMP_GE_OQ));
+		x = _mm256_cvtps_pd(_mm256_cvtpd_ps(x));
+	}
+	return _mm256_cvttpd_epi32(_mm256_mul_pd(x, _mm256_set1_pd(255.0)));
+}
+
+/* round() of four non-negative doubles, from_hsv's round_pos. */
+__attribute__((target("avx2"))) static inline __m128i round4_avx2(__m256d x)
+{
+	__m256d t = _mm256_cvtepi32_pd(_mm256_cvttpd_epi32(x));
+	__m256d up = _mm256_cmp_pd(_mm256_sub_pd(x, t), _mm256_set1_pd(0.5), _CMP_GE_OQ);
+	return _mm256_cvttpd_epi32(_mm256_blendv_pd(t, _mm256_add_pd(t, _mm256_set1_pd(1.0)), up));
+}
+
+/* p, q and t of four pixels (one half of the eight): v (1 - fs),
+ * v (1 - fs f) with the product in float, v (1 - fs (1 - f)) in double. */
+__attribute__((target("avx2"))) static inline void
+pqt4_avx2(__m128i v, __m128 f, __m128 fs, __m128i *p, __m128i *q, __m128i *t)
+{
+	const __m256d one = _mm256_set1_pd(1.0);
+	const __m256d vd = _mm256_cvtepi32_pd(v), fsd = _mm256_cvtps_pd(fs);
+	const __m256d fsf = _mm256_cvtps_pd(_mm_mul_ps(fs, f));
+	const __m256d fsg = _mm256_mul_pd(fsd, _mm256_sub_pd(one, _mm256_cvtps_pd(f)));
+	*p = round4_avx2(_mm256_mul_pd(vd, _mm256_sub_pd(one, fsd)));
+	*q = round4_avx2(_mm256_mul_pd(vd, _mm256_sub_pd(one, fsf)));
+	*t = round4_avx2(_mm256_mul_pd(vd, _mm256_sub_pd(one, fsg)));
+}
+
+__attribute__((target("avx2"))) static inline __m256i clip8_avx2(__m256i v)
+{
+	return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), _mm256_set1_epi32(255));
+}
+
+/* Eight pixels a step, from two 16-byte loads (at pixel 0 and 4 bytes
+ * before pixel 4: the 24 bytes and no more), to the same 24 bytes. Divisions by zero in the
+ * lanes of gray pixels (hi == lo) are masked out after, as to_hsv's
+ * early return does. */
+__attribute__((target("avx2"))) static size_t
+hue3_avx2(uint8_t *row, size_t npx, uint8_t shift, const struct ts_px_hsv_tabs *tab)
+{
+#define CH(c) c, -1, -1, -1, c + 3, -1, -1, -1, c + 6, -1, -1, -1, c + 9, -1, -1, -1
+	/* the high lane's load starts 4 bytes before pixel 4 */
+	const __m256i rsh = _mm256_setr_epi8(CH(0), CH(4)), gsh = _mm256_setr_epi8(CH(1), CH(5)),
+		      bsh = _mm256_setr_epi8(CH(2), CH(6));
+#undef CH
+	const __m256i inter = _mm256_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1,
+					       0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
+	const __m256i vshift = _mm256_set1_epi32(shift), m255 = _mm256_set1_epi32(255);
+	size_t x = 0;
+	for (; x + 8 <= npx; x += 8) {
+		uint8_t *px = row + 3 * x;
+		__m256i in = _mm256_inserti128_si256(
+			_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)px)),
+			_mm_loadu_si128((const __m128i *)(const void *)(px + 8)), 1);
+		__m256i r = _mm256_shuffle_epi8(in, rsh), g = _mm256_shuffle_epi8(in, gsh),
+			b = _mm256_shuffle_epi8(in, bsh);
+		__m256i hi = _mm256_max_epi32(r, _mm256_max_epi32(g, b));
+		__m256i lo = _mm256_min_epi32(r, _mm256_min_epi32(g, b));
+		/* to_hsv */
+		__m256 span = _mm256_cvtepi32_ps(_mm256_sub_epi32(hi, lo));
+		__m256 sat = _mm256_div_ps(span, _mm256_cvtepi32_ps(hi));
+		__m256 dr = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, r)), span);
+		__m256 dg = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, g)), span);
+		__m256 db = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, b)), span);
+		__m256i mr = _mm256_cmpeq_epi32(r, hi);
+		__m256i mg = _mm256_andnot_si256(mr, _mm256_cmpeq_epi32(g, hi));
+		__m256 h = _mm256_blendv_ps(csub_avx2(4.0, dg, dr), csub_avx2(2.0, dr, db),
+					    _mm256_castsi256_ps(mg));
+		h = _mm256_blendv_ps(h, _mm256_sub_ps(db, dg), _mm256_castsi256_ps(mr));
+		__m256i hl = _mm256_set_m128i(level4_avx2(_mm256_extractf128_ps(h, 1), true),
+					      level4_avx2(_mm256_castps256_ps128(h), true));
+		__m256i sl = _mm256_set_m128i(level4_avx2(_mm256_extractf128_ps(sat, 1), false),
+					      level4_avx2(_mm256_castps256_ps128(sat), false));
+		const __m256i gray = _mm256_cmpeq_epi32(hi, lo);
+		hl = _mm256_andnot_si256(gray, clip8_avx2(hl));
+		sl = _mm256_andnot_si256(gray, clip8_avx2(sl));
+		hl = _mm256_and_si256(_mm256_add_epi32(hl, vshift), m255);
+		/* from_hsv */
+		__m256 f = _mm256_i32gather_ps(tab->f, hl, 4);
+		__m256 fs = _mm256_i32gather_ps(tab->fs, sl, 4);
+		__m256i sec = _mm256_i32gather_epi32((const int *)tab->sector, hl, 4);
+		__m128i p0, q0, t0, p1, q1, t1;
+		pqt4_avx2(_mm256_castsi256_si128(hi), _mm256_castps256_ps128(f),
+			  _mm256_castps256_ps128(fs), &p0, &q0, &t0);
+		pqt4_avx2(_mm256_extracti128_si256(hi, 1), _mm256_extractf128_ps(f, 1),
+			  _mm256_extractf128_ps(fs, 1), &p1, &q1, &t1);
+		__m256i p = clip8_avx2(_mm256_set_m128i(p1, p0));
+		__m256i q = clip8_avx2(_mm256_set_m128i(q1, q0));
+		__m256i t = clip8_avx2(_mm256_set_m128i(t1, t0));
+		const __m256i s1 = _mm256_cmpeq_epi32(sec, _mm256_set1_epi32(1));
+		const __m256i s2 = _mm256_cmpeq_epi32(sec, _mm256_set1_epi32(2));
+		const __m256i s3 = _mm256_cmpeq_epi32(sec, _mm256_set1_epi32(3));
+		const __m256i s4 = _mm256_cmpeq_epi32(sec, _mm256_set1_epi32(4));
+		const __m256i s5 = _mm256_cmpeq_epi32(sec, _mm256_set1_epi32(5));
+		/* sectors 0-5: R = v q p p t v, G = t v v q p p, B = p p t v v q */
+		__m256i R = _mm256_blendv_epi8(hi, q, s1);
+		R = _mm256_blendv_epi8(R, p, _mm256_or_si256(s2, s3));
+		R = _mm256_blendv_epi8(R, t, s4);
+		__m256i G = _mm256_blendv_epi8(t, hi, _mm256_or_si256(s1, s2));
+		G = _mm256_blendv_epi8(G, q, s3);
+		G = _mm256_blendv_epi8(G, p, _mm256_or_si256(s4, s5));
+		__m256i B = _mm256_blendv_epi8(p, t, s2);
+		B = _mm256_blendv_epi8(B, hi, _mm256_or_si256(s3, s4));
+		B = _mm256_blendv_epi8(B, q, s5);
+		/* saturation 0: v, v, v */
+		const __m256i s0 = _mm256_cmpeq_epi32(sl, _mm256_setzero_si256());
+		R = _mm256_blendv_epi8(R, hi, s0);
+		G = _mm256_blendv_epi8(G, hi, s0);
+		B = _mm256_blendv_epi8(B, hi, s0);
+		/* per lane: R0-3 G0-3 B0-3, interleaved into 12 bytes */
+		__m256i o = _mm256_packus_epi16(_mm256_packus_epi32(R, G), _mm256_packus_epi32(B, B));
+		o = _mm256_shuffle_epi8(o, inter);
+		_mm_storeu_si128((__m128i *)(void *)px, _mm256_castsi256_si128(o));
+		__m128i o1 = _mm256_extracti128_si256(o, 1);
+		_mm_storel_epi64((__m128i *)(void *)(px + 12), o1);
+		int32_t last4 = _mm_extract_epi32(o1, 2);
+		memcpy(px + 20, &last4, 4);
+	}
+	return x;
+}
+
 const struct ts_px_rows ts_px_rows_avx2 = {
 	.blend_const = blend_const_avx2,
 	.blend_row = blend_row_avx2,
@@ -431,6 +576,7 @@ const struct ts_px_rows ts_px_rows_avx2 = {
 	.gray3 = gray3_avx2,
 	.expand3 = expand3_sse41,
 	.flip3 = flip3_sse41,
+	.hue3 = hue3_avx2,
 	.gather3 = gather3_avx2,
 };
 

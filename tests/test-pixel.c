@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "color.h"
+#include "image.h"
 #include "pixel.h"
 #include "simd.h"
 
@@ -323,6 +325,59 @@ START_TEST(flip3)
 }
 END_TEST
 
+/* adjust_hue's vector rows against the C path (color.c's to_hsv and
+ * from_hsv, which tests/torch-color.py holds to PIL): every third level
+ * of each channel (every RGB value with TS_EXHAUSTIVE=1 in the
+ * environment), rows of 221 (27 steps and a tail), at shifts that wrap. */
+START_TEST(hue)
+{
+	const int stepc = getenv("TS_EXHAUSTIVE") ? 1 : 3;
+	const int levels = (255 + stepc) / stepc;
+	const size_t npx = (size_t)levels * levels * levels;
+	const int W = 221, H = (int)((npx + W - 1) / W); /* a tail of 5 a row */
+	struct ts_image src = { 0 }, gen = { 0 }, got = { 0 };
+	ck_assert_int_eq(ts_image_reserve(&src, W, H, 3, TS_DTYPE_U8), 0);
+	size_t k = 0;
+	for (int r = 0; r < 256; r += stepc)
+		for (int g = 0; g < 256; g += stepc)
+			for (int b = 0; b < 256; b += stepc, k++) {
+				uint8_t *p = src.data + (k / W) * src.stride + (k % W) * 3;
+				p[0] = (uint8_t)r;
+				p[1] = (uint8_t)g;
+				p[2] = (uint8_t)b;
+			}
+	for (; k < (size_t)W * H; k++) /* the last row's rest */
+		memset(src.data + (k / W) * src.stride + (k % W) * 3, (int)(k & 255), 3);
+	const double factors[] = { 0.0, 0.004, 0.1, -0.25, 0.5, -0.5, 0.49 };
+	for (size_t f = 0; f < sizeof(factors) / sizeof(factors[0]); f++) {
+		ck_assert_int_eq(ts_image_reserve(&gen, W, H, 3, TS_DTYPE_U8), 0);
+		for (int y = 0; y < H; y++)
+			memcpy(gen.data + (size_t)y * gen.stride, src.data + (size_t)y * src.stride,
+			       (size_t)W * 3);
+		force(TS_SIMD_GENERIC);
+		ts_color_hue(&gen, factors[f]);
+		for (size_t i = 1; i < N_ISAS; i++) {
+			if (!ts_simd_supported(isas[i]))
+				continue;
+			ck_assert_int_eq(ts_image_reserve(&got, W, H, 3, TS_DTYPE_U8), 0);
+			for (int y = 0; y < H; y++)
+				memcpy(got.data + (size_t)y * got.stride,
+				       src.data + (size_t)y * src.stride, (size_t)W * 3);
+			force(isas[i]);
+			ts_color_hue(&got, factors[f]);
+			for (int y = 0; y < H; y++)
+				if (memcmp(got.data + (size_t)y * got.stride,
+					   gen.data + (size_t)y * gen.stride, (size_t)W * 3) != 0)
+					ck_abort_msg("hue %g on %s: row %d differs from generic",
+						     factors[f], ts_simd_isa_name(isas[i]), y);
+		}
+	}
+	ts_image_free(&src);
+	ts_image_free(&gen);
+	ts_image_free(&got);
+}
+END_TEST
+
 /* Rounding corners of the blend: values whose sum lands on or next to a
  * whole number, and the clips at both ends. */
 START_TEST(blend_known_values)
@@ -374,6 +429,7 @@ static Suite *pixel_suite(void)
 	tcase_add_loop_test(tc, sharpen, 0, (int)N_LEN);
 	tcase_add_loop_test(tc, gather3, 0, 8);
 	tcase_add_test(tc, flip3);
+	tcase_add_test(tc, hue);
 	tcase_add_test(tc, blend_known_values);
 	tcase_add_test(tc, dispatch);
 	suite_add_tcase(s, tc);
