@@ -274,22 +274,38 @@ int ts_decoder_jpeg_decode(struct ts_decoder_jpeg *j, const uint8_t *buf,
 	if (shifted)
 		out->width = g.out_w; /* the stride stays output_width's */
 	bool inverted = ci->saw_Adobe_marker;
-	for (int y = 0; y < g.out_h; y++) {
+	for (int y = 0; y < g.out_h;) {
 		uint8_t *dst = out->data + (size_t)y * out->stride;
-		JSAMPROW r = direct ? dst : shifted && y > 0 ? dst - (size_t)left * (size_t)comps
-							     : j->row;
+		if (direct || (shifted && y > 0)) {
+			/* Several rows a call: libjpeg upsamples and converts a
+			 * row group (2 rows of 4:2:0) at once when it has room
+			 * for it, and each call has its own overhead. */
+			enum { ROWS = 4 };
+			JSAMPROW rows[ROWS];
+			const int nr = g.out_h - y < ROWS ? g.out_h - y : ROWS;
+			for (int k = 0; k < nr; k++)
+				rows[k] = dst + (size_t)k * out->stride -
+					  (direct ? 0 : (size_t)left * (size_t)comps);
+			JDIMENSION got = jpeg_read_scanlines(ci, rows, (JDIMENSION)nr);
+			if (got == 0) {
+				rc = ts_error_set(err, TS_E_DECODE, "truncated JPEG data (rows missing)");
+				goto out;
+			}
+			y += (int)got;
+			continue;
+		}
+		JSAMPROW r = j->row;
 		if (jpeg_read_scanlines(ci, &r, 1) != 1) {
 			rc = ts_error_set(err, TS_E_DECODE, "truncated JPEG data (rows missing)");
 			goto out;
 		}
-		if (direct || (shifted && y > 0))
-			continue;
 		const uint8_t *s = j->row + (size_t)left * (size_t)comps;
 		if (cmyk) {
 			cmyk_to_rgb(s, j->rgb, g.out_w, inverted);
 			s = j->rgb;
 		}
 		ts_decoder_convert_row(s, src_c, 8, dst, dst_c, depth, g.out_w);
+		y++;
 	}
 	if (geom)
 		*geom = g;
