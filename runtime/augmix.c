@@ -166,25 +166,85 @@ static inline uint8_t gray(const uint8_t *p)
 	return trunc8(0.2989f * (float)p[0] + 0.587f * (float)p[1] + 0.114f * (float)p[2]);
 }
 
+/* torch.sum of n float32 values as torch 1.13 sums them on one thread
+ * (SumKernel.cpp's cascade_sum of a contiguous row): vectors of 8 lanes,
+ * four of them interleaved, each added into multi_row_sum's first of 4
+ * levels, a level carried up every 2^max(4, CeilLog2(rows) / 4) rows;
+ * then the levels, the leftover vectors, the four rows, the leftover
+ * values and the lanes, in that order. On several threads torch splits
+ * the sum (two-pass reduction) and its rounding depends on their number. */
+float ts_augmix_torch_sum(const float *x, size_t n)
+{
+	const size_t nv = n / 8, rows = nv / 4;
+	int lp = 1;
+	if (rows > 2)
+		lp = 64 - __builtin_clzll((unsigned long long)(rows - 1));
+	lp = lp / 4 > 4 ? lp / 4 : 4;
+	const size_t step = (size_t)1 << lp, mask = step - 1;
+	float acc[4][4][8];
+	memset(acc, 0, sizeof(acc));
+	size_t i = 0;
+	for (; i + step <= rows;) {
+		for (size_t j = 0; j < step; j++, i++)
+			for (int k = 0; k < 4; k++)
+				for (int l = 0; l < 8; l++)
+					acc[0][k][l] += x[(i * 4 + (size_t)k) * 8 + (size_t)l];
+		for (int j = 1; j < 4; j++) {
+			for (int k = 0; k < 4; k++)
+				for (int l = 0; l < 8; l++) {
+					acc[j][k][l] += acc[j - 1][k][l];
+					acc[j - 1][k][l] = 0.0f;
+				}
+			if ((i & (mask << (j * lp))) != 0)
+				break;
+		}
+	}
+	for (; i < rows; i++)
+		for (int k = 0; k < 4; k++)
+			for (int l = 0; l < 8; l++)
+				acc[0][k][l] += x[(i * 4 + (size_t)k) * 8 + (size_t)l];
+	for (int j = 1; j < 4; j++)
+		for (int k = 0; k < 4; k++)
+			for (int l = 0; l < 8; l++)
+				acc[0][k][l] += acc[j][k][l];
+	for (size_t v = rows * 4; v < nv; v++)
+		for (int l = 0; l < 8; l++)
+			acc[0][0][l] += x[v * 8 + (size_t)l];
+	for (int k = 1; k < 4; k++)
+		for (int l = 0; l < 8; l++)
+			acc[0][0][l] += acc[0][k][l];
+	float sum = 0.0f;
+	for (size_t t = nv * 8; t < n; t++)
+		sum += x[t];
+	for (int l = 0; l < 8; l++)
+		sum += acc[0][0][l];
+	return sum;
+}
+
 /* adjust_brightness (blend with 0), adjust_saturation (with the gray
  * level; 1 channel: unchanged), adjust_contrast (with the mean gray
  * level, float32, over the whole image). */
-static void enhance(struct ts_image *img, enum ts_policy_opname o, double factor)
+static int enhance(struct ts_image *img, enum ts_policy_opname o, double factor)
 {
 	const int W = img->width, H = img->height, C = img->channels;
 	const float r = (float)factor, q = (float)(1.0 - factor);
 	float mean = 0.0f;
 	if (o == TS_PA_COLOR && C == 1)
-		return;
+		return 0;
 	if (o == TS_PA_CONTRAST) {
-		/* torch.mean: the float32 sum (exact below 2^24), divided */
-		uint64_t sum = 0;
+		/* torch.mean on the CPU: torch.sum of the gray levels as
+		 * float32, divided by the count */
+		const size_t n = (size_t)W * H;
+		float *g = malloc((n ? n : 1) * sizeof(float));
+		if (!g)
+			return TS_E_NOMEM;
 		for (int y = 0; y < H; y++) {
 			const uint8_t *p = img->data + (size_t)y * img->stride;
 			for (int x = 0; x < W; x++)
-				sum += C == 3 ? gray(p + 3 * x) : p[x];
+				g[(size_t)y * W + x] = (float)(C == 3 ? gray(p + 3 * x) : p[x]);
 		}
-		mean = (float)(double)sum / (float)((double)W * H);
+		mean = ts_augmix_torch_sum(g, n) / (float)n;
+		free(g);
 	}
 	for (int y = 0; y < H; y++) {
 		uint8_t *p = img->data + (size_t)y * img->stride;
@@ -196,6 +256,7 @@ static void enhance(struct ts_image *img, enum ts_policy_opname o, double factor
 				p[c] = blend(r, q, (float)p[c], g);
 		}
 	}
+	return 0;
 }
 
 /* adjust_sharpness: the blend with the 3x3 [1 1 1; 1 5 1; 1 1 1] / 13
@@ -401,8 +462,7 @@ int ts_augmix_apply_step(const struct ts_policy_step *s, struct ts_image *img,
 	case TS_PA_BRIGHTNESS:
 	case TS_PA_COLOR:
 	case TS_PA_CONTRAST:
-		enhance(img, s->op, 1.0 + mg);
-		return 0;
+		return enhance(img, s->op, 1.0 + mg);
 	case TS_PA_SHARPNESS:
 		return sharpness(img, tmp, 1.0 + mg);
 	case TS_PA_POSTERIZE: /* img & -(2^(8 - bits)), as PIL's table */

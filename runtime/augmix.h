@@ -69,6 +69,10 @@ void ts_augmix_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 int ts_augmix_apply_step(const struct ts_policy_step *s, struct ts_image *img,
 			 struct ts_image *tmp, bool bilinear, const float *fill);
 
+/* torch.sum of n contiguous float32 values, rounded as torch 1.13 sums
+ * them on one thread (augmix.c says how): Contrast's mean gray level. */
+float ts_augmix_torch_sum(const float *x, size_t n);
+
 /* The mixing on a w x h x c uint8 image: the original and the chains'
  * results, as d weighs them. Through tmp; fills err on failure. */
 int ts_augmix_apply(const struct ts_op *op, const struct ts_augmix_draw *d,

@@ -13,8 +13,10 @@ blends truncated), then mixes in float32 and truncates. Asserted:
     torchvision's _apply_op on the uint8 tensor, value for value, at
     several magnitudes each, bilinear and nearest, fill None and a fill,
     on photos (RGB and L) and odd sizes (37x51, 3x3, 2x5, 1x1);
-  - Contrast on a 500x375 image (the gray sum past 2^24, where torch's
-    float32 mean may round): within one level, under 0.1 % of the values;
+  - Contrast on images whose gray sum passes 2^24 (500x375, 640x480),
+    where torch's float32 sum rounds, with torch on one thread (as in a
+    DataLoader worker): equal, tsrun replays that sum's order (checked on
+    its own against torch.sum on 40 arrays up to 2,073,600 values);
   - the whole operator (the pipeline text through tests/tools/color-tool
     at stream positions 0..59, on photos, RGB and L, several parameter
     sets) equal to torchvision's AugMix.forward on the PIL image with
@@ -227,27 +229,61 @@ def steps_exact(tmp, imgs):
 
 
 def contrast_large(tmp, imgs):
-    """Contrast on a 500x375 image, whose gray sum passes 2^24: torch's
-    float32 mean may be an ulp off the exact one; at most one level, in
-    under 0.1 % of the values."""
+    """Contrast on images whose gray sum passes 2^24 (500x375 photo, RGB and
+    L; 640x480 noise whose float32 sum is not its exact sum's float), with
+    torch on one thread as in a DataLoader worker: equal (0 levels)."""
     out = os.path.join(tmp, "out.raw")
     im = imgs[0][1].resize((500, 375), Image.BILINEAR)
-    for name, x in (("RGB", im), ("L", im.convert("L"))):
-        path, a = raw(tmp, x)
-        c = 1 if a.ndim == 2 else 3
-        t = torch.from_numpy(a.copy())
-        t = (t[None] if a.ndim == 2 else t.permute(2, 0, 1))[None]
-        worst, off = 0, 0
-        for m in (0.9, 0.5, -0.2, -0.7):
-            subprocess.run([TOOL, "step", path, "500", "375", str(c), out, "Contrast", repr(m),
-                            "bilinear", "none"], check=True)
-            got = np.fromfile(out, np.uint8).reshape(a.shape).astype(np.int64)
-            want = AA._apply_op(t, "Contrast", m, interpolation=InterpolationMode.BILINEAR, fill=None)[0]
-            want = (want[0] if a.ndim == 2 else want.permute(1, 2, 0)).numpy().astype(np.int64)
-            worst = max(worst, int(np.abs(got - want).max()))
-            off += int((got != want).sum())
-        check("Contrast on 500x375 %s (sum past 2^24)" % name, worst <= 1 and off < 0.001 * a.size * 4,
-              "max %d, %d of %d values differ" % (worst, off, a.size * 4))
+    noise = Image.fromarray(np.random.default_rng(4).integers(0, 256, (480, 640), np.uint8))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for name, x in (("RGB 500x375", im), ("L 500x375", im.convert("L")), ("L noise 640x480", noise)):
+            path, a = raw(tmp, x)
+            c = 1 if a.ndim == 2 else 3
+            t = torch.from_numpy(a.copy())
+            t = (t[None] if a.ndim == 2 else t.permute(2, 0, 1))[None]
+            worst, off = 0, 0
+            for m in (0.9, 0.5, 0.3, -0.2, -0.7):
+                subprocess.run([TOOL, "step", path, str(a.shape[1]), str(a.shape[0]), str(c), out,
+                                "Contrast", repr(m), "bilinear", "none"], check=True)
+                got = np.fromfile(out, np.uint8).reshape(a.shape).astype(np.int64)
+                want = AA._apply_op(t, "Contrast", m, interpolation=InterpolationMode.BILINEAR, fill=None)[0]
+                want = (want[0] if a.ndim == 2 else want.permute(1, 2, 0)).numpy().astype(np.int64)
+                worst = max(worst, int(np.abs(got - want).max()))
+                off += int((got != want).sum())
+            check("Contrast on %s (gray sum past 2^24), torch on 1 thread" % name, worst == 0,
+                  "max %d, %d values differ" % (worst, off))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def sums(tmp):
+    """Contrast's mean is torch.sum / n: tsrun's float32 sum against
+    torch.sum on one thread, value for value, on 40 arrays of gray levels
+    (n from 7 to 2,073,600, sums past 2^24); the count where the exact
+    sum's float32 differs from torch's shows what an exact sum would miss."""
+    path = os.path.join(tmp, "sum.raw")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    bad, differ = 0, 0
+    try:
+        rng = np.random.default_rng(11)
+        sizes = [7, 8, 31, 32, 33, 1000, 50176, 65793, 65794, 187500, 307200, 480000,
+                 1 << 19, (1 << 19) + 77, 2073600]
+        sizes += [int(v) for v in rng.integers(100, 1200000, 25)]
+        for n in sizes:
+            x = rng.integers(0, 256, n).astype(np.float32)
+            x.tofile(path)
+            got = float(subprocess.run([TOOL, "sum", path, str(n)], check=True,
+                                       capture_output=True, text=True).stdout)
+            want = torch.from_numpy(x).view(1, 1, 1, n).sum(dim=(-3, -2, -1)).item()
+            bad += got != want
+            differ += float(np.float32(x.astype(np.float64).sum())) != want
+    finally:
+        torch.set_num_threads(threads)
+    check("torch.sum's float32 order replayed on %d arrays" % len(sizes), bad == 0 and differ > 0,
+          "%d differ; the exact sum's float32 differs from torch's in %d" % (bad, differ))
 
 
 def augmix_exact(tmp, imgs):
@@ -391,6 +427,7 @@ def main():
         gray = [(n + "-L", im.convert("L")) for n, im in imgs + edges[:1]]
         steps_exact(tmp, imgs + edges + gray)
         contrast_large(tmp, imgs)
+        sums(tmp)
         augmix_exact(tmp, imgs + edges[:3] + gray)
     distributions()
     threads()

@@ -4,6 +4,7 @@
  *
  *   augmix-tool draws 'OPS' H W C N [SEED]
  *   augmix-tool step IN W H C OUT NAME MAGNITUDE nearest|bilinear FILL|none
+ *   augmix-tool sum IN N
  *
  * The draws form compiles OPS (what goes between a synthetic H x W x C
  * source and batch(), its first augmix the one drawn) and prints, for
@@ -14,6 +15,7 @@
  * space (torchvision's name, e.g. ShearX) with that magnitude to a raw
  * uint8 HWC file as augmix does (the tensor path), FILL one level for
  * every channel or none (fill = None), and writes the raw result to OUT.
+ * The sum form prints ts_augmix_torch_sum of the N float32 values in IN.
  * Exit 0, 1 on an error, 2 on bad usage.
  */
 #include <stdio.h>
@@ -76,6 +78,25 @@ static int draws(int argc, char **argv)
 	return 0;
 }
 
+/* sum IN N: ts_augmix_torch_sum of N float32 values. */
+static int sum(int argc, char **argv)
+{
+	if (argc != 4)
+		return 2;
+	size_t n = (size_t)atol(argv[3]);
+	float *x = malloc((n ? n : 1) * sizeof(float));
+	FILE *in = x ? fopen(argv[2], "rbe") : NULL;
+	int rc = !in || fread(x, sizeof(float), n, in) != n;
+	if (in)
+		fclose(in);
+	if (!rc)
+		printf("%.9g\n", (double)ts_augmix_torch_sum(x, n));
+	else
+		fprintf(stderr, "augmix-tool: cannot read %zu floats from %s\n", n, argv[2]);
+	free(x);
+	return rc;
+}
+
 static int step(int argc, char **argv)
 {
 	if (argc != 11)
@@ -124,8 +145,11 @@ int main(int argc, char **argv)
 		rc = draws(argc, argv);
 	else if (argc > 1 && strcmp(argv[1], "step") == 0)
 		rc = step(argc, argv);
+	else if (argc > 1 && strcmp(argv[1], "sum") == 0)
+		rc = sum(argc, argv);
 	if (rc == 2)
 		fprintf(stderr, "usage: augmix-tool draws 'OPS' H W C N [SEED]\n"
-				"       augmix-tool step IN W H C OUT NAME MAGNITUDE nearest|bilinear FILL|none\n");
+				"       augmix-tool step IN W H C OUT NAME MAGNITUDE nearest|bilinear FILL|none\n"
+				"       augmix-tool sum IN N\n");
 	return rc;
 }
