@@ -252,6 +252,21 @@ static int page_present(const void *p)
 	return n == (ssize_t)sizeof(e) ? (int)(e >> 63) : -1;
 }
 
+/* Whether madvise(MADV_POPULATE_WRITE) maps pages here: qemu-user (the
+ * aarch64 suites) answers it with success and does nothing, as it does
+ * any madvise, so presence cannot be asked of the ring there. */
+static bool populate_maps(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	bool ok = madvise(p, (size_t)page, MADV_POPULATE_WRITE) == 0 &&
+		  page_present(p) == 1;
+	munmap(p, (size_t)page);
+	return ok;
+}
+
 /* The first lap's pages are faulted in by the writers, slot by slot as
  * ts_ring_wait_writable hands them out, not all at once at create (a
  * kernel without MADV_POPULATE_WRITE maps them all at create). */
@@ -264,9 +279,13 @@ START_TEST(test_prefault_first_lap)
 	ts_ring_get_info(r, &in);
 	const uint8_t *last = (const uint8_t *)ts_ring_slot(r, 7) + in.sample_bytes - 1;
 	int early = page_present(last);
-	if (early < 0) {
+	if (early < 0 || (!early && !populate_maps())) {
+		/* No pagemap, or a populate that maps nothing: the slots
+		 * still read as zeros and take writes. */
+		produce(r, 0, 8, 1000);
+		ck_assert_uint_eq(*last, 7);
 		ts_ring_destroy(r);
-		return; /* no pagemap here: nothing to look at */
+		return;
 	}
 	ck_assert_int_eq(ts_ring_wait_writable(r, 2, 1000), 0);
 	for (uint64_t s = 0; s <= 2; s++)
