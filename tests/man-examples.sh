@@ -16,6 +16,12 @@ ts_setup man-examples
 : "${TS_LIBTSRUN:?TS_LIBTSRUN must name libtsrun.so}"
 : "${TS_LIBTSCLIENT:?TS_LIBTSCLIENT must name libtsclient.so}"
 MAN="$TS_SRCDIR/man"
+# A step's bound: the examples make a data set and run pipelines, some
+# 5-10 times slower under ASan+UBSan (and on a loaded machine).
+case "${TS_SANITIZE:-none}" in
+none) step_s=60 ;;
+*) step_s=240 ;;
+esac
 
 # examples PAGE: the lines of the literal blocks of PAGE's EXAMPLES
 # section, unescaped, each block followed by a line "@@END".
@@ -91,7 +97,7 @@ while IFS= read -r line; do
 		listed() { grep -q "\"pid\":$2," "$S.status.json" && grep -q "\"pid\":$3," "$S.status.json"; }
 		wait_for 30 listed "$@" || fail "the consumers never showed in $S.status.json" ;;
 	esac
-	(cd "$T/run" && PATH="$T/bin:$PATH" timeout 60 sh -c "$cmd") >"$out" 2>&1; rc=$?
+	(cd "$T/run" && PATH="$T/bin:$PATH" timeout "$step_s" sh -c "$cmd") >"$out" 2>&1; rc=$?
 	[ "$rc" -eq 0 ] || { fail "'$line' exited $rc: $(tail -5 "$out")"; continue; }
 	set -- $jobs
 	case "$line" in
