@@ -111,15 +111,14 @@ void ts_color_solarize(struct ts_image *img, double threshold)
 
 void ts_color_autocontrast(struct ts_image *img)
 {
-	uint64_t h[4][256];
 	uint8_t lut[4][256];
-	histograms(img, h);
+	/* ImageOps.autocontrast without a cut-off: each channel's first and
+	 * last used level, its smallest and largest value */
+	uint8_t mn[4] = { 255, 255, 255, 255 }, mx[4] = { 0, 0, 0, 0 };
+	ts_px_minmax(img->data, img->stride, (size_t)img->width, (size_t)img->height,
+		     img->channels, mn, mx);
 	for (int c = 0; c < img->channels; c++) {
-		int lo = 0, hi = 255;
-		while (lo < 256 && !h[c][lo])
-			lo++;
-		while (hi >= 0 && !h[c][hi])
-			hi--;
+		const int lo = mn[c], hi = mx[c];
 		if (hi <= lo) {
 			for (int i = 0; i < 256; i++)
 				lut[c][i] = (uint8_t)i;

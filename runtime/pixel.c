@@ -172,3 +172,20 @@ size_t ts_px_hue3(uint8_t *row, size_t npx, uint8_t shift, const struct ts_px_hs
 	const struct ts_px_rows *v = rows();
 	return v && v->hue3 ? v->hue3(row, npx, shift, tab) : 0;
 }
+
+void ts_px_minmax(const uint8_t *data, size_t stride, size_t w, size_t h, int C, uint8_t *lo,
+		  uint8_t *hi)
+{
+	const struct ts_px_rows *v = rows();
+	const size_t x0 = v && C == 3 ? v->minmax3(data, stride, w, h, lo, hi) : 0;
+	for (size_t y = 0; y < h; y++) {
+		const uint8_t *r = data + y * stride + x0 * (size_t)C;
+		for (size_t x = x0; x < w; x++)
+			for (int c = 0; c < C; c++, r++) {
+				if (*r < lo[c])
+					lo[c] = *r;
+				if (*r > hi[c])
+					hi[c] = *r;
+			}
+	}
+}

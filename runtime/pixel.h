@@ -1,14 +1,16 @@
 /*
  * pixel.h - the uint8 row kernels behind the colour and filter families'
  * PIL arithmetic (color.c, augment.c's ImageEnhance blends, filter.c's
- * sharpness): a generic C path, the reference, and SSE4.1/AVX2 (x86-64)
+ * sharpness), the RGB flip and the nearest affine's sampling
+ * (geometry.c): a generic C path, the reference, and SSE4.1/AVX2 (x86-64)
  * and NEON (aarch64) rows chosen by simd.h's instruction set
  * (TSRUN_SIMD=generic forces the C path). Every path gives the same
  * bytes: the vector rows do the C path's float operations lane for lane,
  * in its order, never fused (tests/test-pixel.c compares them on every
  * instruction set this CPU runs).
  *
- * A row is n bytes, channels interleaved; the kernels work in place.
+ * A row is n bytes, channels interleaved; the kernels work in place
+ * unless their comment names an output.
  * Thread safety: all are reentrant.
  */
 #ifndef TS_PIXEL_H
@@ -76,6 +78,12 @@ void ts_px_gray(uint8_t *g, const uint8_t *rgb, size_t npx, int C);
  * pixels a step; the other paths copy one at a time. */
 void ts_px_gather3(uint8_t *out, const uint8_t *src, size_t stride, size_t src_bytes,
 		   int32_t xx, int32_t yy, int32_t ax, int32_t ay, int n);
+
+/* lo[c] and hi[c] narrowed to the smallest and largest value of channel c
+ * over h rows (stride bytes apart) of w pixels of C channels
+ * (autocontrast's bounds without a cut-off). */
+void ts_px_minmax(const uint8_t *data, size_t stride, size_t w, size_t h, int C, uint8_t *lo,
+		  uint8_t *hi);
 
 /* PIL's 8-bit HSV back to RGB, its per-level terms (color.c's from_hsv):
  * for hue level k its sector (0..5) and fraction, for saturation level k

@@ -21,6 +21,9 @@ struct ts_px_rows {
 			  const uint8_t *dn, size_t C, size_t m);
 	/* packed RGB, 3 bytes a pixel; returns pixels done */
 	size_t (*gray3)(uint8_t *g, const uint8_t *rgb, size_t npx);
+	/* ts_px_minmax of RGB rows; returns the pixels done in every row */
+	size_t (*minmax3)(const uint8_t *data, size_t stride, size_t w, size_t h, uint8_t lo[3],
+			  uint8_t hi[3]);
 	/* g3[3x .. 3x + 2] = g[x]; returns pixels done */
 	size_t (*expand3)(uint8_t *g3, const uint8_t *g, size_t npx);
 	/* mirrors the outer k pixels at each end of a row of w RGB pixels,

@@ -164,6 +164,34 @@ static size_t gray3_neon(uint8_t *g, const uint8_t *rgb, size_t npx)
 	return x;
 }
 
+/* 16 pixels a step, split into channels by vld3, into running minima and
+ * maxima per channel, folded once at the end. */
+static size_t minmax3_neon(const uint8_t *data, size_t stride, size_t w, size_t h,
+			   uint8_t lo[3], uint8_t hi[3])
+{
+	const size_t done = w / 16 * 16;
+	uint8x16_t l[3], u[3];
+	for (int c = 0; c < 3; c++) {
+		l[c] = vdupq_n_u8(lo[c]);
+		u[c] = vdupq_n_u8(hi[c]);
+	}
+	for (size_t y = 0; y < h; y++) {
+		const uint8_t *r = data + y * stride;
+		for (size_t x = 0; x < done; x += 16) {
+			uint8x16x3_t v = vld3q_u8(r + 3 * x);
+			for (int c = 0; c < 3; c++) {
+				l[c] = vminq_u8(l[c], v.val[c]);
+				u[c] = vmaxq_u8(u[c], v.val[c]);
+			}
+		}
+	}
+	for (int c = 0; c < 3; c++) {
+		lo[c] = vminvq_u8(l[c]);
+		hi[c] = vmaxvq_u8(u[c]);
+	}
+	return done;
+}
+
 /* Sixteen gray bytes into 48: vst3 of the same vector three times. */
 static size_t expand3_neon(uint8_t *g3, const uint8_t *g, size_t npx)
 {
@@ -201,6 +229,7 @@ const struct ts_px_rows ts_px_rows_neon = {
 	.solarize = solarize_neon,
 	.sharpen = sharpen_neon,
 	.gray3 = gray3_neon,
+	.minmax3 = minmax3_neon,
 	.expand3 = expand3_neon,
 	.flip3 = flip3_neon,
 };

@@ -187,6 +187,56 @@ __attribute__((target("sse4.1"))) static size_t gray3_sse41(uint8_t *g, const ui
 	return x;
 }
 
+/* 48 bytes (16 pixels) a step into three running minima and maxima
+ * whose byte j holds channel j % 3 (48 is a multiple of 3, and each row's
+ * steps start on channel 0), folded into the channels once at the end. */
+__attribute__((target("sse4.1"))) static size_t
+minmax3_sse41(const uint8_t *data, size_t stride, size_t w, size_t h, uint8_t lo[3],
+	      uint8_t hi[3])
+{
+	const size_t done = w / 16 * 16;
+	if (!done)
+		return 0;
+	uint8_t l[48], u[48];
+	for (int j = 0; j < 48; j++) {
+		l[j] = lo[j % 3];
+		u[j] = hi[j % 3];
+	}
+	__m128i l0 = _mm_loadu_si128((const __m128i *)(const void *)l),
+		l1 = _mm_loadu_si128((const __m128i *)(const void *)(l + 16)),
+		l2 = _mm_loadu_si128((const __m128i *)(const void *)(l + 32));
+	__m128i h0 = _mm_loadu_si128((const __m128i *)(const void *)u),
+		h1 = _mm_loadu_si128((const __m128i *)(const void *)(u + 16)),
+		h2 = _mm_loadu_si128((const __m128i *)(const void *)(u + 32));
+	for (size_t y = 0; y < h; y++) {
+		const uint8_t *r = data + y * stride;
+		for (size_t x = 0; x < done; x += 16) {
+			const __m128i *p = (const __m128i *)(const void *)(r + 3 * x);
+			__m128i a = _mm_loadu_si128(p), b = _mm_loadu_si128(p + 1),
+				c = _mm_loadu_si128(p + 2);
+			l0 = _mm_min_epu8(l0, a);
+			l1 = _mm_min_epu8(l1, b);
+			l2 = _mm_min_epu8(l2, c);
+			h0 = _mm_max_epu8(h0, a);
+			h1 = _mm_max_epu8(h1, b);
+			h2 = _mm_max_epu8(h2, c);
+		}
+	}
+	_mm_storeu_si128((__m128i *)(void *)l, l0);
+	_mm_storeu_si128((__m128i *)(void *)(l + 16), l1);
+	_mm_storeu_si128((__m128i *)(void *)(l + 32), l2);
+	_mm_storeu_si128((__m128i *)(void *)u, h0);
+	_mm_storeu_si128((__m128i *)(void *)(u + 16), h1);
+	_mm_storeu_si128((__m128i *)(void *)(u + 32), h2);
+	for (int j = 0; j < 48; j++) {
+		if (l[j] < lo[j % 3])
+			lo[j % 3] = l[j];
+		if (u[j] > hi[j % 3])
+			hi[j % 3] = u[j];
+	}
+	return done;
+}
+
 /* Sixteen gray bytes into 48, three shuffles. */
 __attribute__((target("sse4.1"))) static size_t expand3_sse41(uint8_t *g3, const uint8_t *g,
 							       size_t npx)
@@ -234,6 +284,7 @@ const struct ts_px_rows ts_px_rows_sse41 = {
 	.solarize = solarize_sse41,
 	.sharpen = sharpen_sse41,
 	.gray3 = gray3_sse41,
+	.minmax3 = minmax3_sse41,
 	.expand3 = expand3_sse41,
 	.flip3 = flip3_sse41,
 };
@@ -574,6 +625,7 @@ const struct ts_px_rows ts_px_rows_avx2 = {
 	.solarize = solarize_avx2,
 	.sharpen = sharpen_avx2,
 	.gray3 = gray3_avx2,
+	.minmax3 = minmax3_sse41,
 	.expand3 = expand3_sse41,
 	.flip3 = flip3_sse41,
 	.hue3 = hue3_avx2,

@@ -378,6 +378,44 @@ START_TEST(hue)
 }
 END_TEST
 
+/* Each channel's smallest and largest value, on every path, against a
+ * scan: rows of every tail (and row padding, which must not count), bounds
+ * carried in. */
+START_TEST(minmax)
+{
+	const size_t npx = lengths[_i], H = 3;
+	for (int C = 1; C <= 4; C++) {
+		const size_t stride = npx * (size_t)C + 7;
+		uint8_t *r = random_bytes(stride * H, 17u + (uint32_t)(_i * C));
+		/* few levels, so that the carried-in bounds win sometimes; the
+		 * padding out of range */
+		for (size_t k = 0; k < stride * H; k++)
+			r[k] = k % stride < npx * (size_t)C ? (uint8_t)(60 + r[k] % 100) : (k & 1) * 255;
+		uint8_t want_lo[4] = { 90, 200, 255, 70 }, want_hi[4] = { 140, 0, 100, 255 };
+		for (size_t k = 0; k < stride * H; k++) {
+			if (k % stride >= npx * (size_t)C)
+				continue;
+			const int c = (int)(k % stride % (size_t)C);
+			if (r[k] < want_lo[c])
+				want_lo[c] = r[k];
+			if (r[k] > want_hi[c])
+				want_hi[c] = r[k];
+		}
+		for (size_t i = 0; i < N_ISAS; i++) {
+			if (!ts_simd_supported(isas[i]))
+				continue;
+			force(isas[i]);
+			uint8_t lo[4] = { 90, 200, 255, 70 }, hi[4] = { 140, 0, 100, 255 };
+			ts_px_minmax(r, stride, npx, H, C, lo, hi);
+			if (memcmp(lo, want_lo, (size_t)C) || memcmp(hi, want_hi, (size_t)C))
+				ck_abort_msg("minmax on %s: %zu pixels of %d channels",
+					     ts_simd_isa_name(isas[i]), npx, C);
+		}
+		free(r);
+	}
+}
+END_TEST
+
 /* Rounding corners of the blend: values whose sum lands on or next to a
  * whole number, and the clips at both ends. */
 START_TEST(blend_known_values)
@@ -430,6 +468,7 @@ static Suite *pixel_suite(void)
 	tcase_add_loop_test(tc, gather3, 0, 8);
 	tcase_add_test(tc, flip3);
 	tcase_add_test(tc, hue);
+	tcase_add_loop_test(tc, minmax, 0, (int)N_LEN);
 	tcase_add_test(tc, blend_known_values);
 	tcase_add_test(tc, dispatch);
 	suite_add_tcase(s, tc);
