@@ -16,7 +16,10 @@ JPEGs (tsrun make-dataset):
   on the same stream: the same view table, and per view the same sum of
   bytes over both epochs as the Loader's tensors (a view read at another
   offset, or with another's size, differs);
-- a Loader with mixup= refuses a views pipeline with a clear error."""
+- a Loader with mixup= refuses a views pipeline with a clear error;
+- views at offsets that do not fit their dtype (uint8 first) read as
+  copies with the bytes `tsrun consume` sums, a last batch of one
+  sample included."""
 import os
 import re
 import subprocess
@@ -134,6 +137,46 @@ serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
         check(False, "mixup= with views was accepted")
     except ValueError as e:
         check("views" in str(e), f"mixup refusal: {e}")
+    pytrainer.stop(p)
+
+    # Views at offsets that do not fit their element size (a uint8 view of
+    # 75 bytes first, a sample of 7359 bytes) are copies, in every batch:
+    # the last one of a single sample too (a one-row slice is contiguous to
+    # torch, so contiguous() kept the misaligned offset and view() raised).
+    ts2 = os.path.join(tmp, "odd.ts")
+    with open(ts2, "w") as f:
+        f.write(f"""
+pipeline odd =
+    folder("{data}/train")
+    | decode(rgb)
+    | views(1 = center_crop(5),
+            2 = random_resized_crop(16) | normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]),
+            1 = random_resized_crop(8) | to(float16, nchw),
+            3 = resize([7, 9]) | grayscale(1) | to(float32, nchw))
+    | batch({BATCH})
+serve odd {{ socket = "{sock}"  epochs = 1 }}
+""")
+    p = pytrainer.run(ts2, "--wait", "2")
+    consume = subprocess.Popen([pytrainer.TSRUN, "consume", sock, "--batch", str(BATCH)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    loader = tsrun.Loader(sock, batch_size=N - 1)
+    sums, sizes = [0] * 7, []
+    try:
+        for views, labels in loader:
+            sizes.append(labels.shape[0])
+            for k, v in enumerate(views):
+                check(tuple(v.shape[1:]) == tuple(loader.views[k][0]), f"odd view {k}: {v.shape}")
+                sums[k] += int(torch.frombuffer(bytearray(v.contiguous().numpy().tobytes()),
+                                                dtype=torch.uint8).sum())
+    except RuntimeError as e:
+        check(False, f"odd offsets: {e}")
+    loader.close()
+    check(sizes == [N - 1, 1], f"odd batches {sizes}")
+    cout, cerr = consume.communicate(timeout=240)
+    check(consume.returncode == 0, f"odd: tsrun consume exited {consume.returncode}: {cerr}")
+    for k in range(7):
+        check(re.search(rf"^view {k}: .* byte sum {sums[k]}$", cout, re.M) is not None,
+              f"odd view {k}: byte sum {sums[k]} not in {cout}")
     pytrainer.stop(p)
 
 sys.exit(check.exit())

@@ -80,7 +80,10 @@ def split_views(images, views):
         es = torch.empty((), dtype=dt).element_size()
         part = images[:, off:off + nbytes]
         if off % es or sb % es:
-            part = part.contiguous()
+            # A fresh [n, nbytes] copy: contiguous() would keep the batch's
+            # storage when n is 1 (a one-row slice counts as contiguous),
+            # and with it the misaligned offset view(dt) refuses.
+            part = torch.empty((n, nbytes), dtype=torch.uint8).copy_(part)
         out.append(part.view(dt).view(n, *shape))
     return out
 
