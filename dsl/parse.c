@@ -652,10 +652,26 @@ int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
 		return 0;
 	}
 	expected_phrase(exp, n, phrase, sizeof(phrase));
+	const char *h = NULL;
+	bool in_call = st->has_prev_top && st->prev_top.ch == '(';
+	/* `views(2 = )`, `flip(p = )`: the value after a name is missing. */
+	if (in_call && la->kind == ')' && p1->kind == '=' &&
+	    (p2->kind == TS_TOK_IDENT || p2->kind == TS_TOK_NUMBER) &&
+	    p2->len < QUOTE_MAX) {
+		snprintf(hint, sizeof(hint), "write a value after '%.*s =', or remove '%.*s ='",
+			 (int)p2->len, st->src + p2->off, (int)p2->len, st->src + p2->off);
+		h = hint;
+	}
+	/* `views(-1 = ...)`, `views("2" = ...)`, `f(a = 2 = ...)`: something
+	 * other than a name before '='. */
+	if (in_call && la->kind == '=' &&
+	    (p1->kind == TS_TOK_NUMBER || p1->kind == TS_TOK_STRING))
+		h = "only a parameter's name, or in views(...) a view count from 1 to 32, "
+		    "stands before '='";
 	if (phrase[0])
-		report(st, loc, NULL, "unexpected %s; expected %s", what, phrase);
+		report(st, loc, h, "unexpected %s; expected %s", what, phrase);
 	else
-		report(st, loc, NULL, "unexpected %s", what);
+		report(st, loc, h, "unexpected %s", what);
 	return 0;
 }
 

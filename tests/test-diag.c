@@ -150,7 +150,8 @@ static const struct {
 	{"pipeline p = f(x = )",
 	 "pipe.ts:1:20: error: unexpected ')'; expected a value\n"
 	 "    1 | pipeline p = f(x = )\n"
-	 "      |                    ^\n"},
+	 "      |                    ^\n"
+	 "hint: write a value after 'x =', or remove 'x ='\n"},
 	{"let x = [1 2]",
 	 "pipe.ts:1:12: error: unexpected '2'; expected ',' or ']'\n"
 	 "    1 | let x = [1 2]\n"
