@@ -8,7 +8,8 @@ against a real `tsrun run` (synthetic images, 100 per epoch):
   the rest of that epoch, and len() says so);
 - state_dict()/load_state_dict(): a producer restarted with --start at
   the saved position resumes exactly; one that has moved past it resumes
-  at the next whole epoch, with a warning;
+  at the next whole epoch, with a warning; a loader of the default join
+  (next_epoch) resuming mid-epoch warns and names join="now";
 - timeout raises tsrun.Timeout on time;
 - Ctrl-C (SIGINT) ends a trainer waiting for a batch with
   KeyboardInterrupt within a second, SIGTERM ends it too, and neither
@@ -130,6 +131,21 @@ def resume(tmp):
     check(got == [(7, 7, 2, 0)], f"resume after the producer moved on: {got}")
     loader.close()
     pytrainer.stop(prod)
+    # Restarted exactly there, but read with the default join (next_epoch):
+    # the next whole epoch, and the warning names join="now"; in the last
+    # epoch the stream ends first, and that is said too (it was silent).
+    for at, want in ((state, [(7, 7, 2, 0)]), (dict(state, epoch=2), [(0, 0, None, None)])):
+        prod = pytrainer.run(path, "--wait", "1", "--start", f"{at['epoch']}:{at['index']}")
+        loader = tsrun.Loader(sock, batch_size=16, timeout=30)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            loader.load_state_dict(at)
+            got = passes(loader, 1)
+        check(got == want, f"resume at {at} with join next_epoch: {got}")
+        check(any('join="now"' in str(x.message) for x in w),
+              f"resume at {at} with join next_epoch: warnings {[str(x.message) for x in w]}")
+        loader.close()
+        pytrainer.stop(prod)
     print("state_dict resumes exactly, or at the next epoch with a warning")
 
 

@@ -211,6 +211,7 @@ class Loader:
         self._lib.ts_client_opts_init(ctypes.byref(opts))
         opts.batch_size = batch_size
         opts.join = 1 if join == "next_epoch" else 0
+        self._join = join
         opts.drop_last = 1 if drop_last else 0
         opts.timeout_ms = _SLICE_MS
         self.job, self.rank, self.world_size = job, rank, world_size
@@ -406,6 +407,15 @@ class Loader:
     def _fetch_raw(self):
         while True:
             b = self._next_raw()
+            if b is None and self._resume is not None:
+                # A producer restarted mid-epoch with --start has no whole
+                # epoch to join until the next: without one the stream
+                # ends having yielded nothing, which must not go unsaid.
+                e, i = self._resume
+                self._resume = None
+                warnings.warn("tsrun.Loader: the stream ended before the saved position "
+                              "(epoch %d index %d)%s" % (e, i, self._join_note()),
+                              RuntimeWarning, stacklevel=4)
             if b is None or self._resume is None:
                 return b
             e, i = self._resume
@@ -426,13 +436,21 @@ class Loader:
                 target = b.epoch + 1
             warnings.warn("tsrun.Loader: the producer is past the saved position "
                           "(epoch %d index %d; its stream is at epoch %d index %d): "
-                          "resuming at the start of epoch %d"
-                          % (e, i, b.epoch, b.index, target), RuntimeWarning,
-                          stacklevel=4)
+                          "resuming at the start of epoch %d%s"
+                          % (e, i, b.epoch, b.index, target, self._join_note()),
+                          RuntimeWarning, stacklevel=4)
             if target == b.epoch:
                 self._resume = None
                 return b
             self._resume = (target, 0)
+
+    def _join_note(self):
+        """What a resume warning adds for a loader that joined at a whole
+        epoch (it may be why it missed the saved position)."""
+        if self._join != "next_epoch":
+            return ""
+        return ("; this loader joined at a whole epoch (join=\"next_epoch\", the default): "
+                "to resume mid-epoch, connect with join=\"now\"")
 
     def _tail_dropped(self, e, i):
         """Was only a short last batch of epoch e left at index i, which
