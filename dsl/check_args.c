@@ -16,7 +16,7 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 		     const struct ts_ast_call *call, struct ts_check_val *vals)
 {
 	size_t n_pos = 0, pos = 0, n;
-	bool named_seen = false;
+	bool named_seen = false, extra_seen = false;
 	int rc = 0;
 	const char *names[TS_CHECK_MAX_PARAMS];
 
@@ -35,9 +35,16 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 				rc = -1;
 				continue;
 			}
+			if (pos >= n_pos && extra_seen) {
+				/* the first extra one is reported; the others
+				 * would say the same again */
+				rc = -1;
+				continue;
+			}
 			if (pos >= n_pos) {
 				char hint[192];
 				const char *named = NULL;
+				extra_seen = true;
 				for (size_t j = 0; j < def->n_params && !named; j++)
 					if (!def->params[j].positional)
 						named = def->params[j].name;
