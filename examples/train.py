@@ -120,6 +120,13 @@ def main(argv):
         print(f"train.py: {msg}", file=sys.stderr)
         return 3
     info = loader.info
+    if loader.views:
+        # a list of tensors a batch, one per view (tsrun-pipeline(5), VIEWS)
+        print(f"train.py: the pipeline makes {len(loader.views)} views of each image "
+              "(views(...)); this trainer takes one tensor a batch: use "
+              "examples/train_dino.py, or a pipeline without views", file=sys.stderr)
+        loader.close()
+        return 2
     on_device_ring = loader.source.startswith("device-ring")
     if not on_device_ring and (info.layout != 1 or info.dtype != 3):
         print("train.py: the pipeline must end with to(float32, nchw), or with "

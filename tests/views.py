@@ -16,7 +16,8 @@ JPEGs (tsrun make-dataset):
   on the same stream: the same view table, and per view the same sum of
   bytes over both epochs as the Loader's tensors (a view read at another
   offset, or with another's size, differs);
-- a Loader with mixup= refuses a views pipeline with a clear error;
+- a Loader with mixup= refuses a views pipeline with a clear error, and
+  examples/train.py (one tensor a batch) exits 2 naming train_dino.py;
 - views at offsets that do not fit their dtype (uint8 first) read as
   copies with the bytes `tsrun consume` sums, a last batch of one
   sample included."""
@@ -137,6 +138,17 @@ serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
         check(False, "mixup= with views was accepted")
     except ValueError as e:
         check("views" in str(e), f"mixup refusal: {e}")
+    pytrainer.stop(p)
+    p = pytrainer.run(ts)
+    # examples/train.py takes one tensor a batch: it says so and exits 2
+    # (it failed on the list with AttributeError).
+    r = subprocess.run([sys.executable, os.path.join(pytrainer.SRC, "examples", "train.py"),
+                        "--socket", sock],
+                       env=dict(os.environ, PYTHONPATH=os.path.join(pytrainer.SRC, "src", "python"),
+                                TSRUN_LIBTSCLIENT=pytrainer.LIB),
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 2 and "train_dino.py" in r.stderr and "Traceback" not in r.stderr,
+          f"train.py on views: exit {r.returncode}: {r.stderr}")
     pytrainer.stop(p)
 
     # Views at offsets that do not fit their element size (a uint8 view of
