@@ -158,6 +158,8 @@ void ts_px_flip3(uint8_t *row, size_t w)
 {
 	const struct ts_px_rows *v = rows();
 	size_t k = v ? v->flip3(row, w) : 0;
+	if (w < 2 * k + 2)  /* at most one pixel left in the middle (w 0 too) */
+		return;
 	uint8_t *a = row + 3 * k, *b = row + 3 * (w - 1 - k);
 	for (; a < b; a += 3, b -= 3) {
 		uint8_t t[3];
