@@ -236,12 +236,16 @@ static void shift_index(struct ts_op *op, int base)
 		shift_index(&op->parts[i], base);
 }
 
-/* The slot's layout: the views one after another, group by group; the
+/* The slot's layout: the views one after another, group by group, each
+ * at an offset that is a multiple of its element size and the sample a
+ * multiple of the largest, so that every sample's float16 and float32
+ * views are aligned for the kernels that write them as such (a uint8
+ * view of 75 bytes first put a float32 view at an odd address); the
  * groups' ops numbered from the views op's position. */
 void ts_plan_set_views(struct ts_plan *plan)
 {
 	struct ts_op *vo = NULL;
-	size_t off = 0;
+	size_t off = 0, align = 1;
 	plan->n_views = 0;
 	for (size_t i = 0; i < plan->n_ops; i++)
 		if (plan->ops[i].kind == TS_OP_VIEWS)
@@ -261,11 +265,14 @@ void ts_plan_set_views(struct ts_plan *plan)
 			pv->dtype = last->out_dtype;
 			pv->layout = last->out_layout;
 			pv->group = (int)g;
+			size_t el = ts_dtype_size(pv->dtype);
+			off = (off + el - 1) / el * el;
+			align = el > align ? el : align;
 			pv->offset = off;
 			pv->bytes = (size_t)pv->height * (size_t)pv->width *
 				    (size_t)pv->channels * ts_dtype_size(pv->dtype);
 			off += pv->bytes;
 		}
 	}
-	plan->sample_bytes = off;
+	plan->sample_bytes = (off + align - 1) / align * align;
 }

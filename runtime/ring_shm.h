@@ -113,7 +113,7 @@ static inline void ring_info_from_hdr(const struct ts_ring_hdr *h, struct ts_rin
  * its shape's size. */
 static inline bool ring_views_ok(const struct ts_ring_hdr *h)
 {
-	uint64_t off = 0;
+	uint64_t off = 0, align = 1;
 	if (h->n_views == 0)
 		return true;
 	if (h->n_views > TS_RING_MAX_VIEWS)
@@ -122,13 +122,17 @@ static inline bool ring_views_ok(const struct ts_ring_hdr *h)
 		const struct ts_ring_view *v = &h->views[i];
 		uint64_t es = v->dtype == TS_DTYPE_U8 ? 1 : v->dtype == TS_DTYPE_F32 ? 4
 			      : v->dtype <= TS_DTYPE_F16 ? 2 : 0;
+		/* each view at the next multiple of its element size
+		 * (ts_plan_set_views) */
+		off = es ? (off + es - 1) / es * es : off;
+		align = es > align ? es : align;
 		if (!es || v->layout > TS_LAYOUT_NCHW || v->offset != off || v->height > 65535 ||
 		    v->width > 65535 || v->channels > 4 ||
 		    v->bytes != (uint64_t)v->height * v->width * v->channels * es)
 			return false;
 		off += v->bytes;
 	}
-	return off == h->sample_bytes;
+	return (off + align - 1) / align * align == h->sample_bytes;
 }
 
 /* Does an epoch start in [from, to)? Its first sample ends the batch a

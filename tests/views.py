@@ -166,7 +166,7 @@ pipeline odd =
             1 = random_resized_crop(8) | to(float16, nchw),
             3 = resize([7, 9]) | grayscale(1) | to(float32, nchw))
     | batch({BATCH})
-serve odd {{ socket = "{sock}"  epochs = 1 }}
+serve odd {{ socket = "{sock}"  epochs = 1  ring = 128 samples }}
 """)
     p = pytrainer.run(ts2, "--wait", "2")
     consume = subprocess.Popen([pytrainer.TSRUN, "consume", sock, "--batch", str(BATCH)],
