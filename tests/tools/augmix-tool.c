@@ -24,6 +24,7 @@
 
 #include "augmix.h"
 #include "dsl.h"
+#include "tool-dsl.h"
 
 static int draws(int argc, char **argv)
 {
@@ -36,17 +37,9 @@ static int draws(int argc, char **argv)
 	snprintf(src, sizeof(src),
 		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d)\n"
 		 "    | %s\n    | batch(1)\n", h, w, c, argv[2]);
-	struct ts_diags d;
-	struct ts_plan *plan = NULL;
-	ts_diags_init(&d, "augmix-tool.ts", src, strlen(src));
-	if (ts_dsl_compile(src, strlen(src), "augmix-tool.ts", NULL, &d, &plan)) {
-		char *text = ts_diags_render(&d);
-		fprintf(stderr, "%s", text ? text : "compile failed\n");
-		free(text);
-		ts_diags_fini(&d);
+	struct ts_plan *plan = tool_compile("augmix-tool.ts", src);
+	if (!plan)
 		return 1;
-	}
-	ts_diags_fini(&d);
 	const struct ts_op *op = NULL;
 	for (size_t i = 0; i < plan->n_ops && !op; i++)
 		if (plan->ops[i].kind == TS_OP_AUGMIX)

@@ -21,6 +21,7 @@
 #include "augment.h"
 #include "kernel.h"
 #include "dsl.h"
+#include "tool-dsl.h"
 
 static int read_raw(const char *path, struct ts_image *img, int w, int h, int c,
 		    enum ts_dtype t)
@@ -66,18 +67,10 @@ int main(int argc, char **argv)
 	snprintf(src, sizeof(src),
 		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d, depth = %d)\n"
 		 "    | %s\n    | batch(1)\n", h, w, c, u16 ? 16 : 8, argv[6]);
-	struct ts_diags d;
-	struct ts_plan *plan = NULL;
-	ts_diags_init(&d, "color-tool.ts", src, strlen(src));
-	int rc = ts_dsl_compile(src, strlen(src), "color-tool.ts", NULL, &d, &plan);
-	if (rc) {
-		char *text = ts_diags_render(&d);
-		fprintf(stderr, "%s", text ? text : "compile failed\n");
-		free(text);
-		ts_diags_fini(&d);
+	struct ts_plan *plan = tool_compile("color-tool.ts", src);
+	if (!plan)
 		return 1;
-	}
-	ts_diags_fini(&d);
+	int rc;
 	struct ts_image img = {0}, tmp = {0};
 	struct ts_error err = {0};
 	rc = read_raw(argv[1], &img, w, h, c, u16 ? TS_DTYPE_U16 : TS_DTYPE_U8);

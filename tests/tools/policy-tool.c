@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "dsl.h"
+#include "tool-dsl.h"
 #include "augment.h"
 #include "kernel.h"
 #include "policy.h"
@@ -122,17 +123,7 @@ static struct ts_plan *compile_ops(const char *ops, int h, int w, int c)
 	snprintf(src, sizeof(src),
 		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d)\n"
 		 "    | %s\n    | batch(1)\n", h, w, c, ops);
-	struct ts_diags d;
-	struct ts_plan *plan = NULL;
-	ts_diags_init(&d, "policy-tool.ts", src, strlen(src));
-	if (ts_dsl_compile(src, strlen(src), "policy-tool.ts", NULL, &d, &plan)) {
-		char *text = ts_diags_render(&d);
-		fprintf(stderr, "%s", text ? text : "compile failed\n");
-		free(text);
-		plan = NULL;
-	}
-	ts_diags_fini(&d);
-	return plan;
+	return tool_compile("policy-tool.ts", src);
 }
 
 static int slot(int argc, char **argv)
@@ -212,18 +203,9 @@ int main(int argc, char **argv)
 	snprintf(src, sizeof(src),
 		 "pipeline p =\n    synthetic([%d, %d], count = 1, channels = %d)\n"
 		 "    | %s\n    | batch(1)\n", h, w, c, argv[1]);
-	struct ts_diags d;
-	struct ts_plan *plan = NULL;
-	ts_diags_init(&d, "policy-tool.ts", src, strlen(src));
-	int rc = ts_dsl_compile(src, strlen(src), "policy-tool.ts", NULL, &d, &plan);
-	if (rc) {
-		char *text = ts_diags_render(&d);
-		fprintf(stderr, "%s", text ? text : "compile failed\n");
-		free(text);
-		ts_diags_fini(&d);
+	struct ts_plan *plan = tool_compile("policy-tool.ts", src);
+	if (!plan)
 		return 1;
-	}
-	ts_diags_fini(&d);
 	const struct ts_op *op = find(plan);
 	if (!op) {
 		fprintf(stderr, "policy-tool: no policy operator in '%s'\n", argv[1]);
