@@ -10,6 +10,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "'resize' takes: size, width, ..." (or "takes no parameters") into
+ * hint, cut short where it does not fit. */
+static void params_hint(const struct ts_opdef *def, char *hint, size_t n)
+{
+	if (def->n_params == 0) {
+		snprintf(hint, n, "'%s' takes no parameters", def->name);
+		return;
+	}
+	size_t len = (size_t)snprintf(hint, n, "'%s' takes:", def->name);
+	for (size_t j = 0; j < def->n_params && len < n; j++)
+		len += (size_t)snprintf(hint + len, n - len, "%s %s", j ? "," : "",
+					def->params[j].name);
+}
+
+/* A number where a parameter name goes (flip(2 = 0.5)): the grammar
+ * takes NUMBER '=' value for views(2 = ops), so every other operator
+ * meets it here. No name is a number: say so rather than "unknown
+ * parameter" with the nearest name by spelling ('2' is one edit from
+ * 'p'). Returns whether it reported. */
+static bool count_as_name(struct ts_check *c, const struct ts_opdef *def,
+			  const struct ts_ast_arg *a, const char *hint)
+{
+	char h[192];
+	if (a->name[0] < '0' || a->name[0] > '9')
+		return false;
+	if (!hint) {
+		params_hint(def, h, sizeof(h));
+		hint = h;
+	}
+	ts_check_err(c, a->name_loc, hint,
+	    "'%s' is not a parameter name: a count before '=' is only views(...) syntax",
+	    a->name);
+	return true;
+}
+
 /* Match a call's arguments to def's parameters: positional in order,
  * named by name. Every problem is reported; returns -1 if any. */
 int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
@@ -70,25 +105,20 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 			p = &def->params[idx];
 		} else {
 			named_seen = true;
+			if (count_as_name(c, def, a, NULL)) {
+				rc = -1;
+				continue;
+			}
 			p = ts_registry_param(def, a->name);
 			if (!p) {
 				char hint[192];
 				const char *s = ts_diag_suggest(a->name, names,
 								def->n_params);
-				if (s) {
+				if (s)
 					snprintf(hint, sizeof(hint),
 						 "did you mean '%s'?", s);
-				} else if (def->n_params == 0) {
-					snprintf(hint, sizeof(hint),
-						 "'%s' takes no parameters", def->name);
-				} else {
-					size_t len = (size_t)snprintf(hint, sizeof(hint),
-								      "'%s' takes:", def->name);
-					for (size_t j = 0; j < def->n_params && len < sizeof(hint); j++)
-						len += (size_t)snprintf(hint + len, sizeof(hint) - len,
-									"%s %s", j ? "," : "",
-									def->params[j].name);
-				}
+				else
+					params_hint(def, hint, sizeof(hint));
 				ts_check_err(c, a->name_loc, hint,
 				    "unknown parameter '%s' for '%s'", a->name,
 				    def->name);
@@ -308,6 +338,11 @@ int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
 			continue;
 		}
 		/* one of the plugin's own */
+		if (count_as_name(c, def, a,
+		    "give the plugin's parameters by name, e.g. threshold = 0.5")) {
+			rc = -1;
+			continue;
+		}
 		for (const struct ts_ast_arg *b = call->args; b != a; b = b->next)
 			if (b->name && strcmp(b->name, a->name) == 0) {
 				ts_check_err(c, a->loc, NULL, "parameter '%s' given twice", a->name);
@@ -350,7 +385,8 @@ int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
 	pl->memory = (uint64_t)mem->num;
 	for (a = call->args; a; a = a->next) {
 		if (!a->name || strcmp(a->name, "path") == 0 ||
-		    strcmp(a->name, "timeout_ms") == 0 || strcmp(a->name, "memory") == 0)
+		    strcmp(a->name, "timeout_ms") == 0 || strcmp(a->name, "memory") == 0 ||
+		    (a->name[0] >= '0' && a->name[0] <= '9')) /* reported above */
 			continue;
 		const struct ts_ast_value *v = ts_check_resolve(c, a->value);
 		if (!v || v->kind == TS_AST_LIST || v->kind == TS_AST_RANGE)
