@@ -107,15 +107,16 @@ static void print_common(const struct ts_plan *pl, const char *file, uint64_t im
 
 /* Samples without a fixed size (a decode-only pipeline) cannot go into a
  * ring: run the engine in discard mode, where each sample is produced,
- * hashed and dropped, and print the same figures. */
+ * hashed and dropped, and print the same figures. limit: the source
+ * items to run at most (0: as epochs says). */
 static int bench_discard(const char *file, const struct ts_plan *pl, int threads,
 			 unsigned long long start_epoch, unsigned long long start_index,
-			 int epochs, bool digest, bool profile)
+			 int epochs, uint64_t limit, bool digest, bool profile)
 {
 	struct ts_engine_opts eo = {
 		.threads = threads, .epochs = epochs,
 		.start_epoch = start_epoch, .start_index = start_index,
-		.no_digest = !digest,
+		.limit = limit, .no_digest = !digest,
 	};
 	struct ts_engine *e = NULL;
 	struct ts_error err = {0};
@@ -163,7 +164,8 @@ static void usage(FILE *f)
 		   "  --pipeline NAME      the pipeline to run (default: the served or first one)\n"
 		   "  --epochs N           epochs to run (default 1)\n"
 		   "  --threads N          worker threads (default: the pipeline's setting)\n"
-		   "  --batches N          stop after N batches (default: every batch)\n"
+		   "  --batches N          stop after N batches (default: every batch; samples\n"
+		   "                       of varying size: N x --batch samples, 1 by default)\n"
 		   "  --batch N            samples per batch (default: the pipeline's batch(n))\n"
 		   "  --start EPOCH:INDEX  start at this position, as a resumed run does\n"
 		   "  --no-digest          do not hash the samples (the figures without that work)\n"
@@ -253,8 +255,23 @@ int ts_cmd_bench(int argc, char **argv)
 		ts_prof_enable(true);
 	}
 	if (pl->sample_bytes == 0) {
+		/* Samples of varying size are not batched: --batches N still
+		 * means N batches of --batch samples (1 by default), as many
+		 * source items as a fixed-size pipeline would run, so that the
+		 * same command line is a short run on either (tsrun(1)). */
+		uint64_t limit = 0;
+		if (batches > 0) {
+			uint64_t m = batch > 0 ? (uint64_t)batch : 1;
+			limit = (uint64_t)batches > UINT64_MAX / m ? UINT64_MAX
+								   : (uint64_t)batches * m;
+		} else if (batch > 0) {
+			fprintf(stderr, "tsrun bench: note: pipeline '%s' makes samples of varying "
+				"size, which are not batched: --batch only sets the samples "
+				"--batches counts as one batch\n", pl->name);
+		}
 		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
-					(int)(start_epoch + (uint64_t)epochs), digest, profile);
+					(int)(start_epoch + (uint64_t)epochs), limit, digest,
+					profile);
 		ts_pipeline_destroy(p);
 		return st2;
 	}

@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench.sh - `tsrun bench`: every field of its report, the image and batch
-# counts (epochs x data set size; batches never span epochs), --batches,
+# counts (epochs x data set size; batches never span epochs), --batches
+# (also on a decode-only pipeline, whose samples are not batched),
 # and bad files: under on_error = skip each one is counted and reported
 # with its path and the run succeeds; under on_error = fail it exits 1
 # naming the path and the reason. A missing folder and bad options are
@@ -112,6 +113,23 @@ run_bench "$dir/dec.ts" --threads 2
 run_bench "$dir/dec.ts" --threads 2 --no-digest
 [ "$(field images)" = 30 ] || bad "decode-only --no-digest: images $(field images), want 30"
 [ "$(field digest)" = "off (--no-digest)" ] || bad "decode-only --no-digest: digest line '$(field digest)'"
+
+# --batches in discard mode: the samples are not batched, so N batches
+# are N x --batch samples (1 each by default), across epochs, the same
+# ones on any thread count; --batch alone changes nothing, and says so.
+run_bench "$dir/dec.ts" --threads 2 --batches 5
+[ $st = 0 ] || bad "decode-only --batches 5 exited $st: $(cat "$dir/bench.err")"
+[ "$(field images)" = 5 ] || bad "decode-only --batches 5: images $(field images), want 5"
+d5=$(field digest)
+run_bench "$dir/dec.ts" --threads 1 --batches 5
+[ "$(field digest)" = "$d5" ] || bad "decode-only --batches 5: 1 thread's digest $(field digest) != $d5"
+[ "$d5" != "$d1" ] || bad "decode-only --batches 5: the digest of the whole epoch"
+run_bench "$dir/dec.ts" --threads 2 --epochs 3 --batches 7 --batch 6
+[ "$(field images)" = 42 ] || bad "decode-only --batches 7 --batch 6 over 3 epochs: images $(field images), want 42"
+run_bench "$dir/dec.ts" --threads 2 --batch 6
+[ $st = 0 ] && [ "$(field images)" = 30 ] || bad "decode-only --batch 6: exit $st, images $(field images), want 0, 30"
+grep -q "^tsrun bench: note: pipeline 'd' makes samples of varying size, which are not batched" "$dir/bench.err" ||
+	bad "decode-only --batch 6: no note that it is not batched: $(cat "$dir/bench.err")"
 
 run_bench "$dir/val.ts" --epochs 2 --batch 30 --threads 1
 [ "$(field images) $(field batches)" = "60 2" ] ||
