@@ -368,8 +368,16 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		uint64_t n = e->last_release > e->first_release
 				     ? e->last_release - e->first_release : 0;
 		n = n > e->skipped ? n - e->skipped : 0;
-		fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64 " images, %.0f img/s\n",
-			e->pid, e->batch, n, dt > 0 ? (double)n / dt : 0.0);
+		/* Seen in one snapshot only (it came and went between two,
+		 * 0.1 s apart): one position is no rate, and "0 img/s" would
+		 * say it read nothing. */
+		if (dt > 0)
+			fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64
+				" images, %.0f img/s\n", e->pid, e->batch, n, (double)n / dt);
+		else
+			fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64
+				" images, img/s n/a (seen in one status snapshot)\n", e->pid,
+				e->batch, n);
 	}
 	for (size_t i = 0; i < n_skipped; i++)
 		fprintf(out, "tsrun: skipped %s\n", skipped[i]);

@@ -7,6 +7,10 @@ batches of 10, and trainers that are tsrun consume (C) and tsrun.Loader
 - A trainer that stops after 5 batches (tsrun consume --max-batches 5)
   without asking for a sixth is counted with its last batch: 50 images,
   not 40 (the client releases what it was handed when it closes).
+- A trainer that comes and goes between two status snapshots (0.1 s
+  apart: 2 batches of tiny samples) has no rate: its line says
+  "img/s n/a (seen in one status snapshot)", never "0 img/s" beside the
+  20 images it read.
 - A trainer that writes garbage into its control page (release
   2^64-1, skipped 2^63: the page is its own, read-write) does not make the
   summary or the status file say 18446744073709551615 images: figures
@@ -96,7 +100,32 @@ with tempfile.TemporaryDirectory(prefix="tsrun-summary.", dir="/tmp") as d:
           f"its last batch is counted: {counts.get(short.pid)} images, expected 50", log)
     check(counts.get(full.pid) == 100, f"the other trainer: {counts.get(full.pid)} images")
 
-    # 2. A trainer that writes garbage into its control page once it has
+    # 2. A trainer seen in one snapshot: it reads 2 batches and leaves
+    # within one 0.1 s poll (almost always: when it straddles two, its
+    # rate must be a positive figure).
+    p, sock, err = serve(d, "once", 1)
+    quick = subprocess.Popen(WRAP + [TSRUN, "consume", sock, "--batch", "10",
+                                     "--max-batches", "2"], stdout=subprocess.PIPE, text=True)
+    out_quick, _ = quick.communicate(timeout=60)
+    # tsrun waits for a trainer again (--wait 1): one more ends the run
+    subprocess.run(WRAP + [TSRUN, "consume", sock, "--batch", "10"],
+                   stdout=subprocess.DEVNULL, timeout=60)
+    try:
+        status = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        status = p.wait()
+    check(status == 0, "tsrun run ended by itself after the two trainers")
+    log = log_of(err)
+    m = re.search(rf"summary: consumer {quick.pid} \(batch 10\): (\d+) images, (.*)", log)
+    check(m is not None and m.group(1) == "20", "the quick trainer's 20 images are counted", log)
+    rate = m.group(2) if m else ""
+    timed = re.fullmatch(r"(\d+) img/s", rate)
+    check(rate == "img/s n/a (seen in one status snapshot)" or
+          (timed is not None and int(timed.group(1)) > 0),
+          f"the quick trainer's rate is n/a or a positive figure, not 0: '{rate}'", log)
+
+    # 3. A trainer that writes garbage into its control page once it has
     # read everything: release 2^64-1, skipped 2^63.
     p, sock, err = serve(d, "garbage", 1)
     loader = tsrun.Loader(sock, batch_size=10)
