@@ -156,6 +156,7 @@ int ts_engine_views_write(struct worker *w, const struct ts_op *vo, uint64_t epo
 
 int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
 			 size_t len, int read_status, struct ts_error *err);
-void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why);
+void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why,
+			 bool count);
 
 #endif

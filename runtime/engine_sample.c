@@ -329,7 +329,8 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 		if (plan->on_error == TS_ON_ERROR_FAIL || rc == -ENOMEM || rc == TS_E_NOMEM)
 			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
 					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
-		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc),
+				    k == 0);
 		data = NULL;
 		read_status = 0;
 	}
@@ -444,7 +445,7 @@ static int run_plugin(struct worker *w, const struct ts_op *o,
 				    w->path ? w->path : "a synthetic sample", where);
 	char why[sizeof(perr.msg) + sizeof(where)];
 	snprintf(why, sizeof(why), "%s%s", perr.msg, where);
-	ts_engine_note_skip(e, w->path, why);
+	ts_engine_note_skip(e, w->path, why, true);
 	return 1;
 }
 
@@ -730,7 +731,8 @@ static int run_banded(struct worker *w, uint64_t p, const uint8_t *data,
 		if (plan->on_error == TS_ON_ERROR_FAIL || rc == -ENOMEM || rc == TS_E_NOMEM)
 			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
 					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
-		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc));
+		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc),
+				    k == 0);
 		if (begun) {
 			/* Tiles of it are out: what else it staged goes too. */
 			break;

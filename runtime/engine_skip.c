@@ -61,12 +61,15 @@ static bool skip_tab_room(struct ts_engine *e)
 	return true;
 }
 
-/* Count a skipped sample and list its path once, with the first reason
- * met: an endless stream (epochs = 0) that meets the same bad file every
- * epoch keeps one line for it, so the list is bounded by the data set,
- * and a file that fails differently later (another crop of a corrupt
- * image, say) is not listed twice. */
-void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
+/* List a failed item's path once, with the first reason met: an endless
+ * stream (epochs = 0) that meets the same bad file every epoch keeps one
+ * line for it, so the list is bounded by the data set, and a file that
+ * fails differently later (another crop of a corrupt image, say) is not
+ * listed twice. count: this failure skips a sample (its position's own
+ * item, or a plugin's), counted once; a stand-in that fails too is
+ * listed, not counted again (two bad files in a row were three skips). */
+void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why,
+			 bool count)
 {
 	char *line = NULL;
 	size_t slot = 0;
@@ -97,5 +100,6 @@ void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why)
 	}
 	free(line);
 	pthread_mutex_unlock(&e->mu);
-	ATOMIC_ADD(&e->skipped_n, 1); /* a count for stats */
+	if (count)
+		ATOMIC_ADD(&e->skipped_n, 1); /* a count for stats */
 }

@@ -2,8 +2,9 @@
 # bench.sh - `tsrun bench`: every field of its report, the image and batch
 # counts (epochs x data set size; batches never span epochs), --batches
 # (also on a decode-only pipeline, whose samples are not batched),
-# and bad files: under on_error = skip each one is counted and reported
-# with its path and the run succeeds; under on_error = fail it exits 1
+# and bad files: under on_error = skip each one is counted (once a
+# sample, also where its stand-in fails too) and reported with its path
+# and the run succeeds; under on_error = fail it exits 1
 # naming the path and the reason. A missing folder and bad options are
 # refused with their own exit statuses.
 set -u
@@ -164,6 +165,23 @@ d1=$(field digest)
 run_bench "$dir/skip.ts" --epochs 2 --threads 1
 [ "$(field digest)" = "$d1" ] || bad "skip: digest with 1 thread $(field digest) != 2 threads $d1"
 [ "$d1" != "$full" ] || bad "skip: the digest of the undamaged set"
+
+# Two bad files next to each other in the epoch's order: the first one's
+# stand-in, the second, fails too. Two samples are skipped an epoch (the
+# count is of samples, not of the files tried for them: it was 3).
+cp -r "$dir/ds" "$dir/pair"
+set -- $(find "$dir/pair/train" -name '*.jpg' | sort)
+printf 'GARBAGE' | dd of="$3" bs=1 seek=2 conv=notrunc 2>/dev/null
+printf 'GARBAGE' | dd of="$4" bs=1 seek=2 conv=notrunc 2>/dev/null
+pipeline "$dir/pair.ts" pair/train skip
+for t in 1 2; do
+	run_bench "$dir/pair.ts" --epochs 2 --threads $t
+	[ $st = 0 ] || bad "pair, $t threads: exit $st: $(cat "$dir/bench.err")"
+	[ "$(field images) $(field skipped)" = "60 4" ] ||
+		bad "pair, $t threads: images $(field images) skipped $(field skipped), want 60 4 (2 epochs x 2)"
+	[ "$(grep -c '^tsrun bench: skipped ' "$dir/bench.err")" = 2 ] ||
+		bad "pair, $t threads: not 2 files listed: $(cat "$dir/bench.err")"
+done
 
 for t in 1 2; do
 	for which in garbled short notpng; do
