@@ -9,45 +9,127 @@
 #include <string.h>
 
 #include "augment.h"
+#include "policy.h"
+#include "rng.h"
 #include "util.h"
 
-/* Walk one op (its fused op and output parts included) in run order: the
- * dtype each writes, and the mean and std of one that normalizes (has
- * them). An integer dtype after a normalize holds clamped normalized
- * levels (to(uint8)): shown as they are, like any integer sample. */
-static void scan(const struct ts_op *op, struct ts_grid_values *v,
-		 enum ts_dtype *t, bool *normalized)
+/* A walk through the ops in run order: the dtype written last, whether
+ * it holds normalized values, the mean and std of the normalize. */
+struct state {
+	enum ts_dtype t;
+	bool normalized;
+	int n;
+	float mean[4], std[4];
+};
+
+struct walk {
+	const struct ts_grid_sample *s;
+	bool known;         /* s, and no tile before: draws can be replayed */
+	bool varies;        /* outcomes of a policy differed (no draw) */
+};
+
+static bool same_state(const struct state *a, const struct state *b)
 {
-	if (op->n_mean > 0) {
-		v->n = op->n_mean;
-		memcpy(v->mean, op->mean, sizeof(v->mean));
-		memcpy(v->std, op->std, sizeof(v->std));
-		*normalized = true;
-	}
-	if (!ts_op_is_output(op)) {
-		*t = op->out_dtype;
-		if (*t == TS_DTYPE_U8 || *t == TS_DTYPE_U16)
-			*normalized = false;
-	}
-	if (op->fused)
-		scan(op->fused, v, t, normalized);
-	for (size_t i = 0; i < op->n_parts; i++)
-		scan(&op->parts[i], v, t, normalized);
+	if (a->t != b->t || a->normalized != b->normalized)
+		return false;
+	return !a->normalized || (a->n == b->n && !memcmp(a->mean, b->mean, sizeof(a->mean)) &&
+				  !memcmp(a->std, b->std, sizeof(a->std)));
 }
 
-void ts_grid_values_of(const struct ts_plan *plan, struct ts_grid_values *v)
+static void scan(const struct ts_op *op, const struct ts_rng *parent, struct walk *w,
+		 struct state *st);
+
+static void scan_branch(const struct ts_op_branch *b, const struct ts_rng *rng,
+			struct walk *w, struct state *st)
 {
+	for (size_t i = 0; i < b->n_ops; i++)
+		scan(&b->ops[i], rng, w, st);
+}
+
+/* random_apply, random_choice: the branch the sample drew, its stream
+ * as the policy kernels (policy.c) have it: the sample's own for a
+ * policy of the plan, forked off its policy's for one inside a branch.
+ * Without a draw to replay, every outcome (for random_apply, also none),
+ * kept where they all agree. */
+static void scan_policy(const struct ts_op *op, const struct ts_rng *parent,
+			struct walk *w, struct state *st)
+{
+	struct ts_rng r;
+	if (w->known) {
+		if (parent)
+			ts_rng_fork(parent, (uint64_t)op->index, &r);
+		else
+			ts_rng_init(&r, w->s->seed, w->s->epoch, w->s->index, (uint64_t)op->index);
+		if (op->kind == TS_OP_RANDOM_CHOICE)
+			scan_branch(&op->branches[ts_policy_choice_draw(op, &r)], &r, w, st);
+		else if (ts_policy_apply_draw(op, &r))
+			scan_branch(&op->branches[0], &r, w, st);
+		return;
+	}
+	struct state first = *st;
+	bool have = op->kind == TS_OP_RANDOM_APPLY; /* not applied: as it is */
+	for (size_t k = 0; k < op->n_branches; k++) {
+		if (op->kind == TS_OP_RANDOM_CHOICE && op->branches[k].weight <= 0)
+			continue;
+		struct state o = *st;
+		scan_branch(&op->branches[k], NULL, w, &o);
+		if (!have)
+			first = o;
+		else if (!same_state(&first, &o))
+			w->varies = true;
+		have = true;
+	}
+	*st = first;
+}
+
+/* Walk one op (its fused op, output parts and policy branches included)
+ * in run order: the dtype each writes, and the mean and std of one that
+ * normalizes (has them). An integer dtype after a normalize holds
+ * clamped normalized levels (to(uint8)): shown as they are, like any
+ * integer sample. */
+static void scan(const struct ts_op *op, const struct ts_rng *parent, struct walk *w,
+		 struct state *st)
+{
+	if (op->n_mean > 0) {
+		st->n = op->n_mean;
+		memcpy(st->mean, op->mean, sizeof(st->mean));
+		memcpy(st->std, op->std, sizeof(st->std));
+		st->normalized = true;
+	}
+	if ((op->kind == TS_OP_RANDOM_APPLY || op->kind == TS_OP_RANDOM_CHOICE) &&
+	    op->n_branches)
+		scan_policy(op, parent, w, st);
+	if (!ts_op_is_output(op)) {
+		st->t = op->out_dtype;
+		if (st->t == TS_DTYPE_U8 || st->t == TS_DTYPE_U16)
+			st->normalized = false;
+	}
+	if (ts_op_expands(op))
+		w->known = false; /* a tile's outputs draw under streams of their own */
+	if (op->fused)
+		scan(op->fused, parent, w, st);
+	for (size_t i = 0; i < op->n_parts; i++)
+		scan(&op->parts[i], parent, w, st);
+}
+
+void ts_grid_values_of(const struct ts_plan *plan, const struct ts_grid_sample *s,
+		       struct ts_grid_values *v)
+{
+	struct state st = {.t = TS_DTYPE_U8};
+	struct walk w = {.s = s, .known = s != NULL};
 	memset(v, 0, sizeof(*v));
-	enum ts_dtype t = TS_DTYPE_U8;
-	bool normalized = false;
 	for (size_t i = 0; i < plan->n_ops; i++)
-		scan(&plan->ops[i], v, &t, &normalized);
-	if (t == TS_DTYPE_U8)
+		scan(&plan->ops[i], NULL, &w, &st);
+	v->n = st.n;
+	memcpy(v->mean, st.mean, sizeof(v->mean));
+	memcpy(v->std, st.std, sizeof(v->std));
+	v->per_sample = w.varies;
+	if (st.t == TS_DTYPE_U8)
 		v->map = TS_GRID_DIRECT;
-	else if (t == TS_DTYPE_U16)
+	else if (st.t == TS_DTYPE_U16)
 		v->map = TS_GRID_U16;
 	else
-		v->map = normalized ? TS_GRID_UNNORM : TS_GRID_UNIT;
+		v->map = st.normalized ? TS_GRID_UNNORM : TS_GRID_UNIT;
 }
 
 static void list(const float *x, int n, char *buf, size_t len)
@@ -63,6 +145,12 @@ void ts_grid_values_describe(const struct ts_grid_values *v, enum ts_dtype dtype
 			     char *buf, size_t n)
 {
 	char m[64], s[64];
+	if (v->per_sample) {
+		snprintf(buf, n, "%s samples shown as the random_apply or random_choice branch "
+			 "each drew leaves them: un-normalized, (x * std + mean) * 255, by the mean "
+			 "and std of the normalize it ran", ts_dtype_name(dtype));
+		return;
+	}
 	switch (v->map) {
 	case TS_GRID_DIRECT:
 		snprintf(buf, n, "%s samples shown as they are", ts_dtype_name(dtype));

@@ -9,6 +9,7 @@
 #ifndef TS_GRID_H
 #define TS_GRID_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "image.h"
@@ -25,12 +26,27 @@ struct ts_grid_values {
 	enum ts_grid_map map;
 	int n;              /* UNNORM: channels of mean and std */
 	float mean[4], std[4];
+	bool per_sample;    /* a policy's branches (random_apply, random_choice)
+			       leave the values differently: each sample's
+			       own are those of the branch it drew */
+};
+
+/* A sample whose policies' draws are replayed: the seed, epoch and index
+ * its ops' streams are keyed by (ts_rng_init, as the engine's workers
+ * draw them; a view's seed is ts_plan_view_seed's). */
+struct ts_grid_sample {
+	uint64_t seed, epoch, index;
 };
 
 /* The mapping for samples of plan (what its ops, fused and output parts
  * included, leave in the last one's dtype): the last normalize's mean
- * and std when the samples are still float after it. */
-void ts_grid_values_of(const struct ts_plan *plan, struct ts_grid_values *v);
+ * and std when the samples are still float after it. A normalize inside
+ * random_apply or random_choice counts for sample s where s drew the
+ * branch holding it. s NULL, or a policy after a tile (a tile's streams
+ * are not the sample's): a policy's outcomes count where they all agree,
+ * and per_sample is set where they do not. */
+void ts_grid_values_of(const struct ts_plan *plan, const struct ts_grid_sample *s,
+		       struct ts_grid_values *v);
 
 /* One sentence for a caption: "float32 samples shown un-normalized:
  * (x * std + mean) * 255 with mean [...] and std [...]". */

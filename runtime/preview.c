@@ -291,21 +291,27 @@ static int expand_views(const struct ts_plan *plan, struct shot **shots, size_t 
 
 /* How a shot's values are shown: by the plan's stages, or for a view by
  * its group's (a plan of the group's ops alone: after the decode's
- * uint8 or uint16 pixels, they alone set its dtype and normalize). */
-static void shot_values(const struct ts_plan *plan, const struct shot *s,
+ * uint8 or uint16 pixels, they alone set its dtype and normalize). draw:
+ * by the branches its policies drew (random_choice([normalize(...),
+ * ...])), under the seed its ops' streams have (a view's own); else as
+ * for any sample (per_sample set where that depends on the draws). */
+static void shot_values(const struct ts_plan *plan, const struct shot *s, bool draw,
 			struct ts_grid_values *v)
 {
 	const struct ts_op *vo = NULL;
+	struct ts_grid_sample gs = {.seed = plan->source.seed, .epoch = s->epoch,
+				    .index = s->index};
 	for (size_t i = 0; s->view >= 0 && i < plan->n_ops; i++)
 		if (plan->ops[i].kind == TS_OP_VIEWS)
 			vo = &plan->ops[i];
 	if (!vo) {
-		ts_grid_values_of(plan, v);
+		ts_grid_values_of(plan, draw ? &gs : NULL, v);
 		return;
 	}
 	const struct ts_op_branch *g = &vo->branches[plan->views[s->view].group];
 	struct ts_plan group = {.ops = g->ops, .n_ops = g->n_ops};
-	ts_grid_values_of(&group, v);
+	gs.seed = ts_plan_view_seed(plan->source.seed, s->view);
+	ts_grid_values_of(&group, draw ? &gs : NULL, v);
 }
 
 /* ---- text -------------------------------------------------------------- */
@@ -604,10 +610,16 @@ static int caption(struct ts_preview *p, const struct ts_plan *plan,
 		   const struct ts_preview_opts *o, size_t got, bool files_known,
 		   const char *stages_note)
 {
-	struct ts_grid_values v;
+	struct ts_grid_values v, drawn;
 	char how[256];
 	struct shot v0 = {.view = plan->n_views ? 0 : -1};
-	shot_values(plan, &v0, &v);
+	shot_values(plan, &v0, false, &v);
+	shot_values(plan, &v0, true, &drawn);
+	if (drawn.per_sample) {
+		/* not replayed (after a tile): every cell by the first branch */
+		v = drawn;
+		v.per_sample = false;
+	}
 	ts_grid_values_describe(&v, plan->dtype, how, sizeof(how));
 	int rc = append(&p->caption, "tsrun preview: pipeline %s (%s), %zu sample%s from "
 			"epoch %" PRIu64 " index %" PRIu64 ", seed %" PRIu64 "%s\n",
@@ -625,6 +637,10 @@ static int caption(struct ts_preview *p, const struct ts_plan *plan,
 		rc = append(&p->caption, "views: each sample's %d views %s, each shown by its "
 			    "group's values (view 0's above)\n", plan->n_views,
 			    o->stages ? "in the last columns" : "in a row");
+	if (rc == 0 && drawn.per_sample)
+		rc = append(&p->caption, "a random_apply or random_choice after a tile, filter "
+			    "or plugin draws for each output, which is not replayed here: every "
+			    "sample is shown as its first branch leaves it\n");
 	if (rc == 0 && !files_known)
 		rc = append(&p->caption, "file names are not known for tile, filter and "
 			    "plugin pipelines\n");
@@ -646,7 +662,6 @@ static int compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 	struct layout L = {0};
 	size_t n = p->n_shots;
 	struct ts_grid_values v;
-	ts_grid_values_of(plan, &v);
 	for (size_t i = 0; i < n; i++) {
 		if (p->shots[i].width > L.box_w)
 			L.box_w = p->shots[i].width;
@@ -672,7 +687,7 @@ static int compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	struct ts_image rgb = {0}, tmp = {0};
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		shot_values(plan, &p->shots[i], &v);
+		shot_values(plan, &p->shots[i], true, &v);
 		rc = place(p, &L, &p->shots[i], &v, (int)i % L.cols, (int)i / L.cols, -1,
 			   o->labels, &rgb, &tmp);
 	}
@@ -738,7 +753,7 @@ static int compose_stages(struct ts_preview *p, const struct ts_plan *plan,
 	for (size_t i = 0; i < n && rc == 0; i++)
 		for (size_t k = 0; k < k_n && rc == 0; k++) {
 			struct ts_grid_values v;
-			shot_values(plans[k], &p->shots[k * n + i], &v);
+			shot_values(plans[k], &p->shots[k * n + i], true, &v);
 			rc = place(p, &L, &p->shots[k * n + i], &v, (int)k, (int)i, (int)k,
 				   o->labels, &rgb, &tmp);
 		}

@@ -3,7 +3,8 @@
 reader (Debian's PIL): picture size and cell count as tsrun(1) documents
 the layout, the same file for any thread count, and the pixels of every
 cell equal to the samples a real `tsrun run` trainer (tsrun.Loader, torch)
-reads at that (epoch, index), after the same un-normalize; 1-channel
+reads at that (epoch, index), after the same un-normalize (one inside
+random_choice by the branch each sample drew); 1-channel
 uint16 samples and --stages too; bad arguments and a picture over the size
 limit refused with a clear message. Exit 77 when PIL, numpy or torch is
 missing."""
@@ -321,6 +322,54 @@ serve v { epochs = 1 }
     vnames = re.findall(r"stage \d+ (decode|view \d+ \(group \d+\))", rv.stdout)
     check("views: --stages ends in the views", vnames ==
           ["decode", "view 0 (group 0)", "view 1 (group 0)", "view 2 (group 1)"], str(vnames))
+
+    # A normalize inside random_choice (and one inside that) is undone by
+    # the branch each sample drew, replayed from its (epoch, index): every
+    # cell is the pixels of the same pipeline without it; the trainer's
+    # tensors say which branch each took, and more than one was.
+    norms = [([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+             ([0.2, 0.3, 0.4], [0.5, 0.5, 0.5]), ([0.6, 0.5, 0.4], [0.3, 0.3, 0.3])]
+    cts, csock = os.path.join(tmp, "c.ts"), os.path.join(tmp, "c.sock")
+    with open(cts, "w") as f:
+        f.write(f"""pipeline c =
+    folder("data/train")
+    | shuffle(seed = 7)
+    | decode(rgb)
+    | center_crop(40)
+    | random_choice([normalize({norms[0][0]}, {norms[0][1]}),
+                     random_choice([normalize({norms[1][0]}, {norms[1][1]}),
+                                    normalize({norms[2][0]}, {norms[2][1]})])])
+    | to(float32, nchw)
+    | batch(4)
+pipeline u = folder("data/train") | shuffle(seed = 7) | decode(rgb) | center_crop(40) | batch(4)
+serve c {{ socket = "{csock}" epochs = 1 }}
+""")
+    cpng, upng = os.path.join(tmp, "c.png"), os.path.join(tmp, "u.png")
+    rc_ = preview(cts, "--samples", "12", "--no-labels", "-o", cpng)
+    preview(cts, "--pipeline", "u", "--samples", "12", "--no-labels", "-o", upng)
+    check("random_choice's normalize: the caption says each sample's branch is undone",
+          "as the random_apply or random_choice branch each drew leaves them" in rc_.stdout,
+          rc_.stdout[:300])
+    cpx, upx = np.asarray(Image.open(cpng)), np.asarray(Image.open(upng))
+    diff = int(np.abs(cpx.astype(int) - upx.astype(int)).max()) if cpx.shape == upx.shape else -1
+    check("random_choice's normalize undone: the cells are the pixels without it",
+          diff == 0, f"max diff {diff}")
+    gotc = trainer(cts, csock, 4)
+    drawn = set()
+    for (x, y, w, h, e, i, label) in cells_of(rc_.stdout):
+        t = gotc[(e, i)][0]
+        want = upx[y:y + h, x:x + w]
+        ks = []
+        for k, (m, sd) in enumerate(norms):
+            v = t.astype(np.float32) * np.array(sd, np.float32)[:, None, None]
+            v = (v + np.array(m, np.float32)[:, None, None]) * np.float32(255)
+            v = np.clip(np.rint(np.where(v > 0, v, 0)), 0, 255).astype(np.uint8)
+            if np.array_equal(v.transpose(1, 2, 0), want):
+                ks.append(k)
+        check(f"random_choice cell {e}:{i} is the trainer's sample by one branch", len(ks) == 1,
+              str(ks))
+        drawn.update(ks)
+    check("random_choice: the cells drew more than one branch", len(drawn) >= 2, str(drawn))
 
     # Refusals: a clear message and a non-zero exit.
     big = os.path.join(tmp, "big.ts")

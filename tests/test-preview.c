@@ -20,7 +20,9 @@
 #include "font.h"
 #include "grid.h"
 #include "pngwrite.h"
+#include "policy.h"
 #include "preview.h"
+#include "rng.h"
 
 static char root[64];
 
@@ -143,7 +145,7 @@ START_TEST(map_of_plan)
 		 maps[_i].ops);
 	struct ts_plan *pl = compile(text);
 	struct ts_grid_values v;
-	ts_grid_values_of(pl, &v);
+	ts_grid_values_of(pl, NULL, &v);
 	ck_assert_msg(v.map == maps[_i].map, "%s: map %d, want %d", maps[_i].ops, v.map,
 		      maps[_i].map);
 	if (v.map == TS_GRID_UNNORM) {
@@ -153,6 +155,49 @@ START_TEST(map_of_plan)
 		ts_grid_values_describe(&v, pl->dtype, buf, sizeof(buf));
 		ck_assert_ptr_nonnull(strstr(buf, "un-normalized"));
 	}
+	ts_plan_destroy(pl);
+}
+END_TEST
+
+/* A normalize inside random_choice: without a sample, the branches count
+ * where they agree (the same mean and std) and per_sample is set where
+ * they do not; with one, its draw picks the branch, as the kernel's does
+ * (policy.c): over 64 samples, both branches, each as the draw says. */
+START_TEST(map_of_policy)
+{
+	char text[512];
+	snprintf(text, sizeof(text), "pipeline p = folder(\"%s\") | decode(rgb) | center_crop(8) "
+		 "| random_choice([normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2]), "
+		 "normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])]) | batch(2)\n", root);
+	struct ts_plan *pl = compile(text);
+	struct ts_grid_values v;
+	ts_grid_values_of(pl, NULL, &v);
+	ck_assert(v.map == TS_GRID_UNNORM && !v.per_sample && v.mean[0] == 0.5f);
+	ts_plan_destroy(pl);
+
+	snprintf(text, sizeof(text), "pipeline p = folder(\"%s\") | decode(rgb) | center_crop(8) "
+		 "| random_choice([normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2]), "
+		 "normalize([0.1, 0.4, 0.3], [0.2, 0.2, 0.2])]) | batch(2)\n", root);
+	pl = compile(text);
+	ts_grid_values_of(pl, NULL, &v);
+	ck_assert(v.per_sample);
+	const struct ts_op *rc = NULL;
+	for (size_t i = 0; i < pl->n_ops; i++)
+		if (pl->ops[i].kind == TS_OP_RANDOM_CHOICE)
+			rc = &pl->ops[i];
+	ck_assert_ptr_nonnull(rc);
+	int seen[2] = {0, 0};
+	for (uint64_t index = 0; index < 64; index++) {
+		struct ts_grid_sample gs = {.seed = pl->source.seed, .epoch = 1, .index = index};
+		struct ts_rng r;
+		ts_rng_init(&r, gs.seed, gs.epoch, gs.index, (uint64_t)rc->index);
+		size_t k = ts_policy_choice_draw(rc, &r);
+		ts_grid_values_of(pl, &gs, &v);
+		ck_assert(v.map == TS_GRID_UNNORM && !v.per_sample);
+		ck_assert(v.mean[0] == (k == 0 ? 0.5f : 0.1f));
+		seen[k]++;
+	}
+	ck_assert(seen[0] > 0 && seen[1] > 0);
 	ts_plan_destroy(pl);
 }
 END_TEST
@@ -411,6 +456,7 @@ static Suite *preview_suite(void)
 	tcase_add_test(tc, u8_layouts_and_channels);
 	tcase_add_test(tc, u16_f16_f32);
 	tcase_add_loop_test(tc, map_of_plan, 0, (int)(sizeof(maps) / sizeof(maps[0])));
+	tcase_add_test(tc, map_of_policy);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("font");
 	tcase_add_test(tc, font_metrics_and_clipping);
