@@ -14,14 +14,18 @@
 #include <string.h>
 
 /* "224x224x3 uint8 nhwc", or "?x?x3 ..." for a size known at run time. */
+/* "40x40x3 float32 nhwc", "normalized 40x40x3 float32 nhwc": the
+ * normalized mark too, which same_shape compares (two alternatives that
+ * differ only there read the same otherwise). */
 static void shape_words(const struct ts_shape *s, char *buf, size_t n)
 {
 	char d[64];
+	const char *z = s->normalized ? "normalized " : "";
 	ts_check_shape_str(s, d, sizeof(d));
 	if (s->h && s->w)
-		snprintf(buf, n, "%dx%dx%d %s", s->h, s->w, s->c, d);
+		snprintf(buf, n, "%s%dx%dx%d %s", z, s->h, s->w, s->c, d);
 	else
-		snprintf(buf, n, "a variable size x%d %s", s->c, d);
+		snprintf(buf, n, "%sa variable size x%d %s", z, s->c, d);
 }
 
 static bool same_shape(const struct ts_shape *a, const struct ts_shape *b)
@@ -163,10 +167,14 @@ static int build_random_choice(struct ts_check *c, const struct ts_opdef *def,
 			ref = k;
 			have_ref = true;
 		} else if (!same_shape(&first, &out)) {
+			struct ts_shape o2 = out;
+			o2.normalized = first.normalized;
 			shape_words(&out, a, sizeof(a));
 			shape_words(&first, b, sizeof(b));
 			ts_check_err(c, it->loc,
-			    "end every alternative at the same size and type (e.g. with the same center_crop)",
+			    same_shape(&first, &o2)
+				    ? "normalize in every alternative or in none (or once, after random_choice)"
+				    : "end every alternative at the same size and type (e.g. with the same center_crop)",
 			    "random_choice's alternative %zu gives %s, but alternative %zu gives %s: the next stage must get one shape",
 			    k + 1, a, ref + 1, b);
 			bad = true;

@@ -187,7 +187,7 @@ static const struct {
 	{ "", "random_apply(resize(4), p = 0.5)",
 	  "random_apply's operators turn 8x8x3 uint8 nhwc into 4x4x3 uint8 nhwc, but with probability 1 - p they do not run", 20 },
 	{ "", "random_apply(normalize([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]))",
-	  "into 8x8x3 float32 nhwc", 20 },
+	  "into normalized 8x8x3 float32 nhwc", 20 },
 	{ "", "random_choice([])", "random_choice has no alternatives to choose from", 21 },
 	{ "", "random_choice([resize(4), resize(6)])",
 	  "random_choice's alternative 2 gives 6x6x3 uint8 nhwc, but alternative 1 gives 4x4x3 uint8 nhwc", 33 },

@@ -1,7 +1,7 @@
 # random_apply, random_choice and random_erasing: shapes through the
 # branches, what may run inside, and erasing on the float tensor only;
 # the policies: magnitude in range, fill per channel, uint8 before
-# normalize.
+# normalize; alternatives that differ only in being normalized.
 pipeline train =
     folder("data/train")
     | decode(rgb)
@@ -17,4 +17,11 @@ pipeline train =
     | normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
     | random_apply(equalize)
     | rand_augment
+    | batch(8)
+# alternatives that differ only in being normalized say so
+pipeline mixed =
+    folder("data/train")
+    | decode(rgb)
+    | center_crop(64)
+    | random_choice([normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2]), to(float32)])
     | batch(8)
