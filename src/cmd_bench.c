@@ -55,11 +55,12 @@ static double thread_cpu(void)
 /* `--profile`: where the CPU went, per image, from profile.h's counters
  * (every worker and the I/O thread) and this thread's own figures (setup:
  * opening the stream, indexing, the ring's allocation; consumer: reading
- * the ring; digest); "other" is what no row covers (the kernel's I/O
- * workers, thread start and end, the rest of the process), so the rows
- * add up to cpu/image. */
+ * the ring; digest; close: ending the stream, which joins the threads and
+ * unmaps and frees the ring's pages); "other" is what no row covers (the
+ * kernel's I/O workers, thread start and end, the rest of the process),
+ * so the rows add up to cpu/image. */
 static void print_profile(uint64_t images, double cpu, double setup_cpu,
-			  double consumer_cpu, double digest_cpu)
+			  double consumer_cpu, double digest_cpu, double close_cpu)
 {
 	uint64_t ns[TS_PROF_N];
 	ts_prof_get(ns);
@@ -73,7 +74,8 @@ static void print_profile(uint64_t images, double cpu, double setup_cpu,
 	double worker_other = s[TS_PROF_WORKER] > in_stages ? s[TS_PROF_WORKER] - in_stages : 0.0;
 	double consumer = consumer_cpu > digest_cpu ? consumer_cpu - digest_cpu : 0.0;
 	double known = read + s[TS_PROF_DECODE] + s[TS_PROF_RESAMPLE] + s[TS_PROF_OUTPUT] +
-		       s[TS_PROF_RING] + worker_other + setup_cpu + consumer + digest_cpu;
+		       s[TS_PROF_RING] + worker_other + setup_cpu + consumer + digest_cpu +
+		       close_cpu;
 	double other = cpu > known ? cpu - known : 0.0;
 	printf("profile: CPU ms/image over %" PRIu64 " images, all threads\n", images);
 	printf("profile read: %.3f ms/image\n", read * per);
@@ -85,6 +87,7 @@ static void print_profile(uint64_t images, double cpu, double setup_cpu,
 	printf("profile setup: %.3f ms/image\n", setup_cpu * per);
 	printf("profile consumer: %.3f ms/image\n", consumer * per);
 	printf("profile digest: %.3f ms/image\n", digest_cpu * per);
+	printf("profile close: %.3f ms/image\n", close_cpu * per);
 	printf("profile other: %.3f ms/image\n", other * per);
 	printf("profile total: %.3f ms/image\n", cpu * per);
 }
@@ -149,7 +152,7 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 	else
 		printf("digest: off (--no-digest)\n");
 	if (profile)
-		print_profile(es.samples, cpu, 0.0, 0.0, 0.0);
+		print_profile(es.samples, cpu, 0.0, 0.0, 0.0, 0.0);
 	ts_engine_destroy(e);
 	return TS_EXIT_OK;
 }
@@ -335,7 +338,9 @@ int ts_cmd_bench(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_skipped; i++)
 		fprintf(stderr, "tsrun bench: skipped %s\n", skipped[i]);
+	const double close0 = thread_cpu();
 	ts_stream_close(s);
+	const double close_cpu = thread_cpu() - close0;
 	double cpu = ts_cli_cpu_seconds() - cpu0;
 	char hex[17];
 	ts_digest_hex(&dg, hex);
@@ -350,7 +355,7 @@ int ts_cmd_bench(int argc, char **argv)
 	       images ? (cpu - digest_cpu) * 1e3 / (double)images : 0.0);
 	printf("digest: %s\n", digest ? hex : "off (--no-digest)");
 	if (profile)
-		print_profile(images, cpu, setup_cpu, consumer_cpu, digest_cpu);
+		print_profile(images, cpu, setup_cpu, consumer_cpu, digest_cpu, close_cpu);
 	ts_pipeline_destroy(p);
 	ts_cli_guard_done();
 	return status;

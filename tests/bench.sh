@@ -79,7 +79,7 @@ awk -v c="$(field cpu | cut -d' ' -f1)" -v d="$(field digest_cpu | cut -d' ' -f1
 run_bench "$dir/val.ts" --epochs 3 --threads 2 --profile
 [ $st = 0 ] || bad "bench --profile exited $st: $(cat "$dir/bench.err")"
 rows=""
-for r in read decode crop/resample output ring "worker other" setup consumer digest other; do
+for r in read decode crop/resample output ring "worker other" setup consumer digest close other; do
 	v=$(field "profile $r" | sed -n 's/^\([0-9.]*\) ms\/image$/\1/p')
 	[ -n "$v" ] || { bad "--profile: no 'profile $r: N ms/image' line"; continue; }
 	rows="$rows $v"
@@ -89,7 +89,7 @@ awk -v rows="$rows" -v tot="$tot" -v cpi="$(field cpu/image | cut -d' ' -f1)" \
 	-v dec="$(field 'profile decode' | cut -d' ' -f1)" -v rs="$(field 'profile crop/resample' | cut -d' ' -f1)" \
 	'BEGIN { n = split(rows, a, " "); for (i = 1; i <= n; i++) s += a[i];
 		 d = s - tot; if (d < 0) d = -d; dc = tot - cpi; if (dc < 0) dc = -dc;
-		 exit !(n == 10 && d <= 0.006 * n && dc <= 0.002 && dec > 0 && rs > 0) }' ||
+		 exit !(n == 11 && d <= 0.006 * n && dc <= 0.002 && dec > 0 && rs > 0) }' ||
 	bad "--profile rows ($rows) do not add up to total $tot (cpu/image $(field cpu/image)), or decode/resample is 0"
 
 # --no-digest: the same stream, not hashed.
