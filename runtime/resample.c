@@ -143,7 +143,8 @@ static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
 
 /* The table of ts_rs_h3t_avx2 (resample_kernels.h) for ow outputs of
  * rows of in_w RGB pixels, in buf (h3t_size bytes, 32-aligned). Returns
- * the number of blocks left to plain C. */
+ * the number of blocks left to plain C in every row (tail blocks are so
+ * only in the last). */
 static size_t h3t_size(int ow, int ksize)
 {
 	const size_t nblk = ((size_t)ow * 3 + 7) / 8;
@@ -174,7 +175,7 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 			if ((cnt[k] + 1) / 2 > nj)
 				nj = (cnt[k] + 1) / 2;
 		}
-		bool ok = true;
+		bool ok = true, tail = false;
 		for (int j = 0; j < nj && ok; j++) {
 			struct ts_rs_h3t_entry *en = tab + used + j;
 			memset(en->mask, -128, sizeof(en->mask)); /* zero bytes */
@@ -187,9 +188,15 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 						base = at0[k] + 6 * j;
 				if (base < 0)
 					base = 0; /* no tap of this lane: weights 0 */
+				/* Past the row's end by at most 15 bytes: into
+				 * the next row's (a row of 16 bytes or more
+				 * holds them), a tail block. */
 				if (base + 16 > row_bytes) {
-					ok = false;
-					break;
+					if (row_bytes < 16) {
+						ok = false;
+						break;
+					}
+					tail = true;
 				}
 				en->off[l] = (int32_t)base;
 				for (int k = 4 * l; k < 4 * l + 4 && ok; k++)
@@ -210,6 +217,7 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 			}
 		}
 		blk[b].nj = nj;
+		blk[b].tail = ok && tail;
 		if (ok) {
 			blk[b].first = used;
 			used += nj;

@@ -55,8 +55,11 @@ static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
  * resample.h says (hi and lo, int16, in the same pairs): one pmaddwd each
  * gives 4 elements' two taps. A tap past an element's count has weight 0
  * and a zero byte. A block whose bytes do not fit one 16-byte load per
- * lane (a downscale by more than 4, or the row's end) has no entries: its
- * elements are summed in plain C.
+ * lane (a downscale by more than 4) has no entries: its elements are
+ * summed in plain C. A block at the row's end whose loads reach up to 15
+ * bytes past it (tail) reads the next row's first bytes there, which its
+ * shuffle never picks: every row but the call's last takes it by vector,
+ * the last (whose next bytes may not be ours) in plain C.
  */
 struct ts_rs_h3t_entry {
 	int8_t mask[32];
@@ -68,6 +71,7 @@ struct ts_rs_h3t_entry {
 struct ts_rs_h3t_block {
 	int32_t nj;      /* tap pairs */
 	int32_t first;   /* its first entry, or -1: summed in plain C */
+	int32_t tail;    /* 1: a load reads past the row's end (see above) */
 };
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -293,7 +293,9 @@ static inline void h3t_store16(uint8_t *d, __m256i ha, __m256i la, __m256i hb,
 }
 
 /* Two rows at a time share each entry's loads of shuffle and weights;
- * two whole blocks at a time share the packing and the store. */
+ * two whole blocks at a time share the packing and the store. A tail
+ * block (resample_kernels.h) is summed in plain C in the call's last row,
+ * by vector in the others. */
 __attribute__((target("avx2")))
 void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		    size_t dstride, int ow, int ksize, const int *bounds,
@@ -305,16 +307,18 @@ void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 	for (; y + 1 < rows; y += 2) {
 		const uint8_t *s0 = src + (size_t)y * sstride, *s1 = s0 + sstride;
 		uint8_t *d0 = dst + (size_t)y * dstride, *d1 = d0 + dstride;
+		const int last = y + 2 >= rows; /* s1 is the last row */
 		for (int b = 0; b < nblk; b++) {
 			const int e0 = 8 * b, m = n_el - e0 < 8 ? n_el - e0 : 8;
-			if (blk[b].first < 0) {
+			if (blk[b].first < 0 || (last && blk[b].tail)) {
 				h3t_scalar(s0, d0, e0, e0 + m, ksize, bounds, weights);
 				h3t_scalar(s1, d1, e0, e0 + m, ksize, bounds, weights);
 				continue;
 			}
 			__m256i h0, l0, h1, l1;
 			h3t_block2(s0, s1, tab + blk[b].first, blk[b].nj, &h0, &l0, &h1, &l1);
-			if (e0 + 16 <= n_el && blk[b + 1].first >= 0) {
+			if (e0 + 16 <= n_el && blk[b + 1].first >= 0 &&
+			    !(last && blk[b + 1].tail)) {
 				__m256i h0b, l0b, h1b, l1b;
 				h3t_block2(s0, s1, tab + blk[b + 1].first, blk[b + 1].nj, &h0b,
 					   &l0b, &h1b, &l1b);
@@ -332,7 +336,7 @@ void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		uint8_t *d = dst + (size_t)y * dstride;
 		for (int b = 0; b < nblk; b++) {
 			const int e0 = 8 * b, m = n_el - e0 < 8 ? n_el - e0 : 8;
-			if (blk[b].first < 0) {
+			if (blk[b].first < 0 || blk[b].tail) { /* the last row */
 				h3t_scalar(s, d, e0, e0 + m, ksize, bounds, weights);
 				continue;
 			}
