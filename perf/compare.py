@@ -167,6 +167,11 @@ def main():
         ap.error("--pairs must be at least 1")
     if args.retries < 0:
         ap.error("--retries must be at least 0")
+    if args.batches and args.mode == "decode":
+        # decode-limit decodes whole rounds; tsrun bench would stop after
+        # --batches images: the two sides would not do the same work.
+        ap.error("--batches is for train, val and randaug: decode mode runs whole epochs "
+                 "on both sides (use --epochs)")
 
     tsrun = bl.find_build_file("src/tsrun", "TSRUN")
     print(f"tsrun: {tsrun}", flush=True)

@@ -66,6 +66,14 @@ timeout 120 /usr/bin/python3 "$src/perf/compare.py" --mode decode --pairs 1 --ep
 grep -q '^result (decode): tsrun/baseline images/s = ' "$out" || bad "decode: no result line"
 grep -q 'decode-ref\|tsrun+digest' "$out" && bad "decode: runs only the two sides"
 
+# --batches in decode mode would stop tsrun early but not decode-limit:
+# refused, before anything runs.
+/usr/bin/python3 "$src/perf/compare.py" --mode decode --batches 2 --data "$dir/set" \
+	> "$dir/b.out" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "batches is for train, val and randaug" "$dir/b.out" ||
+	bad "compare.py --mode decode --batches 2: exit $rc: $(tail -2 "$dir/b.out")"
+
 # decode-limit's own checks: --threads 0 is a usage error.
 "$DECODE_LIMIT" "$dir/set" --threads 0 2>/dev/null
 [ $? -eq 2 ] || bad "decode-limit --threads 0 did not exit 2"
