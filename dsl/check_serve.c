@@ -53,6 +53,7 @@ void ts_check_serve_defaults(struct ts_plan *plan)
 {
 	plan->epochs = 1;
 	plan->ring_samples = 8 * (int64_t)(plan->batch > 0 ? plan->batch : 1);
+	plan->ring_asked = plan->ring_samples;
 	plan->threads = 0;
 	plan->on_error = TS_ON_ERROR_FAIL;
 	plan->queue_depth = 64;
@@ -133,6 +134,7 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 		} else if (strcmp(name, "ring") == 0) {
 			plan->ring_samples = (int64_t)v->num *
 					     (v->samples ? 1 : plan->batch);
+			plan->ring_asked = plan->ring_samples;
 		} else if (strcmp(name, "memory") == 0) {
 			plan->memory_budget = (uint64_t)v->num;
 		} else if (strcmp(name, "threads") == 0) {

@@ -293,13 +293,15 @@ static void format_text(FILE *f, const struct ts_plan *p)
 		(long long)(p->batch > 0 ? p->ring_samples / p->batch : 0),
 		p->batch, b, p->on_error == TS_ON_ERROR_SKIP ? "skip" : "fail",
 		p->queue_depth);
-	if (p->ring_asked > 1 && p->ring_samples > p->ring_asked && p->sample_bytes)
+	if (p->ring_asked > 1 && p->ring_samples > p->ring_asked && p->sample_bytes) {
 		/* the ring's double map needs whole pages (ts_plan_ring_unit) */
+		const unsigned long long unit = (unsigned long long)ts_plan_ring_unit(p);
 		fprintf(f, "       ring rounded up from %lld samples: %zu-byte samples fill "
-			"whole pages only %llu at a time (a sample size that is a multiple "
-			"of 64 bytes keeps the ring within 64 samples of what it asks)\n",
-			(long long)p->ring_asked, p->sample_bytes,
-			(unsigned long long)ts_plan_ring_unit(p));
+			"whole pages only %llu at a time%s\n", (long long)p->ring_asked,
+			p->sample_bytes, unit,
+			unit > 64 ? " (a sample size that is a multiple of 64 bytes keeps "
+				    "the ring within 64 samples of what it asks)" : "");
+	}
 	ts_plan_format_size(p->mem_total, a, sizeof(a));
 	ts_plan_format_size(p->mem_ring, c, sizeof(c));
 	ts_plan_format_size(p->sample_bytes + 16, d, sizeof(d));

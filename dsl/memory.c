@@ -209,7 +209,6 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 
 	/* the capacity the ring will have: what graph shows and the
 	 * budget counts */
-	plan->ring_asked = plan->ring_samples;
 	plan->ring_samples = ts_plan_ring_capacity(plan, plan->ring_samples);
 	ring = ts_plan_ring_bytes(plan, plan->ring_samples);
 

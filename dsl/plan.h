@@ -364,8 +364,9 @@ struct ts_plan {
 	char *group;              /* NULL: socket mode 0600 */
 	int epochs;               /* 0 = forever */
 	int64_t ring_samples;     /* ring capacity in samples */
-	int64_t ring_asked;       /* what `ring` asked for, before the rounding
-				     to whole pages (ts_plan_ring_unit) */
+	int64_t ring_asked;       /* what `ring` asked for (check_serve.c),
+				     before ts_plan_estimate rounds
+				     ring_samples to whole pages */
 	uint64_t memory_budget;   /* 0 = none */
 	int threads;              /* 0 = auto (online cores) */
 	enum ts_on_error on_error;

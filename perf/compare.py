@@ -37,7 +37,10 @@ Every such pair also runs perf/decode-limit with --threads = cores on the
 same files ("decode-ref"): libjpeg-turbo's full decode of every image on
 as many cores as the recipe uses, its CPU per image the yardstick of the
 goal "CPU per image <= 1.0x a full decode". The pair prints tsrun's CPU per
-image (without the digest) over it; --no-decode-ref leaves it out.
+image (without the digest) over it; --no-decode-ref leaves it out, and so
+does --batches (decode-limit decodes whole rounds). Digests that differ
+between runs (a stream that depends on timing) end the driver with exit
+status 1 after the figures.
 
 --data is any ImageFolder (DIR/CLASS/IMAGE, or DIR/train and DIR/val
 of one); without it a data set of --images photos is made in $TMPDIR.
@@ -114,7 +117,8 @@ def pair_sides(args, cpus, data, tsrun, pipeline):
              ("tsrun", side_b(args, cpus, tsrun, pipeline))]
     if args.mode != "decode":
         sides.append(("tsrun+digest", side_b(args, cpus, tsrun, pipeline, digest=True)))
-        if not args.no_decode_ref:
+        # decode-limit decodes whole rounds: no yardstick for --batches.
+        if not args.no_decode_ref and not args.batches:
             sides.append(("decode-ref", decode_ref(args, cpus, data)))
     return sides
 
@@ -292,8 +296,9 @@ def main():
         for name, v in rows:
             print(f"    {name:15s} {v:7.3f}")
     digests.discard(None)
-    if len(digests) > 1:
-        print(f"  WARNING: tsrun digests differ between runs: {sorted(digests)}")
+    digests_differ = len(digests) > 1
+    if digests_differ:
+        print(f"  ERROR: tsrun digests differ between runs: {sorted(digests)}")
     elif digests:
         print(f"  tsrun digest identical in every run: {digests.pop()}")
     if args.json:
@@ -304,7 +309,7 @@ def main():
                        "profile": ({k: v for k, v in prof.items() if k.startswith("profile ")}
                                    if prof else None),
                        "runs": runs}, fh, indent=1)
-    return 0
+    return 1 if digests_differ else 0
 
 
 if __name__ == "__main__":

@@ -209,8 +209,13 @@ int main(int argc, char **argv)
 	struct job *jobs = calloc((size_t)threads, sizeof(*jobs));
 	pthread_t *tid = calloc((size_t)threads, sizeof(*tid));
 	pthread_barrier_t start;
-	if (!jobs || !tid || pthread_barrier_init(&start, NULL, (unsigned)threads + 1) != 0) {
+	if (!jobs || !tid) {
 		fprintf(stderr, "decode-limit: out of memory\n");
+		return 1;
+	}
+	int brc = pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+	if (brc != 0) {
+		fprintf(stderr, "decode-limit: pthread_barrier_init: %s\n", strerror(brc));
 		return 1;
 	}
 	for (int t = 0; t < threads; t++) {
@@ -222,8 +227,8 @@ int main(int argc, char **argv)
 	}
 	/* The clocks start when every thread is ready: thread start-up and
 	 * each handle's set-up are not the decode's. */
-	double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 	pthread_barrier_wait(&start);
+	double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 	double pixels = 0;
 	long failed = 0;
 	int err = 0;

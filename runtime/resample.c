@@ -141,10 +141,8 @@ static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
 	}
 }
 
-/* The table of ts_rs_h3t_avx2 (resample_kernels.h) for ow outputs of
- * rows of in_w RGB pixels, in buf (h3t_size bytes, 32-aligned). Returns
- * the number of blocks left to plain C in every row (tail blocks are so
- * only in the last). */
+/* The size of ts_rs_h3t_avx2's table (resample_kernels.h) for ow
+ * outputs. */
 static size_t h3t_size(int ow, int ksize)
 {
 	const size_t nblk = ((size_t)ow * 3 + 7) / 8;
@@ -152,6 +150,9 @@ static size_t h3t_size(int ow, int ksize)
 	return head + nblk * (size_t)((ksize + 1) / 2) * sizeof(struct ts_rs_h3t_entry);
 }
 
+/* The table for ow outputs of rows of in_w RGB pixels, in buf (h3t_size
+ * bytes, 32-aligned). Returns the number of blocks left to plain C in
+ * every row (tail blocks are so only in the last). */
 static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 		     const int32_t *weights, struct ts_rs_h3t_block **pblk,
 		     struct ts_rs_h3t_entry **ptab)

@@ -34,7 +34,10 @@
 /* Horizontal pass: rows rows of channels-channel uint8 pixels, in_w wide,
  * starting at src (sstride bytes apart), into rows of ow pixels at dst
  * (dstride apart). bounds and weights describe the ow output columns;
- * every bounds range lies inside [0, in_w). */
+ * every bounds range lies inside [0, in_w). sstride is at least in_w *
+ * channels: a vector path may read up to 15 bytes past the end of every
+ * row but the last (bytes between the first row and the last, never
+ * used), so all of them must be readable. */
 void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 		      int channels, uint8_t *dst, size_t dstride, int ow,
 		      int ksize, const int *bounds, const int32_t *weights);

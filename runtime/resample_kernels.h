@@ -57,7 +57,8 @@ static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
  * and a zero byte. A block whose bytes do not fit one 16-byte load per
  * lane (a downscale by more than 4) has no entries: its elements are
  * summed in plain C. A block at the row's end whose loads reach up to 15
- * bytes past it (tail) reads the next row's first bytes there, which its
+ * bytes past it (tail) reads what follows the row there (stride padding,
+ * the pixels right of a window, the next row's first bytes), which its
  * shuffle never picks: every row but the call's last takes it by vector,
  * the last (whose next bytes may not be ours) in plain C.
  */

@@ -130,7 +130,8 @@ kill -TERM "$c"; wait "$c"; rc=$?; pids=""
 # --- graph: a ring rounded up to whole pages says so -------------------------
 # 299x299x3 uint8 samples (268,203 bytes, odd) fill whole pages only 4,096
 # at a time: ring = 2 batches of 256 becomes 4,096 samples, and graph says
-# why; 224x224x3 (150,528 bytes: 8 at a time) keeps its 512 and says nothing.
+# why, also with --cores (graph estimates again); 224x224x3 (150,528
+# bytes: 4 at a time) keeps its 512 and says nothing.
 for side in 299 224; do
 	cat > "$T/r$side.ts" <<EOT
 pipeline p =
@@ -145,6 +146,7 @@ done
 expect 0 "ring rounded up from 512 samples: 268203-byte samples fill whole pages only 4096 at a time" \
 	"$TSRUN" graph "$T/r299.ts"
 grep -q "^       ring 4096 samples (16 batches of 256)" "$T/out" || fail "graph r299: $(grep ring "$T/out")"
+expect 0 "ring rounded up from 512 samples: 268203-byte" "$TSRUN" graph --cores 4 "$T/r299.ts"
 expect 0 "^       ring 512 samples (2 batches of 256)" "$TSRUN" graph "$T/r224.ts"
 grep -q "rounded up" "$T/out" && fail "graph r224 says the ring was rounded up"
 
