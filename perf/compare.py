@@ -193,8 +193,6 @@ def main():
         runs = []
         ratios = []
         noisy_ratios = []
-        digest_ratios = []
-        cpu_ratios = []
         digests = set()
         for i in range(args.pairs):
             for attempt in range(args.retries + 1):
@@ -217,21 +215,15 @@ def main():
                     print(f"  with the digest: {extra['digest_ratio']:.2f}", flush=True)
                     digests.add(pair["tsrun+digest"].get("digest"))
                 if "decode-ref" in pair:
-                    extra["cpu_ratio"] = (cpu_per_image(pair["tsrun"]) /
-                                          cpu_per_image(pair["decode-ref"]))
-                    print(f"  CPU per image tsrun/decode-ref: "
-                          f"{cpu_per_image(pair['tsrun']):.3f} / "
-                          f"{cpu_per_image(pair['decode-ref']):.3f} ms = "
+                    t, d = cpu_per_image(pair["tsrun"]), cpu_per_image(pair["decode-ref"])
+                    extra["cpu_ratio"] = t / d
+                    print(f"  CPU per image tsrun/decode-ref: {t:.3f} / {d:.3f} ms = "
                           f"{extra['cpu_ratio']:.2f}", flush=True)
                 rec.update({"pair": i + 1, "attempt": attempt, "ratio": ratio, "noisy": noisy,
                             **extra})
                 runs.append(rec)
                 if not noisy:
                     ratios.append(ratio)
-                    if "digest_ratio" in extra:
-                        digest_ratios.append(extra["digest_ratio"])
-                    if "cpu_ratio" in extra:
-                        cpu_ratios.append(extra["cpu_ratio"])
                     break
             else:
                 noisy_ratios.append(ratio)
@@ -239,6 +231,8 @@ def main():
     # The figures below come from the quiet runs, or from all of them
     # (and say so) when none was quiet.
     quiet = [r for r in runs if not r["noisy"]]
+    digest_ratios = [r["digest_ratio"] for r in quiet if "digest_ratio" in r]
+    cpu_ratios = [r["cpu_ratio"] for r in quiet if "cpu_ratio" in r]
     if not quiet:
         quiet = runs
 
