@@ -29,11 +29,16 @@ static void params_hint(const struct ts_opdef *def, char *hint, size_t n)
  * meets it here. No name is a number: say so rather than "unknown
  * parameter" with the nearest name by spelling ('2' is one edit from
  * 'p'). Returns whether it reported. */
+static bool is_count_name(const char *name)
+{
+	return name[0] >= '0' && name[0] <= '9';
+}
+
 static bool count_as_name(struct ts_check *c, const struct ts_opdef *def,
 			  const struct ts_ast_arg *a, const char *hint)
 {
 	char h[192];
-	if (a->name[0] < '0' || a->name[0] > '9')
+	if (!is_count_name(a->name))
 		return false;
 	if (!hint) {
 		params_hint(def, h, sizeof(h));
@@ -386,7 +391,7 @@ int ts_check_bind_plugin(struct ts_check *c, const struct ts_opdef *def,
 	for (a = call->args; a; a = a->next) {
 		if (!a->name || strcmp(a->name, "path") == 0 ||
 		    strcmp(a->name, "timeout_ms") == 0 || strcmp(a->name, "memory") == 0 ||
-		    (a->name[0] >= '0' && a->name[0] <= '9')) /* reported above */
+		    is_count_name(a->name)) /* reported above */
 			continue;
 		const struct ts_ast_value *v = ts_check_resolve(c, a->value);
 		if (!v || v->kind == TS_AST_LIST || v->kind == TS_AST_RANGE)

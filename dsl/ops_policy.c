@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "224x224x3 uint8 nhwc", or "?x?x3 ..." for a size known at run time. */
-/* "40x40x3 float32 nhwc", "normalized 40x40x3 float32 nhwc": the
- * normalized mark too, which same_shape compares (two alternatives that
- * differ only there read the same otherwise). */
+/* "224x224x3 uint8 nhwc" ("?x?x3 ..." for a size known at run time),
+ * "normalized 40x40x3 float32 nhwc": the normalized mark too, which
+ * same_shape compares (two alternatives that differ only there read the
+ * same otherwise). */
 static void shape_words(const struct ts_shape *s, char *buf, size_t n)
 {
 	char d[64];

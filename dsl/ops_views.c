@@ -270,7 +270,7 @@ void ts_plan_set_views(struct ts_plan *plan)
 			align = el > align ? el : align;
 			pv->offset = off;
 			pv->bytes = (size_t)pv->height * (size_t)pv->width *
-				    (size_t)pv->channels * ts_dtype_size(pv->dtype);
+				    (size_t)pv->channels * el;
 			off += pv->bytes;
 		}
 	}

@@ -371,13 +371,12 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		/* Seen in one snapshot only (it came and went between two,
 		 * 0.1 s apart): one position is no rate, and "0 img/s" would
 		 * say it read nothing. */
+		fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64 " images, ",
+			e->pid, e->batch, n);
 		if (dt > 0)
-			fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64
-				" images, %.0f img/s\n", e->pid, e->batch, n, (double)n / dt);
+			fprintf(out, "%.0f img/s\n", (double)n / dt);
 		else
-			fprintf(out, "tsrun: summary: consumer %d (batch %u): %" PRIu64
-				" images, img/s n/a (seen in one status snapshot)\n", e->pid,
-				e->batch, n);
+			fprintf(out, "img/s n/a (seen in one status snapshot)\n");
 	}
 	for (size_t i = 0; i < n_skipped; i++)
 		fprintf(out, "tsrun: skipped %s\n", skipped[i]);
