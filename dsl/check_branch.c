@@ -130,13 +130,27 @@ static int check_calls(struct ts_check *c, const char *what,
 			*bad = true;
 			continue;
 		}
-		ts_check_bind_args(c, def, call, vals);
+		/* The arguments and build report their own errors, as in the
+		 * pipeline (check_pipeline.c); the branch is then bad, so that
+		 * its policy is not built and nothing judges the shape it
+		 * leaves (a failed policy keeps its input's: random_choice's
+		 * agreement, random_apply's and views' sizes would report it
+		 * again). */
+		if (ts_check_bind_args(c, def, call, vals) < 0)
+			*bad = true;
 		op.kind = (enum ts_op_kind)def->op_kind;
 		op.loc = call->loc;
-		def->build(c, def, vals, call, shape, &op);
+		if (def->build(c, def, vals, call, shape, &op) < 0)
+			*bad = true;
 		op.index = BRANCH_INDEX_BASE + ++c->branch_index;
 		if (!input_ok(c, def, call, shape))
 			*bad = true;
+		if (ts_check_bad_size(def, vals)) {
+			/* as in the pipeline: the op keeps the size it gets,
+			 * so that the ops after it do not report again */
+			op.size_h = shape->h;
+			op.size_w = shape->w;
+		}
 		if (def->shape(&op, shape, &after, &e) < 0) {
 			ts_check_err(c, ts_check_arg_loc(def, vals, call, e.param), e.hint,
 			    "%s", e.msg);

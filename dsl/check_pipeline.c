@@ -13,7 +13,7 @@
 
 /* Whether the op's image size (size, or its positional width) was
  * reported as invalid or missing. */
-static bool bad_size(const struct ts_opdef *def, const struct ts_check_val *vals)
+bool ts_check_bad_size(const struct ts_opdef *def, const struct ts_check_val *vals)
 {
 	for (size_t i = 0; i < def->n_params; i++)
 		if (vals[i].bad && (strcmp(def->params[i].name, "size") == 0 ||
@@ -205,7 +205,14 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		}
 		op.kind = (enum ts_op_kind)def->op_kind;
 		op.loc = call->loc;
-		def->build(c, def, vals, call, &shape, &op); /* reports its own errors */
+		/* build reports its own errors; the op is still usable, but
+		 * for random_choice without its alternatives, which leaves
+		 * its input's size: the reported error is the cause of
+		 * whatever size it has, so batch and serve do not judge it */
+		if (def->build(c, def, vals, call, &shape, &op) < 0 &&
+		    (def->flags & TS_OPF_ALTERNATIVES) && op.n_branches == 0 &&
+		    (!shape.h || !shape.w))
+			size_unknown = *size_reported = true;
 		op.index = index;
 		if ((def->flags & TS_OPF_ENCODED) && assumed_decode) {
 			/* The missing decode was reported; this late one
@@ -243,7 +250,7 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 			    "'%s' must come before a conversion to %s",
 			    def->name, ts_dtype_name(shape.dtype));
 		}
-		if (bad_size(def, vals)) {
+		if (ts_check_bad_size(def, vals)) {
 			/* An invalid size was reported: the op keeps the size
 			 * it gets, so that nothing after it reports again. */
 			op.size_h = shape.h;

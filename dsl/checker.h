@@ -145,6 +145,10 @@ void ts_check_device(struct ts_check *c, const struct ts_opdef *def,
 int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		      struct ts_plan *plan, bool *size_reported);
 void ts_check_shape_str(const struct ts_shape *s, char *buf, size_t n);
+/* check_pipeline.c: whether a call's image size (size, or its positional
+ * width) was reported as invalid or missing (the op then keeps the size
+ * it gets, in the pipeline and in a branch). */
+bool ts_check_bad_size(const struct ts_opdef *def, const struct ts_check_val *vals);
 
 /* ops_views.c: plan->views and sample_bytes from the pipeline's views
  * op, when it has one (n_views 0 otherwise). */

@@ -64,7 +64,8 @@ static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
 		c->oom = true;
 	if (rc < 0)
 		return -1;
-	if (!same_shape(in, &out)) {
+	bool keeps = same_shape(in, &out);
+	if (!keeps) {
 		shape_words(in, a, sizeof(a));
 		shape_words(&out, b, sizeof(b));
 		ts_check_err(c, ops->loc,
@@ -84,7 +85,7 @@ static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
 	}
 	op->branches[0] = (struct ts_op_branch){ .ops = bops, .n_ops = n, .weight = 1 };
 	op->n_branches = 1;
-	return 0;
+	return keeps ? 0 : -1; /* reported; the op is whole */
 }
 
 /* The ops are shown below it, one a line (graph.c). */

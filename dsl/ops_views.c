@@ -83,18 +83,13 @@ static int build_group(struct ts_check *c, const struct ts_ast_arg *a, size_t k,
 		    v ? ts_ast_kind_name(v->kind) : "a let that refers to itself");
 		return -1;
 	}
-	size_t errors_before = c->d->n_errors;
 	c->views_group = true;
+	/* -1 when an op of the group reported (check_branch.c: its error is
+	 * the cause, not the size a failed policy leaves) */
 	int rc = ts_check_branch(c, "views", v, in, &out, &ops, &n);
 	c->views_group = false;
 	if (rc < 0)
 		return rc;
-	/* An op of the group reported (a policy whose own ops failed keeps
-	 * its input's shape): its error is the cause, not the size. */
-	if (c->d->n_errors > errors_before) {
-		ts_plan_ops_free(ops, n);
-		return -1;
-	}
 	if (!out.h || !out.w) {
 		ts_check_shape_str(&out, s, sizeof(s));
 		ts_check_err(c, a->value->loc,

@@ -126,7 +126,8 @@ enum ts_op_flags {
 
 /* A transform's bound arguments into *op (kind and loc already set); in
  * is the shape before it. Returns -1 after reporting a cross-parameter
- * problem (the op is still usable), else 0. */
+ * problem (the op is still usable), else 0: -1 whenever it reported, as
+ * check_branch.c then drops the branch the op is in. */
 typedef int (*ts_op_build)(struct ts_check *c, const struct ts_opdef *def,
 			   struct ts_check_val *vals,
 			   const struct ts_ast_call *call,
