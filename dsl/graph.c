@@ -293,18 +293,22 @@ static void format_text(FILE *f, const struct ts_plan *p)
 		(long long)(p->batch > 0 ? p->ring_samples / p->batch : 0),
 		p->batch, b, p->on_error == TS_ON_ERROR_SKIP ? "skip" : "fail",
 		p->queue_depth);
-	if (p->ring_asked > 1 && p->ring_samples > p->ring_asked && p->sample_bytes) {
-		/* the ring's double map needs whole pages (ts_plan_ring_unit) */
-		const unsigned long long unit = (unsigned long long)ts_plan_ring_unit(p);
-		fprintf(f, "       ring rounded up from %lld samples: %zu-byte samples fill "
-			"whole pages only %llu at a time%s\n", (long long)p->ring_asked,
-			p->sample_bytes, unit,
-			unit > 64 ? " (a sample size that is a multiple of 64 bytes keeps "
-				    "the ring within 64 samples of what it asks)" : "");
+	if (p->ring_asked > 1 && p->sample_bytes) {
+		/* the ring's double map needs whole pages (ts_plan_ring_layout) */
+		const unsigned long long stride =
+			(unsigned long long)ts_plan_ring_stride(p, p->ring_samples);
+		if (p->ring_samples > p->ring_asked)
+			fprintf(f, "       ring rounded up from %lld samples: %llu-byte slots fill "
+				"whole pages only %llu at a time\n", (long long)p->ring_asked,
+				stride, (unsigned long long)ts_plan_ring_unit(p, p->ring_asked));
+		if (stride > p->sample_bytes)
+			fprintf(f, "       ring slots padded from %zu to %llu bytes, so that %lld "
+				"samples fill whole pages\n", p->sample_bytes, stride,
+				(long long)p->ring_samples);
 	}
 	ts_plan_format_size(p->mem_total, a, sizeof(a));
 	ts_plan_format_size(p->mem_ring, c, sizeof(c));
-	ts_plan_format_size(p->sample_bytes + 16, d, sizeof(d));
+	ts_plan_format_size(ts_plan_ring_stride(p, p->ring_samples) + 16, d, sizeof(d));
 	fprintf(f, "memory: %s = ring %s (%lld samples x %s)", a, c,
 		(long long)p->ring_samples, d);
 	ts_plan_format_size(p->mem_scratch, c, sizeof(c));

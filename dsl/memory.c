@@ -83,38 +83,89 @@ static uint64_t kernel_scratch(const struct ts_op *ops, size_t n)
 	return most;
 }
 
-/* The ring maps its sample area twice, back to back, so that a batch
- * across the wrap is contiguous: the area must be whole pages, so its
- * capacity is a multiple of PAGE / gcd(sample_bytes, PAGE) samples (a
- * 268,203-byte sample: 4,096 of them). ts_ring_create rounds the same
- * way; test-ring checks the two agree. */
-uint64_t ts_plan_ring_unit(const struct ts_plan *plan)
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
-	uint64_t a = plan->sample_bytes ? (uint64_t)plan->sample_bytes : 1, b = PAGE;
 	while (b) {
 		uint64_t t = a % b;
 		a = b;
 		b = t;
 	}
-	return PAGE / a;
+	return a;
+}
+
+static uint64_t round_up_u64(uint64_t v, uint64_t unit)
+{
+	return (v + unit - 1) / unit * unit;
+}
+
+bool ts_plan_ring_layout(uint64_t sample_bytes, uint64_t want, uint64_t page,
+			 uint64_t *stride, uint64_t *cap)
+{
+	const uint64_t sb = sample_bytes ? sample_bytes : 1;
+	const uint64_t cand[3] = { sb, round_up_u64(sb, 64), round_up_u64(sb, page) };
+	const uint64_t n = want < 2 ? 2 : want;
+	uint64_t area[3] = {0}, caps[3] = {0};
+
+	if (sb > (1ull << 40) || n > (1ull << 32))
+		return false;
+	for (int i = 0; i < 3; i++) {
+		const uint64_t s = cand[i];
+		const uint64_t c = round_up_u64(n, page / gcd_u64(s, page));
+		if (c <= (1ull << 32) && c <= (1ull << 44) / s) {
+			area[i] = c * s;
+			caps[i] = c;
+		}
+	}
+	/* the smaller padded layout (64 bytes on a tie) */
+	int pad = area[1] && (!area[2] || area[1] <= area[2]) ? 1 : 2;
+	if (!area[pad] && !area[0])
+		return false;
+	/* unpadded unless that costs more than an eighth and 2 MiB */
+	uint64_t slack = area[pad] / 8 > (2u << 20) ? area[pad] / 8 : (2u << 20);
+	int k = area[0] && (!area[pad] || area[0] <= area[pad] + slack) ? 0 : pad;
+	*stride = cand[k];
+	*cap = caps[k];
+	return true;
+}
+
+/* The layout ts_ring_create gives a ring asked for `samples` of plan's
+ * shape; false for one too large to make. */
+static bool plan_layout(const struct ts_plan *plan, int64_t samples, uint64_t *stride,
+			uint64_t *cap)
+{
+	return ts_plan_ring_layout((uint64_t)plan->sample_bytes,
+				   samples < 2 ? 2 : (uint64_t)samples, PAGE, stride, cap);
+}
+
+uint64_t ts_plan_ring_stride(const struct ts_plan *plan, int64_t samples)
+{
+	uint64_t stride, cap;
+	return plan_layout(plan, samples, &stride, &cap) ? stride : (uint64_t)plan->sample_bytes;
+}
+
+uint64_t ts_plan_ring_unit(const struct ts_plan *plan, int64_t samples)
+{
+	return PAGE / gcd_u64(ts_plan_ring_stride(plan, samples) ?
+				      ts_plan_ring_stride(plan, samples) : 1, PAGE);
 }
 
 int64_t ts_plan_ring_capacity(const struct ts_plan *plan, int64_t samples)
 {
-	uint64_t unit = ts_plan_ring_unit(plan);
-	uint64_t s = samples < 2 ? 2 : (uint64_t)samples;
-	if (s > (1ull << 40))
-		return (int64_t)s;
-	return (int64_t)((s + unit - 1) / unit * unit);
+	uint64_t stride, cap;
+	if (!plan_layout(plan, samples, &stride, &cap))
+		return samples < 2 ? 2 : samples;
+	return (int64_t)cap;
 }
 
 uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
 {
-	uint64_t cap = (uint64_t)ts_plan_ring_capacity(plan, samples), data, meta;
+	uint64_t stride, cap, data, meta;
 
 	/* header page + sample area + labels and positions, in pages;
 	 * saturate: an absurd ring must read as "too big", not wrap */
-	if (__builtin_mul_overflow(cap, (uint64_t)plan->sample_bytes, &data) ||
+	if (!plan_layout(plan, samples, &stride, &cap))
+		return UINT64_MAX / 2;
+	if (__builtin_mul_overflow(cap, stride, &data) ||
 	    __builtin_mul_overflow(cap, (uint64_t)RING_SLOT_EXTRA, &meta) ||
 	    data > UINT64_MAX / 4 || meta > UINT64_MAX / 4)
 		return UINT64_MAX / 2;
@@ -124,14 +175,22 @@ uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
 int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
 {
 	uint64_t slot = (uint64_t)plan->sample_bytes + RING_SLOT_EXTRA;
-	uint64_t unit = ts_plan_ring_unit(plan);
-	uint64_t n = bytes > PAGE ? (bytes - PAGE) / slot : 0;
+	uint64_t hi = bytes > PAGE ? (bytes - PAGE) / slot : 0, lo = 2;
 
-	/* a whole number of units, then down until the pages fit too */
-	n = n / unit * unit;
-	while (n >= 2 && ts_plan_ring_bytes(plan, (int64_t)n) > bytes)
-		n -= unit;
-	return n >= 2 && ts_plan_ring_bytes(plan, (int64_t)n) <= bytes ? (int64_t)n : 0;
+	if (hi > (1ull << 32))
+		hi = 1ull << 32;
+	if (hi < 2 || ts_plan_ring_bytes(plan, 2) > bytes)
+		return 0;
+	/* the most samples asked whose ring fits (a ring's bytes grow with
+	 * what it is asked), then the capacity that ring has */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (ts_plan_ring_bytes(plan, (int64_t)mid) <= bytes)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return ts_plan_ring_capacity(plan, (int64_t)lo);
 }
 
 bool ts_plan_tiles_banded(const struct ts_plan *plan)
@@ -257,12 +316,12 @@ static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
 			snprintf(hint, n, "the ring dominates: use a smaller ring "
 				 "(ring = %lld samples fits) or %s",
 				 (long long)fit, raise);
-		else if (ts_plan_ring_unit(plan) > (uint64_t)batch)
-			snprintf(hint, n, "the ring dominates: its %zu-byte samples fill "
+		else if (ts_plan_ring_capacity(plan, batch) > (int64_t)batch)
+			snprintf(hint, n, "the ring dominates: its %llu-byte slots fill "
 				 "whole pages only %llu at a time, so it holds at least %llu; "
-				 "%s, or an even crop", plan->sample_bytes,
-				 (unsigned long long)ts_plan_ring_unit(plan),
-				 (unsigned long long)ts_plan_ring_unit(plan), raise);
+				 "%s", (unsigned long long)ts_plan_ring_stride(plan, batch),
+				 (unsigned long long)ts_plan_ring_unit(plan, batch),
+				 (unsigned long long)ts_plan_ring_capacity(plan, batch), raise);
 		else if (plan->n_views) {
 			char b[32];
 			ts_plan_format_size((uint64_t)batch * plan->sample_bytes, b, sizeof(b));

@@ -102,7 +102,7 @@ static double train_step(struct model *m, const struct ts_batch *b)
 	double loss = 0;
 	memset(grad, 0, sizeof(double) * (size_t)m->classes * (size_t)m->features);
 	for (size_t i = 0; i < b->n; i++) {
-		const unsigned char *p = (const unsigned char *)b->data + i * b->sample_bytes;
+		const unsigned char *p = (const unsigned char *)b->data + i * b->sample_stride;
 		features(b, p, x);
 		double top = -INFINITY;
 		for (int c = 0; c < m->classes; c++) {

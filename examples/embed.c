@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		for (size_t i = 0; i < b.n; i++) {
-			digest = fnv1a(digest, (const char *)b.data + i * b.sample_bytes,
+			digest = fnv1a(digest, (const char *)b.data + i * b.sample_stride,
 				       b.sample_bytes);
 			digest = fnv1a(digest, &b.labels[i], sizeof(b.labels[i]));
 		}

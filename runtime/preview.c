@@ -197,7 +197,7 @@ static int run_ring(const struct ts_plan *plan, const struct ts_preview_opts *o,
 				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
 				break;
 			}
-			memcpy(d->data, (const uint8_t *)b.data + k * plan->sample_bytes,
+			memcpy(d->data, (const uint8_t *)b.data + k * b.sample_stride,
 			       plan->sample_bytes);
 			d->bytes = plan->sample_bytes;
 			d->epoch = b.epoch;

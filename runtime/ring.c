@@ -19,19 +19,10 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "memory.h"
 #include "ring_internal.h"
 #include "ring_shm.h"
 #include "util.h"
-
-static uint64_t gcd_u64(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
 
 static uint64_t round_up(uint64_t v, uint64_t unit)
 {
@@ -57,12 +48,13 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	if (sb == 0)
 		sb = (uint64_t)p->height * (uint64_t)p->width *
 		     (uint64_t)p->channels * ts_dtype_size(p->dtype);
-	uint64_t unit = page / gcd_u64(sb, page);
-	uint64_t cap = round_up(p->capacity < 2 ? 2 : p->capacity, unit);
-	if (sb > (1ull << 40) || cap > (1ull << 32) || cap * sb > (1ull << 44))
+	const uint64_t want = p->capacity < 2 ? 2 : p->capacity;
+	uint64_t stride = 0, cap = 0;
+	/* slots padded past an odd-sized sample (memory.h) */
+	if (!ts_plan_ring_layout(sb, want, page, &stride, &cap))
 		return ts_error_set(err, TS_E_ARG,
 				    "ring: %llu samples of %llu bytes is too large",
-				    (unsigned long long)cap,
+				    (unsigned long long)want,
 				    (unsigned long long)sb);
 
 	r = calloc(1, sizeof(*r));
@@ -75,7 +67,8 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	pthread_mutex_init(&r->lock, NULL);
 	r->capacity = cap;
 	r->sample_bytes = sb;
-	r->data_bytes = cap * sb;
+	r->sample_stride = stride;
+	r->data_bytes = cap * stride;
 	r->meta_bytes = round_up(cap * sizeof(struct ts_ring_meta), page);
 	r->min_consumers = p->min_consumers;
 	r->staged = p->staged;
@@ -149,6 +142,7 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	h->layout = (uint32_t)p->layout;
 	h->epochs = p->epochs;
 	h->sample_bytes = sb;
+	h->sample_stride = stride;
 	h->capacity = cap;
 	h->samples_per_epoch = p->samples_per_epoch;
 	h->data_offset = data_off;
@@ -240,7 +234,7 @@ int ts_ring_fd(const struct ts_ring *r)
 
 void *ts_ring_slot(struct ts_ring *r, uint64_t seq)
 {
-	return r->data + (seq % r->capacity) * r->sample_bytes;
+	return r->data + (seq % r->capacity) * r->sample_stride;
 }
 
 void *ts_ring_label_slot(struct ts_ring *r, uint64_t seq)
@@ -548,8 +542,8 @@ static void prefault(struct ts_ring *r, uint64_t seq)
 		to = seq + 1 < r->capacity ? seq + 1 : r->capacity;
 	} while (!ATOMIC_CMPXCHG(&r->populated, &from, to));
 	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)(r->data + from * r->sample_bytes) & ~(page - 1);
-	uintptr_t b = (uintptr_t)(r->data + to * r->sample_bytes);
+	uintptr_t a = (uintptr_t)(r->data + from * r->sample_stride) & ~(page - 1);
+	uintptr_t b = (uintptr_t)(r->data + to * r->sample_stride);
 	/* Failure (out of memory) is left to the writes, as for any page. */
 	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 }

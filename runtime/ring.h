@@ -33,8 +33,9 @@
 /* 2: reason, tensor shape, label tensors, closed epochs (tsrun.serve);
  * 3: the control page carries a job failure (job_failed, below);
  * 4: and a detach for holding the ring too long (detached, below);
- * 5: the view table (views(...): a sample of several views, below). */
-#define TS_RING_VERSION 5u
+ * 5: the view table (views(...): a sample of several views, below);
+ * 6: sample_stride (slots padded past an odd-sized sample, below). */
+#define TS_RING_VERSION 6u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
@@ -84,13 +85,19 @@ struct ts_ring_hdr {
 	uint64_t capacity;          /* samples */
 	uint64_t samples_per_epoch; /* 0 = unknown */
 	uint64_t data_offset;       /* page aligned */
-	uint64_t data_bytes;        /* capacity * sample_bytes, page multiple */
+	uint64_t data_bytes;        /* capacity * sample_stride, page multiple */
 	uint64_t meta_offset;       /* page aligned */
 	uint64_t meta_bytes;        /* capacity * sizeof(struct ts_ring_meta),
 				       rounded up to a page */
 	uint64_t file_bytes;
 	uint32_t producer_pid;
 	uint32_t default_batch;     /* for consumers that ask for none */
+	/* Bytes from one slot to the next (version 6): sample_bytes, or
+	 * that padded to 64 bytes or to a page when sample_bytes would
+	 * round the capacity up far (ts_ring_create). Slot s is at
+	 * data_offset + s * sample_stride; a batch is n samples that far
+	 * apart, the padding between them unwritten. */
+	uint64_t sample_stride;
 
 	/* Samples [0, head) are published. Own cache line: written by the
 	 * producer per batch, read by every consumer. Consumers map the
@@ -199,7 +206,8 @@ struct ts_ring_params {
 	enum ts_layout layout;
 	size_t sample_bytes;         /* 0: height*width*channels*dtype size */
 	uint64_t capacity;           /* samples; rounded up so the data region
-					is a page multiple */
+					is a page multiple (see sample_stride
+					in struct ts_ring_hdr) */
 	uint32_t epochs;             /* 0 = forever */
 	uint64_t samples_per_epoch;  /* 0 = unknown (tile/filter pipelines) */
 	unsigned min_consumers;      /* wait_writable blocks until this many
@@ -230,6 +238,7 @@ struct ts_ring_info {
 	enum ts_dtype dtype;
 	enum ts_layout layout;
 	size_t sample_bytes;
+	size_t sample_stride;        /* slot to slot: sample_bytes or more */
 	uint64_t capacity;
 	uint32_t epochs;
 	uint64_t samples_per_epoch;
@@ -294,7 +303,8 @@ void ts_ring_get_info(const struct ts_ring *r, struct ts_ring_info *out);
  * read-only for consumers. */
 int ts_ring_fd(const struct ts_ring *r);
 
-/* Where sample seq is written: slot seq % capacity, sample_bytes long.
+/* Where sample seq is written: slot seq % capacity, sample_bytes long
+ * (slots are sample_stride apart).
  * Call only after ts_ring_wait_writable(seq) returned 0. Thread-safe. */
 void *ts_ring_slot(struct ts_ring *r, uint64_t seq);
 
@@ -455,7 +465,10 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c);
 /* ---- reader: cutting batches out of a mapped ring ---------------------- */
 
 struct ts_ring_batch {
-	const void *data;         /* n * sample_bytes contiguous bytes */
+	const void *data;         /* n samples, sample_stride apart (the
+				     ring's; contiguous when it equals
+				     sample_bytes) */
+	size_t sample_stride;     /* bytes from one sample to the next */
 	size_t n;                 /* samples, 1 .. batch */
 	const int32_t *labels;    /* n labels (a copy owned by the reader) */
 	const void *label_data;   /* n label tensors of label_bytes (a copy
@@ -535,7 +548,7 @@ void ts_ring_reader_release_below(struct ts_ring_reader *rd, uint64_t floor);
 
 /* Where the data region lies in the ring memfd (page aligned, a page
  * multiple long): sample seq is at data_offset + (seq % capacity) *
- * sample_bytes. */
+ * sample_stride. */
 void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
 				uint64_t *data_offset, uint64_t *data_bytes);
 

@@ -46,6 +46,7 @@ struct ts_ring {
 	uint8_t *label_region;         /* label tensors, or MAP_FAILED */
 	size_t data_bytes, meta_bytes, label_region_bytes;
 	uint64_t capacity, sample_bytes, label_bytes;
+	uint64_t sample_stride;        /* slot to slot (struct ts_ring_hdr) */
 	unsigned min_consumers;
 	bool started;           /* min_consumers was reached once */
 

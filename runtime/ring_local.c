@@ -20,7 +20,7 @@ struct ts_ring_local {
 	struct ts_ring_reader *rd;
 	uint8_t *data;                 /* the producer's first mapping */
 	uint64_t capacity;             /* samples */
-	size_t sample_bytes;
+	size_t sample_stride;
 	uint64_t last_seq, last_n;     /* the batch handed out last */
 };
 
@@ -44,7 +44,7 @@ int ts_ring_local_create(struct ts_ring *r, uint32_t batch,
 	struct ts_ring_info info;
 	ts_ring_get_info(r, &info);
 	l->capacity = info.capacity;
-	l->sample_bytes = info.sample_bytes;
+	l->sample_stride = info.sample_stride;
 	l->data = ts_ring_slot(r, 0);
 	rc = ts_ring_attach(r, &req, &l->c, &pos, err);
 	if (rc < 0)
@@ -81,8 +81,8 @@ static void local_unwrap(struct ts_ring_local *l)
 	if (l->last_n == 0 || first + l->last_n <= l->capacity)
 		return;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t past = (first + l->last_n - l->capacity) * l->sample_bytes;
-	madvise(l->data + l->capacity * l->sample_bytes,
+	uint64_t past = (first + l->last_n - l->capacity) * l->sample_stride;
+	madvise(l->data + l->capacity * l->sample_stride,
 		(size_t)((past + page - 1) / page * page), MADV_DONTNEED);
 	l->last_n = 0;
 }

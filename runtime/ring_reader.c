@@ -24,6 +24,7 @@ struct ts_ring_reader {
 	size_t data_bytes, meta_bytes, label_region_bytes;
 	struct ts_ring_ctl *ctl;
 	uint64_t capacity, sample_bytes, label_bytes;
+	uint64_t sample_stride;
 	uint32_t batch;
 	bool drop_last;
 	uint32_t min_epoch;
@@ -71,12 +72,13 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 		goto fail;
 	}
 	const struct ts_ring_hdr *h = rd->hdr;
-	uint64_t cap = h->capacity, sb = h->sample_bytes;
+	uint64_t cap = h->capacity, sb = h->sample_bytes, stride = h->sample_stride;
 	/* Trust nothing: the layout must fit the file we were given. */
 	if (h->magic != TS_RING_MAGIC || h->version != TS_RING_VERSION ||
 	    rd->ctl->magic != TS_RING_CTL_MAGIC || cap < 2 || sb == 0 ||
 	    cap > (1ull << 32) || sb > (1ull << 40) ||
-	    h->data_bytes != cap * sb || h->data_offset % page ||
+	    stride < sb || stride - sb >= page ||
+	    h->data_bytes != cap * stride || h->data_offset % page ||
 	    h->meta_offset % page || h->data_bytes % page ||
 	    h->meta_bytes < cap * sizeof(struct ts_ring_meta) ||
 	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||
@@ -94,6 +96,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	}
 	rd->capacity = cap;
 	rd->sample_bytes = sb;
+	rd->sample_stride = stride;
 	rd->data_offset = h->data_offset;
 	rd->data_bytes = h->data_bytes;
 	rd->meta_bytes = h->meta_bytes;
@@ -277,7 +280,8 @@ static void fill_batch(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 		       size_t n)
 {
 	uint64_t seq = rd->pos;
-	b->data = rd->data + (seq % rd->capacity) * rd->sample_bytes;
+	b->data = rd->data + (seq % rd->capacity) * rd->sample_stride;
+	b->sample_stride = rd->sample_stride;
 	b->n = n;
 	b->seq = seq;
 	b->epoch = meta_at(rd, seq)->epoch;

@@ -91,6 +91,7 @@ static inline void ring_info_from_hdr(const struct ts_ring_hdr *h, struct ts_rin
 	out->dtype = (enum ts_dtype)h->dtype;
 	out->layout = (enum ts_layout)h->layout;
 	out->sample_bytes = h->sample_bytes;
+	out->sample_stride = h->sample_stride;
 	out->capacity = h->capacity;
 	out->epochs = h->epochs;
 	out->samples_per_epoch = h->samples_per_epoch;

@@ -314,7 +314,7 @@ int ts_cmd_bench(int argc, char **argv)
 			 * out. */
 			double h0 = thread_cpu();
 			for (size_t i = 0; i < b.n; i++)
-				ts_digest_sample(&dg, d + i * b.sample_bytes, b.sample_bytes,
+				ts_digest_sample(&dg, d + i * b.sample_stride, b.sample_bytes,
 						 b.labels[i]);
 			digest_cpu += thread_cpu() - h0;
 		}

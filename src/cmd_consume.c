@@ -130,10 +130,10 @@ int ts_cmd_consume(int argc, char **argv)
 		last_epoch = b.epoch;
 		const unsigned char *d = b.data;
 		for (size_t i = 0; i < b.n; i++)
-			ts_digest_sample(&dg, d + i * b.sample_bytes, b.sample_bytes, b.labels[i]);
+			ts_digest_sample(&dg, d + i * b.sample_stride, b.sample_bytes, b.labels[i]);
 		for (int v = 0; v < n_views; v++)
 			for (size_t i = 0; i < b.n; i++) {
-				const unsigned char *p = d + i * b.sample_bytes + views[v].offset;
+				const unsigned char *p = d + i * b.sample_stride + views[v].offset;
 				for (size_t k = 0; k < views[v].bytes; k++)
 					view_sum[v] += p[k];
 			}

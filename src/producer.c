@@ -31,6 +31,7 @@ struct ts_producer {
 	char *name;
 
 	uint64_t capacity, sample_bytes, label_bytes;
+	uint64_t sample_stride;       /* the ring's slot to slot */
 	bool label_tensor;
 	uint32_t epochs;
 
@@ -246,6 +247,7 @@ TS_EXPORT int ts_producer_create(const struct ts_producer_opts *o, struct ts_pro
 	ts_ring_get_info(p->ring, &ri);
 	p->capacity = ri.capacity;
 	p->sample_bytes = sb;
+	p->sample_stride = ri.sample_stride;
 	p->label_bytes = lb;
 	rc = ts_server_create(p->ring, o->socket_path, NULL, &p->srv, err);
 	if (rc == 0)
@@ -332,8 +334,16 @@ TS_EXPORT int ts_producer_put(struct ts_producer *p, const void *data, const int
 		return ts_error_set(err, TS_E_STATE, "put of %zu samples without room: call "
 				    "ts_producer_wait first", n);
 	/* The data region is mapped twice back to back: n <= capacity
-	 * samples from any slot are one span. */
-	memcpy(ts_ring_slot(p->ring, seq), data, n * p->sample_bytes);
+	 * samples from any slot are one span; one copy unless the ring pads
+	 * its slots (an odd-sized sample), then one a sample. */
+	if (p->sample_stride == p->sample_bytes) {
+		memcpy(ts_ring_slot(p->ring, seq), data, n * p->sample_bytes);
+	} else {
+		uint8_t *dst = ts_ring_slot(p->ring, seq);
+		for (size_t i = 0; i < n; i++)
+			memcpy(dst + i * p->sample_stride,
+			       (const uint8_t *)data + i * p->sample_bytes, p->sample_bytes);
+	}
 	if (p->label_tensor) {
 		/* The label region is mapped once: two pieces across the wrap. */
 		uint64_t first = seq % p->capacity;

@@ -297,6 +297,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		.samples_per_epoch = w.samples_per_epoch, .epochs = w.epochs,
 		.start = w.start, .start_epoch = w.min_epoch,
 		.producer_pid = (int)w.producer_pid,
+		.sample_stride = c->ring.sample_stride,
 	};
 	if (w.has_device) {
 		const struct ts_proto_device *d = &w.device;
@@ -387,6 +388,7 @@ static int client_next(struct ts_client *c, struct ts_batch *b,
 	b->dtype = c->info.dtype;
 	b->layout = c->info.layout;
 	b->sample_bytes = c->info.sample_bytes;
+	b->sample_stride = c->info.sample_stride;
 	b->epoch = rb.epoch;
 	b->index = rb.index;
 	b->seq = rb.seq;
@@ -530,8 +532,9 @@ TS_EXPORT int ts_client_span_map(struct ts_client *c, const struct ts_batch *b,
 	if (!c || !b || !out || b->n == 0)
 		return ts_error_set(err, TS_E_ARG, "NULL client, batch or span");
 	ts_ring_reader_data_region(c->rd, &off, &bytes);
-	uint64_t start = (b->seq % c->info.capacity) * c->info.sample_bytes;
-	uint64_t end = start + (uint64_t)b->n * c->info.sample_bytes;
+	uint64_t start = (b->seq % c->info.capacity) * c->info.sample_stride;
+	uint64_t end = start + (uint64_t)(b->n - 1) * c->info.sample_stride +
+		       c->info.sample_bytes;
 	uint64_t lo = start / page * page;
 	uint64_t hi = (end + page - 1) / page * page;
 	if (end > 2 * bytes)

@@ -96,7 +96,7 @@ int ts_client_opts_torchrun(struct ts_client_opts *o, const char *job,
 /* One batch: a view into the shared ring, valid until the next
  * ts_client_next, ts_client_release or ts_client_close on the client. */
 struct ts_batch {
-	const void *data;        /* n * sample_bytes bytes, contiguous */
+	const void *data;        /* n samples, sample_stride bytes apart */
 	size_t n;                /* samples in this batch (1..batch_size) */
 	const int32_t *labels;   /* n labels */
 	int height, width, channels;
@@ -106,6 +106,14 @@ struct ts_batch {
 	uint32_t epoch;          /* epoch of every sample in the batch */
 	uint64_t index;          /* index within the epoch of the first */
 	uint64_t seq;            /* stream sequence number of the first */
+	/* Sample s of the batch is at (const char *)data + s *
+	 * sample_stride. It is sample_bytes (the batch is one contiguous
+	 * n * sample_bytes block) unless sample_bytes is an odd size that
+	 * would round the ring up far: then the ring pads every slot to 64
+	 * bytes or to a page, and the padding between samples is not data
+	 * (tensorsocket(7), RING). A batch built by hand with 0 here reads
+	 * as packed. */
+	size_t sample_stride;
 };
 
 /* What the producer told us at connect time. */
@@ -121,6 +129,7 @@ struct ts_client_info {
 	uint64_t start;          /* seq this consumer starts at */
 	uint32_t start_epoch;    /* first epoch it will see (next_epoch) */
 	int producer_pid;
+	size_t sample_stride;    /* as struct ts_batch */
 };
 
 /* The device ring of a producer whose pipeline ends in device(cuda) and
@@ -196,7 +205,7 @@ int ts_client_label_tensor(const struct ts_client *c,
  * views of each image, all in one sample, one after another. A view as
  * the producer lays it out in every sample: a height x width x channels
  * tensor (channels first in nchw), at offset bytes into the sample
- * (sample s of batch b: (const char *)b->data + s * b->sample_bytes +
+ * (sample s of batch b: (const char *)b->data + s * b->sample_stride +
  * offset), bytes long, from the views() group group (0, 1, ...). */
 struct ts_client_view {
 	int height, width, channels;
@@ -266,7 +275,8 @@ void ts_client_release(struct ts_client *c, const struct ts_batch *b);
 struct ts_client_span {
 	void *base;     /* the mapping (page aligned) */
 	size_t len;     /* its length */
-	void *data;     /* the batch's first sample, n * sample_bytes */
+	void *data;     /* the batch's first sample; n samples, sample_stride
+			   apart */
 };
 
 int ts_client_next_held(struct ts_client *c, struct ts_batch *b,
@@ -381,9 +391,10 @@ int ts_client_mix_params(const struct ts_client_mix *m, const struct ts_batch *b
 
 /*
  * Mix batch b (float32, NCHW or NHWC, integer labels in 0 ..
- * num_classes - 1) into images (b->n * b->sample_bytes bytes: the
- * caller's own buffer, or b->data itself to mix in place when that is
- * writable; never a buffer overlapping b->data otherwise) and targets
+ * num_classes - 1) into images (b->n * b->sample_bytes bytes, samples
+ * packed: the caller's own buffer; or b->data itself to mix in place
+ * when that is writable, samples then b->sample_stride apart as they
+ * are; never a buffer overlapping b->data otherwise) and targets
  * (b->n * num_classes floats). b->data may be the read-only ring. 0, or
  * TS_E_ARG (m invalid; not float32; a label out of range, err says which
  * sample), TS_E_NOMEM. Nothing is written on failure.

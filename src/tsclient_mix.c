@@ -332,19 +332,20 @@ static void row(const float *a, const float *b, float *o, size_t len,
 	row_op(a, b, o, x1, len, TS_CLIENT_MIX_NONE, 0, 0);
 }
 
-/* Samples i and j = n-1-i of in into out, each from both originals: row
- * by row, the i row kept in tmp before it is overwritten in place. */
-static void mix_pair(const struct ts_batch *b, const float *in, float *out, float *tmp,
-		     size_t i, size_t j, const struct ts_client_mix_sample *si,
+/* Samples i and j = n-1-i of in (in_per floats apart) into out (out_per
+ * apart), each from both originals: row by row, the i row kept in tmp
+ * before it is overwritten in place. */
+static void mix_pair(const struct ts_batch *b, const float *in, size_t in_per, float *out,
+		     size_t out_per, float *tmp, size_t i, size_t j,
+		     const struct ts_client_mix_sample *si,
 		     const struct ts_client_mix_sample *sj)
 {
-	size_t per = b->sample_bytes / sizeof(float);
 	size_t h = (size_t)b->height, w = (size_t)b->width, c = (size_t)b->channels;
 	int nchw = b->layout == TS_CLIENT_NCHW;
 	size_t rows = nchw ? c * h : h, len = nchw ? w : w * c, per_col = nchw ? 1 : c;
 	for (size_t r = 0; r < rows; r++) {
-		const float *a = in + i * per + r * len, *bb = in + j * per + r * len;
-		float *oa = out + i * per + r * len, *ob = out + j * per + r * len;
+		const float *a = in + i * in_per + r * len, *bb = in + j * in_per + r * len;
+		float *oa = out + i * out_per + r * len, *ob = out + j * out_per + r * len;
 		int y = (int)(nchw ? r % h : r);
 		const float *a_orig = a;
 		if (oa == a) {
@@ -395,6 +396,11 @@ TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts
 		return ts_error_set(err, TS_E_ARG, "mix: sample_bytes %zu is not %dx%dx%d "
 				    "floats", b->sample_bytes, b->height, b->width,
 				    b->channels);
+	if (b->sample_stride && (b->sample_stride < b->sample_bytes ||
+				 b->sample_stride % sizeof(float)))
+		return ts_error_set(err, TS_E_ARG, "mix: sample_stride %zu is not a whole "
+				    "number of floats at least sample_bytes (%zu)",
+				    b->sample_stride, b->sample_bytes);
 	if (!b->data || !b->labels || !images || !targets)
 		return ts_error_set(err, TS_E_ARG, "mix: no %s",
 				    !b->data ? "batch data" : !b->labels ? "labels" :
@@ -420,10 +426,14 @@ TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts
 	params(m, b, p);
 	const float *in = b->data;
 	size_t n = b->n;
+	/* The ring's slots may be padded (sample_stride); the caller's own
+	 * buffer is packed, the batch itself mixed in place keeps its stride. */
+	size_t in_per = (b->sample_stride ? b->sample_stride : b->sample_bytes) / sizeof(float);
+	size_t out_per = images == in ? in_per : per;
 	for (size_t i = 0; i < n / 2; i++)
-		mix_pair(b, in, images, tmp, i, n - 1 - i, &p[i], &p[n - 1 - i]);
+		mix_pair(b, in, in_per, images, out_per, tmp, i, n - 1 - i, &p[i], &p[n - 1 - i]);
 	if (n % 2 && images != in)
-		memcpy(images + (n / 2) * per, in + (n / 2) * per, b->sample_bytes);
+		memcpy(images + (n / 2) * out_per, in + (n / 2) * in_per, b->sample_bytes);
 	targets_of(m, b, p, targets);
 	free(tmp);
 	free(p);

@@ -335,6 +335,7 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 	b->dtype = (enum ts_stream_dtype)pl->dtype;
 	b->layout = (enum ts_stream_layout)pl->layout;
 	b->sample_bytes = pl->sample_bytes;
+	b->sample_stride = s->cur.sample_stride;
 	b->epoch = s->cur.epoch;
 	b->index = s->cur.index;
 	return 0;

@@ -98,8 +98,9 @@ int ts_pipeline_open(const struct ts_pipeline *p,
 		     struct ts_error *err);
 
 struct ts_stream_batch {
-	const void *data;       /* n samples, contiguous; valid until the next
-				   ts_stream_next or ts_stream_close */
+	const void *data;       /* n samples, sample_stride bytes apart; valid
+				   until the next ts_stream_next or
+				   ts_stream_close */
 	const int32_t *labels;  /* n labels */
 	size_t n;
 	int height, width, channels;
@@ -108,6 +109,10 @@ struct ts_stream_batch {
 	size_t sample_bytes;
 	uint64_t epoch;         /* epoch of every sample of the batch */
 	uint64_t index;         /* index in the epoch of the first sample */
+	/* Sample s is at (const char *)data + s * sample_stride: sample_bytes
+	 * (the batch contiguous), or more when the ring pads the slots of an
+	 * odd-sized sample (libtsrun(3)). */
+	size_t sample_stride;
 };
 
 /* The next batch of up to opts.batch samples. A batch never spans two

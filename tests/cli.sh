@@ -127,11 +127,13 @@ kill -TERM "$c"; wait "$c"; rc=$?; pids=""
 [ "$rc" -eq 0 ] || fail "run over a stale socket / SIGTERM: rc $rc: $(cat "$T/c.err")"
 [ ! -e "$S" ] || fail "socket left behind after SIGTERM"
 
-# --- graph: a ring rounded up to whole pages says so -------------------------
+# --- graph: a ring of odd-sized samples pads its slots and says so -----------
 # 299x299x3 uint8 samples (268,203 bytes, odd) fill whole pages only 4,096
-# at a time: ring = 2 batches of 256 becomes 4,096 samples, and graph says
-# why, also with --cores (graph estimates again); 224x224x3 (150,528
-# bytes: 4 at a time) keeps its 512 and says nothing.
+# at a time: unpadded, ring = 2 batches of 256 would be 4,096 samples (1
+# GiB). The slots are padded to 268,224 bytes instead, the ring keeps its
+# 512 samples (131 MiB) and graph says so, also with --cores (graph
+# estimates again); 224x224x3 (150,528 bytes: 4 at a time) is not padded
+# and says nothing.
 for side in 299 224; do
 	cat > "$T/r$side.ts" <<EOT
 pipeline p =
@@ -143,11 +145,14 @@ pipeline p =
 serve p { ring = 2 batches }
 EOT
 done
-expect 0 "ring rounded up from 512 samples: 268203-byte samples fill whole pages only 4096 at a time" \
+expect 0 "ring slots padded from 268203 to 268224 bytes, so that 512 samples fill whole pages" \
 	"$TSRUN" graph "$T/r299.ts"
-grep -q "^       ring 4096 samples (16 batches of 256)" "$T/out" || fail "graph r299: $(grep ring "$T/out")"
-expect 0 "ring rounded up from 512 samples: 268203-byte" "$TSRUN" graph --cores 4 "$T/r299.ts"
+grep -q "^       ring 512 samples (2 batches of 256)" "$T/out" || fail "graph r299: $(grep ring "$T/out")"
+grep -q "ring 131 MiB (512 samples x 262 KiB)" "$T/out" || fail "graph r299 memory: $(grep memory "$T/out")"
+grep -q "rounded up" "$T/out" && fail "graph r299 says the ring was rounded up"
+expect 0 "ring slots padded from 268203 to 268224 bytes" "$TSRUN" graph --cores 4 "$T/r299.ts"
 expect 0 "^       ring 512 samples (2 batches of 256)" "$TSRUN" graph "$T/r224.ts"
 grep -q "rounded up" "$T/out" && fail "graph r224 says the ring was rounded up"
+grep -q "padded" "$T/out" && fail "graph r224 says its slots were padded"
 
 finish

@@ -101,7 +101,7 @@ class Batch(ctypes.Structure):
                 ("n", ctypes.c_size_t), ("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int), ("layout", ctypes.c_int),
                 ("sample_bytes", ctypes.c_size_t), ("epoch", ctypes.c_uint64),
-                ("index", ctypes.c_uint64)]
+                ("index", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
 
 
 TS_E_EOS = -5009
@@ -147,8 +147,12 @@ def run_tsrun(text, base_dir, threads=2):
             dt = DTYPES[b.dtype]
             shape = ((b.channels, b.height, b.width) if b.layout == 1
                      else (b.height, b.width, b.channels))
-            buf = (ctypes.c_char * (b.n * b.sample_bytes)).from_address(b.data)
-            out.append(np.frombuffer(buf, dtype=dt).reshape((b.n,) + shape).copy())
+            # samples sample_stride apart (padded ring slots of an odd size)
+            st = b.sample_stride
+            raw = np.frombuffer((ctypes.c_char * ((b.n - 1) * st + b.sample_bytes))
+                                .from_address(b.data), dtype=np.uint8)
+            out.append(np.stack([raw[k * st:k * st + b.sample_bytes].view(dt).reshape(shape)
+                                 for k in range(b.n)]))
             labels.extend(b.labels[i] for i in range(b.n))
     finally:
         lib.ts_stream_close(s)

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """python-client.py - tsrun.Loader (torch, zero-copy) beside a C trainer
 on one producer: same bytes, labels, epochs; len(); per-epoch iteration;
-pin_memory without CUDA; refusal and producer death as exceptions."""
+pin_memory without CUDA; refusal and producer death as exceptions; an
+odd-sized sample (299x299x3 uint8) in a ring of padded slots."""
 import os
 import signal
 import subprocess
@@ -117,6 +118,63 @@ def per_epoch_and_zero_copy(tmp):
     print("per-epoch iteration and zero-copy views ok")
 
 
+def ring_file_bytes(pid):
+    """The size of producer pid's ring memfd."""
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            if os.readlink(os.path.join(fd_dir, fd)).startswith("/memfd:tsrun-ring"):
+                return os.stat(os.path.join(fd_dir, fd)).st_size
+        except OSError:
+            pass
+    return None
+
+
+def padded_slots(tmp):
+    """299x299x3 uint8 is 268,203 bytes: unpadded, a ring of it rounds up
+    to 4,096 samples (1 GiB); its slots are padded to 268,224 bytes so a
+    ring of 64 is 17 MiB. Every batch, kept, copied or written in place,
+    must still hold each sample's own bytes, beside a C trainer."""
+    sock = os.path.join(tmp, "pad.sock")
+    spe, epochs, h = 100, 2, 299
+    prod = subprocess.Popen([TOOL, sock, "--samples-per-epoch", str(spe), "--epochs",
+                             str(epochs), "--shape", f"{h}x{h}x3", "--min-consumers", "2",
+                             "--capacity", "64"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    ready = prod.stdout.readline()
+    check("capacity=64 " in ready and "sample_bytes=268203" in ready, f"producer: {ready}")
+    size = ring_file_bytes(prod.pid)
+    check(size is not None and size < 64 * 268224 + (1 << 20),
+          f"ring memfd is {size} bytes for 64 samples of 268,203")
+    out = os.path.join(tmp, "pad.txt")
+    c = subprocess.Popen([TOOL, "consume", sock, "--batch", "16", "--out", out])
+    loader = tsrun.Loader(sock, batch_size=16, timeout=30)
+    kept, n_total = [], 0
+    for e in range(epochs):
+        for images, labels in loader:
+            i0 = loader.index
+            check(images.dtype == torch.uint8 and tuple(images.shape[1:]) == (h, h, 3),
+                  f"batch shape {tuple(images.shape)}")
+            for k in range(images.shape[0]):
+                check(torch.equal(images[k], expected(e, i0 + k, h, h, 3)),
+                      f"padded sample {e}/{i0 + k} differs")
+                check(int(labels[k]) == ((i0 + k) * 7 + e) % 1000, "padded label")
+            if e == 0:
+                kept.append((i0, images, images.clone()))
+            else:
+                images.add_(1)  # in place, on the trainer's side only
+                check(torch.equal(images[0], expected(e, i0, h, h, 3) + 1), "in-place add")
+            n_total += images.shape[0]
+    # batches kept across the epoch (more than the ring holds) are intact
+    for i0, images, copy in kept:
+        check(torch.equal(images, copy), f"kept padded batch at {i0} changed")
+    loader.close()
+    check(c.wait(timeout=60) == 0, "C consumer of padded slots failed (mismatch)")
+    prod.wait(timeout=30)
+    check(n_total == spe * epochs, f"padded: saw {n_total}")
+    print(f"padded slots: ring of 64 x 268,203 bytes is {size} bytes; samples intact")
+
+
 def errors(tmp):
     sock = os.path.join(tmp, "err.sock")
     prod = start_producer(sock, "--epochs", "0", "--rate", "2000",
@@ -151,6 +209,7 @@ def main():
         side_by_side(tmp)
         per_epoch_and_zero_copy(tmp)
         errors(tmp)
+        padded_slots(tmp)
     if failures:
         print(f"{len(failures)} failures")
         return 1

@@ -119,7 +119,7 @@ static size_t collect(const struct ts_pipeline *p, const struct ts_stream_opts *
 			out[n].index = b.index + k;
 			out[n].label = b.labels[k];
 			out[n].hash = fnv1a(0xcbf29ce484222325ULL,
-					    (const char *)b.data + k * b.sample_bytes,
+					    (const char *)b.data + k * b.sample_stride,
 					    b.sample_bytes);
 			n++;
 		}
@@ -202,7 +202,7 @@ START_TEST(views_table)
 	while (ts_stream_next(s, &b, &err) == 0) {
 		ck_assert_uint_eq(b.sample_bytes, v[2].offset + v[2].bytes);
 		for (size_t i = 0; i < b.n; i++) {
-			const unsigned char *sm = (const unsigned char *)b.data + i * b.sample_bytes;
+			const unsigned char *sm = (const unsigned char *)b.data + i * b.sample_stride;
 			ck_assert_msg(memcmp(sm, sm + v[1].offset, v[1].bytes) != 0,
 				      "views 0 and 1 of sample %zu are equal", n + i);
 		}

@@ -133,7 +133,9 @@ static void run_append(struct run *r, const struct ts_ring_batch *b)
 	r->epoch = realloc(r->epoch, n * sizeof(*r->epoch));
 	r->index = realloc(r->index, n * sizeof(*r->index));
 	ck_assert(r->data && r->label && r->epoch && r->index);
-	memcpy(r->data + r->n * r->sb, b->data, b->n * r->sb);
+	for (size_t i = 0; i < b->n; i++)
+		memcpy(r->data + (r->n + i) * r->sb,
+		       (const uint8_t *)b->data + i * b->sample_stride, r->sb);
 	for (size_t i = 0; i < b->n; i++) {
 		r->label[r->n + i] = b->labels[i];
 		r->epoch[r->n + i] = b->epoch;

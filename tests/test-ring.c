@@ -58,17 +58,17 @@ START_TEST(test_capacity_rounding)
 		struct ts_ring_info in;
 		ts_ring_get_info(r, &in);
 		ck_assert_uint_eq(in.capacity, t[i].want);
-		ck_assert_uint_eq(in.capacity * in.sample_bytes % (uint64_t)page, 0);
+		ck_assert_uint_eq(in.capacity * in.sample_stride % (uint64_t)page, 0);
 		ts_ring_destroy(r);
 	}
 }
 END_TEST
 
-/* The plan's memory figure is the ring's real size: capacity and file
- * bytes agree for crops of 224, 227, 299 and 331, 1 to 4 channels,
- * uint8 and float32, small and large rings. (A 299x299x3 uint8 sample
- * is 268,203 bytes: its ring is a multiple of 4,096 samples, 1 GiB,
- * which the estimate used to call 64 samples.) */
+/* The plan's memory figure is the ring's real size: capacity, slot
+ * stride and file bytes agree for crops of 224, 227, 299 and 331, 1 to 4
+ * channels, uint8 and float32, small and large rings. (A 299x299x3 uint8
+ * sample is 268,203 bytes: unpadded, its ring is a multiple of 4,096
+ * samples, 1 GiB.) */
 START_TEST(test_plan_matches_ring)
 {
 	static const int sizes[] = {224, 227, 299, 331};
@@ -101,6 +101,8 @@ START_TEST(test_plan_matches_ring)
 			      ch, f32 ? "float32" : "uint8", (long long)asks[ai],
 			      (unsigned long long)in.capacity,
 			      (long long)ts_plan_ring_capacity(&plan, asks[ai]));
+		ck_assert_uint_eq(in.sample_stride, ts_plan_ring_stride(&plan, asks[ai]));
+		ck_assert_uint_ge(in.sample_stride, in.sample_bytes);
 		ck_assert_msg((uint64_t)st.st_size == ts_plan_ring_bytes(&plan, asks[ai]),
 			      "%dx%dx%d %s ring of %lld: %lld bytes, plan says %llu", s, s, ch,
 			      f32 ? "float32" : "uint8", (long long)asks[ai],
@@ -109,10 +111,21 @@ START_TEST(test_plan_matches_ring)
 		ts_ring_destroy(r);
 	}
 	/* the case of the report, by the formula the ring was just checked
-	 * against: 299x299x3 uint8 asked for 64 is 4,096 samples */
+	 * against: 299x299x3 uint8 asked for 64 or 512 was 4,096 samples (1
+	 * GiB); its slots are now padded to 268,224 bytes and it holds what
+	 * it asks */
 	struct ts_plan big = {.sample_bytes = 268203};
-	ck_assert_int_eq(ts_plan_ring_capacity(&big, 64), 4096);
-	ck_assert_uint_gt(ts_plan_ring_bytes(&big, 64), 4096ull * 268203);
+	ck_assert_int_eq(ts_plan_ring_capacity(&big, 64), 64);
+	ck_assert_int_eq(ts_plan_ring_capacity(&big, 512), 512);
+	ck_assert_uint_eq(ts_plan_ring_stride(&big, 512), 268224);
+	ck_assert_uint_lt(ts_plan_ring_bytes(&big, 512), 512ull * 268224 + (1u << 20));
+	/* sizes that round little stay unpadded: 224x224x3 uint8 (a unit of
+	 * 4), and a 12-byte sample whose 1,024-sample unit costs 12 KiB */
+	struct ts_plan u8 = {.sample_bytes = 150528}, tiny = {.sample_bytes = 12};
+	ck_assert_uint_eq(ts_plan_ring_stride(&u8, 101), 150528);
+	ck_assert_int_eq(ts_plan_ring_capacity(&u8, 101), 104);
+	ck_assert_uint_eq(ts_plan_ring_stride(&tiny, 10), 12);
+	ck_assert_int_eq(ts_plan_ring_capacity(&tiny, 10), 1024);
 }
 END_TEST
 
@@ -863,6 +876,61 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* A 299x299x3 uint8 ring asked for 64: its slots are padded to 268,224
+ * bytes so that it holds 64 samples (17 MiB, not 4,096 in 1 GiB), and
+ * batches, across the wrap too, have their samples sample_stride apart
+ * with every byte as written. */
+START_TEST(test_padded_slots)
+{
+	struct ts_ring_params p = { .height = 299, .width = 299, .channels = 3,
+				    .dtype = TS_DTYPE_U8, .capacity = 64 };
+	struct ts_ring *r = NULL;
+	struct ts_error err;
+	ck_assert_int_eq(ts_ring_create(&p, &r, &err), 0);
+	struct ts_ring_info in;
+	ts_ring_get_info(r, &in);
+	ck_assert_uint_eq(in.capacity, 64);
+	ck_assert_uint_eq(in.sample_bytes, 268203);
+	ck_assert_uint_eq(in.sample_stride, 268224);
+	struct stat st;
+	ck_assert_int_eq(fstat(ts_ring_fd(r), &st), 0);
+	ck_assert_int_lt(st.st_size, 64 * 268224 + (1 << 20));
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	ck_assert_int_eq(ts_ring_local_create(r, 24, TS_JOIN_NOW, false, &l, NULL), 0);
+	uint8_t *want = malloc(in.sample_bytes);
+	ck_assert_ptr_nonnull(want);
+	uint64_t seq = 0;
+	for (int round = 0; round < 8; round++) {  /* 192 samples: wraps twice */
+		for (uint64_t s = seq; s < seq + 24; s++) {
+			ck_assert_int_eq(ts_ring_wait_writable(r, s, 1000), 0);
+			uint8_t *x = ts_ring_slot(r, s);
+			for (size_t k = 0; k < in.sample_bytes; k++)
+				x[k] = (uint8_t)(s * 7 + k);
+			ts_ring_set_meta(r, s, (int32_t)s, 0, s);
+		}
+		ts_ring_publish(r, seq + 24);
+		ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+		ck_assert_uint_eq(b.n, 24);
+		ck_assert_uint_eq(b.seq, seq);
+		ck_assert_uint_eq(b.sample_stride, 268224);
+		for (size_t i = 0; i < 24; i++) {
+			for (size_t k = 0; k < in.sample_bytes; k++)
+				want[k] = (uint8_t)((seq + i) * 7 + k);
+			ck_assert_msg(memcmp((const uint8_t *)b.data + i * b.sample_stride, want,
+					     in.sample_bytes) == 0,
+				      "sample %llu of the batch at %llu", (unsigned long long)i,
+				      (unsigned long long)seq);
+			ck_assert_int_eq(b.labels[i], (int32_t)(seq + i));
+		}
+		seq += 24;
+	}
+	free(want);
+	ts_ring_local_destroy(l);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 /* A ring of rank-2 float32 samples (2 x 3) with a label tensor of 3
  * float32 per sample (tsrun.serve's layout): the shapes reach the
  * consumer side, and a batch across the wrap gets its labels in order. */
@@ -989,6 +1057,7 @@ static Suite *ring_suite(void)
 	TCase *tc = tcase_create("layout");
 	tcase_add_test(tc, test_capacity_rounding);
 	tcase_add_test(tc, test_plan_matches_ring);
+	tcase_add_test(tc, test_padded_slots);
 	tcase_add_test(tc, test_consumer_seals);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_wrap_contiguous);

@@ -76,7 +76,7 @@ class Batch(ctypes.Structure):
                 ("n", ctypes.c_size_t), ("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int), ("layout", ctypes.c_int),
                 ("sample_bytes", ctypes.c_size_t), ("epoch", ctypes.c_uint64),
-                ("index", ctypes.c_uint64)]
+                ("index", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
 TS_E_EOS = -5009
 DTYPES = {0: np.uint8, 1: np.uint16, 2: np.float16, 3: np.float32}
 lib = ctypes.CDLL(LIB)
@@ -109,7 +109,7 @@ def run_tsrun(text, base_dir, threads=2):
             if rc: raise RuntimeError("next: " + err.msg.decode())
             dt = DTYPES[b.dtype]
             shape = ((b.channels, b.height, b.width) if b.layout == 1 else (b.height, b.width, b.channels))
-            buf = (ctypes.c_char * (b.n * b.sample_bytes)).from_address(b.data)
+            buf = (ctypes.c_char * b.sample_bytes).from_address(b.data)  # batch=1
             out.append(np.frombuffer(buf, dtype=dt).reshape((b.n,) + shape).copy())
     finally:
         lib.ts_stream_close(s); lib.ts_pipeline_destroy(p)

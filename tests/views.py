@@ -143,7 +143,7 @@ serve dino {{ socket = "{sock}"  epochs = 2  ring = 4 batches }}
     # examples/train.py takes one tensor a batch: it says so and exits 2
     # (it failed on the list with AttributeError).
     r = subprocess.run([sys.executable, os.path.join(pytrainer.SRC, "examples", "train.py"),
-                        "--socket", sock],
+                        "--socket", sock, "--batch-size", str(BATCH)],
                        env=dict(os.environ, PYTHONPATH=os.path.join(pytrainer.SRC, "src", "python"),
                                 TSRUN_LIBTSCLIENT=pytrainer.LIB),
                        capture_output=True, text=True, timeout=120)

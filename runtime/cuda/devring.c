@@ -137,23 +137,28 @@ static int launch_piece(struct ts_devring *r, const uint8_t *src, uint64_t slot,
 					 m, &r->p, r->stream, err);
 }
 
-int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
-		    size_t n, struct ts_error *err)
+int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
+		    uint64_t seq, size_t n, struct ts_error *err)
 {
 	uint64_t slot, first;
 	cudaError_t e;
 	int rc;
 
-	if (!r || r->imported || !host || n > r->max_batch)
+	if (!r || r->imported || !host || n > r->max_batch || host_stride < r->in_bytes)
 		return ts_error_set(err, TS_E_ARG,
 				    "devring fill: at most %zu samples, on the producer's ring",
 				    r ? r->max_batch : 0);
 	if (n == 0)
 		return 0;
 	/* pageable host memory makes this a staged, synchronous copy; a
-	 * registered host ring makes it one DMA */
-	e = cudaMemcpyAsync(r->staging, host, n * r->in_bytes,
-			    cudaMemcpyHostToDevice, r->stream);
+	 * registered host ring makes it one DMA; padded host slots a 2D one
+	 * that packs the samples in staging */
+	if (host_stride == r->in_bytes)
+		e = cudaMemcpyAsync(r->staging, host, n * r->in_bytes,
+				    cudaMemcpyHostToDevice, r->stream);
+	else
+		e = cudaMemcpy2DAsync(r->staging, r->in_bytes, host, host_stride,
+				      r->in_bytes, n, cudaMemcpyHostToDevice, r->stream);
 	if (e != cudaSuccess)
 		return cuda_fail(err, "devring fill: cudaMemcpyAsync", e);
 	slot = seq % r->capacity;

@@ -28,6 +28,7 @@ struct ts_devserve {
 	struct ts_finish_params p;
 	int dev;
 	void *pinned;                 /* the host ring's first mapping */
+	size_t host_stride;           /* its sample_stride */
 	struct ts_proto_device desc;
 	struct ts_cuda_info info;
 };
@@ -38,7 +39,7 @@ static int fill(void *arg, const void *host, uint64_t seq, size_t n,
 	struct ts_devserve *d = arg;
 	/* the finisher thread's current device */
 	int rc = ts_cuda_set_device(d->dev, err);
-	return rc < 0 ? rc : ts_devring_fill(d->dr, host, seq, n, err);
+	return rc < 0 ? rc : ts_devring_fill(d->dr, host, d->host_stride, seq, n, err);
 }
 
 int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
@@ -61,6 +62,7 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	if (rc < 0)
 		goto fail;
 	ts_ring_get_info(ring, &ri);
+	d->host_stride = ri.sample_stride;
 	if (ri.sample_bytes != (size_t)d->p.height * (size_t)d->p.width * (size_t)d->p.channels) {
 		rc = ts_error_set(err, TS_E_ARG, "devserve: the host ring does not hold "
 				  "uint8 %dx%dx%d samples", d->p.height, d->p.width, d->p.channels);
@@ -107,7 +109,7 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	 * crosses the wrap), so pinning that one is enough for DMA. */
 	struct ts_error perr = {0};
 	void *base = ts_ring_slot(ring, 0);
-	if (ts_cuda_host_register(base, ri.capacity * ri.sample_bytes, &perr) == 0)
+	if (ts_cuda_host_register(base, ri.capacity * ri.sample_stride, &perr) == 0)
 		d->pinned = base;
 	else if (note)
 		snprintf(note, 256, "host ring not page-locked (%.160s); copies to the GPU are "

@@ -70,8 +70,8 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r)
 	return 0;
 }
 
-int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
-		    size_t n, struct ts_error *err)
+int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
+		    uint64_t seq, size_t n, struct ts_error *err)
 {
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);
 }

@@ -175,10 +175,11 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r);
  * view of the host ring) into device slots seq % capacity onwards,
  * wrapping. Copies host -> staging (asynchronous DMA when host is pinned),
  * launches the kernel and waits for it: on return the slots are written.
- * n <= max_batch.
+ * n <= max_batch. Samples are host_stride bytes apart in host (the host
+ * ring's sample_stride: one sample's bytes or more, padding skipped).
  */
-int ts_devring_fill(struct ts_devring *r, const void *host, uint64_t seq,
-		    size_t n, struct ts_error *err);
+int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
+		    uint64_t seq, size_t n, struct ts_error *err);
 
 /* The IPC handle of a created ring. */
 int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,

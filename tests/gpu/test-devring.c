@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	/* batches 1, 2, 3 at seq 0, 4, 8: the third wraps (slots 8, 9, 0, 1) */
 	for (uint32_t b = 1; b <= 3; b++) {
 		fill_pixels(src, BATCH * in, b);
-		CHECK(ts_devring_fill(r, src, (b - 1) * BATCH, BATCH, &err) == 0, "%s", err.msg);
+		CHECK(ts_devring_fill(r, src, in, (b - 1) * BATCH, BATCH, &err) == 0, "%s", err.msg);
 	}
 	CHECK(ts_devring_export(r, &h, &err) == 0, "%s", err.msg);
 	CHECK(h.capacity == CAP && h.pid == getpid(), "handle fields");

@@ -258,17 +258,21 @@ static int consume(int argc, char **argv)
 		const uint8_t *d = b.data;
 		for (size_t i = 0; i < b.n; i++) {
 			fill_sample(expect, info.sample_bytes, b.epoch, b.index + i);
-			if (memcmp(expect, d + i * info.sample_bytes,
+			if (memcmp(expect, d + i * b.sample_stride,
 				   info.sample_bytes) != 0 ||
 			    b.labels[i] != label_of(b.epoch, b.index + i)) {
 				fprintf(f, "mismatch seq=%" PRIu64 "\n", b.seq + i);
 				status = 2;
 			}
 		}
+		/* the samples' bytes in order (not the padding of padded slots) */
+		uint64_t h = 0xcbf29ce484222325ull;
+		for (size_t i = 0; i < b.n; i++) {
+			h = fnv64(d + i * b.sample_stride, info.sample_bytes, h);
+			stream = fnv64(d + i * b.sample_stride, info.sample_bytes, stream);
+		}
 		fprintf(f, "%" PRIu64 " %u %" PRIu64 " %zu %016" PRIx64 "\n", b.seq,
-			b.epoch, b.index, b.n,
-			fnv64(b.data, b.n * info.sample_bytes, 0xcbf29ce484222325ull));
-		stream = fnv64(b.data, b.n * info.sample_bytes, stream);
+			b.epoch, b.index, b.n, h);
 		fflush(f);
 		nb++;
 		if (sleep_us)

@@ -14,6 +14,7 @@ import threading
 import weakref
 
 from . import _lib
+from . import _tensors as _shapes
 from .errors import TsrunError
 
 _NONE_HELD = (1 << 64) - 1
@@ -88,14 +89,14 @@ class Keeper:
             if self.lib.ts_client_span_map(self.client, ctypes.byref(b), ctypes.byref(span),
                                            ctypes.byref(err)) < 0:
                 return None, err.msg.decode("utf-8", "replace")
-        owner = _owner_type(b.n * b.sample_bytes).from_address(span.data)
+        owner = _owner_type(_shapes.span_bytes(b)).from_address(span.data)
         owner._span = span
         owner._range = where
         owner._key = self.next_key
         owner._keeper = self
         self.held[self.next_key] = (weakref.ref(owner), b.seq)
         self.next_key += 1
-        return torch.frombuffer(owner, dtype=torch_dtype).view(b.n, *shape), None
+        return _shapes.batch_view(torch.frombuffer(owner, dtype=torch_dtype), b, shape), None
 
     def settle(self, keep=None):
         """Forget dead spans; make all but the newest `keep` live ones our

@@ -34,7 +34,7 @@ class Batch(ctypes.Structure):
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
                 ("epoch", ctypes.c_uint32), ("index", ctypes.c_uint64),
-                ("seq", ctypes.c_uint64)]
+                ("seq", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
 
 
 class Info(ctypes.Structure):
@@ -45,7 +45,7 @@ class Info(ctypes.Structure):
                 ("samples_per_epoch", ctypes.c_uint64),
                 ("epochs", ctypes.c_uint32), ("start", ctypes.c_uint64),
                 ("start_epoch", ctypes.c_uint32),
-                ("producer_pid", ctypes.c_int)]
+                ("producer_pid", ctypes.c_int), ("sample_stride", ctypes.c_size_t)]
 
 
 class DevInfo(ctypes.Structure):

@@ -67,6 +67,27 @@ def views(lib, client):
     return out
 
 
+def span_bytes(b):
+    """Bytes from batch b's first sample to the end of its last. Samples
+    are b.sample_stride apart (tsclient.h): sample_bytes, or more where the
+    ring pads the slots of an odd-sized sample; 0 reads as packed."""
+    stride = b.sample_stride or b.sample_bytes
+    return (b.n - 1) * stride + b.sample_bytes if b.n else 0
+
+
+def batch_view(flat, b, shape):
+    """flat, a 1-D tensor over span_bytes(b) of the batch's memory, as
+    [n, *shape] with the samples where the ring has them: a view, which is
+    contiguous unless the slots are padded."""
+    stride = b.sample_stride or b.sample_bytes
+    if stride == b.sample_bytes:
+        return flat.view(b.n, *shape)
+    inner = [1]
+    for d in reversed(shape[1:]):
+        inner.insert(0, inner[0] * d)
+    return flat.as_strided((b.n, *shape), (stride // flat.element_size(), *inner))
+
+
 def split_views(images, views):
     """A batch of views samples, images a uint8 [n, sample_bytes] tensor,
     as one tensor [n, *shape] per view, each a view of the batch's memory."""

@@ -460,7 +460,7 @@ class Loader:
 
     def _trim(self, b, k):
         """Drop the first k samples of b (resuming inside it)."""
-        b.data += k * b.sample_bytes
+        b.data += k * (b.sample_stride or b.sample_bytes)
         b.labels = ctypes.cast(ctypes.addressof(b.labels.contents) + 4 * k,
                                ctypes.POINTER(ctypes.c_int32))
         b.index += k
@@ -624,10 +624,10 @@ class Loader:
         """A read-only view of b in the shared ring, valid until the slots
         go back (the raw_views path, and the source of our own copies)."""
         import torch
-        buf = (ctypes.c_uint8 * (b.n * b.sample_bytes)).from_address(b.data)
+        buf = (ctypes.c_uint8 * _shapes.span_bytes(b)).from_address(b.data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # read-only memory: documented
-            return torch.frombuffer(buf, dtype=dtype).view(b.n, *self.shape)
+            return _shapes.batch_view(torch.frombuffer(buf, dtype=dtype), b, self.shape)
 
     def _tensors(self, b):
         images, labels = self._tensors_one(b)

@@ -189,8 +189,10 @@ class Mixup:
             return images, torch.empty((0, self.num_classes), dtype=torch.float32,
                                        device=images.device)
         m = self._opts()
+        # Samples contiguous each, possibly apart (the Loader's batches of
+        # an odd-sized sample, whose ring slots are padded): libtsclient.
         if (images.device.type == "cpu" and images.dtype == torch.float32
-                and images.is_contiguous()):
+                and images[0].is_contiguous() and images.stride(0) >= images[0].numel()):
             return self._mix_c(m, images, labels, epoch, index, layout, h, w, c)
         return self._mix_torch(images, labels, epoch, index, layout, h, w)
 
@@ -202,6 +204,7 @@ class Mixup:
         b = self._batch(n, h, w, c, epoch, index)
         b.layout = 1 if layout == "nchw" else 0
         b.data = images.data_ptr()
+        b.sample_stride = 4 * images.stride(0)
         b.labels = ctypes.cast(lab.data_ptr(), ctypes.POINTER(ctypes.c_int32))
         err = _lib.Error()
         rc = self._lib.ts_client_mix_batch(ctypes.byref(m), ctypes.byref(b), images.data_ptr(),
@@ -217,7 +220,7 @@ class Mixup:
 
     def _mix_torch(self, images, labels, epoch, index, layout, h, w):
         """The same draws by torch operations, for tensors libtsclient does
-        not take (CUDA, float16, strided): per sample, x_i*lam +
+        not take (CUDA, float16, samples not contiguous): per sample, x_i*lam +
         x_partner*lam_partner (two products and a sum, each rounded as the
         C path rounds them) or the partner's box."""
         import torch
