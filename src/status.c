@@ -16,6 +16,35 @@
 
 #define MAX_SEEN 256
 
+/* A rate over the last 0.5 to 1 s: the open window and the one before it,
+ * each 0.5 s or more (not one 0.1 s look's noise), both starting where
+ * the count began until they have filled, so that a count that has grown
+ * since then never reads 0.0 while its first window fills. */
+struct window {
+	uint64_t n_prev, n_open; /* the count where each window starts */
+	double t_prev, t_open;
+};
+
+static void window_start(struct window *w, uint64_t n, double t)
+{
+	w->n_prev = w->n_open = n;
+	w->t_prev = w->t_open = t;
+}
+
+/* The rate at t of a count that is n then (0.0 when it has not grown or
+ * went back, as a consumer's control page may). */
+static double window_rate(struct window *w, uint64_t n, double t)
+{
+	if (t - w->t_open >= 0.5) {
+		w->n_prev = w->n_open;
+		w->t_prev = w->t_open;
+		w->n_open = n;
+		w->t_open = t;
+	}
+	return t > w->t_prev && n > w->n_prev
+		       ? (double)(n - w->n_prev) / (t - w->t_prev) : 0.0;
+}
+
 struct seen {
 	int pid;
 	uint32_t batch;
@@ -26,9 +55,10 @@ struct seen {
 	uint64_t skipped;       /* released without being read */
 	double first_t, last_t;
 	/* Its rate from vouched releases (the ring's own figure is from the
-	 * raw control page): over the last 0.5 s or more. */
-	uint64_t rate_release;
-	double rate_t, rate;
+	 * raw control page), from where it started: its release when it
+	 * attached, at the look before the one that first saw it. */
+	struct window rate_w;
+	double rate;
 };
 
 struct ts_status {
@@ -41,11 +71,12 @@ struct ts_status {
 	bool quiet;
 	bool tty;
 	bool line_drawn;
-	double t0, last_t, last_plain, last_emit;
+	double t0, last_plain, last_emit;
+	double last_track;      /* the previous look at the ring */
 	bool emitted_final;     /* the end-of-stream snapshot is out */
 	bool status_failed;     /* the last status write failed (said once) */
 	bool json_failed;       /* a --stats-json write failed (said once) */
-	uint64_t last_samples;
+	struct window rate_w;   /* of the samples, from 0 at t0 */
 	double rate;
 	struct seen seen[MAX_SEEN];
 	size_t n_seen;
@@ -79,7 +110,8 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	s->start_epoch = start_epoch;
 	s->quiet = quiet;
 	s->tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
-	s->t0 = s->last_t = s->last_plain = ts_cli_now();
+	s->t0 = s->last_track = s->last_plain = ts_cli_now();
+	window_start(&s->rate_w, 0, s->t0);
 	*out = s;
 	return 0;
 }
@@ -127,17 +159,15 @@ static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *r
 		e->first_release = c->start < c->release ? c->start : c->release;
 		e->first_t = t;
 		e->last_t = t;
-		e->rate_release = c->release;
-		e->rate_t = t;
+		/* It attached after the previous look, at its start: its
+		 * rate counts what it released since then (too low by at
+		 * most the 0.1 s between two looks; not 0.0 in its first
+		 * half second once it has released a sample). */
+		window_start(&e->rate_w, e->first_release, s->last_track);
 	}
 	if (e->gone)
 		return;
-	if (t - e->rate_t >= 0.5) {
-		e->rate = c->release > e->rate_release
-				  ? (double)(c->release - e->rate_release) / (t - e->rate_t) : 0.0;
-		e->rate_release = c->release;
-		e->rate_t = t;
-	}
+	e->rate = window_rate(&e->rate_w, c->release, t);
 	e->last_release = c->release;
 	e->skipped = c->skipped;
 	e->last_t = t;
@@ -152,6 +182,7 @@ static void track(struct ts_status *s, const struct ts_ring_stat *rs, double t)
 		track_one(s, &rs->consumers[i], rs->head, t, false);
 	for (size_t i = 0; i < rs->n_departed; i++)
 		track_one(s, &rs->departed[i], rs->head, t, true);
+	s->last_track = t;
 }
 
 /* The consumer with the largest lag: the one holding the ring back. */
@@ -249,11 +280,7 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		      const struct ts_ring_stat *rs, FILE *tty, FILE *json)
 {
 	double t = ts_cli_now();
-	if (t - s->last_t >= 0.5) {
-		s->rate = (double)(es->samples - s->last_samples) / (t - s->last_t);
-		s->last_samples = es->samples;
-		s->last_t = t;
-	}
+	s->rate = window_rate(&s->rate_w, es->samples, t);
 	track(s, rs, t);
 	/* Track every call; show and write at most once a second, and always
 	 * at the end of the stream. */
