@@ -48,7 +48,7 @@ bool ts_plan_ring_layout(uint64_t sample_bytes, uint64_t want, uint64_t page,
 			 uint64_t *stride, uint64_t *cap);
 
 /* Tiling straight after a decode (decode | tile, nothing fused into the
- * decode, files) is done in bands (runtime/engine_sample.c): a worker
+ * decode, files) is done in bands (runtime/engine_banded.c): a worker
  * decodes tile-height rows at a time, and writes its staged tiles to the
  * ring once they hold TS_PLAN_BAND_FLUSH bytes. The scratch term of such a
  * plan covers frames up to TS_PLAN_BAND_WIDTH pixels wide (any height);

@@ -2,8 +2,14 @@
  * engine_internal.h - the engine's state, shared by its parts and by
  * nothing else:
  *   engine.c         create, destroy, stats; positions to items
- *   engine_sample.c  the per-sample work: load, decode, augment, write
- *                    (direct, staged or discarded), skipped-sample list
+ *   engine_load.c    a position's item read, decoded (fused crop) and
+ *                    run through the middle ops, with skip replacement
+ *   engine_sample.c  where it goes: written direct to the ring, staged and
+ *                    committed in order, or discarded into a digest
+ *   engine_banded.c  tile pipelines decoded and tiled a band of rows at a
+ *                    time
+ *   engine_skip.c    the skipped-sample list
+ *   engine_views.c   views(): each view's ops and output
  *   engine_pool.c    the worker threads, the I/O thread, start/stop/join
  *   engine_reload.c  reload: checking a new plan, handover at the epoch
  *                    boundary, takeover with fallback
@@ -144,19 +150,59 @@ int ts_engine_online_cores(void);
 /* engine_pool.c: stop everything on the first fatal error, keeping it. */
 void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err);
 
-/* engine_sample.c: produce position p (its bytes, or read status, from
- * the I/O thread; NULL data: read here) into the ring, staged in order
- * for expanding pipelines, or into the worker's buffer in discard mode;
- * count and list a skipped sample. */
 /* engine_views.c: the views of w->img (position (epoch, index)) by the
  * plan's views op vo, into the slot dst of bytes (plan->sample_bytes). */
 int ts_engine_views_write(struct worker *w, const struct ts_op *vo, uint64_t epoch,
 			  uint64_t index, uint8_t *dst, size_t bytes,
 			  struct ts_error *err);
 
+/* engine_sample.c: produce position p (its bytes, or read status, from
+ * the I/O thread; NULL data: read here) into the ring, staged in order
+ * for expanding pipelines, or into the worker's buffer in discard mode.
+ * engine_skip.c: count and list a skipped sample. */
 int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
 			 size_t len, int read_status, struct ts_error *err);
 void ts_engine_note_skip(struct ts_engine *e, const char *path, const char *why,
 			 bool count);
+
+/* engine_load.c (each described at its definition): the item of (epoch,
+ * index); its bytes; the header's size check; the decode with its fused
+ * op into w->img; the kernel ops from ops[first] on, returning the op it
+ * stopped at; and all of that for position p (*op_at: the op the caller
+ * continues with). */
+int ts_engine_item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
+		      struct ts_item *it);
+int ts_engine_read_item(struct worker *w, const struct ts_item *it, bool pre,
+			const uint8_t *data, size_t len, int read_status,
+			uint8_t **own, const uint8_t **buf, size_t *blen,
+			struct ts_error *lerr);
+int ts_engine_check_header(const struct ts_plan *plan, const struct ts_decode_info *info,
+			   struct ts_error *err);
+int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
+			    const uint8_t *buf, size_t len, uint64_t epoch,
+			    uint64_t index, struct ts_error *err);
+size_t ts_engine_apply_middle(struct worker *w, size_t first, uint64_t epoch,
+			      uint64_t index, struct ts_image *img, int *rc,
+			      struct ts_error *err);
+int ts_engine_prepare(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, uint64_t *epoch, uint64_t *index,
+		      int32_t *label, size_t *op_at, struct ts_error *err);
+
+/* engine_sample.c, the staging of expanding pipelines: one image through
+ * the ops after a tile into the next staging slot; wait for position p's
+ * commit turn; write the staged outputs to the ring; pass the turn on. */
+int ts_engine_stage_one(struct worker *w, struct ts_image *cur, size_t i,
+			uint64_t epoch, uint64_t sub, int tile, int32_t *outs,
+			struct ts_error *err);
+int ts_engine_wait_turn(struct ts_engine *e, uint64_t p);
+int ts_engine_flush_stage(struct worker *w, uint64_t epoch, int32_t label,
+			  bool *begun, struct ts_error *err);
+void ts_engine_end_turn(struct ts_engine *e, uint64_t p);
+
+/* engine_banded.c: whether the plan's tiles are cut from bands of rows;
+ * position p of such a plan, staged and committed in order. */
+bool ts_engine_banded(const struct ts_plan *plan);
+int ts_engine_run_banded(struct worker *w, uint64_t p, const uint8_t *data,
+			 size_t len, int read_status, struct ts_error *err);
 
 #endif

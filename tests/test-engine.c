@@ -910,7 +910,7 @@ START_TEST(tile_filter_variable_size)
 END_TEST
 
 /* Banded tiling (decode | tile cut from bands of rows, runtime/
- * engine_sample.c) gives the bytes of the whole-frame path
+ * engine_banded.c) gives the bytes of the whole-frame path
  * (TSRUN_TILE_WHOLE_FRAME): PNG 8- and 16-bit gray and RGB, JPEG photos,
  * strides below, equal to and above the tile, frames that are not
  * multiples of the tile, one and two workers. */
