@@ -343,7 +343,13 @@ int ts_preview_make_caption(struct ts_preview *p, const struct ts_plan *plan,
 {
 	struct ts_grid_values v, drawn;
 	char how[256];
-	struct shot v0 = {.view = plan->n_views ? 0 : -1};
+	/* The draws replayed are the first sample's, at the start position
+	 * the first line names. Under the checker's rules they cannot change
+	 * this text: before a tile, filter or plugin every alternative leaves
+	 * uint8 or uint16 pixels of one type, and a policy after one is not
+	 * replayed. */
+	struct shot v0 = {.view = plan->n_views ? 0 : -1, .epoch = o->start_epoch,
+			  .index = o->start_index};
 	shot_values(plan, &v0, false, &v);
 	shot_values(plan, &v0, true, &drawn);
 	if (drawn.per_sample) {

@@ -4,7 +4,8 @@ reader (Debian's PIL): picture size and cell count as tsrun(1) documents
 the layout, the same file for any thread count, and the pixels of every
 cell equal to the samples a real `tsrun run` trainer (tsrun.Loader, torch)
 reads at that (epoch, index), after the same un-normalize (one inside
-random_choice by the branch each sample drew); 1-channel
+random_choice by the branch each sample drew, one after a tile by its
+first alternative, as the caption says); 1-channel
 uint16 samples and --stages too; bad arguments and a picture over the size
 limit refused with a clear message. Exit 77 when PIL, numpy or torch is
 missing."""
@@ -72,10 +73,11 @@ def unnorm(x):
     return np.clip(np.rint(v), 0, 255).astype(np.uint8).transpose(1, 2, 0)
 
 
-def trainer(ts_file, sock, batch):
-    """Serve ts_file with `tsrun run` and read every sample with tsrun.Loader:
-    {(epoch, index): (tensor, label)}."""
-    run = subprocess.Popen([TSRUN, "run", ts_file, "--socket", sock, "--wait", "1", "--quiet"],
+def trainer(ts_file, sock, batch, start=None):
+    """Serve ts_file with `tsrun run` (from --start start, if given) and read
+    every sample with tsrun.Loader: {(epoch, index): (tensor, label)}."""
+    run = subprocess.Popen([TSRUN, "run", ts_file, "--socket", sock, "--wait", "1", "--quiet",
+                            *(["--start", start] if start else [])],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(300):
@@ -370,6 +372,62 @@ serve c {{ socket = "{csock}" epochs = 1 }}
               str(ks))
         drawn.update(ks)
     check("random_choice: the cells drew more than one branch", len(drawn) >= 2, str(drawn))
+
+    # A random_choice after a tile draws per tile and is not replayed: the
+    # caption, made for a preview started at 2:5 (the draws it replays are
+    # that sample's), names the first alternative's mean and std and says
+    # so; every cell is the trainer's tile from the same start un-normalized
+    # by them, whichever alternative it drew (the one before the tile
+    # leaves uint8 either way).
+    pts, psock = os.path.join(tmp, "pt.ts"), os.path.join(tmp, "pt.sock")
+    with open(pts, "w") as f:
+        f.write(f"""let a = normalize({norms[1][0]}, {norms[1][1]}) | to(uint8)
+let b = normalize({norms[2][0]}, {norms[2][1]}) | to(uint8)
+pipeline pt =
+    folder("data/train")
+    | shuffle(seed = 7)
+    | decode(rgb)
+    | center_crop(40)
+    | random_choice([a, b])
+    | tile(20)
+    | random_choice([normalize({norms[1][0]}, {norms[1][1]}),
+                     normalize({norms[2][0]}, {norms[2][1]})])
+    | to(float32, nchw)
+    | batch(4)
+pipeline pu =
+    folder("data/train") | shuffle(seed = 7) | decode(rgb) | center_crop(40)
+    | random_choice([a, b]) | tile(20) | batch(4)
+serve pt {{ socket = "{psock}" epochs = 3 }}
+""")
+    ppng = os.path.join(tmp, "pt.png")
+    rp = preview(pts, "--samples", "8", "--start", "2:5", "-o", ppng)
+    m, sd = norms[1]
+    check("policy after a tile: the caption names its first alternative's mean and std",
+          f"mean [{', '.join(f'{x:g}' for x in m)}], std [{', '.join(f'{x:g}' for x in sd)}]"
+          in rp.stdout and "not replayed here" in rp.stdout, rp.stdout[:400])
+    gotp = trainer(pts, psock, 4, start="2:5")
+    ppx = np.asarray(Image.open(ppng))
+    pcells = cells_of(rp.stdout)
+    check("policy after a tile: 8 cells", len(pcells) == 8, str(len(pcells)))
+    # the same tiles before the policy: which alternative each drew
+    upng2 = os.path.join(tmp, "pu.png")
+    ru = preview(pts, "--pipeline", "pu", "--samples", "8", "--start", "2:5", "-o", upng2)
+    upx2, ucells = np.asarray(Image.open(upng2)), cells_of(ru.stdout)
+    drew = set()
+    for k, (x, y, w, h, e, i, label) in enumerate(pcells):
+        t = gotp[(e, i)][0]
+        shown = []
+        for mm, ss in (norms[1], norms[2]):
+            v = t.astype(np.float32) * np.array(ss, np.float32)[:, None, None]
+            v = (v + np.array(mm, np.float32)[:, None, None]) * np.float32(255)
+            shown.append(np.clip(np.rint(np.where(v > 0, v, 0)), 0, 255)
+                         .astype(np.uint8).transpose(1, 2, 0))
+        check(f"policy after a tile: cell {e}:{i} is the trainer's by the first alternative",
+              np.array_equal(shown[0], ppx[y:y + h, x:x + w]))
+        ux, uy, uw, uh = ucells[k][:4] if k < len(ucells) else (0, 0, 0, 0)
+        drew.update(j for j in (0, 1)
+                    if np.array_equal(shown[j], upx2[uy:uy + uh, ux:ux + uw]))
+    check("policy after a tile: the tiles drew both alternatives", drew == {0, 1}, str(drew))
 
     # Refusals: a clear message and a non-zero exit.
     big = os.path.join(tmp, "big.ts")
