@@ -19,7 +19,8 @@
 #include "ring.h"
 
 /* Process n samples starting at ring seq, whose host bytes are at host
- * (contiguous, n * sample_bytes). 0 or a negative code with err set. */
+ * (n samples, the ring's sample_stride apart). 0 or a negative code with
+ * err set. */
 typedef int (*ts_finisher_fill)(void *arg, const void *host, uint64_t seq,
 				size_t n, struct ts_error *err);
 

@@ -73,12 +73,20 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	}
 	const struct ts_ring_hdr *h = rd->hdr;
 	uint64_t cap = h->capacity, sb = h->sample_bytes, stride = h->sample_stride;
+	/* The sample area as the header's capacity and stride make it, not
+	 * wrapped past 2^64 (a crafted header would pass a check of the
+	 * wrapped product and send slots outside the mapping), within the
+	 * 2^44 bytes a producer lays out at most (ts_plan_ring_layout). */
+	uint64_t area = 0;
+	bool area_ok = !__builtin_mul_overflow(cap, stride, &area) && area <= (1ull << 44);
 	/* Trust nothing: the layout must fit the file we were given. */
 	if (h->magic != TS_RING_MAGIC || h->version != TS_RING_VERSION ||
 	    rd->ctl->magic != TS_RING_CTL_MAGIC || cap < 2 || sb == 0 ||
 	    cap > (1ull << 32) || sb > (1ull << 40) ||
-	    stride < sb || stride - sb >= page ||
-	    h->data_bytes != cap * stride || h->data_offset % page ||
+	    /* a padded stride is a multiple of 64 (memory.h): samples of
+	     * every dtype stay aligned */
+	    stride < sb || stride - sb >= page || (stride != sb && stride % 64) ||
+	    !area_ok || h->data_bytes != area || h->data_offset % page ||
 	    h->meta_offset % page || h->data_bytes % page ||
 	    h->meta_bytes < cap * sizeof(struct ts_ring_meta) ||
 	    h->data_offset + h->data_bytes > (uint64_t)st.st_size ||

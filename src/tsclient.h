@@ -396,8 +396,9 @@ int ts_client_mix_params(const struct ts_client_mix *m, const struct ts_batch *b
  * when that is writable, samples then b->sample_stride apart as they
  * are; never a buffer overlapping b->data otherwise) and targets
  * (b->n * num_classes floats). b->data may be the read-only ring. 0, or
- * TS_E_ARG (m invalid; not float32; a label out of range, err says which
- * sample), TS_E_NOMEM. Nothing is written on failure.
+ * TS_E_ARG (m invalid; not float32; a sample_stride that is not a whole
+ * number of floats at least sample_bytes; a label out of range, err says
+ * which sample), TS_E_NOMEM. Nothing is written on failure.
  */
 int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts_batch *b,
 			float *images, float *targets, struct ts_error *err);

@@ -154,5 +154,14 @@ expect 0 "ring slots padded from 268203 to 268224 bytes" "$TSRUN" graph --cores 
 expect 0 "^       ring 512 samples (2 batches of 256)" "$TSRUN" graph "$T/r224.ts"
 grep -q "rounded up" "$T/out" && fail "graph r224 says the ring was rounded up"
 grep -q "padded" "$T/out" && fail "graph r224 says its slots were padded"
+# 8x8x3 uint8 (192 bytes, 64 a page): 4 batches of 5 round up to 64
+# samples, 8 KiB too few to pad the slots for; graph says so.
+cat > "$T/r8.ts" <<EOT
+pipeline p = synthetic(size = 8, channels = 3, count = 100) | to(uint8, nhwc) | batch(5)
+serve p { ring = 4 batches }
+EOT
+expect 0 "ring rounded up from 20 samples: 192-byte slots fill whole pages only 64 at a time" \
+	"$TSRUN" graph "$T/r8.ts"
+grep -q "padded" "$T/out" && fail "graph r8 says its slots were padded"
 
 finish

@@ -196,7 +196,7 @@ if grep -q "ts_client_connect" "$T/ts7.1" 2>/dev/null; then
 	{
 		printf '#include <err.h>\n#include <stdio.h>\n#include <tsrun/tsclient.h>\n'
 		printf 'static size_t images;\n'
-		printf '#define train(d, l, n, e, i) ((void)(d), (void)(l), (void)(e), (void)(i), images += (n))\n'
+		printf '#define train(d, s, l, n, e, i) ((void)(d), (void)(s), (void)(l), (void)(e), (void)(i), images += (n))\n'
 		printf 'int main(void)\n{\n'
 		sed "s|/tmp/tsrun-train.sock|$S7|" "$T/ts7.1"
 		printf 'printf("images: %%zu\\n", images);\nreturn 0;\n}\n'

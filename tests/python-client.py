@@ -160,7 +160,12 @@ def padded_slots(tmp):
                       f"padded sample {e}/{i0 + k} differs")
                 check(int(labels[k]) == ((i0 + k) * 7 + e) % 1000, "padded label")
             if e == 0:
+                check(not images.is_contiguous(), "a padded batch is a strided view")
                 kept.append((i0, images, images.clone()))
+                # the Loader's copy to a device: the span, packed there
+                moved = tsrun._tensors.to_device(images, "cpu")
+                check(moved.is_contiguous() and torch.equal(moved, images),
+                      "to_device of a padded batch")
             else:
                 images.add_(1)  # in place, on the trainer's side only
                 check(torch.equal(images[0], expected(e, i0, h, h, 3) + 1), "in-place add")

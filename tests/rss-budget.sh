@@ -1,7 +1,8 @@
 #!/bin/sh
 # The memory a plan promises is the memory it uses: for several sample
 # shapes (224, 227, 299, 331; rgb, gray and 2-channel; uint8 and float32;
-# rings that wrap and rings rounded up to whole pages) a budget set to the
+# rings that wrap, rings whose slots are padded to fill whole pages) a
+# budget set to the
 # plan's own figure (`memory = N MiB`, the smallest the check accepts) is
 # accepted, one MiB less is refused, and the peak RSS of `tsrun run`
 # serving a trainer and of `tsrun bench` (getrusage of the child, as
@@ -90,15 +91,18 @@ EOT
 img="folder(\"$dir/img\", ext = [\".jpg\"])"
 # 224x224x3 float32: 602,112 bytes, whole pages: ring 128 samples, wraps.
 case_ 224-rgb-f32 "$img" "decode(rgb) | random_resized_crop(224) | flip(horizontal, p = 0.5) | normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]) | to(float32, nchw) | batch(32)" 4
-# 227x227x3 uint8: 154,587 bytes, odd: 4,096 samples (604 MiB).
+# 227x227x3 uint8: 154,587 bytes, odd: unpadded 4,096 samples (604 MiB),
+# so its slots are padded to 154,624 bytes and it holds the 128 asked.
 case_ 227-rgb-u8 "$img" "decode(rgb) | random_resized_crop(227) | to(uint8, nhwc) | batch(32)" 2
-# 299x299x3 uint8 (268,203 bytes: 1 GiB) and 299x299 gray (89,401: 349 MiB).
+# 299x299x3 uint8 (268,203 bytes: 1 GiB unpadded) and 299x299 gray
+# (89,401: 349 MiB unpadded): padded slots.
 case_ 299-rgb-u8 "$img" "decode(rgb) | resize(320) | center_crop(299) | to(uint8, nhwc) | batch(8)" 2
 case_ 299-gray-u8 "$img" "decode(gray) | random_resized_crop(299) | to(uint8, nhwc) | batch(10)" 2
-# 331x331x3 float32: 1,314,732 bytes: 1,024 samples (1.25 GiB).
+# 331x331x3 float32: 1,314,732 bytes: 1,024 samples unpadded (1.25 GiB).
 case_ 331-rgb-f32 "$img" "decode(rgb) | random_resized_crop(331) | to(float32, nchw) | batch(16)" 2
-# 2 channels, 227x227 uint8 (103,058 bytes: 2,048 samples), 5,000 per
-# epoch: the ring wraps twice, bench's batches across the wrap included.
+# 2 channels, 227x227 uint8 (103,058 bytes: 2,048 samples unpadded),
+# 5,000 per epoch: the ring wraps twice, bench's batches across the wrap
+# included.
 case_ 227-2ch-u8 "synthetic(size = 227, channels = 2, count = 5000)" "flip(horizontal, p = 0.5) | to(uint8, nhwc) | batch(16)" 1
 
 finish

@@ -931,6 +931,58 @@ START_TEST(test_padded_slots)
 }
 END_TEST
 
+/* A header a producer may forge: the reader refuses one whose capacity *
+ * sample_stride wraps past 2^64 to the data_bytes it claims (2^24 slots
+ * of 2^40 + 256 bytes "are" 4 GiB: slot 1 would lie 1 TiB past the
+ * mapping), and a padded stride that is not a multiple of 64 (float32
+ * samples read misaligned). A sane header of the same file opens. */
+static int open_crafted(uint64_t cap, uint64_t sb, uint64_t stride, uint64_t data_bytes)
+{
+	int fd = memfd_create("crafted", 0), cfd = memfd_create("ctl", 0);
+	uint64_t meta_off = 4096 + data_bytes, meta_bytes = (cap * 16 + 4095) / 4096 * 4096;
+	ck_assert(fd >= 0 && cfd >= 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)(meta_off + meta_bytes)), 0);
+	ck_assert_int_eq(ftruncate(cfd, 4096), 0);
+	struct ts_ring_hdr *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct ts_ring_ctl *c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+	ck_assert(h != MAP_FAILED && c != MAP_FAILED);
+	h->magic = TS_RING_MAGIC;
+	h->version = TS_RING_VERSION;
+	h->height = h->width = h->channels = 1;
+	h->dtype = TS_DTYPE_F32;
+	h->sample_bytes = sb;
+	h->sample_stride = stride;
+	h->capacity = cap;
+	h->data_offset = 4096;
+	h->data_bytes = data_bytes;
+	h->meta_offset = meta_off;
+	h->meta_bytes = meta_bytes;
+	h->file_bytes = meta_off + meta_bytes;
+	c->magic = TS_RING_CTL_MAGIC;
+	struct ts_ring_reader_opts o = { .batch = 2 };
+	struct ts_ring_reader *rd = NULL;
+	struct ts_error err = {0};
+	int rc = ts_ring_reader_open(fd, cfd, &o, &rd, &err);
+	ts_ring_reader_destroy(rd);
+	munmap(h, 4096);
+	munmap(c, 4096);
+	close(fd);
+	close(cfd);
+	return rc;
+}
+
+START_TEST(test_crafted_headers)
+{
+	const uint64_t big = 1ull << 40;
+	ck_assert_int_eq(open_crafted(1ull << 24, big, big + 256, (1ull << 24) * (big + 256)),
+			 TS_E_PROTOCOL);
+	ck_assert_int_eq(open_crafted(4096, 24, 25, 4096 * 25), TS_E_PROTOCOL);
+	ck_assert_int_eq(open_crafted(4096, 24, 23, 4096 * 23), TS_E_PROTOCOL);
+	ck_assert_int_eq(open_crafted(64, 24, 64, 64 * 64), 0);
+	ck_assert_int_eq(open_crafted(1024, 24, 24, 1024 * 24), 0);
+}
+END_TEST
+
 /* A ring of rank-2 float32 samples (2 x 3) with a label tensor of 3
  * float32 per sample (tsrun.serve's layout): the shapes reach the
  * consumer side, and a batch across the wrap gets its labels in order. */
@@ -1058,6 +1110,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_capacity_rounding);
 	tcase_add_test(tc, test_plan_matches_ring);
 	tcase_add_test(tc, test_padded_slots);
+	tcase_add_test(tc, test_crafted_headers);
 	tcase_add_test(tc, test_consumer_seals);
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_wrap_contiguous);

@@ -144,10 +144,14 @@ int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 	cudaError_t e;
 	int rc;
 
-	if (!r || r->imported || !host || n > r->max_batch || host_stride < r->in_bytes)
+	if (!r || r->imported || !host || n > r->max_batch)
 		return ts_error_set(err, TS_E_ARG,
 				    "devring fill: at most %zu samples, on the producer's ring",
 				    r ? r->max_batch : 0);
+	if (host_stride < r->in_bytes)
+		return ts_error_set(err, TS_E_ARG,
+				    "devring fill: host samples %zu bytes apart, but each is %zu",
+				    host_stride, r->in_bytes);
 	if (n == 0)
 		return 0;
 	/* pageable host memory makes this a staged, synchronous copy; a
@@ -160,7 +164,9 @@ int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		e = cudaMemcpy2DAsync(r->staging, r->in_bytes, host, host_stride,
 				      r->in_bytes, n, cudaMemcpyHostToDevice, r->stream);
 	if (e != cudaSuccess)
-		return cuda_fail(err, "devring fill: cudaMemcpyAsync", e);
+		return cuda_fail(err, host_stride == r->in_bytes
+					      ? "devring fill: cudaMemcpyAsync"
+					      : "devring fill: cudaMemcpy2DAsync", e);
 	slot = seq % r->capacity;
 	first = r->capacity - slot < n ? r->capacity - slot : n;
 	rc = launch_piece(r, r->staging, slot, first, err);

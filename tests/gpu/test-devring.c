@@ -119,6 +119,33 @@ int main(int argc, char **argv)
 		run_child("/proc/self/exe", 1, &h);
 	else
 		printf("one GPU: the peer-to-peer import is not tested here\n");
+	/* padded host slots (the host ring of an odd-sized sample,
+	 * sample_stride = in + 64): batch 4 at seq 12 (slots 2..5) from a
+	 * strided buffer reads back as the packed samples' finish */
+	{
+		size_t stride = in + 64, sb = ts_finish_sample_bytes(&P);
+		uint8_t *pad = malloc(BATCH * stride), *want = malloc(BATCH * sb),
+			*got = malloc(BATCH * sb);
+		void *dst = NULL;
+		CHECK(pad && want && got, "alloc");
+		fill_pixels(src, BATCH * in, 4);
+		memset(pad, 0xee, BATCH * stride);
+		for (size_t k = 0; k < BATCH; k++)
+			memcpy(pad + k * stride, src + k * in, in);
+		CHECK(ts_devring_fill(r, pad, in - 1, 12, BATCH, &err) == TS_E_ARG,
+		      "a host stride below the sample is refused");
+		CHECK(ts_devring_fill(r, pad, stride, 12, BATCH, &err) == 0, "%s", err.msg);
+		CHECK(cudaMalloc(&dst, BATCH * sb) == cudaSuccess, "cudaMalloc");
+		CHECK(ts_devring_copy_out(r, 12, BATCH, dst, NULL, &err) == 0, "%s", err.msg);
+		CHECK(cudaMemcpy(got, dst, BATCH * sb, cudaMemcpyDeviceToHost) == cudaSuccess,
+		      "D2H");
+		ts_finish_reference(src, want, BATCH, &P);
+		CHECK(memcmp(got, want, BATCH * sb) == 0, "samples from padded host slots differ");
+		cudaFree(dst);
+		free(pad);
+		free(want);
+		free(got);
+	}
 	ts_devring_destroy(r);
 	free(src);
 	printf("test-devring: ok\n");

@@ -88,6 +88,29 @@ def batch_view(flat, b, shape):
     return flat.as_strided((b.n, *shape), (stride // flat.element_size(), *inner))
 
 
+def pinned(images):
+    """A pinned copy of images, packed: pin_memory keeps a strided
+    tensor's strides, and a strided CPU tensor goes to the GPU through one
+    more, pageable, copy."""
+    import torch
+    if images.is_contiguous():
+        return images.pin_memory()
+    return torch.empty(images.shape, dtype=images.dtype, pin_memory=True).copy_(images)
+
+
+def to_device(images, device):
+    """images on device, packed. A strided batch (padded ring slots) goes
+    as the span of memory it covers, in one copy (a DMA when the ring is
+    pinned), and is packed there: torch would first pack it in pageable
+    memory."""
+    if images.is_contiguous():
+        return images.to(device, non_blocking=True)
+    n = images.shape[0]
+    elems = (n - 1) * images.stride(0) + images[0].numel() if n else 0
+    span = images.as_strided((elems,), (1,)).to(device, non_blocking=True)
+    return span.as_strided(images.shape, images.stride()).contiguous()
+
+
 def split_views(images, views):
     """A batch of views samples, images a uint8 [n, sample_bytes] tensor,
     as one tensor [n, *shape] per view, each a view of the batch's memory."""

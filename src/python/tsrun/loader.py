@@ -665,10 +665,10 @@ class Loader:
                 # Our own pinned copy (what DataLoader's pin_memory does):
                 # the slots go back at once, torch keeps the pinned block
                 # until the trainer's copies out of it are done.
-                images = images.pin_memory()
+                images = _shapes.pinned(images)
         if self._device is not None:
             import torch.cuda
-            images = images.to(self._device, non_blocking=True)
+            images = _shapes.to_device(images, self._device)
             labels = labels.to(self._device, non_blocking=True)
             self._event = torch.cuda.Event()
             self._event.record()

@@ -42,9 +42,11 @@ class Mixup:
     ``mixup_fn(x, target)``; with ``epoch=`` and ``index=`` (the batch's
     first sample's position in its epoch) the draws are those of that
     batch, else of (epoch 0, the samples this object mixed so far).
-    ``layout="nhwc"`` takes (N, H, W, C). CPU float32 contiguous batches
+    ``layout="nhwc"`` takes (N, H, W, C). CPU float32 batches whose
+    samples are each contiguous (the Loader's, padded ring slots included)
     are mixed by libtsclient's ts_client_mix_batch; others (CUDA, float16,
-    strided) by torch operations on its draws (``params``), rounded alike.
+    other strides) by torch operations on its draws (``params``), rounded
+    alike.
     Both alphas 0, or ``mixup_enabled = False`` (settable between batches,
     as timm's), is label smoothing alone: the images stay as they are. The
     middle sample of an odd batch stays as it is (timm refuses odd
