@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lower.h"
+#include "util.h"
 #include "registry.h"
 
 #define PAGE 4096u
@@ -93,16 +94,11 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 	return a;
 }
 
-static uint64_t round_up_u64(uint64_t v, uint64_t unit)
-{
-	return (v + unit - 1) / unit * unit;
-}
-
 bool ts_plan_ring_layout(uint64_t sample_bytes, uint64_t want, uint64_t page,
 			 uint64_t *stride, uint64_t *cap)
 {
 	const uint64_t sb = sample_bytes ? sample_bytes : 1;
-	const uint64_t cand[3] = { sb, round_up_u64(sb, 64), round_up_u64(sb, page) };
+	const uint64_t cand[3] = { sb, ts_round_up(sb, 64), ts_round_up(sb, page) };
 	const uint64_t n = want < 2 ? 2 : want;
 	uint64_t area[3] = {0}, caps[3] = {0};
 
@@ -110,7 +106,7 @@ bool ts_plan_ring_layout(uint64_t sample_bytes, uint64_t want, uint64_t page,
 		return false;
 	for (int i = 0; i < 3; i++) {
 		const uint64_t s = cand[i];
-		const uint64_t c = round_up_u64(n, page / gcd_u64(s, page));
+		const uint64_t c = ts_round_up(n, page / gcd_u64(s, page));
 		if (c <= (1ull << 32) && c <= (1ull << 44) / s) {
 			area[i] = c * s;
 			caps[i] = c;
@@ -145,8 +141,8 @@ uint64_t ts_plan_ring_stride(const struct ts_plan *plan, int64_t samples)
 
 uint64_t ts_plan_ring_unit(const struct ts_plan *plan, int64_t samples)
 {
-	return PAGE / gcd_u64(ts_plan_ring_stride(plan, samples) ?
-				      ts_plan_ring_stride(plan, samples) : 1, PAGE);
+	uint64_t stride = ts_plan_ring_stride(plan, samples);
+	return PAGE / gcd_u64(stride ? stride : 1, PAGE);
 }
 
 int64_t ts_plan_ring_capacity(const struct ts_plan *plan, int64_t samples)
@@ -159,17 +155,16 @@ int64_t ts_plan_ring_capacity(const struct ts_plan *plan, int64_t samples)
 
 uint64_t ts_plan_ring_bytes(const struct ts_plan *plan, int64_t samples)
 {
-	uint64_t stride, cap, data, meta;
+	uint64_t stride, cap;
 
-	/* header page + sample area + labels and positions, in pages;
-	 * saturate: an absurd ring must read as "too big", not wrap */
+	/* header page + sample area + labels and positions, in pages; a
+	 * ring too large to lay out reads as "too big" (the layout's limits,
+	 * 2^32 samples and 2^44 bytes, keep the products below from
+	 * wrapping) */
 	if (!plan_layout(plan, samples, &stride, &cap))
 		return UINT64_MAX / 2;
-	if (__builtin_mul_overflow(cap, stride, &data) ||
-	    __builtin_mul_overflow(cap, (uint64_t)RING_SLOT_EXTRA, &meta) ||
-	    data > UINT64_MAX / 4 || meta > UINT64_MAX / 4)
-		return UINT64_MAX / 2;
-	return PAGE + (data + PAGE - 1) / PAGE * PAGE + (meta + PAGE - 1) / PAGE * PAGE;
+	return PAGE + ts_round_up(cap * stride, PAGE) +
+	       ts_round_up(cap * (uint64_t)RING_SLOT_EXTRA, PAGE);
 }
 
 int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)

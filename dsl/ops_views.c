@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "lower.h"
+#include "util.h"
 
 #define VIEWS_EXAMPLE "views(2 = random_resized_crop(224) | flip, 6 = random_resized_crop(96) | flip)"
 
@@ -261,7 +262,7 @@ void ts_plan_set_views(struct ts_plan *plan)
 			pv->layout = last->out_layout;
 			pv->group = (int)g;
 			size_t el = ts_dtype_size(pv->dtype);
-			off = (off + el - 1) / el * el;
+			off = ts_round_up(off, el);
 			align = el > align ? el : align;
 			pv->offset = off;
 			pv->bytes = (size_t)pv->height * (size_t)pv->width *
@@ -269,5 +270,5 @@ void ts_plan_set_views(struct ts_plan *plan)
 			off += pv->bytes;
 		}
 	}
-	plan->sample_bytes = (off + align - 1) / align * align;
+	plan->sample_bytes = ts_round_up(off, align);
 }

@@ -12,6 +12,12 @@
 #define TS_EXPORT __attribute__((visibility("default")))
 #define TS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* v rounded up to a multiple of unit (unit > 0). */
+static inline uint64_t ts_round_up(uint64_t v, uint64_t unit)
+{
+	return (v + unit - 1) / unit * unit;
+}
+
 /* Fill err (when non-NULL) with code and a printf-style message; returns
  * code so callers can write `return ts_error_set(err, -ENOENT, ...)`. */
 int ts_error_set(struct ts_error *err, int code, const char *fmt, ...)

@@ -394,6 +394,18 @@ int ts_preview_make_caption(struct ts_preview *p, const struct ts_plan *plan,
 	return rc;
 }
 
+/* The end of drawing a sheet: the cells' scratch images and the resize
+ * scratch freed, and a drawing error said. */
+static int drawn(int rc, struct ts_image *rgb, struct ts_image *tmp, struct ts_error *err)
+{
+	ts_image_free(rgb);
+	ts_image_free(tmp);
+	ts_aug_scratch_free();
+	if (rc)
+		return ts_error_set(err, rc, "cannot draw the samples: %s", ts_error_name(rc));
+	return 0;
+}
+
 int ts_preview_compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 			    const struct ts_preview_opts *o, uint64_t max_bytes,
 			    struct ts_error *err)
@@ -430,12 +442,7 @@ int ts_preview_compose_grid(struct ts_preview *p, const struct ts_plan *plan,
 		rc = place(p, &L, &p->shots[i], &v, (int)i % L.cols, (int)i / L.cols, -1,
 			   o->labels, &rgb, &tmp);
 	}
-	ts_image_free(&rgb);
-	ts_image_free(&tmp);
-	ts_aug_scratch_free();
-	if (rc)
-		return ts_error_set(err, rc, "cannot draw the samples: %s", ts_error_name(rc));
-	return 0;
+	return drawn(rc, &rgb, &tmp, err);
 }
 
 /* Stages: shots[k * n + i] is sample i after stage k. */
@@ -496,12 +503,7 @@ int ts_preview_compose_stages(struct ts_preview *p, const struct ts_plan *plan,
 			rc = place(p, &L, &p->shots[k * n + i], &v, (int)k, (int)i, (int)k,
 				   o->labels, &rgb, &tmp);
 		}
-	ts_image_free(&rgb);
-	ts_image_free(&tmp);
-	ts_aug_scratch_free();
-	if (rc)
-		return ts_error_set(err, rc, "cannot draw the samples: %s", ts_error_name(rc));
-	return 0;
+	return drawn(rc, &rgb, &tmp, err);
 }
 
 /* Before running: refuse a fixed-size grid that cannot fit anyway. */

@@ -24,11 +24,6 @@
 #include "ring_shm.h"
 #include "util.h"
 
-static uint64_t round_up(uint64_t v, uint64_t unit)
-{
-	return (v + unit - 1) / unit * unit;
-}
-
 int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 		   struct ts_error *err)
 {
@@ -69,13 +64,13 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	r->sample_bytes = sb;
 	r->sample_stride = stride;
 	r->data_bytes = cap * stride;
-	r->meta_bytes = round_up(cap * sizeof(struct ts_ring_meta), page);
+	r->meta_bytes = ts_round_up(cap * sizeof(struct ts_ring_meta), page);
 	r->min_consumers = p->min_consumers;
 	r->staged = p->staged;
 	uint64_t data_off = page;
 	uint64_t meta_off = data_off + r->data_bytes;
 	r->label_bytes = p->label_bytes;
-	r->label_region_bytes = round_up(cap * p->label_bytes, page);
+	r->label_region_bytes = ts_round_up(cap * p->label_bytes, page);
 	uint64_t label_off = meta_off + r->meta_bytes;
 	uint64_t file_bytes = label_off + r->label_region_bytes;
 

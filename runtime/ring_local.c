@@ -83,7 +83,7 @@ static void local_unwrap(struct ts_ring_local *l)
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t past = (first + l->last_n - l->capacity) * l->sample_stride;
 	madvise(l->data + l->capacity * l->sample_stride,
-		(size_t)((past + page - 1) / page * page), MADV_DONTNEED);
+		(size_t)ts_round_up(past, page), MADV_DONTNEED);
 	l->last_n = 0;
 }
 

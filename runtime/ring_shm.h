@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "util.h"
 
 #define SPIN_LOOPS 2000
 #define CONSUMER_SLICE_MS 100
@@ -125,7 +126,7 @@ static inline bool ring_views_ok(const struct ts_ring_hdr *h)
 			      : v->dtype <= TS_DTYPE_F16 ? 2 : 0;
 		/* each view at the next multiple of its element size
 		 * (ts_plan_set_views) */
-		off = es ? (off + es - 1) / es * es : off;
+		off = es ? ts_round_up(off, es) : off;
 		align = es > align ? es : align;
 		if (!es || v->layout > TS_LAYOUT_NCHW || v->offset != off || v->height > 65535 ||
 		    v->width > 65535 || v->channels > 4 ||
@@ -133,7 +134,7 @@ static inline bool ring_views_ok(const struct ts_ring_hdr *h)
 			return false;
 		off += v->bytes;
 	}
-	return (off + align - 1) / align * align == h->sample_bytes;
+	return ts_round_up(off, align) == h->sample_bytes;
 }
 
 /* Does an epoch start in [from, to)? Its first sample ends the batch a

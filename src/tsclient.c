@@ -536,7 +536,7 @@ TS_EXPORT int ts_client_span_map(struct ts_client *c, const struct ts_batch *b,
 	uint64_t end = start + (uint64_t)(b->n - 1) * c->info.sample_stride +
 		       c->info.sample_bytes;
 	uint64_t lo = start / page * page;
-	uint64_t hi = (end + page - 1) / page * page;
+	uint64_t hi = ts_round_up(end, page);
 	if (end > 2 * bytes)
 		return ts_error_set(err, TS_E_ARG, "batch larger than the ring");
 	uint8_t *base = mmap(NULL, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -67,25 +67,28 @@ def views(lib, client):
     return out
 
 
+def stride(b):
+    """Bytes from one sample of batch b to the next (tsclient.h):
+    sample_bytes, or more where the ring pads the slots of an odd-sized
+    sample; 0 (a batch built by hand) reads as packed."""
+    return b.sample_stride or b.sample_bytes
+
+
 def span_bytes(b):
-    """Bytes from batch b's first sample to the end of its last. Samples
-    are b.sample_stride apart (tsclient.h): sample_bytes, or more where the
-    ring pads the slots of an odd-sized sample; 0 reads as packed."""
-    stride = b.sample_stride or b.sample_bytes
-    return (b.n - 1) * stride + b.sample_bytes if b.n else 0
+    """Bytes from batch b's first sample to the end of its last."""
+    return (b.n - 1) * stride(b) + b.sample_bytes if b.n else 0
 
 
 def batch_view(flat, b, shape):
     """flat, a 1-D tensor over span_bytes(b) of the batch's memory, as
     [n, *shape] with the samples where the ring has them: a view, which is
     contiguous unless the slots are padded."""
-    stride = b.sample_stride or b.sample_bytes
-    if stride == b.sample_bytes:
+    if stride(b) == b.sample_bytes:
         return flat.view(b.n, *shape)
     inner = [1]
     for d in reversed(shape[1:]):
         inner.insert(0, inner[0] * d)
-    return flat.as_strided((b.n, *shape), (stride // flat.element_size(), *inner))
+    return flat.as_strided((b.n, *shape), (stride(b) // flat.element_size(), *inner))
 
 
 def pinned(images):

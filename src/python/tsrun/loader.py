@@ -460,7 +460,7 @@ class Loader:
 
     def _trim(self, b, k):
         """Drop the first k samples of b (resuming inside it)."""
-        b.data += k * (b.sample_stride or b.sample_bytes)
+        b.data += k * _shapes.stride(b)
         b.labels = ctypes.cast(ctypes.addressof(b.labels.contents) + 4 * k,
                                ctypes.POINTER(ctypes.c_int32))
         b.index += k
