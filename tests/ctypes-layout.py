@@ -78,7 +78,7 @@ def c_layouts(cc, lib, tmp):
     exe = os.path.join(tmp, "layout")
     with open(c, "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    r = subprocess.run([cc, "-std=c99", "-I", os.path.join(SRC, "src"), "-I", os.path.join(SRC, "dsl"),
+    r = subprocess.run([cc, "-std=c99", "-I", os.path.join(SRC, "include", "tsrun"),
                         c, "-o", exe], capture_output=True, text=True)
     if r.returncode != 0:
         # a field the header does not have fails here, by name

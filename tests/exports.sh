@@ -13,8 +13,8 @@ command -v nm >/dev/null 2>&1 || skip "nm (binutils) is not installed"
 check_lib() { # LIB HEADER...
 	lib=$1; shift
 	for h in "$@"; do
-		"$cc" -E -P -I"$TS_SRCDIR/src" -I"$TS_SRCDIR/dsl" "$TS_SRCDIR/src/$h" ||
-			fail "cannot preprocess src/$h"
+		"$cc" -E -P -I"$TS_SRCDIR/include/tsrun" "$TS_SRCDIR/include/tsrun/$h" ||
+			fail "cannot preprocess include/tsrun/$h"
 	done | grep -oE '\bts_[a-z0-9_]+ *\(' | tr -d '( ' | sort -u >"$T/declared"
 	[ -s "$T/declared" ] || fail "no functions found in $*"
 	# defined dynamic symbols, versions stripped (ts_x@@TSRUN_0.1)

@@ -89,7 +89,7 @@ expect_served() { # NAME RC SERVED SKIPPED
 cc=${CC:-cc}
 if command -v "$cc" >/dev/null 2>&1; then
 	"$cc" -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c \
-		"$TS_SRCDIR/src/tsrun_plugin.h" 2>"$T/hdr.err" ||
+		"$TS_SRCDIR/include/tsrun/tsrun_plugin.h" 2>"$T/hdr.err" ||
 		{ fail "tsrun_plugin.h does not compile alone with -pedantic"; cat "$T/hdr.err"; }
 fi
 
