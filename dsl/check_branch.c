@@ -139,6 +139,8 @@ static int check_calls(struct ts_check *c, const char *what,
 		if (ts_check_bind_args(c, def, call, vals) < 0)
 			*bad = true;
 		op.kind = (enum ts_op_kind)def->op_kind;
+		op.flags = def->flags;
+		op.scratch_images = def->scratch_images;
 		op.loc = call->loc;
 		if (def->build(c, def, vals, call, shape, &op) < 0)
 			*bad = true;

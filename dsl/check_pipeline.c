@@ -204,6 +204,8 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 				shape = (struct ts_shape){ .c = 3 };
 		}
 		op.kind = (enum ts_op_kind)def->op_kind;
+		op.flags = def->flags;
+		op.scratch_images = def->scratch_images;
 		op.loc = call->loc;
 		/* build reports its own errors; the op is still usable, but
 		 * for random_choice without its alternatives, which leaves

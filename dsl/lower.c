@@ -115,7 +115,7 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		if (!ends_in_to) {
 			/* Always end with an explicit TO: the runtime reads the
 			 * final dtype and layout from it. */
-			ts_ops_image_to(&o.parts[np], last,
+			ts_plan_op_to(&o.parts[np], last,
 					last ? last->out_layout : TS_LAYOUT_NHWC);
 			o.n_parts++;
 		}

@@ -19,7 +19,4 @@
 int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		 size_t *n_out);
 
-/* Write bytes as "602 KiB", "1.3 GiB", "64 MiB", "512 B" into buf. */
-void ts_plan_format_size(uint64_t bytes, char *buf, size_t n);
-
 #endif

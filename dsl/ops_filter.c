@@ -97,7 +97,7 @@ static int shape_gaussian_blur(const struct ts_op *op, const struct ts_shape *in
 /* ---- the rows -------------------------------------------------------- */
 
 const struct ts_opdef ts_ops_filter[] = {
-	{ TS_TRANSFORM("gaussian_blur", TS_OP_GAUSSIAN_BLUR, p_gaussian_blur, 0,
+	{ TS_TRANSFORM(GAUSSIAN_BLUR, p_gaussian_blur, 0,
 		       "Gaussian blur, reflect border; sigma fixed or drawn per sample"),
 	  .shape = shape_gaussian_blur, .build = build_gaussian_blur,
 	  .describe = describe_gaussian_blur },

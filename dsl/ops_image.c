@@ -568,63 +568,47 @@ static void describe_to(const struct ts_op *op, char *buf, size_t n)
 
 #define CROP (TS_OPF_PIXELS | TS_OPF_FUSE_DECODE)
 
-void ts_ops_image_to(struct ts_op *to, const struct ts_op *last,
-		     enum ts_layout layout)
-{
-	*to = (struct ts_op){ .kind = TS_OP_TO, .index = -1 };
-	if (!last)
-		return;
-	to->loc = last->loc;
-	to->dtype = last->out_dtype;
-	to->layout = layout;
-	to->out_h = last->out_h;
-	to->out_w = last->out_w;
-	to->out_c = last->out_c;
-	to->out_dtype = last->out_dtype;
-	to->out_layout = layout;
-}
-
 bool ts_ops_image_is_to(const struct ts_op *op)
 {
 	return op->kind == TS_OP_TO;
 }
 
 const struct ts_opdef ts_ops_image[] = {
-	{ TS_TRANSFORM("decode", TS_OP_DECODE, p_decode, TS_OPF_ENCODED,
+	{ TS_TRANSFORM(DECODE, p_decode, TS_OPF_ENCODED,
 		       "JPEG or PNG bytes to pixels"),
 	  .shape = shape_decode, .build = build_decode, .describe = describe_decode },
-	{ TS_TRANSFORM("resize", TS_OP_RESIZE, p_resize,
+	{ TS_TRANSFORM(RESIZE, p_resize,
 		       CROP | TS_OPF_FUSE_OUTPUT | TS_OPF_GEOMETRY,
 		       "scale the shorter side to N, or to exactly [h, w]"),
 	  .shape = shape_resize, .build = build_resize, .describe = describe_resize },
-	{ TS_TRANSFORM("center_crop", TS_OP_CENTER_CROP, p_center_crop,
+	{ TS_TRANSFORM(CENTER_CROP, p_center_crop,
 		       CROP | TS_OPF_FUSE_OUTPUT | TS_OPF_GEOMETRY, "crop the centre"),
 	  .shape = shape_center_crop, .build = build_center_crop,
 	  .describe = describe_center_crop },
-	{ TS_TRANSFORM("random_crop", TS_OP_RANDOM_CROP, p_random_crop, CROP,
+	{ TS_TRANSFORM(RANDOM_CROP, p_random_crop, CROP,
 		       "crop at a random position"),
 	  .shape = shape_random_crop, .build = build_random_crop,
 	  .describe = describe_random_crop },
-	{ TS_TRANSFORM("random_resized_crop", TS_OP_RANDOM_RESIZED_CROP, p_rrc, CROP,
+	{ TS_TRANSFORM(RANDOM_RESIZED_CROP, p_rrc, CROP,
 		       "crop a random area and aspect ratio, resize it to size"),
 	  .shape = shape_rrc, .build = build_rrc, .describe = describe_rrc },
-	{ TS_TRANSFORM("flip", TS_OP_FLIP, p_flip,
+	{ TS_TRANSFORM(FLIP, p_flip,
 		       TS_OPF_PIXELS | TS_OPF_FUSE_OUTPUT, "mirror with probability p"),
 	  .shape = ts_registry_shape_same, .build = build_flip, .describe = describe_flip },
-	{ TS_TRANSFORM("color_jitter", TS_OP_COLOR_JITTER, p_color_jitter,
+	{ TS_TRANSFORM(COLOR_JITTER, p_color_jitter,
 		       TS_OPF_PIXELS, "random brightness, contrast, saturation and hue"),
 	  .shape = shape_color_jitter, .build = build_color_jitter,
 	  .describe = describe_color_jitter },
-	{ TS_TRANSFORM("grayscale", TS_OP_GRAYSCALE, p_grayscale, TS_OPF_PIXELS,
+	{ TS_TRANSFORM(GRAYSCALE, p_grayscale, TS_OPF_PIXELS,
 		       "convert to luma, with probability p"),
 	  .shape = shape_grayscale, .build = build_grayscale,
 	  .describe = describe_grayscale },
-	{ TS_TRANSFORM("normalize", TS_OP_NORMALIZE, p_normalize,
+	{ TS_TRANSFORM(NORMALIZE, p_normalize,
 		       TS_OPF_FUSE_OUTPUT | TS_OPF_INTEGER,
 		       "(x / maxval - mean) / std, as float32"),
 	  .shape = shape_normalize, .build = build_normalize,
 	  .describe = describe_normalize },
-	{ TS_TRANSFORM("to", TS_OP_TO, p_to, TS_OPF_FUSE_OUTPUT,
+	{ TS_TRANSFORM(TO, p_to, TS_OPF_FUSE_OUTPUT,
 		       "convert the element type and layout"),
 	  .shape = shape_to, .build = build_to, .describe = describe_to },
 	TS_ROW_END,

@@ -149,16 +149,16 @@ static void describe_plugin(const struct ts_op *op, char *buf, size_t n)
 /* ---- the rows -------------------------------------------------------- */
 
 const struct ts_opdef ts_ops_sample[] = {
-	{ TS_TRANSFORM("tile", TS_OP_TILE, p_tile,
+	{ TS_TRANSFORM(TILE, p_tile,
 		       TS_OPF_PIXELS | TS_OPF_EXPANDS | TS_OPF_BANDS,
 		       "cut each image into tiles (one sample in, several out)"),
 	  .shape = shape_tile, .build = build_tile, .describe = describe_tile,
 	  .fanout = fanout_tile },
-	{ TS_TRANSFORM("filter", TS_OP_FILTER, p_filter, TS_OPF_PIXELS | TS_OPF_EXPANDS,
+	{ TS_TRANSFORM(FILTER, p_filter, TS_OPF_PIXELS | TS_OPF_EXPANDS,
 		       "drop samples that are mostly bright (clouds)"),
 	  .shape = ts_registry_shape_same, .build = build_filter,
 	  .describe = describe_filter, .fanout = fanout_one },
-	{ TS_TRANSFORM("plugin", TS_OP_PLUGIN, p_plugin,
+	{ TS_TRANSFORM(PLUGIN, p_plugin,
 		       TS_OPF_PIXELS | TS_OPF_EXPANDS | TS_OPF_OWN_ARGS,
 		       "a user C function, run in an isolated process with a time limit"),
 	  .shape = ts_registry_shape_same, .build = build_plugin,

@@ -217,7 +217,7 @@ static void describe_views(const struct ts_op *op, char *buf, size_t n)
 }
 
 const struct ts_opdef ts_ops_views[] = {
-	{ .name = "views", .kind = TS_REG_TRANSFORM, .op_kind = TS_OP_VIEWS,
+	{ .name = ts_op_names.VIEWS, .kind = TS_REG_TRANSFORM, .op_kind = TS_OP_VIEWS,
 	  .params = NULL, .n_params = 0, .shape = shape_views,
 	  .flags = TS_OPF_VIEWS, .build = build_views, .describe = describe_views,
 	  .doc = "several augmented views of each image, decoded once: views(2 = ops, 6 = ops)" },

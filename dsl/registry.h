@@ -100,29 +100,8 @@ struct ts_check;
 struct ts_check_val;
 struct ts_ast_call;
 
-/* How lowering and the checker treat a transform (ts_opdef.flags). */
-enum ts_op_flags {
-	TS_OPF_ENCODED = 1 << 0,     /* takes encoded bytes (decode); of a
-					source: yields them */
-	TS_OPF_PIXELS = 1 << 1,      /* works on uint8/uint16 nhwc pixels */
-	TS_OPF_FUSE_DECODE = 1 << 2, /* right after decode: an ROI decode */
-	TS_OPF_FUSE_OUTPUT = 1 << 3, /* may join the trailing output stage */
-	TS_OPF_GEOMETRY = 1 << 4,    /* ... as geometry, run before the rest */
-	TS_OPF_EXPANDS = 1 << 5,     /* makes 0, 1 or several samples per one */
-	TS_OPF_OWN_ARGS = 1 << 6,    /* binds its arguments itself (plugin) */
-	TS_OPF_INTEGER = 1 << 7,     /* takes integer pixels, before a to(float) */
-	TS_OPF_UINT8 = 1 << 8,       /* with PIXELS: uint8 only (the shape rule
-					refuses uint16) */
-	TS_OPF_BANDS = 1 << 9,       /* right after an unfused decode, of a
-					fixed size: the frame is decoded in
-					bands of its height (tile) */
-	TS_OPF_ALTERNATIVES = 1 << 10, /* its branches are alternatives, one
-					  of them applied (random_choice);
-					  else one chain (random_apply) */
-	TS_OPF_VIEWS = 1 << 11,      /* views(): binds its groups from the
-					call itself (build), runs nowhere
-					but last, makes the sample's views */
-};
+/* How lowering and the checker treat a transform (ts_opdef.flags): enum
+ * ts_op_flags, in plan.h, as the op carries them into the plan. */
 
 /* A transform's bound arguments into *op (kind and loc already set); in
  * is the shape before it. Returns -1 after reporting a cross-parameter
@@ -180,12 +159,7 @@ extern const struct ts_opdef ts_ops_sample[];  /* ops_sample.c */
 extern const struct ts_opdef ts_ops_policy[];  /* ops_policy.c */
 extern const struct ts_opdef ts_ops_views[];   /* ops_views.c */
 
-/* ops_image.c: the to() that writes last's dtype in layout, with no RNG
- * stream (index -1): lowering ends an output stage with one when the
- * pipeline has no to() of its own (whether op is a to()). last NULL: a
- * zero to(). */
-void ts_ops_image_to(struct ts_op *to, const struct ts_op *last,
-		     enum ts_layout layout);
+/* ops_image.c: whether op is a to(). */
 bool ts_ops_image_is_to(const struct ts_op *op);
 
 /* The number of operator rows, and row i, in documentation order. */
@@ -220,15 +194,17 @@ void ts_registry_size_desc(int h, int w, char *buf, size_t n);
 #define P_MIN(lo) .has_min = true, .min = (lo)
 #define P_MAX(hi) .has_max = true, .max = (hi)
 
-/* The common fields of a transform's row. */
-#define TS_TRANSFORM(n, ok, p, fl, d) \
-	.name = n, .kind = TS_REG_TRANSFORM, .op_kind = ok, .params = p, \
-	.n_params = TS_ARRAY_LEN_(p), .flags = fl, .doc = d
-/* ... of a source's (flags: TS_OPF_ENCODED when it yields encoded files
- * to decode) ... */
-#define TS_SOURCE(n, sk, p, fn, fl, d) \
-	.name = n, .kind = TS_REG_SOURCE, .op_kind = sk, .params = p, \
-	.n_params = TS_ARRAY_LEN_(p), .apply = fn, .flags = fl, .doc = d
+/* The common fields of a transform's row: its kind's name and number
+ * from the one list (plan/ops.def), so that no row can drift from it. */
+#define TS_TRANSFORM(K, p, fl, d) \
+	.name = ts_op_names.K, .kind = TS_REG_TRANSFORM, .op_kind = TS_OP_##K, \
+	.params = p, .n_params = TS_ARRAY_LEN_(p), .flags = fl, .doc = d
+/* ... of a source's (its name and whether it yields encoded files, from
+ * the list too) ... */
+#define TS_SOURCE(K, p, fn, d) \
+	.name = ts_source_names.K, .kind = TS_REG_SOURCE, .op_kind = TS_SRC_##K, \
+	.params = p, .n_params = TS_ARRAY_LEN_(p), .apply = fn, \
+	.flags = TS_SRCF_##K, .doc = d
 /* ... and of a modifier's. */
 #define TS_STAGE(n, k, p, fn, d) \
 	.name = n, .kind = k, .op_kind = -1, .params = p, \

@@ -8,9 +8,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "lower.h"
 #include "util.h"
-#include "registry.h"
 
 #define PAGE 4096u
 #define MIB (1024u * 1024u)
@@ -26,8 +24,7 @@
 /* What the operator's registry row says of op (0 for the output stage). */
 static unsigned flags_of(const struct ts_op *op)
 {
-	const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
-	return d ? d->flags : 0;
+	return op->flags;
 }
 
 static uint64_t op_bytes(const struct ts_op *op)
@@ -70,10 +67,9 @@ static uint64_t kernel_scratch(const struct ts_op *ops, size_t n)
 	uint64_t most = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ts_op *op = &ops[i];
-		const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
 		uint64_t b = 0;
-		if (d && d->scratch_images)
-			b = d->scratch_images *
+		if (op->scratch_images)
+			b = op->scratch_images *
 			    (op->out_h && op->out_w ? op_bytes(op) : VARIABLE_DECODE_SCRATCH);
 		for (size_t k = 0; k < op->n_branches; k++) {
 			uint64_t in = kernel_scratch(op->branches[k].ops, op->branches[k].n_ops);

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower.h"
-#include "registry.h"
 #include "util.h"
 
 TS_EXPORT size_t ts_dtype_size(enum ts_dtype t)
@@ -37,26 +35,50 @@ TS_EXPORT const char *ts_layout_name(enum ts_layout l)
 	return l == TS_LAYOUT_NCHW ? "nchw" : "nhwc";
 }
 
-/* A transform's name is its registry row's; the output stage, made by
- * lowering, has no row. */
+const struct ts_op_name_table ts_op_names = {
+#define TS_OP(k, name) .k = name,
+#include "ops.def"
+#undef TS_OP
+};
+
+const struct ts_source_name_table ts_source_names = {
+#define TS_SOURCE_KIND(k, name, encoded) .k = name,
+#include "ops.def"
+#undef TS_SOURCE_KIND
+};
+
+/* Indexed by kind: every member of the name tables, in the list's order. */
+static const char *const op_name_of[] = {
+#define TS_OP(k, name) ts_op_names.k,
+#include "ops.def"
+#undef TS_OP
+};
+
+static const struct {
+	const char *name;
+	bool encoded;
+} source_of[] = {
+#define TS_SOURCE_KIND(k, name, encoded) { ts_source_names.k, encoded },
+#include "ops.def"
+#undef TS_SOURCE_KIND
+};
+
 TS_EXPORT const char *ts_op_kind_name(enum ts_op_kind k)
 {
-	const struct ts_opdef *d = ts_registry_of_kind((int)k);
-	if (d)
-		return d->name;
-	return k == TS_OP_OUTPUT ? "output" : "?";
+	size_t i = (size_t)k;
+	return i < sizeof(op_name_of) / sizeof(op_name_of[0]) ? op_name_of[i] : "?";
 }
 
 const char *ts_source_kind_name(enum ts_source_kind k)
 {
-	const struct ts_opdef *d = ts_registry_of_source((int)k);
-	return d ? d->name : "?";
+	size_t i = (size_t)k;
+	return i < sizeof(source_of) / sizeof(source_of[0]) ? source_of[i].name : "?";
 }
 
 bool ts_source_kind_encoded(enum ts_source_kind k)
 {
-	const struct ts_opdef *d = ts_registry_of_source((int)k);
-	return d && (d->flags & TS_OPF_ENCODED);
+	size_t i = (size_t)k;
+	return i < sizeof(source_of) / sizeof(source_of[0]) && source_of[i].encoded;
 }
 
 bool ts_op_is_output(const struct ts_op *op)
@@ -66,8 +88,7 @@ bool ts_op_is_output(const struct ts_op *op)
 
 bool ts_op_expands(const struct ts_op *op)
 {
-	const struct ts_opdef *d = ts_registry_of_kind((int)op->kind);
-	return d && (d->flags & TS_OPF_EXPANDS);
+	return (op->flags & TS_OPF_EXPANDS) != 0;
 }
 
 /* Sizes print with binary units; one decimal unless the value is whole,
@@ -178,6 +199,21 @@ bool ts_plan_same_device(const struct ts_plan *a, const struct ts_plan *b)
 	return true;
 }
 
+void ts_plan_op_to(struct ts_op *to, const struct ts_op *last, enum ts_layout layout)
+{
+	*to = (struct ts_op){ .kind = TS_OP_TO, .index = -1 };
+	if (!last)
+		return;
+	to->loc = last->loc;
+	to->dtype = last->out_dtype;
+	to->layout = layout;
+	to->out_h = last->out_h;
+	to->out_w = last->out_w;
+	to->out_c = last->out_c;
+	to->out_dtype = last->out_dtype;
+	to->out_layout = layout;
+}
+
 int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 			size_t keep)
 {
@@ -185,7 +221,7 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 		return TS_E_ARG;
 	for (size_t i = 0; i < keep; i++)
 		if (ts_op_is_output(&plan->ops[i]) || ts_op_expands(&plan->ops[i]) ||
-		    plan->ops[i].kind == TS_OP_VIEWS) /* views(): several images */
+		    (plan->ops[i].flags & TS_OPF_VIEWS)) /* views(): several images */
 			return TS_E_ARG;
 	struct ts_op *ops = calloc(keep + 1, sizeof(*ops));
 	if (!ops)
@@ -196,7 +232,7 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 	pre->plan = *plan;
 	/* The OUTPUT of a plan always ends in a TO naming the dtype and
 	 * layout (lower.h): here the stage's own, so nothing is converted. */
-	ts_ops_image_to(&pre->out_part, last, TS_LAYOUT_NHWC);
+	ts_plan_op_to(&pre->out_part, last, TS_LAYOUT_NHWC);
 	ops[keep] = (struct ts_op){
 		.kind = TS_OP_OUTPUT, .index = -1, .loc = last->loc,
 		.parts = &pre->out_part, .n_parts = 1,

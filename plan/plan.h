@@ -32,7 +32,24 @@
  * and tsclient.c and tsrun.c assert that theirs are the same. */
 enum ts_dtype { TS_DTYPE_U8 = 0, TS_DTYPE_U16 = 1, TS_DTYPE_F16 = 2, TS_DTYPE_F32 = 3 };
 enum ts_layout { TS_LAYOUT_NHWC = 0, TS_LAYOUT_NCHW = 1 };
-enum ts_source_kind { TS_SRC_FOLDER, TS_SRC_LIST, TS_SRC_TAR, TS_SRC_SYNTHETIC };
+enum ts_source_kind {
+#define TS_SOURCE_KIND(k, name, encoded) TS_SRC_##k,
+#include "ops.def"
+#undef TS_SOURCE_KIND
+};
+/* The sources' names (as ts_op_names) and TS_SRCF_<KIND>: TS_OPF_ENCODED
+ * for a source that yields encoded files, for its registry row. */
+struct ts_source_name_table {
+#define TS_SOURCE_KIND(k, name, encoded) char k[sizeof(name)];
+#include "ops.def"
+#undef TS_SOURCE_KIND
+};
+extern const struct ts_source_name_table ts_source_names;
+enum {
+#define TS_SOURCE_KIND(k, name, encoded) TS_SRCF_##k = (encoded) ? 1 << 0 : 0,
+#include "ops.def"
+#undef TS_SOURCE_KIND
+};
 enum ts_on_error { TS_ON_ERROR_FAIL, TS_ON_ERROR_SKIP };
 enum ts_interp { TS_INTERP_BILINEAR, TS_INTERP_AREA, TS_INTERP_NEAREST,
 		 TS_INTERP_BICUBIC, TS_INTERP_LANCZOS };
@@ -70,66 +87,64 @@ struct ts_source {
 	char *base_dir;
 };
 
+/* The operator kinds, from the one list (ops.def): TS_OP_DECODE, ... */
 enum ts_op_kind {
-	TS_OP_DECODE,               /* decode, maybe fused with .fused */
-	TS_OP_RESIZE,
-	TS_OP_CENTER_CROP,
-	TS_OP_RANDOM_CROP,
-	TS_OP_RANDOM_RESIZED_CROP,
-	TS_OP_FLIP,
-	TS_OP_COLOR_JITTER,
-	TS_OP_GRAYSCALE,
-	TS_OP_NORMALIZE,
-	TS_OP_TO,
-	TS_OP_TILE,                 /* one sample in, several out */
-	TS_OP_FILTER,               /* drops samples */
-	TS_OP_OUTPUT,               /* fused tail: .parts, written into the slot */
-	TS_OP_PLUGIN,               /* a user C function in an isolated process
-				       (.plugin); may drop samples */
-	/* the colour family (dsl/ops_color.c, runtime/color.c) */
-	TS_OP_INVERT,
-	TS_OP_POSTERIZE,
-	TS_OP_SOLARIZE,
-	TS_OP_AUTOCONTRAST,
-	TS_OP_EQUALIZE,
-	TS_OP_ADJUST_BRIGHTNESS,
-	TS_OP_ADJUST_CONTRAST,
-	TS_OP_ADJUST_SATURATION,
-	TS_OP_ADJUST_HUE,
-	/* filters and enhancements (dsl/ops_filter.c, dsl/ops_color.c;
-	 * runtime/filter.c, runtime/color.c) */
-	TS_OP_ADJUST_SHARPNESS,
-	TS_OP_ADJUST_GAMMA,
-	TS_OP_GAUSSIAN_BLUR,
-	/* the geometry family (dsl/ops_geometry.c, runtime/geometry.c) */
-	TS_OP_ROTATE,
-	TS_OP_AFFINE,
-	TS_OP_PAD,
-	TS_OP_ERASE,
-	TS_OP_RANDOM_ROTATION,
-	TS_OP_RANDOM_AFFINE,
-	TS_OP_RANDOM_PERSPECTIVE,
-	TS_OP_PERSPECTIVE,
-	/* the policy family (dsl/ops_policy.c, runtime/policy.c) */
-	TS_OP_RANDOM_APPLY,         /* .branches[0] with probability p */
-	TS_OP_RANDOM_CHOICE,        /* one of .branches, by weight */
-	TS_OP_RANDOM_ERASING,       /* on the float tensor */
-	TS_OP_RAND_AUGMENT,
-	TS_OP_TRIVIAL_AUGMENT_WIDE,
-	TS_OP_AUTO_AUGMENT,
-	/* views(...) (dsl/ops_views.c, runtime/engine_views.c): several
-	 * augmented views of one decoded image, .branches the groups */
-	TS_OP_VIEWS,
-	/* augmix (dsl/ops_policy.c, runtime/augmix.c) */
-	TS_OP_AUGMIX,
+#define TS_OP(k, name) TS_OP_##k,
+#include "ops.def"
+#undef TS_OP
+};
+
+/* The kinds' names as one object, a member per kind, so that a registry
+ * row can name its operator by kind in a constant initializer
+ * (.name = ts_op_names.RESIZE, dsl/registry.h's TS_TRANSFORM). */
+struct ts_op_name_table {
+#define TS_OP(k, name) char k[sizeof(name)];
+#include "ops.def"
+#undef TS_OP
+};
+extern const struct ts_op_name_table ts_op_names;
+
+/* What the checker and the runtime ask of an op instead of naming its
+ * kind: its registry row's flags (dsl/registry.h), copied into the op
+ * (struct ts_op.flags) when the checker builds it. */
+enum ts_op_flags {
+	TS_OPF_ENCODED = 1 << 0,     /* takes encoded bytes (decode); of a
+					source: yields them */
+	TS_OPF_PIXELS = 1 << 1,      /* works on uint8/uint16 nhwc pixels */
+	TS_OPF_FUSE_DECODE = 1 << 2, /* right after decode: an ROI decode */
+	TS_OPF_FUSE_OUTPUT = 1 << 3, /* may join the trailing output stage */
+	TS_OPF_GEOMETRY = 1 << 4,    /* ... as geometry, run before the rest */
+	TS_OPF_EXPANDS = 1 << 5,     /* makes 0, 1 or several samples per one */
+	TS_OPF_OWN_ARGS = 1 << 6,    /* binds its arguments itself (plugin) */
+	TS_OPF_INTEGER = 1 << 7,     /* takes integer pixels, before a to(float) */
+	TS_OPF_UINT8 = 1 << 8,       /* with PIXELS: uint8 only (the shape rule
+					refuses uint16) */
+	TS_OPF_BANDS = 1 << 9,       /* right after an unfused decode, of a
+					fixed size: the frame is decoded in
+					bands of its height (tile) */
+	TS_OPF_ALTERNATIVES = 1 << 10, /* its branches are alternatives, one
+					  of them applied (random_choice);
+					  else one chain (random_apply) */
+	TS_OPF_VIEWS = 1 << 11,      /* views(): binds its groups from the
+					call itself (build), runs nowhere
+					but last, makes the sample's views */
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
 /* A source kind's name ("folder"), and whether it yields encoded files to
- * read and decode (its registry row's TS_OPF_ENCODED; synthetic() yields
+ * read and decode (TS_OPF_ENCODED of its registry row; synthetic() yields
  * decoded pixels, without files or reads). */
 const char *ts_source_kind_name(enum ts_source_kind k);
 bool ts_source_kind_encoded(enum ts_source_kind k);
+
+/* The to() that writes last's dtype in layout, with no RNG stream (index
+ * -1): lowering ends an output stage with one when the pipeline has no
+ * to() of its own, as a stage's prefix plan does. last NULL: a zero to(). */
+struct ts_op;
+void ts_plan_op_to(struct ts_op *to, const struct ts_op *last, enum ts_layout layout);
+
+/* Write bytes as "602 KiB", "1.3 GiB", "64 MiB", "512 B" into buf. */
+void ts_plan_format_size(uint64_t bytes, char *buf, size_t n);
 
 struct ts_op;
 /* Whether op is the fused output stage (lowering makes it; always the
@@ -191,6 +206,10 @@ struct ts_op {
 	enum ts_op_kind kind;
 	struct ts_loc loc;        /* the call in the source */
 	int index;                /* position in the pipeline: RNG stream id */
+	unsigned flags;           /* enum ts_op_flags of its registry row (0
+				     for the output stage lowering makes) */
+	unsigned scratch_images;  /* its row's: image-sized buffers its kernel
+				     holds beyond the image and tmp (augmix) */
 
 	/* decode */
 	enum ts_color color;

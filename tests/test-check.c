@@ -13,6 +13,7 @@
 #include "dsl.h"
 #include "lower.h"
 #include "memory.h"
+#include "kernel.h"
 #include "registry.h"
 
 /* Compile src; on success return the plan, else NULL with *d kept for
@@ -687,23 +688,51 @@ START_TEST(test_registry)
 	const struct ts_param *serve = ts_registry_serve(&ns);
 
 	ck_assert_str_eq(serve[0].name, "socket");
-	static const char *const want[] = {
-		"folder", "list", "tar", "synthetic", "shard", "shuffle", "decode",
-		"resize", "center_crop", "random_crop", "random_resized_crop", "flip",
-		"color_jitter", "grayscale", "normalize", "to",
-		"invert", "posterize", "solarize", "autocontrast", "equalize",
-		"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
-		"adjust_sharpness", "adjust_gamma", "gaussian_blur",
-		"rotate", "affine", "pad", "erase", "perspective", "random_rotation", "random_affine",
-		"random_perspective",
-		"random_apply", "random_choice", "random_erasing", "rand_augment",
-		"trivial_augment_wide", "auto_augment", "augmix",
-		"tile", "filter", "plugin", "views", "device", "batch"};
-
-	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
+	/* The expectations come from the one operator list (plan/ops.def):
+	 * every kind but the output stage has exactly one transform row,
+	 * named as the list names it, every source kind one source row. */
+	static const enum ts_op_kind kinds[] = {
+#define TS_OP(k, name) TS_OP_##k,
+#include "ops.def"
+#undef TS_OP
+	};
+	static const enum ts_source_kind sources[] = {
+#define TS_SOURCE_KIND(k, name, encoded) TS_SRC_##k,
+#include "ops.def"
+#undef TS_SOURCE_KIND
+	};
+	size_t n_kinds = sizeof(kinds) / sizeof(kinds[0]);
+	size_t n_sources = sizeof(sources) / sizeof(sources[0]);
+	/* + shard, shuffle, device, batch: the rows without a kind */
+	ck_assert_uint_eq(n, n_kinds - 1 + n_sources + 4);
+	for (size_t i = 0; i < n_kinds; i++) {
+		ck_assert_int_eq(kinds[i], (int)i);
+		const struct ts_opdef *d = ts_registry_of_kind(kinds[i]);
+		if (kinds[i] == TS_OP_OUTPUT) {
+			ck_assert_ptr_null(d);
+			continue;
+		}
+		ck_assert_msg(d != NULL, "%s has no registry row", ts_op_kind_name(kinds[i]));
+		ck_assert_ptr_eq(ts_registry_find(ts_op_kind_name(kinds[i])), d);
+		/* it runs somewhere: a kernel row (runtime/kernels), or a stage
+		 * of the engine's own, asked by property: decode, the fused
+		 * output stage, tile/filter/plugin, views */
+		ck_assert_msg(ts_kernel_find(kinds[i]) != NULL ||
+				      (d->flags & (TS_OPF_ENCODED | TS_OPF_FUSE_OUTPUT |
+						   TS_OPF_EXPANDS | TS_OPF_VIEWS)),
+			      "%s has neither a kernel row nor an engine stage",
+			      d->name);
+	}
+	for (size_t i = 0; i < n_sources; i++) {
+		const struct ts_opdef *d = ts_registry_of_source(sources[i]);
+		ck_assert_ptr_nonnull(d);
+		ck_assert_str_eq(d->name, ts_source_kind_name(sources[i]));
+		ck_assert_int_eq((d->flags & TS_OPF_ENCODED) != 0,
+				 ts_source_kind_encoded(sources[i]));
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ts_opdef *d = ts_registry_at(i);
-		ck_assert_ptr_eq(ts_registry_find(want[i]), d);
+		ck_assert_ptr_eq(ts_registry_find(d->name), d);
 		/* a transform's row carries its shape rule, builder and
 		 * description; a source's or modifier's how it applies */
 		ck_assert_int_eq(d->kind == TS_REG_TRANSFORM, d->shape != NULL);
@@ -720,6 +749,10 @@ START_TEST(test_registry)
 			if (d->params[j].type == TS_PT_WORD)
 				ck_assert_ptr_nonnull(d->params[j].words);
 	}
+	ck_assert_ptr_nonnull(ts_registry_find("shard"));
+	ck_assert_ptr_nonnull(ts_registry_find("shuffle"));
+	ck_assert_ptr_nonnull(ts_registry_find("device"));
+	ck_assert_ptr_nonnull(ts_registry_find("batch"));
 	ck_assert_ptr_null(ts_registry_at(n));
 	ck_assert_ptr_null(ts_registry_of_kind(TS_OP_OUTPUT));
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_OUTPUT), "output");

@@ -21,7 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lower.h"
 #include "util.h"
 
 #ifndef TS_PLUGIN_HOST_DEFAULT

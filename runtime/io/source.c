@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lower.h"
 #include "util.h"
 
 /* ---------------------------------------------------------------------
