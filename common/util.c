@@ -41,6 +41,8 @@ int ts_error_set_at(struct ts_error *err, int code, struct ts_loc loc,
 	return code;
 }
 
+_Static_assert(TS_E_NOMEM == -ENOMEM, "TS_E_NOMEM is -ENOMEM (error.h)");
+
 TS_EXPORT const char *ts_error_name(int code)
 {
 	switch (code) {

@@ -7,11 +7,17 @@
  * position. The match with torchvision on real photos is
  * tests/torch-policy.py's job. */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#ifdef TS_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
 
 #include "augment.h"
 #include "color.h"
@@ -787,6 +793,50 @@ START_TEST(erase_output_equals_middle)
 }
 END_TEST
 
+/* An allocation that fails inside a policy's op is reported as out of
+ * memory with TS_E_NOMEM (-ENOMEM), not as a plain failure: the address
+ * space is capped just above what the test holds, so the rotate's
+ * scratch image (48 MB) cannot be had. Not under ASan or valgrind, whose
+ * allocators reserve address space of their own. */
+START_TEST(policy_step_nomem)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return;
+#endif
+#endif
+#ifdef TS_HAVE_VALGRIND
+	if (RUNNING_ON_VALGRIND)
+		return;
+#endif
+	struct ts_image img = {0}, tmp = {0};
+	ck_assert_int_eq(ts_image_reserve(&img, 4000, 4000, 3, TS_DTYPE_U8), 0);
+	memset(img.data, 7, ts_image_bytes(&img));
+	long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%ld", &pages), 1);
+	fclose(f);
+	struct rlimit old, cap;
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+	cap = old;
+	cap.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (16u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &cap), 0);
+	struct ts_policy_step st = { TS_PA_ROTATE, 30.0 };
+	const uint8_t fill[4] = {0};
+	struct ts_error err = {0};
+	int rc = ts_policy_apply_step(&st, &img, &tmp, TS_INTERP_NEAREST, fill, &err);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	ck_assert_int_eq(rc, TS_E_NOMEM);
+	ck_assert_int_eq(rc, -ENOMEM);
+	ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "message: %s", err.msg);
+	ts_image_free(&img);
+	ts_image_free(&tmp);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -798,6 +848,7 @@ static Suite *suite(void)
 	suite_add_tcase(s, c);
 	TCase *d = tcase_create("draws");
 	tcase_add_test(d, apply_and_choice_draws);
+	tcase_add_test(d, policy_step_nomem);
 	tcase_add_test(d, erasing_draws);
 	tcase_add_test(d, rand_augment_draws);
 	tcase_add_test(d, trivial_augment_draws);

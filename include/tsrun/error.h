@@ -2,14 +2,15 @@
  * error.h - the error record every tsrun library function can fill.
  *
  * Library code (dsl/, runtime/, the clients) returns 0 on success or a
- * negative code: either -errno (an operating-system failure, e.g. -ENOENT)
- * or one of the TS_E_* codes below. When the caller passes a non-NULL
+ * negative code: either -errno where the operating system has a code for
+ * the failure (-ENOENT, -ENOMEM, -ETIMEDOUT), or one of the TS_E_* codes
+ * below for the domain's own. When the caller passes a non-NULL
  * struct ts_error, the failing function fills it with the code, a location
  * (when the error is in a pipeline source text; zeroed otherwise) and a
  * human-readable message that says what happened and, where it can, what
  * to do. Library code never prints and never exits.
  *
- * This header is public: src/tsrun.h and src/tsclient.h include it.
+ * This header is public: tsrun.h and tsclient.h include it.
  */
 #ifndef TS_ERROR_H
 #define TS_ERROR_H
@@ -27,7 +28,7 @@ struct ts_loc {
 	int last_column;
 };
 
-/* Codes below -4095 never collide with -errno. */
+/* The domain's codes are below -4095, so they never collide with -errno. */
 enum ts_code {
 	TS_OK = 0,
 	TS_E_SYNTAX = -5001,   /* pipeline text does not parse */
@@ -39,7 +40,8 @@ enum ts_code {
 	TS_E_REFUSED = -5007,  /* the producer refused a consumer's hello */
 	TS_E_PRODUCER = -5008, /* the producer died or closed the stream */
 	TS_E_EOS = -5009,      /* end of stream: every epoch was delivered */
-	TS_E_NOMEM = -5010,    /* out of memory */
+	TS_E_NOMEM = -12,      /* out of memory: -ENOMEM itself, the OS's code
+				  (Linux's ENOMEM is 12), named for callers */
 	TS_E_ARG = -5011,      /* an invalid argument to an API call */
 	TS_E_STATE = -5012,    /* call not valid in the object's state */
 	TS_E_PLUGIN = -5013,   /* a plugin operator failed */

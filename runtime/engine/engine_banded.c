@@ -191,7 +191,7 @@ int ts_engine_run_banded(struct worker *w, uint64_t p, const uint8_t *data,
 			break;
 		if (!dec_failed)
 			return rc;
-		if (plan->on_error == TS_ON_ERROR_FAIL || rc == -ENOMEM || rc == TS_E_NOMEM)
+		if (plan->on_error == TS_ON_ERROR_FAIL || rc == TS_E_NOMEM)
 			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
 					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
 		ts_engine_note_skip(e, it.path, lerr.msg[0] ? lerr.msg : ts_error_name(rc),

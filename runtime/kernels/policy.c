@@ -518,7 +518,7 @@ int ts_policy_apply_step(const struct ts_policy_step *s, struct ts_image *img,
 	}
 	if (rc < 0)
 		return ts_error_set(err, rc, "%s: %s", ts_policy_op_name(s->op),
-				    rc == -ENOMEM ? "out of memory" : "failed");
+				    rc == TS_E_NOMEM ? "out of memory" : "failed");
 	return 0;
 }
 

@@ -108,7 +108,7 @@ int ts_policy_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 		   struct ts_policy_step *steps);
 
 /* _apply_op(img, name, magnitude, interpolation, fill) on a uint8 image,
- * with *tmp as scratch (the result in *img). Returns 0, -ENOMEM or
+ * with *tmp as scratch (the result in *img). Returns 0, TS_E_NOMEM (-ENOMEM) or
  * TS_E_ARG (err filled). */
 int ts_policy_apply_step(const struct ts_policy_step *s, struct ts_image *img,
 			 struct ts_image *tmp, enum ts_interp interp,

@@ -1,14 +1,22 @@
-"""The exceptions of the tsrun client and the libtsclient codes they carry
-(dsl/error.h)."""
+"""The exceptions of the tsrun client and the library codes they carry.
+
+The codes are those of include/tsrun/error.h's enum ts_code (tests/
+error-codes.py compares every one with the header): -errno where the OS
+has a code, TS_E_* for the domain's own. This module is the one place the
+Python package names them."""
 
 import errno
 
+E_SOURCE = -5004
 E_PROTOCOL = -5006
 E_REFUSED = -5007
 E_PRODUCER = -5008
 E_EOS = -5009
+E_NOMEM = -errno.ENOMEM
+E_ARG = -5011
 E_STATE = -5012
 E_NODEV = -5014
+E_STOPPED = -5015
 E_JOB = -5016
 E_DETACHED = -5017
 E_TIMEDOUT = -errno.ETIMEDOUT

@@ -39,15 +39,15 @@ import os
 import sys
 import weakref
 
+from .errors import E_ARG as _E_ARG
+from .errors import E_SOURCE as _E_SOURCE
+from .errors import E_STATE as _E_STATE
+from .errors import E_STOPPED as _E_STOPPED
+from .errors import E_TIMEDOUT as _ETIMEDOUT
 from .errors import TsrunError
 
 __all__ = ["serve", "Producer"]
 
-_E_SOURCE = -5004
-_E_ARG = -5011
-_E_STATE = -5012
-_E_STOPPED = -5015
-_ETIMEDOUT = -110
 _MAX_DIMS = 8
 _WAIT_SLICE_MS = 100     # between slices Python sees signals (Ctrl-C)
 _DRAIN_MS = 30000        # as tsrun run: trainers finish reading first
