@@ -7,6 +7,7 @@
 #include "tsrun_producer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -129,13 +130,16 @@ static void *status_main(void *arg)
 		struct ts_ring_stat rs;
 		stats_now(p, &es, &rs);
 		char line[256];
+		/* notes go to the caller's status descriptor, or nowhere: a
+		 * library never prints on its own */
 		while (ts_server_take_note(p->srv, line, sizeof(line))) {
-			FILE *f = p->out ? p->out : stderr;
-			ts_status_clear(p->status, f);
-			fprintf(f, "tsrun: %s\n", line);
-			fflush(f);
+			if (!p->out)
+				continue;
+			ts_status_clear(p->status, p->out);
+			fprintf(p->out, "tsrun: %s\n", line);
+			fflush(p->out);
 		}
-		ts_status_update(p->status, &es, &rs, p->out ? p->out : stderr, NULL);
+		ts_status_update(p->status, &es, &rs, p->out, NULL);
 		pthread_mutex_lock(&p->stop_lock);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -255,7 +259,8 @@ TS_EXPORT int ts_producer_create(const struct ts_producer_opts *o, struct ts_pro
 	if (rc)
 		goto fail;
 	if (o->status_fd >= 0) {
-		int fd = dup(o->status_fd);
+		/* close-on-exec: this process forks DataLoader workers */
+		int fd = fcntl(o->status_fd, F_DUPFD_CLOEXEC, 0);
 		if (fd >= 0)
 			p->out = fdopen(fd, "w");
 		if (!p->out && fd >= 0)
@@ -425,8 +430,7 @@ TS_EXPORT void ts_producer_finish(struct ts_producer *p, int status, const char 
 	struct ts_engine_stats es;
 	struct ts_ring_stat rs;
 	stats_now(p, &es, &rs);
-	FILE *out = p->out ? p->out : stderr;
-	ts_status_update(p->status, &es, &rs, out, NULL);
+	ts_status_update(p->status, &es, &rs, p->out, NULL);
 	if (p->out) {
 		ts_status_summary(p->status, &es, &rs, NULL, 0, p->out);
 		fflush(p->out);

@@ -256,7 +256,10 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 	fprintf(f, "]}\n");
 }
 
-static void write_status_file(struct ts_status *s, const struct ts_engine_stats *es,
+/* A failure is told once on note (the status line's stream), if any:
+ * libtsrun's producer has none unless its caller gave one, and a library
+ * never prints on its own. */
+static void write_status_file(FILE *note, struct ts_status *s, const struct ts_engine_stats *es,
 			      const struct ts_ring_stat *rs, double t)
 {
 	/* A new file of a random name, created exclusively (a symlink or
@@ -269,8 +272,8 @@ static void write_status_file(struct ts_status *s, const struct ts_engine_stats 
 		write_json(s, es, rs, f, t);
 		e = ts_cli_side_commit(f, tmp, s->status_path);
 	}
-	if (e && !s->status_failed)
-		fprintf(stderr, "tsrun: cannot write the status file %s: %s (tsrun stat and "
+	if (e && !s->status_failed && note)
+		fprintf(note, "tsrun: cannot write the status file %s: %s (tsrun stat and "
 			"reload will not see this run; reported once)\n", s->status_path,
 			ts_error_name(e));
 	s->status_failed = e != 0;
@@ -290,7 +293,7 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		 * fresh file, once a second, until tsrun exits. */
 		if (t - s->last_emit >= 1.0) {
 			s->last_emit = t;
-			write_status_file(s, es, rs, t);
+			write_status_file(tty, s, es, rs, t);
 		}
 		return;
 	}
@@ -301,12 +304,13 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	if (json) {
 		write_json(s, es, rs, json, t);
 		if ((fflush(json) != 0 || ferror(json)) && !s->json_failed) {
-			fprintf(stderr, "tsrun: cannot write --stats-json: %s (reported once)\n",
-				strerror(errno ? errno : EIO));
+			if (tty)
+				fprintf(tty, "tsrun: cannot write --stats-json: %s (reported once)\n",
+					strerror(errno ? errno : EIO));
 			s->json_failed = true;
 		}
 	}
-	write_status_file(s, es, rs, t);
+	write_status_file(tty, s, es, rs, t);
 	if (s->quiet)
 		return;
 	char line[512];
