@@ -29,6 +29,19 @@ check_lib() { # LIB HEADER...
 	pass "$(basename "$lib"): exports exactly the $(wc -l <"$T/declared") functions of $*"
 }
 
+# One version: meson's project version, major.minor, is tsrun.h's
+# TSRUN_VERSION_* and the newest symbol node of each version script.
+v=${TS_PROJECT_VERSION:?}
+mm=${v%.*}
+hv=$(sed -n 's/^#define TSRUN_VERSION_MAJOR \([0-9]*\)$/\1/p' "$TS_SRCDIR/include/tsrun/tsrun.h").$(sed -n 's/^#define TSRUN_VERSION_MINOR \([0-9]*\)$/\1/p' "$TS_SRCDIR/include/tsrun/tsrun.h")
+[ "$hv" = "$mm" ] || fail "tsrun.h says version $hv, meson.build $v (one version: change both)"
+for s in "src/libtsrun.sym TSRUN" "src/client/libtsclient.sym TSCLIENT"; do
+	set -- $s
+	last=$(grep -oE "^$2_[0-9]+\.[0-9]+" "$TS_SRCDIR/$1" | tail -n 1)
+	[ "$last" = "$2_$mm" ] || fail "$1's newest node is $last, not $2_$mm (meson.build's version $v)"
+done
+pass "one version: meson $v, tsrun.h $hv, symbol nodes TSRUN_$mm and TSCLIENT_$mm"
+
 check_lib "${TS_LIBTSRUN:?}" tsrun.h tsrun_plugin.h tsrun_producer.h
 check_lib "${TS_LIBTSCLIENT:?}" tsclient.h tsclient_cuda.h
 finish

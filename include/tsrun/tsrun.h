@@ -23,8 +23,10 @@
 extern "C" {
 #endif
 
+/* The project's version (meson.build), major.minor: the libraries' symbol
+ * nodes are TSRUN_<major>.<minor> and TSCLIENT_<major>.<minor> */
 #define TSRUN_VERSION_MAJOR 0
-#define TSRUN_VERSION_MINOR 1
+#define TSRUN_VERSION_MINOR 2
 
 struct ts_pipeline;
 struct ts_stream;
