@@ -5,6 +5,7 @@
  */
 #include "checker.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -139,295 +140,369 @@ static bool plain_int(const struct ts_ast_value *v)
 	return plain_num(v) && v->is_int;
 }
 
+/* One conversion: the argument v (resolved) at loc, for parameter p,
+ * into out. A converter returns 0, -1 after reporting, or WRONG_TYPE for
+ * the caller's "expects <type>, got <value>" message. */
+struct conv {
+	struct ts_check *c;
+	const char *what;         /* "parameter" or "setting" */
+	const struct ts_param *p;
+	const struct ts_ast_value *v;
+	struct ts_loc loc;
+	struct ts_check_val *out;
+};
+#define WRONG_TYPE 1
+
+static int bounds(const struct conv *k, double x, struct ts_loc loc, const char *text)
+{
+	return check_bounds(k->c, k->what, k->p, x, loc, text);
+}
+
+/* The index of word in p's words, reporting an unknown one (with a
+ * suggestion, or the list of words) and returning -1. */
+static int find_word(const struct conv *k, bool list_all)
+{
+	const struct ts_param *p = k->p;
+	char hint[192];
+	size_t n = 0;
+	for (; p->words[n]; n++)
+		if (strcmp(p->words[n], k->v->str) == 0)
+			return (int)n;
+	const char *s = ts_diag_suggest(k->v->str, p->words, n);
+	if (s || !list_all) {
+		snprintf(hint, sizeof(hint), "did you mean '%s'?", s ? s : p->words[0]);
+	} else {
+		size_t len = (size_t)snprintf(hint, sizeof(hint), "expected one of:");
+		for (size_t i = 0; i < n && len < sizeof(hint); i++)
+			len += (size_t)snprintf(hint + len, sizeof(hint) - len, "%s %s",
+						i ? "," : "", p->words[i]);
+	}
+	ts_check_err(k->c, k->loc, hint, "unknown value '%s' for %s '%s'", k->v->str,
+		     k->what, p->name);
+	return -1;
+}
+
+/* "expects a list of numbers, got ... in the list" for item x at loc. */
+static int not_a_number_in_list(const struct conv *k, const struct ts_ast_value *x,
+				struct ts_loc loc)
+{
+	char got[96];
+	ts_check_err(k->c, loc, NULL, "%s '%s' expects a list of numbers, got %s in the list",
+		     k->what, k->p->name, x ? got_desc(x, got, sizeof(got)) : "a cycle");
+	return -1;
+}
+
+static int conv_number(const struct conv *k)
+{
+	char got[96];
+	if (!plain_num(k->v))
+		return WRONG_TYPE;
+	if (k->p->type == TS_PT_INT && !k->v->is_int) {
+		ts_check_err(k->c, k->loc, NULL, "%s '%s' expects an integer, got %s", k->what,
+			     k->p->name, got_desc(k->v, got, sizeof(got)));
+		return -1;
+	}
+	k->out->num = k->v->num;
+	return bounds(k, k->v->num, k->loc, k->v->text);
+}
+
+static int conv_bool(const struct conv *k)
+{
+	if (k->v->kind != TS_AST_BOOL)
+		return WRONG_TYPE;
+	k->out->num = k->v->boolean;
+	return 0;
+}
+
+static int conv_string(const struct conv *k)
+{
+	if (k->v->kind != TS_AST_STR)
+		return WRONG_TYPE;
+	k->out->str = k->v->str;
+	return 0;
+}
+
+static int conv_word(const struct conv *k)
+{
+	if (k->v->kind != TS_AST_WORD)
+		return WRONG_TYPE;
+	int w = find_word(k, true);
+	if (w < 0)
+		return -1;
+	k->out->word = w;
+	return 0;
+}
+
+/* The items of a list of numbers into out (the first 8 kept). */
+static int numlist_items(const struct conv *k)
+{
+	int rc = 0;
+	struct ts_check_val *out = k->out;
+	out->n_nums = 0;
+	out->is_list = true;
+	for (const struct ts_ast_value *it = k->v->items; it; it = it->next) {
+		const struct ts_ast_value *x = ts_check_resolve(k->c, it);
+		if (!x) {
+			ts_check_cycle_err(k->c, it->loc, it->str);
+			return -1;
+		}
+		if (!plain_num(x))
+			return not_a_number_in_list(k, x, it->loc);
+		if (bounds(k, x->num, it->loc, x->text) < 0)
+			rc = -1;
+		if (out->n_nums < 8) {
+			out->dnums[out->n_nums] = x->num;
+			if (out->n_nums < 4)
+				out->nums[out->n_nums] = (float)x->num;
+			out->n_nums++;
+		}
+	}
+	return rc;
+}
+
+static int conv_numlist(const struct conv *k)
+{
+	const struct ts_ast_value *v = k->v;
+	if (v->kind == TS_AST_WORD && k->p->words) {
+		/* a list or one of the words (random_erasing's value =
+		 * random): n_nums 0 and the word's index */
+		int w = find_word(k, false);
+		if (w < 0)
+			return -1;
+		k->out->word = w;
+		k->out->n_nums = 0;
+		return 0;
+	}
+	if (plain_num(v)) {
+		k->out->nums[0] = (float)v->num;
+		k->out->dnums[0] = v->num;
+		k->out->n_nums = 1;
+		return bounds(k, v->num, k->loc, v->text);
+	}
+	if (v->kind != TS_AST_LIST)
+		return WRONG_TYPE;
+	const size_t most = k->p->max_items ? (size_t)k->p->max_items : 4;
+	/* one per channel: 1 to 4; a longer list of fixed meaning
+	 * (perspective's 8 corner coordinates): "1 to 8" would read as any
+	 * count up to 8, so only the most is named */
+	if (most == 4 && (v->n_items < 1 || v->n_items > most)) {
+		ts_check_err(k->c, k->loc, "give one value per channel",
+			     "%s '%s' expects 1 to %zu numbers, got %zu", k->what, k->p->name,
+			     most, v->n_items);
+		return -1;
+	}
+	if (v->n_items < 1) {
+		ts_check_err(k->c, k->loc, NULL, "%s '%s' expects numbers, got an empty list",
+			     k->what, k->p->name);
+		return -1;
+	}
+	if (v->n_items > most) {
+		ts_check_err(k->c, k->loc, NULL, "%s '%s' expects at most %zu numbers, got %zu",
+			     k->what, k->p->name, most, v->n_items);
+		return -1;
+	}
+	return numlist_items(k);
+}
+
+static int conv_strlist(const struct conv *k)
+{
+	char got[96];
+	const struct ts_ast_value *v = k->v;
+	if (v->kind == TS_AST_STR) {
+		k->out->items = v;
+		k->out->n_items = 1;
+		return 0;
+	}
+	if (v->kind != TS_AST_LIST)
+		return WRONG_TYPE;
+	for (const struct ts_ast_value *it = v->items; it; it = it->next)
+		if (it->kind != TS_AST_STR) {
+			ts_check_err(k->c, it->loc, NULL,
+				     "%s '%s' expects a list of strings, got %s in the list",
+				     k->what, k->p->name, got_desc(it, got, sizeof(got)));
+			return -1;
+		}
+	k->out->items = v->items;
+	k->out->n_items = v->n_items;
+	return 0;
+}
+
+static int conv_range(const struct conv *k)
+{
+	const struct ts_ast_value *v = k->v;
+	if (k->p->point_ok && plain_num(v)) {
+		/* one number: the range of that point */
+		k->out->lo = k->out->hi = v->num;
+		return bounds(k, v->num, k->loc, v->text);
+	}
+	if (v->kind != TS_AST_RANGE)
+		return WRONG_TYPE;
+	const struct ts_ast_value *lo = ts_check_resolve(k->c, v->lo);
+	const struct ts_ast_value *hi = ts_check_resolve(k->c, v->hi);
+	if (!plain_num(lo) || !plain_num(hi))
+		return WRONG_TYPE;
+	if (bounds(k, lo->num, v->lo->loc, lo->text) < 0 ||
+	    bounds(k, hi->num, v->hi->loc, hi->text) < 0)
+		return -1;
+	if (lo->num > hi->num) {
+		ts_check_err(k->c, k->loc, "write the smaller end first",
+			     "%s '%s' is an empty range: %g is above %g", k->what, k->p->name,
+			     lo->num, hi->num);
+		return -1;
+	}
+	k->out->lo = lo->num;
+	k->out->hi = hi->num;
+	return 0;
+}
+
+static int conv_size(const struct conv *k)
+{
+	char got[96];
+	const struct ts_ast_value *v = k->v;
+	if (v->kind != TS_AST_NUM || (v->unit && !is_size_unit(v->unit)))
+		return WRONG_TYPE;
+	if (!v->unit && v->num != 0) {
+		char hint[192];
+		snprintf(hint, sizeof(hint), "add a unit: %s MiB or %s GiB",
+			 v->text ? v->text : "N", v->text ? v->text : "N");
+		ts_check_err(k->c, k->loc, hint, "%s '%s' expects a size such as 4 GiB, got %s",
+			     k->what, k->p->name, got_desc(v, got, sizeof(got)));
+		return -1;
+	}
+	k->out->num = floor(v->num);
+	return bounds(k, k->out->num, k->loc, v->text);
+}
+
+static int conv_size_pair(const struct conv *k)
+{
+	const struct ts_ast_value *v = k->v;
+	if (plain_int(v)) {
+		if (bounds(k, v->num, k->loc, v->text) < 0)
+			return -1;
+		k->out->h = k->out->w = (int)v->num;
+		return 0;
+	}
+	if (v->kind != TS_AST_LIST || v->n_items != 2)
+		return WRONG_TYPE;
+	const struct ts_ast_value *a = ts_check_resolve(k->c, v->items);
+	const struct ts_ast_value *b = ts_check_resolve(k->c, v->items->next);
+	if (!plain_int(a) || !plain_int(b))
+		return WRONG_TYPE;
+	if (bounds(k, a->num, v->items->loc, a->text) < 0 ||
+	    bounds(k, b->num, v->items->next->loc, b->text) < 0)
+		return -1;
+	k->out->h = (int)a->num;
+	k->out->w = (int)b->num;
+	k->out->num = -1; /* marks the [h, w] form */
+	return 0;
+}
+
+static int conv_count(const struct conv *k)
+{
+	char got[96];
+	const struct ts_ast_value *v = k->v;
+	if (v->kind != TS_AST_NUM)
+		return WRONG_TYPE;
+	if (!v->unit || !v->is_int ||
+	    (strcmp(v->unit, "batches") != 0 && strcmp(v->unit, "batch") != 0 &&
+	     strcmp(v->unit, "samples") != 0 && strcmp(v->unit, "sample") != 0)) {
+		char hint[192];
+		snprintf(hint, sizeof(hint), "write %s batches or %s samples",
+			 v->is_int && v->text ? v->text : "8", v->is_int && v->text ? v->text : "2048");
+		if (v->unit && is_size_unit(v->unit))
+			snprintf(hint, sizeof(hint),
+				 "ring counts samples or batches; the memory setting takes bytes");
+		ts_check_err(k->c, k->loc, hint, "%s '%s' expects %s, got %s", k->what, k->p->name,
+			     ts_registry_type_desc(k->p->type), got_desc(v, got, sizeof(got)));
+		return -1;
+	}
+	k->out->samples = v->unit[0] == 's';
+	k->out->num = v->num;
+	return bounds(k, v->num, k->loc, v->text);
+}
+
+/* a chain, or a bare operator name (which the branch check resolves,
+ * suggesting a name when it is none) */
+static int conv_ops(const struct conv *k)
+{
+	if (k->v->kind != TS_AST_OPS && k->v->kind != TS_AST_WORD)
+		return WRONG_TYPE;
+	k->out->ops = k->v;
+	return 0;
+}
+
+static int conv_opslist(const struct conv *k)
+{
+	if (k->v->kind != TS_AST_LIST)
+		return WRONG_TYPE;
+	k->out->items = k->v->items;
+	k->out->n_items = k->v->n_items;
+	return 0;
+}
+
+static int conv_numbers(const struct conv *k)
+{
+	int rc = 0;
+	if (k->v->kind != TS_AST_LIST)
+		return WRONG_TYPE;
+	for (const struct ts_ast_value *it = k->v->items; it; it = it->next) {
+		const struct ts_ast_value *x = ts_check_resolve(k->c, it);
+		if (!plain_num(x))
+			return not_a_number_in_list(k, x, it->loc);
+		if (bounds(k, x->num, it->loc, x->text) < 0)
+			rc = -1;
+	}
+	k->out->items = k->v->items;
+	k->out->n_items = k->v->n_items;
+	return rc;
+}
+
+static int conv_threads(const struct conv *k)
+{
+	if (k->v->kind == TS_AST_WORD && strcmp(k->v->str, "auto") == 0) {
+		k->out->is_auto = true;
+		k->out->num = 0;
+		return 0;
+	}
+	if (!plain_int(k->v))
+		return WRONG_TYPE;
+	k->out->num = k->v->num;
+	return bounds(k, k->v->num, k->loc, k->v->text);
+}
+
+/* One converter per parameter type (enum ts_param_type). */
+static int (*const converters[])(const struct conv *) = {
+	[TS_PT_INT] = conv_number,        [TS_PT_NUMBER] = conv_number,
+	[TS_PT_STRING] = conv_string,     [TS_PT_BOOL] = conv_bool,
+	[TS_PT_WORD] = conv_word,         [TS_PT_NUMLIST] = conv_numlist,
+	[TS_PT_STRLIST] = conv_strlist,   [TS_PT_RANGE] = conv_range,
+	[TS_PT_SIZE] = conv_size,         [TS_PT_SIZE_PAIR] = conv_size_pair,
+	[TS_PT_COUNT] = conv_count,       [TS_PT_THREADS] = conv_threads,
+	[TS_PT_OPS] = conv_ops,           [TS_PT_OPSLIST] = conv_opslist,
+	[TS_PT_NUMBERS] = conv_numbers,
+};
+
 /* Convert one argument (any AST value, let names resolved) to p's type
  * into *out. Reports the problem and returns -1 when it does not fit. */
 int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param *p,
 		   const struct ts_ast_value *raw, struct ts_check_val *out)
 {
 	const struct ts_ast_value *v = ts_check_resolve(c, raw);
-	struct ts_loc loc = raw->loc;
-	char got[96];
-
 	if (!v) {
-		ts_check_cycle_err(c, loc, raw->str);
+		ts_check_cycle_err(c, raw->loc, raw->str);
 		return -1;
 	}
 	out->given = true;
-	out->loc = loc;
-	switch (p->type) {
-	case TS_PT_INT:
-	case TS_PT_NUMBER:
-		if (!plain_num(v))
-			goto type;
-		if (p->type == TS_PT_INT && !v->is_int) {
-			ts_check_err(c, loc, NULL, "%s '%s' expects an integer, got %s",
-			    what, p->name, got_desc(v, got, sizeof(got)));
-			return -1;
-		}
-		out->num = v->num;
-		return check_bounds(c, what, p, v->num, loc, v->text);
-	case TS_PT_BOOL:
-		if (v->kind != TS_AST_BOOL)
-			goto type;
-		out->num = v->boolean;
-		return 0;
-	case TS_PT_STRING:
-		if (v->kind != TS_AST_STR)
-			goto type;
-		out->str = v->str;
-		return 0;
-	case TS_PT_WORD: {
-		char hint[192];
-		const char *s;
-		size_t n = 0;
-		if (v->kind != TS_AST_WORD)
-			goto type;
-		for (; p->words[n]; n++)
-			if (strcmp(p->words[n], v->str) == 0) {
-				out->word = (int)n;
-				return 0;
-			}
-		s = ts_diag_suggest(v->str, p->words, n);
-		if (s) {
-			snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
-		} else {
-			size_t len = (size_t)snprintf(hint, sizeof(hint),
-						      "expected one of:");
-			for (size_t i = 0; i < n && len < sizeof(hint); i++)
-				len += (size_t)snprintf(hint + len,
-							sizeof(hint) - len,
-							"%s %s", i ? "," : "",
-							p->words[i]);
-		}
-		ts_check_err(c, loc, hint, "unknown value '%s' for %s '%s'", v->str,
-		    what, p->name);
+	out->loc = raw->loc;
+	struct conv k = { c, what, p, v, raw->loc, out };
+	size_t t = (size_t)p->type;
+	assert(t < TS_ARRAY_LEN(converters) && converters[t]);
+	int rc = converters[t](&k);
+	if (rc == WRONG_TYPE) {
+		type_error(c, what, p, v, raw->loc);
 		return -1;
 	}
-	case TS_PT_NUMLIST: {
-		const struct ts_ast_value *it;
-		int rc = 0;
-		if (v->kind == TS_AST_WORD && p->words) {
-			/* a list or one of the words (random_erasing's value =
-			 * random): n_nums 0 and the word's index */
-			size_t n = 0;
-			for (; p->words[n]; n++)
-				if (strcmp(p->words[n], v->str) == 0) {
-					out->word = (int)n;
-					out->n_nums = 0;
-					return 0;
-				}
-			const char *s = ts_diag_suggest(v->str, p->words, n);
-			char hint[192];
-			snprintf(hint, sizeof(hint), "did you mean '%s'?", s ? s : p->words[0]);
-			ts_check_err(c, loc, hint, "unknown value '%s' for %s '%s'", v->str,
-			    what, p->name);
-			return -1;
-		}
-		if (plain_num(v)) {
-			out->nums[0] = (float)v->num;
-			out->dnums[0] = v->num;
-			out->n_nums = 1;
-			return check_bounds(c, what, p, v->num, loc, v->text);
-		}
-		if (v->kind != TS_AST_LIST)
-			goto type;
-		const size_t most = p->max_items ? (size_t)p->max_items : 4;
-		/* one per channel: 1 to 4; a longer list of fixed meaning
-		 * (perspective's 8 corner coordinates): "1 to 8" would read as
-		 * any count up to 8, so only the most is named */
-		if (most == 4 && (v->n_items < 1 || v->n_items > most)) {
-			ts_check_err(c, loc, "give one value per channel",
-			    "%s '%s' expects 1 to %zu numbers, got %zu", what,
-			    p->name, most, v->n_items);
-			return -1;
-		}
-		if (v->n_items < 1) {
-			ts_check_err(c, loc, NULL, "%s '%s' expects numbers, got an empty list",
-			    what, p->name);
-			return -1;
-		}
-		if (v->n_items > most) {
-			ts_check_err(c, loc, NULL, "%s '%s' expects at most %zu numbers, got %zu",
-			    what, p->name, most, v->n_items);
-			return -1;
-		}
-		out->n_nums = 0;
-		out->is_list = true;
-		for (it = v->items; it; it = it->next) {
-			const struct ts_ast_value *x = ts_check_resolve(c, it);
-			if (!x) {
-				ts_check_cycle_err(c, it->loc, it->str);
-				return -1;
-			}
-			if (!plain_num(x)) {
-				ts_check_err(c, it->loc, NULL,
-				    "%s '%s' expects a list of numbers, got %s in the list",
-				    what, p->name,
-				    got_desc(x, got, sizeof(got)));
-				return -1;
-			}
-			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
-				rc = -1;
-			if (out->n_nums < 8) {
-				out->dnums[out->n_nums] = x->num;
-				if (out->n_nums < 4)
-					out->nums[out->n_nums] = (float)x->num;
-				out->n_nums++;
-			}
-		}
-		return rc;
-	}
-	case TS_PT_STRLIST: {
-		const struct ts_ast_value *it;
-		if (v->kind == TS_AST_STR) {
-			out->items = v;
-			out->n_items = 1;
-			return 0;
-		}
-		if (v->kind != TS_AST_LIST)
-			goto type;
-		for (it = v->items; it; it = it->next)
-			if (it->kind != TS_AST_STR) {
-				ts_check_err(c, it->loc, NULL,
-				    "%s '%s' expects a list of strings, got %s in the list",
-				    what, p->name, got_desc(it, got, sizeof(got)));
-				return -1;
-			}
-		out->items = v->items;
-		out->n_items = v->n_items;
-		return 0;
-	}
-	case TS_PT_RANGE: {
-		const struct ts_ast_value *lo, *hi;
-		if (p->point_ok && plain_num(v)) {
-			/* one number: the range of that point */
-			out->lo = out->hi = v->num;
-			return check_bounds(c, what, p, v->num, loc, v->text);
-		}
-		if (v->kind != TS_AST_RANGE)
-			goto type;
-		lo = ts_check_resolve(c, v->lo);
-		hi = ts_check_resolve(c, v->hi);
-		if (!plain_num(lo) || !plain_num(hi))
-			goto type;
-		if (check_bounds(c, what, p, lo->num, v->lo->loc, lo->text) < 0 ||
-		    check_bounds(c, what, p, hi->num, v->hi->loc, hi->text) < 0)
-			return -1;
-		if (lo->num > hi->num) {
-			ts_check_err(c, loc, "write the smaller end first",
-			    "%s '%s' is an empty range: %g is above %g", what,
-			    p->name, lo->num, hi->num);
-			return -1;
-		}
-		out->lo = lo->num;
-		out->hi = hi->num;
-		return 0;
-	}
-	case TS_PT_SIZE:
-		if (v->kind != TS_AST_NUM)
-			goto type;
-		if (v->unit && !is_size_unit(v->unit))
-			goto type;
-		if (!v->unit && v->num != 0) {
-			char hint[192];
-			snprintf(hint, sizeof(hint),
-				 "add a unit: %s MiB or %s GiB",
-				 v->text ? v->text : "N", v->text ? v->text : "N");
-			ts_check_err(c, loc, hint, "%s '%s' expects a size such as 4 GiB, got %s",
-			    what, p->name, got_desc(v, got, sizeof(got)));
-			return -1;
-		}
-		out->num = floor(v->num);
-		return check_bounds(c, what, p, out->num, loc, v->text);
-	case TS_PT_SIZE_PAIR:
-		if (plain_int(v)) {
-			if (check_bounds(c, what, p, v->num, loc, v->text) < 0)
-				return -1;
-			out->h = out->w = (int)v->num;
-			return 0;
-		}
-		if (v->kind == TS_AST_LIST && v->n_items == 2) {
-			const struct ts_ast_value *a = ts_check_resolve(c, v->items);
-			const struct ts_ast_value *b = ts_check_resolve(c, v->items->next);
-			if (!plain_int(a) || !plain_int(b))
-				goto type;
-			if (check_bounds(c, what, p, a->num, v->items->loc, a->text) < 0 ||
-			    check_bounds(c, what, p, b->num, v->items->next->loc, b->text) < 0)
-				return -1;
-			out->h = (int)a->num;
-			out->w = (int)b->num;
-			out->num = -1; /* marks the [h, w] form */
-			return 0;
-		}
-		goto type;
-	case TS_PT_COUNT:
-		if (v->kind != TS_AST_NUM)
-			goto type;
-		if (!v->unit || !v->is_int ||
-		    (strcmp(v->unit, "batches") != 0 && strcmp(v->unit, "batch") != 0 &&
-		     strcmp(v->unit, "samples") != 0 && strcmp(v->unit, "sample") != 0)) {
-			char hint[192];
-			snprintf(hint, sizeof(hint), "write %s batches or %s samples",
-				 v->is_int && v->text ? v->text : "8",
-				 v->is_int && v->text ? v->text : "2048");
-			if (v->unit && is_size_unit(v->unit))
-				snprintf(hint, sizeof(hint),
-					 "ring counts samples or batches; the memory setting takes bytes");
-			ts_check_err(c, loc, hint, "%s '%s' expects %s, got %s", what,
-			    p->name, ts_registry_type_desc(p->type),
-			    got_desc(v, got, sizeof(got)));
-			return -1;
-		}
-		out->samples = v->unit[0] == 's';
-		out->num = v->num;
-		return check_bounds(c, what, p, v->num, loc, v->text);
-	case TS_PT_OPS:
-		/* a chain, or a bare operator name (which the branch check
-		 * resolves, suggesting a name when it is none) */
-		if (v->kind != TS_AST_OPS && v->kind != TS_AST_WORD)
-			goto type;
-		out->ops = v;
-		return 0;
-	case TS_PT_OPSLIST:
-		if (v->kind != TS_AST_LIST)
-			goto type;
-		out->items = v->items;
-		out->n_items = v->n_items;
-		return 0;
-	case TS_PT_NUMBERS: {
-		int rc = 0;
-		if (v->kind != TS_AST_LIST)
-			goto type;
-		for (const struct ts_ast_value *it = v->items; it; it = it->next) {
-			const struct ts_ast_value *x = ts_check_resolve(c, it);
-			if (!plain_num(x)) {
-				ts_check_err(c, it->loc, NULL,
-				    "%s '%s' expects a list of numbers, got %s in the list",
-				    what, p->name,
-				    x ? got_desc(x, got, sizeof(got)) : "a cycle");
-				return -1;
-			}
-			if (check_bounds(c, what, p, x->num, it->loc, x->text) < 0)
-				rc = -1;
-		}
-		out->items = v->items;
-		out->n_items = v->n_items;
-		return rc;
-	}
-	case TS_PT_THREADS:
-		if (v->kind == TS_AST_WORD && strcmp(v->str, "auto") == 0) {
-			out->is_auto = true;
-			out->num = 0;
-			return 0;
-		}
-		if (!plain_int(v))
-			goto type;
-		out->num = v->num;
-		return check_bounds(c, what, p, v->num, loc, v->text);
-	}
-type:
-	type_error(c, what, p, v, loc);
-	return -1;
+	return rc;
 }
 
 /* Apply defaults to the parameters that were not given. */
