@@ -1,0 +1,32 @@
+#!/bin/sh
+# layout.sh - README's "Layout" section names every source file of the
+# layer folders, and no file includes a header by a relative path (which
+# would step around the per-folder include paths of the build).
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup layout
+cd "$TS_SRCDIR" || fail "cannot enter $TS_SRCDIR"
+sed -n '/^## Layout$/,/^## /p' README.md >"$T/layout"
+[ -s "$T/layout" ] || fail "README.md has no '## Layout' section"
+missing=""
+n=0
+for d in include/tsrun common plan grammar dsl runtime/base runtime/io runtime/decode \
+	runtime/kernels runtime/kernels/simd runtime/engine runtime/share runtime/serve \
+	runtime/cuda preview src src/client src/python/tsrun; do
+	[ -d "$d" ] || fail "folder $d is gone: update tests/layout.sh and README's Layout"
+	for f in "$d"/*; do
+		[ -f "$f" ] || continue
+		case $f in
+		*.c | *.h | *.def | *.cu | *.sym | *.l | *.y | *.py) ;;
+		*) continue ;;
+		esac
+		n=$((n + 1))
+		b=$(basename "$f")
+		grep -qF "\`$b\`" "$T/layout" || missing="$missing $f"
+	done
+done
+[ -z "$missing" ] || fail "README's Layout does not name:$missing (say what each holds)"
+bad=$(grep -rnE '^#include "\.\./' include common plan dsl runtime preview src \
+	--include='*.c' --include='*.h' --include='*.cu' || true)
+[ -z "$bad" ] || fail "relative includes step around the layers: $bad"
+pass "README's Layout names all $n files of the layer folders; no relative includes"
+finish
