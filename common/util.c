@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,4 +119,18 @@ int ts_read_fd_all(int fd, size_t hint, uint64_t max, void **out, size_t *len)
 char *ts_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+double ts_clock_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int64_t ts_clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -41,4 +41,8 @@ int ts_read_fd_all(int fd, size_t hint, uint64_t max, void **out, size_t *len);
 /* strdup that returns NULL for NULL. */
 char *ts_strdup(const char *s);
 
+/* The one clock: CLOCK_MONOTONIC in seconds, and in whole milliseconds. */
+double ts_clock_now(void);
+int64_t ts_clock_ms(void);
+
 #endif

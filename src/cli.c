@@ -253,13 +253,6 @@ int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 	return rc == 0 ? TS_EXIT_OK : TS_EXIT_INVALID;
 }
 
-double ts_cli_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double ts_cli_cpu_seconds(void)
 {
 	struct rusage ru;

@@ -121,7 +121,6 @@ char *ts_cmd_run_reload_path(const char *socket_path);
 struct option;
 int ts_cli_bad_option(const char *cmd, int c, char **argv, const struct option *opts);
 
-double ts_cli_now(void);
 double ts_cli_cpu_seconds(void);
 
 /* Parse a whole decimal number >= min into *out; false when s is not one. */

@@ -21,6 +21,7 @@
 #include "profile.h"
 #include "tsrun.h"
 #include "tsrun_internal.h"
+#include "util.h"
 
 /* SIGINT and SIGTERM end a bench within a second (tsrun(1)): the loop
  * stops at the next batch and prints what it measured, exiting 128 + the
@@ -123,13 +124,13 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 	};
 	struct ts_engine *e = NULL;
 	struct ts_error err = {0};
-	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_cli_now();
+	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_clock_now();
 	int rc = ts_engine_create(pl, &eo, NULL, &e, &err);
 	if (rc == 0)
 		rc = ts_engine_start(e, &err);
 	if (rc == 0)
 		rc = ts_engine_join(e, &err);
-	double wall = ts_cli_now() - t0;
+	double wall = ts_clock_now() - t0;
 	if (rc) {
 		ts_cli_error("bench", "%s", err.msg);
 		ts_engine_destroy(e);
@@ -287,7 +288,7 @@ int ts_cmd_bench(int argc, char **argv)
 	};
 	struct ts_error err = {0};
 	struct ts_stream *s = NULL;
-	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_cli_now(), me0 = thread_cpu();
+	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_clock_now(), me0 = thread_cpu();
 	int rc = ts_pipeline_open(p, &so, &s, &err);
 	if (rc) {
 		ts_cli_error("bench", "%s", err.msg);
@@ -321,7 +322,7 @@ int ts_cmd_bench(int argc, char **argv)
 		images += b.n;
 		nb++;
 	}
-	double wall = ts_cli_now() - t0;
+	double wall = ts_clock_now() - t0;
 	double setup_cpu = me1 - me0, consumer_cpu = thread_cpu() - me1;
 	struct ts_stream_stats ss;
 	ts_stream_stats(s, &ss);

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "digest.h"
 #include "tsclient.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -117,7 +118,7 @@ int ts_cmd_consume(int argc, char **argv)
 	ts_digest_init(&dg);
 	uint64_t images = 0, batches = 0, first_seq = UINT64_MAX;
 	uint32_t first_epoch = 0, last_epoch = 0;
-	double t0 = ts_cli_now();
+	double t0 = ts_clock_now();
 	struct ts_batch b;
 	while (max_batches < 0 || batches < (uint64_t)max_batches) {
 		rc = ts_client_next(cl, &b, &err);
@@ -142,7 +143,7 @@ int ts_cmd_consume(int argc, char **argv)
 		if (delay_ms)
 			usleep((useconds_t)delay_ms * 1000);
 	}
-	double wall = ts_cli_now() - t0;
+	double wall = ts_clock_now() - t0;
 	int status = TS_EXIT_OK;
 	if (rc && rc != TS_E_EOS) {
 		ts_cli_error("consume", "%s", err.msg[0] ? err.msg : ts_client_strerror(rc));

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "status.h"
+#include "util.h"
 
 /* The pid of the tsrun serving socket_path, or -1 with why[] filled: its
  * status file must be fresh and name a live process called tsrun, so a
@@ -66,9 +67,9 @@ static long producer_pid(const char *socket_path, char *why, size_t why_n)
 /* Wait for tsrun's answer in file ans: "ok: ..." or "rejected: ...". */
 static int await_answer(const char *ans, long pid, const char *file)
 {
-	double end = ts_cli_now() + ANSWER_TIMEOUT_S;
+	double end = ts_clock_now() + ANSWER_TIMEOUT_S;
 	char buf[1024];
-	while (ts_cli_now() < end) {
+	while (ts_clock_now() < end) {
 		/* only a regular file of ours: a FIFO or a symlink planted
 		 * there is neither waited on nor followed */
 		struct stat st;

@@ -525,8 +525,8 @@ int ts_cmd_run(int argc, char **argv)
 	}
 	/* Let trainers drain what is published before the socket goes: they
 	 * already map the ring, so this only keeps `tsrun stat` answering. */
-	double t_end = ts_cli_now() + 30.0;
-	while (!got_signal && ts_serve_consumers(srv) > 0 && ts_cli_now() < t_end) {
+	double t_end = ts_clock_now() + 30.0;
+	while (!got_signal && ts_serve_consumers(srv) > 0 && ts_clock_now() < t_end) {
 		struct ts_engine_stats es;
 		struct ts_ring_stat rs;
 		if (got_hup) {

@@ -110,7 +110,7 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	s->start_epoch = start_epoch;
 	s->quiet = quiet;
 	s->tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
-	s->t0 = s->last_track = s->last_plain = ts_cli_now();
+	s->t0 = s->last_track = s->last_plain = ts_clock_now();
 	window_start(&s->rate_w, 0, s->t0);
 	*out = s;
 	return 0;
@@ -282,7 +282,7 @@ static void write_status_file(FILE *note, struct ts_status *s, const struct ts_e
 void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		      const struct ts_ring_stat *rs, FILE *tty, FILE *json)
 {
-	double t = ts_cli_now();
+	double t = ts_clock_now();
 	s->rate = window_rate(&s->rate_w, es->samples, t);
 	track(s, rs, t);
 	/* Track every call; show and write at most once a second, and always
@@ -378,7 +378,7 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, const char *const *skipped,
 		       size_t n_skipped, FILE *out)
 {
-	double t = ts_cli_now();
+	double t = ts_clock_now();
 	track(s, rs, t);
 	ts_status_clear(s, out);
 	if (s->quiet && n_skipped == 0)

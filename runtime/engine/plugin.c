@@ -132,18 +132,6 @@ out:
 	return rc;
 }
 
-const char *ts_plugin_host_name(const struct ts_plugin_host *h)
-{
-	return h->name;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait up to ms for the child to end; then SIGKILL its process group
  * and it (the guard is ours and ends at once; this is the fallback) and
  * wait for good. Returns waitpid's result, *st filled. */
@@ -211,9 +199,9 @@ static void stop_child(struct ts_plugin_host *h)
 static int recv_msg(struct ts_plugin_host *h, struct ts_plugin_msg *m, int ms,
 		    ssize_t *got)
 {
-	int64_t deadline = now_ms() + ms;
+	int64_t deadline = ts_clock_ms() + ms;
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - ts_clock_ms();
 		if (left < 0)
 			left = 0;
 		struct pollfd p = {.fd = h->sock, .events = POLLIN};

@@ -96,9 +96,6 @@ int ts_plugin_host_probe(struct ts_plugin_host *h, struct ts_error *err);
 int ts_plugin_host_run(struct ts_plugin_host *h, struct ts_image *img,
 		       struct ts_error *err);
 
-/* The plugin's name for messages: the base name of its path. */
-const char *ts_plugin_host_name(const struct ts_plugin_host *h);
-
 /* Stop the child now, if there is one (SIGKILL, reaped); a later run
  * starts another. For a worker that is about to exit. NULL: no-op. */
 void ts_plugin_host_stop(struct ts_plugin_host *h);

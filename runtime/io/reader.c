@@ -795,13 +795,6 @@ static unsigned take_ready(struct ts_reader *r, struct ts_read_done *done,
 	return n;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int ts_reader_reap(struct ts_reader *r, struct ts_read_done *done,
 		   unsigned max, int timeout_ms)
 {
@@ -814,7 +807,7 @@ int ts_reader_reap(struct ts_reader *r, struct ts_read_done *done,
 		}
 		return (int)n;
 	}
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? ts_clock_ms() + timeout_ms : 0;
 	while (n < max) {
 		if (io_uring_sq_ready(&r->ring)) {
 			int rc = io_uring_submit(&r->ring);
@@ -832,7 +825,7 @@ int ts_reader_reap(struct ts_reader *r, struct ts_read_done *done,
 		if (timeout_ms < 0) {
 			rc = io_uring_wait_cqe(&r->ring, &cqe);
 		} else {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - ts_clock_ms();
 			if (left <= 0)
 				break;
 			struct __kernel_timespec ts = {

@@ -312,7 +312,7 @@ void ts_ring_stage_publish(struct ts_ring *r, uint64_t head)
 int ts_ring_stage_wait(struct ts_ring *r, uint64_t done, uint64_t *written,
 		       bool *ending, int timeout_ms)
 {
-	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+	double deadline = timeout_ms < 0 ? -1.0 : ts_clock_now() + timeout_ms / 1e3;
 	for (;;) {
 		/* Read end_asked before written: the end is asked after the
 		 * final publish, so seeing it makes the written we load next
@@ -551,7 +551,7 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 		prefault(r, seq);
 		return 0;
 	}
-	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+	double deadline = timeout_ms < 0 ? -1.0 : ts_clock_now() + timeout_ms / 1e3;
 
 	for (;;) {
 		/* Acquire: pairs with the xchg in finish (nothing rides on
@@ -626,7 +626,7 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 {
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&r->lock);
-	double t = now_s();
+	double t = ts_clock_now();
 	out->head = smp_load_acquire(&r->hdr->head);
 	out->state = (enum ts_ring_state)smp_load_acquire(&r->hdr->state);
 	out->capacity = r->capacity;

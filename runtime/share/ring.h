@@ -556,9 +556,6 @@ void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
  * this reader's consumer for holding the ring too long (ctl.detached). */
 int ts_ring_reader_detached(const struct ts_ring_reader *rd, struct ts_error *err);
 
-/* Samples released by this reader so far (its release position). */
-uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd);
-
 /* How many times the reader slept on the futex (a system call each); a
  * reader whose batches are published before it asks never does. */
 uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd);

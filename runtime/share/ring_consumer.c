@@ -126,7 +126,7 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 	/* Release: start is in place before the producer reads release. */
 	smp_store_release(&c->ctl->release, p.start);
 	c->last_release = p.start;
-	c->last_time = now_s();
+	c->last_time = ts_clock_now();
 	c->stall_release = p.start;
 	c->stall_since = -1.0;
 	int slot = 0;
@@ -232,7 +232,7 @@ double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
 		waited_on = o != c && smp_load_acquire(&o->ctl->release) + o->batch > head;
 	}
 	holding = holding && waited_on;
-	double t = now_s();
+	double t = ts_clock_now();
 	if (!holding || rel != c->stall_release) {
 		c->stall_release = rel;
 		c->stall_since = holding ? t : -1.0;

@@ -28,13 +28,6 @@ struct ts_finisher {
 	struct ts_error err;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Finish [done, written) in chunks that stay inside one pass of the
  * ring, so the host bytes are in the first mapping (the one a producer
  * pins for DMA). Returns the new done, or stops at the first error. */
@@ -48,10 +41,10 @@ static int fill_range(struct ts_finisher *f, uint64_t done, uint64_t written,
 			n = f->chunk;
 		if (n > to_wrap)
 			n = to_wrap;
-		double t0 = now_s();
+		double t0 = ts_clock_now();
 		int rc = f->fill(f->arg, ts_ring_slot(f->ring, done), done, (size_t)n,
 				 &f->err);
-		double dt = now_s() - t0;
+		double dt = ts_clock_now() - t0;
 		pthread_mutex_lock(&f->mu);
 		f->fill_s += dt;
 		pthread_mutex_unlock(&f->mu);

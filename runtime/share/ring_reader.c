@@ -216,11 +216,6 @@ uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
 	return rd->sleeps;
 }
 
-uint64_t ts_ring_reader_position(const struct ts_ring_reader *rd)
-{
-	return rd->released;
-}
-
 /* Store our release position and wake a producer sleeping on us. */
 static void reader_release_to(struct ts_ring_reader *rd, uint64_t end)
 {
@@ -389,7 +384,7 @@ static int reader_wait(struct ts_ring_reader *rd, uint64_t h, uint64_t want,
 			if (rc < 0)
 				return rc;
 		}
-		if (deadline >= 0 && now_s() >= deadline)
+		if (deadline >= 0 && ts_clock_now() >= deadline)
 			return -ETIMEDOUT;
 	}
 }
@@ -557,7 +552,7 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 		       struct ts_error *err)
 {
 	const struct ts_ring_hdr *hd = rd->hdr;
-	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
+	double deadline = timeout_ms < 0 ? -1.0 : ts_clock_now() + timeout_ms / 1e3;
 
 	if (rd->share.world)
 		return job_next(rd, b, deadline, timeout_ms, alive, arg, err);

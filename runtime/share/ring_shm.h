@@ -38,20 +38,13 @@ static inline void futex_wake(uint32_t *addr, bool priv)
 		INT_MAX, NULL, NULL, 0);
 }
 
-static inline double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Milliseconds left until deadline (a now_s() value); < 0 deadline means
+/* Milliseconds left until deadline (a ts_clock_now() value); < 0 deadline means
  * forever and returns slice. */
 static inline int slice_ms(double deadline, int slice)
 {
 	if (deadline < 0)
 		return slice;
-	double left = (deadline - now_s()) * 1000.0;
+	double left = (deadline - ts_clock_now()) * 1000.0;
 	if (left <= 0)
 		return 0;
 	return left < slice ? (int)left + 1 : slice;

@@ -72,13 +72,6 @@ struct ts_server {
 	size_t note_head, n_notes;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Queue a line for the producer's log (the oldest goes when full). */
 __attribute__((format(printf, 2, 3)))
 static void note(struct ts_server *s, const char *fmt, ...)
@@ -227,7 +220,7 @@ static void on_accept(struct ts_server *s)
 		c->pid = cr.pid;
 		c->uid = cr.uid;
 		c->job.slot = -1;
-		c->since = now_s();
+		c->since = ts_clock_now();
 		c->deadline = c->since + HELLO_TIMEOUT_S;
 		/* A trainer's hello is usually there already: answer it now,
 		 * before a flood of connections behind it can evict it. */
@@ -410,7 +403,7 @@ static void *server_main(void *arg)
 			break;
 		if (pr > 0 && pfd[0].revents)
 			break;
-		double t = now_s();
+		double t = ts_clock_now();
 		uint32_t stall_ms = READ_ONCE(s->stall_ms); /* a setting; orders nothing */
 		/* Walk backwards: conn_close moves the last entry into i. */
 		for (size_t i = n; i-- > 0;) {
