@@ -171,6 +171,136 @@ static void sort_diags(struct ts_diags *d, size_t from)
 	free(tmp);
 }
 
+/* Duplicate let and pipeline names, each at its second definition. */
+static void check_duplicates(struct ts_check *c)
+{
+	char hint[192];
+	for (const struct ts_ast_stmt *s = c->prog->stmts; s; s = s->next) {
+		if (s->kind == TS_AST_SERVE || !s->name)
+			continue;
+		const struct ts_ast_stmt *prev = ts_check_find(c, s->kind, s->name);
+		if (prev != s) {
+			snprintf(hint, sizeof(hint), "first defined at line %d",
+				 prev->name_loc.first_line);
+			ts_check_err(c, s->name_loc, hint, "duplicate %s name '%s'",
+			    s->kind == TS_AST_LET ? "let" : "pipeline", s->name);
+		}
+	}
+}
+
+/* The pipeline to lower: the one named, else the first served, else the
+ * first; NULL after reporting. */
+static const struct ts_ast_stmt *choose_pipeline(struct ts_check *c, const char *pipeline)
+{
+	const struct ts_ast_program *prog = c->prog;
+	const struct ts_ast_stmt *chosen = NULL;
+	char hint[192];
+	if (pipeline) {
+		chosen = ts_check_find(c, TS_AST_PIPELINE, pipeline);
+		if (!chosen) {
+			const char *s = ts_check_suggest_stmt(prog, TS_AST_PIPELINE, pipeline);
+			if (s)
+				snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
+			ts_check_err(c, (struct ts_loc){0, 0, 0, 0}, s ? hint : NULL,
+			    "no pipeline named '%s'", pipeline);
+		}
+		return chosen;
+	}
+	for (const struct ts_ast_stmt *s = prog->stmts; s && !chosen; s = s->next)
+		if (s->kind == TS_AST_SERVE && s->name)
+			chosen = ts_check_find(c, TS_AST_PIPELINE, s->name);
+	for (const struct ts_ast_stmt *s = prog->stmts; s && !chosen; s = s->next)
+		if (s->kind == TS_AST_PIPELINE)
+			chosen = s;
+	if (!chosen)
+		ts_check_err(c, prog->stmts ? (struct ts_loc){1, 1, 1, 1} : (struct ts_loc){0, 0, 0, 0},
+		    "write `pipeline NAME = source(...) | ...`", "no pipeline in this file");
+	return chosen;
+}
+
+/* A serve block's settings checked against a plan of nothing (its
+ * pipeline is undefined, or it serves one a second time). */
+static int check_serve_alone(struct ts_check *c, const struct ts_ast_stmt *s,
+			     const char *file, const char *base_dir)
+{
+	struct ts_plan *dummy = NULL;
+	struct ts_loc ml;
+	bool hm;
+	int rc = new_plan(s, file, base_dir, &dummy);
+	if (rc < 0)
+		return rc;
+	dummy->batch = 1;
+	rc = ts_check_serve(c, s, dummy, &ml, &hm);
+	ts_plan_destroy(dummy);
+	return rc < 0 ? rc : 0;
+}
+
+/* A serve statement of its own: served twice, or of an undefined
+ * pipeline; a pipeline's first serve block is checked with it. */
+static int check_serve_stmt(struct ts_check *c, const struct ts_ast_stmt *s,
+			    const char *file, const char *base_dir)
+{
+	const struct ts_ast_stmt *p = ts_check_find(c, TS_AST_PIPELINE, s->name);
+	const struct ts_ast_stmt *first_serve = ts_check_find(c, TS_AST_SERVE, s->name);
+	char hint[192];
+	if (first_serve != s) {
+		snprintf(hint, sizeof(hint), "first served at line %d",
+			 first_serve->name_loc.first_line);
+		ts_check_err(c, s->name_loc, hint, "pipeline '%s' is served twice", s->name);
+	}
+	if (!p) {
+		const char *sug = ts_check_suggest_stmt(c->prog, TS_AST_PIPELINE, s->name);
+		if (sug)
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", sug);
+		else
+			snprintf(hint, sizeof(hint), "define it with `pipeline %s = ...`", s->name);
+		ts_check_err(c, s->name_loc, hint, "serve of undefined pipeline '%s'", s->name);
+		return check_serve_alone(c, s, file, base_dir); /* still its settings */
+	}
+	return first_serve != s ? check_serve_alone(c, s, file, base_dir) : 0;
+}
+
+/* One pipeline statement, its serve block and its estimate into *out. */
+static int check_pipeline_stmt(struct ts_check *c, const struct ts_ast_stmt *s,
+			       const char *file, const char *base_dir, struct ts_plan **out)
+{
+	struct ts_plan *plan = NULL;
+	bool size_reported = false;
+	char hint[192];
+	int rc = new_plan(s, file, base_dir, &plan);
+	if (rc < 0)
+		return rc;
+	rc = ts_check_pipeline(c, s, plan, &size_reported);
+	if (rc < 0)
+		goto fail;
+	ts_check_serve_defaults(plan);
+	const struct ts_ast_stmt *serve = ts_check_find(c, TS_AST_SERVE, s->name);
+	if (serve) {
+		struct ts_loc mem_loc = serve->name_loc;
+		bool has_memory;
+		plan->served = true;
+		rc = ts_check_serve(c, serve, plan, &mem_loc, &has_memory);
+		if (rc < 0)
+			goto fail;
+		if ((!plan->height || !plan->width) && !size_reported) {
+			snprintf(hint, sizeof(hint),
+				 "add center_crop, resize([h, w]) or random_resized_crop to pipeline '%s'",
+				 s->name);
+			ts_check_err(c, serve->name_loc, hint,
+			    "cannot serve '%s': its samples have no fixed size", s->name);
+		}
+		ts_plan_estimate(plan, 0);
+		check_budget(c, plan, mem_loc);
+	} else {
+		ts_plan_estimate(plan, 0);
+	}
+	*out = plan;
+	return 0;
+fail:
+	ts_plan_destroy(plan);
+	return rc;
+}
+
 TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 			   const char *pipeline, const char *file,
 			   const char *base_dir, struct ts_diags *d,
@@ -178,139 +308,25 @@ TS_EXPORT int ts_dsl_check(const struct ts_ast_program *prog,
 {
 	struct ts_check c = { .prog = prog, .d = d };
 	size_t first = d->n, errors_before = d->n_errors;
-	const struct ts_ast_stmt *chosen = NULL;
 	struct ts_plan *result = NULL;
 	int rc = 0;
-	char hint[192];
 
 	if ((rc = ts_check_names_build(&c)) < 0)
 		goto out;
-
-	/* Duplicate names. */
-	for (const struct ts_ast_stmt *s = prog->stmts; s; s = s->next) {
-		const struct ts_ast_stmt *prev;
-		if (s->kind == TS_AST_SERVE || !s->name)
-			continue;
-		prev = ts_check_find(&c, s->kind, s->name);
-		if (prev != s) {
-			snprintf(hint, sizeof(hint), "first defined at line %d",
-				 prev->name_loc.first_line);
-			ts_check_err(&c, s->name_loc, hint, "duplicate %s name '%s'",
-			    s->kind == TS_AST_LET ? "let" : "pipeline", s->name);
-		}
-	}
-
-	/* Pick the pipeline to lower. */
-	if (pipeline) {
-		chosen = ts_check_find(&c, TS_AST_PIPELINE, pipeline);
-		if (!chosen) {
-			const char *s = ts_check_suggest_stmt(prog, TS_AST_PIPELINE, pipeline);
-			if (s)
-				snprintf(hint, sizeof(hint), "did you mean '%s'?", s);
-			ts_check_err(&c, (struct ts_loc){0, 0, 0, 0}, s ? hint : NULL,
-			    "no pipeline named '%s'", pipeline);
-		}
-	} else {
-		for (const struct ts_ast_stmt *s = prog->stmts; s && !chosen; s = s->next)
-			if (s->kind == TS_AST_SERVE && s->name)
-				chosen = ts_check_find(&c, TS_AST_PIPELINE, s->name);
-		for (const struct ts_ast_stmt *s = prog->stmts; s && !chosen; s = s->next)
-			if (s->kind == TS_AST_PIPELINE)
-				chosen = s;
-		if (!chosen && !prog->stmts)
-			ts_check_err(&c, (struct ts_loc){0, 0, 0, 0},
-			    "write `pipeline NAME = source(...) | ...`",
-			    "no pipeline in this file");
-		else if (!chosen)
-			ts_check_err(&c, (struct ts_loc){1, 1, 1, 1},
-			    "write `pipeline NAME = source(...) | ...`",
-			    "no pipeline in this file");
-	}
-
+	check_duplicates(&c);
+	const struct ts_ast_stmt *chosen = choose_pipeline(&c, pipeline);
 	/* Every pipeline, then its serve block. */
 	for (const struct ts_ast_stmt *s = prog->stmts; s; s = s->next) {
-		struct ts_plan *plan = NULL;
-		const struct ts_ast_stmt *serve = NULL;
-		bool size_reported = false;
-
-		if (s->kind == TS_AST_SERVE && !s->name)
-			continue;
-		if (s->kind == TS_AST_SERVE) {
-			const struct ts_ast_stmt *p = ts_check_find(&c, TS_AST_PIPELINE, s->name);
-			const struct ts_ast_stmt *first_serve = ts_check_find(&c, TS_AST_SERVE, s->name);
-			if (first_serve != s) {
-				snprintf(hint, sizeof(hint), "first served at line %d",
-					 first_serve->name_loc.first_line);
-				ts_check_err(&c, s->name_loc, hint,
-				    "pipeline '%s' is served twice", s->name);
-			}
-			if (!p) {
-				const char *sug = ts_check_suggest_stmt(prog, TS_AST_PIPELINE, s->name);
-				struct ts_plan *dummy = NULL;
-				struct ts_loc ml;
-				bool hm;
-				if (sug)
-					snprintf(hint, sizeof(hint), "did you mean '%s'?", sug);
-				else
-					snprintf(hint, sizeof(hint),
-						 "define it with `pipeline %s = ...`", s->name);
-				ts_check_err(&c, s->name_loc, hint,
-				    "serve of undefined pipeline '%s'", s->name);
-				/* still check its settings */
-				if ((rc = new_plan(s, file, base_dir, &dummy)) < 0)
-					goto out;
-				dummy->batch = 1;
-				rc = ts_check_serve(&c, s, dummy, &ml, &hm);
-				ts_plan_destroy(dummy);
-				if (rc < 0)
-					goto out;
-			} else if (first_serve != s) {
-				struct ts_plan *dummy = NULL;
-				struct ts_loc ml;
-				bool hm;
-				if ((rc = new_plan(s, file, base_dir, &dummy)) < 0)
-					goto out;
-				dummy->batch = 1;
-				rc = ts_check_serve(&c, s, dummy, &ml, &hm);
-				ts_plan_destroy(dummy);
-				if (rc < 0)
-					goto out;
-			}
+		if (s->kind == TS_AST_SERVE && s->name) {
+			if ((rc = check_serve_stmt(&c, s, file, base_dir)) < 0)
+				goto out;
 			continue;
 		}
 		if (s->kind != TS_AST_PIPELINE || ts_check_find(&c, TS_AST_PIPELINE, s->name) != s)
 			continue;
-		if ((rc = new_plan(s, file, base_dir, &plan)) < 0)
+		struct ts_plan *plan = NULL;
+		if ((rc = check_pipeline_stmt(&c, s, file, base_dir, &plan)) < 0)
 			goto out;
-		rc = ts_check_pipeline(&c, s, plan, &size_reported);
-		if (rc < 0) {
-			ts_plan_destroy(plan);
-			goto out;
-		}
-		ts_check_serve_defaults(plan);
-		serve = ts_check_find(&c, TS_AST_SERVE, s->name);
-		if (serve) {
-			struct ts_loc mem_loc = serve->name_loc;
-			bool has_memory;
-			plan->served = true;
-			rc = ts_check_serve(&c, serve, plan, &mem_loc, &has_memory);
-			if (rc < 0) {
-				ts_plan_destroy(plan);
-				goto out;
-			}
-			if ((!plan->height || !plan->width) && !size_reported) {
-				snprintf(hint, sizeof(hint),
-					 "add center_crop, resize([h, w]) or random_resized_crop to pipeline '%s'",
-					 s->name);
-				ts_check_err(&c, serve->name_loc, hint,
-				    "cannot serve '%s': its samples have no fixed size",
-				    s->name);
-			}
-			ts_plan_estimate(plan, 0);
-			check_budget(&c, plan, mem_loc);
-		} else {
-			ts_plan_estimate(plan, 0);
-		}
 		if (s == chosen && !result)
 			result = plan;
 		else
