@@ -519,159 +519,198 @@ static bool unknown_unit(struct ts_parse_state *st, size_t u)
 	return true;
 }
 
-int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
-			      struct ts_loc loc, const char *const *exp, int n)
+/* One syntax error being worded: the parser's view of it and the last
+ * three tokens (la the lookahead, p1 and p2 before it). */
+struct syntax {
+	struct ts_parse_state *st;
+	struct ts_loc loc;
+	const char *const *exp;   /* what the parser expected, n of them */
+	int n;
+	const struct ts_dsl_tok *la, *p1, *p2;
+	char what[QUOTE_MAX + 16]; /* the unexpected token, as shown */
+	char hint[96];
+};
+
+/* A bracket left open: the user ended the construct without closing. */
+static bool explain_unclosed(struct syntax *x)
 {
-	const struct ts_dsl_tok *la = &st->hist[0], *p1 = &st->hist[1],
-				*p2 = &st->hist[2];
-	char what[QUOTE_MAX + 16], name[QUOTE_MAX + 8], phrase[192], hint[96];
-
-	/* A keyword used as a name (`let serve = 1`, `f(pipeline)`) restarts
-	 * a statement during recovery; its own follow-up error is noise. */
-	if (st->suspect_off && (p1->off + 1 == st->suspect_off ||
-				p2->off + 1 == st->suspect_off)) {
-		st->suspect_off = 0;
-		return 0;
+	struct ts_parse_state *st = x->st;
+	const struct ts_dsl_tok *la = x->la, *p1 = x->p1;
+	if (!st->has_prev_top)
+		return false;
+	char closer = st->prev_top.ch == '(' ? ')' : st->prev_top.ch == '[' ? ']' : '}';
+	char cq[4] = {'\'', closer, '\'', '\0'};
+	bool ended = la->kind == TS_TOK_YYEOF || (la->kind == '|' && closer != '}') ||
+		     (is_closer(la->kind) && la->kind != closer) ||
+		     la->loc.first_line > p1->loc.last_line;
+	if (!has(x->exp, x->n, cq) || !ended)
+		return false;
+	/* The closer belongs right after the construct's last token, not at
+	 * whatever comes next (maybe lines below); a wrong closer is
+	 * reported where it stands. */
+	struct ts_loc at = x->loc;
+	const char *h = NULL;
+	if (!is_closer(la->kind) && p1->loc.first_line > 0)
+		at = (struct ts_loc){p1->loc.last_line, p1->loc.last_column + 1,
+				     p1->loc.last_line, p1->loc.last_column + 1};
+	/* `random_apply(invert | equalize)`: an operator chain as a value
+	 * starts with a call in parentheses (a bare first name is a word, so
+	 * that `decode(rgb | ...` stays a missing ')'); say so when the word
+	 * is an operator's name. */
+	if (la->kind == '|' && p1->kind == TS_TOK_IDENT && p1->len < QUOTE_MAX) {
+		char w[QUOTE_MAX];
+		memcpy(w, st->src + p1->off, p1->len);
+		w[p1->len] = '\0';
+		if (ts_registry_find(w)) {
+			snprintf(x->hint, sizeof(x->hint),
+				 "operators as a value start with a call: write '%s() | ...'", w);
+			h = x->hint;
+		}
 	}
-	st->suspect_off = 0;
-	if (is_keyword(la->kind) && la->loc.first_line == p1->loc.last_line &&
-	    p1->kind != TS_TOK_YYEOF)
-		st->suspect_off = la->off + 1;
+	report(st, at, h, "expected '%c' to close the %s opened at %d:%d", closer,
+	       construct_of(st->prev_top.ch), st->prev_top.loc.first_line,
+	       st->prev_top.loc.first_column);
+	return true;
+}
 
-	if (!strcmp(unexpected, "end of file"))
-		snprintf(what, sizeof(what), "end of file");
-	else if (!strcmp(unexpected, "string"))
-		snprintf(what, sizeof(what), "string");
+/* let x 5 / pipeline p call / serve s socket = ... */
+static bool explain_missing_eq(struct syntax *x)
+{
+	struct ts_parse_state *st = x->st;
+	const struct ts_dsl_tok *p1 = x->p1, *p2 = x->p2;
+	char name[QUOTE_MAX + 8];
+	if (x->n != 1 || p1->kind != TS_TOK_IDENT ||
+	    (strcmp(x->exp[0], "'='") && strcmp(x->exp[0], "'{'")))
+		return false;
+	tok_text(st, p1, name, sizeof(name));
+	if (p2->kind == TS_TOK_LET || p2->kind == TS_TOK_PIPELINE || p2->kind == TS_TOK_SERVE)
+		report(st, x->loc, NULL, "expected %s after '%.*s %.*s'", x->exp[0],
+		       (int)p2->len, st->src + p2->off, (int)p1->len, st->src + p1->off);
 	else
-		tok_text(st, la, what, sizeof(what));
+		report(st, x->loc, NULL, "expected %s after %s", x->exp[0], name);
+	return true;
+}
 
-	/* `memory = 8 bananas }`: the word after the number was taken for
-	 * the next setting's name; `f(x = 8 px)`: a unit was wanted. */
-	if ((n == 1 && !strcmp(exp[0], "'='") && !starts_value(la->kind) &&
-	     unknown_unit(st, 1)) ||
-	    (has(exp, n, "unit") && unknown_unit(st, 0)))
-		return 0;
+/* A name was wanted: say which kind. */
+static bool explain_name_wanted(struct syntax *x)
+{
+	struct ts_parse_state *st = x->st;
+	const struct ts_dsl_tok *p1 = x->p1;
+	if (x->n != 1 || strcmp(x->exp[0], "identifier"))
+		return false;
+	const char *h = name_hint(st, x->hint, sizeof(x->hint));
+	if (is_keyword(p1->kind))
+		report(st, x->loc, h, "unexpected %s; expected a name after '%.*s'", x->what,
+		       (int)p1->len, st->src + p1->off);
+	else if (p1->kind == '|' || p1->kind == '=')
+		report(st, x->loc, h, "unexpected %s; expected an operator after '%c'", x->what,
+		       p1->kind);
+	else
+		report(st, x->loc, h, "unexpected %s; expected a name", x->what);
+	return true;
+}
 
-	/* A bracket left open: the user ended the construct without closing. */
-	if (st->has_prev_top) {
-		char closer = st->prev_top.ch == '(' ? ')' :
-			      st->prev_top.ch == '[' ? ']' : '}';
-		char cq[4] = {'\'', closer, '\'', '\0'};
-		bool ended = la->kind == TS_TOK_YYEOF ||
-			     (la->kind == '|' && closer != '}') ||
-			     (is_closer(la->kind) && la->kind != closer) ||
-			     la->loc.first_line > p1->loc.last_line;
+/* Two stages side by side: the '|' is missing. */
+static bool explain_missing_pipe(struct syntax *x)
+{
+	if (!has(x->exp, x->n, "'|'") || x->la->kind != TS_TOK_IDENT)
+		return false;
+	report(x->st, x->loc, NULL, "unexpected %s; expected '|' before the next operator",
+	       x->what);
+	return true;
+}
 
-		if (has(exp, n, cq) && ended) {
-			/* The closer belongs right after the construct's last
-			 * token, not at whatever comes next (maybe lines
-			 * below); a wrong closer is reported where it stands. */
-			struct ts_loc at = loc;
-
-			const char *h = NULL;
-
-			if (!is_closer(la->kind) && p1->loc.first_line > 0)
-				at = (struct ts_loc){p1->loc.last_line,
-						     p1->loc.last_column + 1,
-						     p1->loc.last_line,
-						     p1->loc.last_column + 1};
-			/* `random_apply(invert | equalize)`: an operator chain
-			 * as a value starts with a call in parentheses (a bare
-			 * first name is a word, so that `decode(rgb | ...`
-			 * stays a missing ')'); say so when the word is an
-			 * operator's name. */
-			if (la->kind == '|' && p1->kind == TS_TOK_IDENT &&
-			    p1->len < QUOTE_MAX) {
-				char w[QUOTE_MAX];
-
-				memcpy(w, st->src + p1->off, p1->len);
-				w[p1->len] = '\0';
-				if (ts_registry_find(w)) {
-					snprintf(hint, sizeof(hint),
-						 "operators as a value start with a call: write '%s() | ...'",
-						 w);
-					h = hint;
-				}
-			}
-			report(st, at, h,
-			       "expected '%c' to close the %s opened at %d:%d",
-			       closer, construct_of(st->prev_top.ch),
-			       st->prev_top.loc.first_line,
-			       st->prev_top.loc.first_column);
-			return 0;
-		}
+/* A statement ended and something other than a statement follows. */
+static bool explain_not_a_statement(struct syntax *x)
+{
+	static const char *const stmts[] = { "let", "pipeline", "serve" };
+	const struct ts_dsl_tok *la = x->la;
+	if (!has(x->exp, x->n, "let") || !has(x->exp, x->n, "pipeline") ||
+	    has(x->exp, x->n, "'|'") || has(x->exp, x->n, "'='"))
+		return false;
+	const char *near = NULL;
+	if (la->kind == TS_TOK_IDENT) {
+		char word[QUOTE_MAX];
+		snprintf(word, sizeof(word), "%.*s", (int)la->len, x->st->src + la->off);
+		near = ts_diag_suggest(word, stmts, TS_ARRAY_LEN(stmts));
 	}
-	/* let x 5 / pipeline p call / serve s socket = ... */
-	if (n == 1 && p1->kind == TS_TOK_IDENT &&
-	    (!strcmp(exp[0], "'='") || !strcmp(exp[0], "'{'"))) {
-		tok_text(st, p1, name, sizeof(name));
-		if (p2->kind == TS_TOK_LET || p2->kind == TS_TOK_PIPELINE ||
-		    p2->kind == TS_TOK_SERVE)
-			report(st, loc, NULL, "expected %s after '%.*s %.*s'",
-			       exp[0], (int)p2->len, st->src + p2->off,
-			       (int)p1->len, st->src + p1->off);
-		else
-			report(st, loc, NULL, "expected %s after %s", exp[0], name);
-		return 0;
-	}
-	/* A name was wanted: say which kind. */
-	if (n == 1 && !strcmp(exp[0], "identifier")) {
-		const char *h = name_hint(st, hint, sizeof(hint));
+	if (near)
+		snprintf(x->hint, sizeof(x->hint), "did you mean '%s'?", near);
+	report(x->st, x->loc, near ? x->hint : NULL,
+	       "unexpected %s; a statement starts with 'let', 'pipeline' or 'serve'", x->what);
+	return true;
+}
 
-		if (is_keyword(p1->kind))
-			report(st, loc, h, "unexpected %s; expected a name after '%.*s'",
-			       what, (int)p1->len, st->src + p1->off);
-		else if (p1->kind == '|' || p1->kind == '=')
-			report(st, loc, h, "unexpected %s; expected an operator after '%c'",
-			       what, p1->kind);
-		else
-			report(st, loc, h, "unexpected %s; expected a name", what);
-		return 0;
-	}
-	/* Two stages side by side: the '|' is missing. */
-	if (has(exp, n, "'|'") && la->kind == TS_TOK_IDENT) {
-		report(st, loc, NULL,
-		       "unexpected %s; expected '|' before the next operator", what);
-		return 0;
-	}
-	/* A statement ended and something other than a statement follows. */
-	if (has(exp, n, "let") && has(exp, n, "pipeline") &&
-	    !has(exp, n, "'|'") && !has(exp, n, "'='")) {
-		static const char *const stmts[] = { "let", "pipeline", "serve" };
-		const char *near = NULL;
-		if (la->kind == TS_TOK_IDENT) {
-			char word[QUOTE_MAX];
-			snprintf(word, sizeof(word), "%.*s", (int)la->len, st->src + la->off);
-			near = ts_diag_suggest(word, stmts, TS_ARRAY_LEN(stmts));
-		}
-		if (near)
-			snprintf(hint, sizeof(hint), "did you mean '%s'?", near);
-		report(st, loc, near ? hint : NULL,
-		       "unexpected %s; a statement starts with 'let', 'pipeline' or 'serve'",
-		       what);
-		return 0;
-	}
-	expected_phrase(exp, n, phrase, sizeof(phrase));
+/* What bison would say, with a hint for a missing value or a bad name
+ * before '=' in a call. */
+static bool explain_expected(struct syntax *x)
+{
+	struct ts_parse_state *st = x->st;
+	const struct ts_dsl_tok *la = x->la, *p1 = x->p1, *p2 = x->p2;
+	char phrase[192];
+	expected_phrase(x->exp, x->n, phrase, sizeof(phrase));
 	const char *h = NULL;
 	bool in_call = st->has_prev_top && st->prev_top.ch == '(';
 	/* `views(2 = )`, `flip(p = )`: the value after a name is missing. */
 	if (in_call && la->kind == ')' && p1->kind == '=' &&
-	    (p2->kind == TS_TOK_IDENT || p2->kind == TS_TOK_NUMBER) &&
-	    p2->len < QUOTE_MAX) {
-		snprintf(hint, sizeof(hint), "write a value after '%.*s =', or remove '%.*s ='",
-			 (int)p2->len, st->src + p2->off, (int)p2->len, st->src + p2->off);
-		h = hint;
+	    (p2->kind == TS_TOK_IDENT || p2->kind == TS_TOK_NUMBER) && p2->len < QUOTE_MAX) {
+		snprintf(x->hint, sizeof(x->hint),
+			 "write a value after '%.*s =', or remove '%.*s ='", (int)p2->len,
+			 st->src + p2->off, (int)p2->len, st->src + p2->off);
+		h = x->hint;
 	}
 	/* `views(-1 = ...)`, `views("2" = ...)`, `f(a = 2 = ...)`: something
 	 * other than a name before '='. */
-	if (in_call && la->kind == '=' &&
-	    (p1->kind == TS_TOK_NUMBER || p1->kind == TS_TOK_STRING))
+	if (in_call && la->kind == '=' && (p1->kind == TS_TOK_NUMBER || p1->kind == TS_TOK_STRING))
 		h = "only a parameter's name, or in views(...) a view count from 1 to 32, "
 		    "stands before '='";
 	if (phrase[0])
-		report(st, loc, h, "unexpected %s; expected %s", what, phrase);
+		report(st, x->loc, h, "unexpected %s; expected %s", x->what, phrase);
 	else
-		report(st, loc, h, "unexpected %s", what);
+		report(st, x->loc, h, "unexpected %s", x->what);
+	return true;
+}
+
+/* The explanations, most specific first; the last always reports. */
+static bool (*const explainers[])(struct syntax *) = {
+	explain_unclosed, explain_missing_eq, explain_name_wanted, explain_missing_pipe,
+	explain_not_a_statement, explain_expected,
+};
+
+int ts_dsl_parse_syntax_error(struct ts_parse_state *st, const char *unexpected,
+			      struct ts_loc loc, const char *const *exp, int n)
+{
+	struct syntax x = { .st = st, .loc = loc, .exp = exp, .n = n,
+			    .la = &st->hist[0], .p1 = &st->hist[1], .p2 = &st->hist[2] };
+
+	/* A keyword used as a name (`let serve = 1`, `f(pipeline)`) restarts
+	 * a statement during recovery; its own follow-up error is noise. */
+	if (st->suspect_off && (x.p1->off + 1 == st->suspect_off ||
+				x.p2->off + 1 == st->suspect_off)) {
+		st->suspect_off = 0;
+		return 0;
+	}
+	st->suspect_off = 0;
+	if (is_keyword(x.la->kind) && x.la->loc.first_line == x.p1->loc.last_line &&
+	    x.p1->kind != TS_TOK_YYEOF)
+		st->suspect_off = x.la->off + 1;
+
+	if (!strcmp(unexpected, "end of file"))
+		snprintf(x.what, sizeof(x.what), "end of file");
+	else if (!strcmp(unexpected, "string"))
+		snprintf(x.what, sizeof(x.what), "string");
+	else
+		tok_text(st, x.la, x.what, sizeof(x.what));
+
+	/* `memory = 8 bananas }`: the word after the number was taken for
+	 * the next setting's name; `f(x = 8 px)`: a unit was wanted. */
+	if ((n == 1 && !strcmp(exp[0], "'='") && !starts_value(x.la->kind) &&
+	     unknown_unit(st, 1)) ||
+	    (has(exp, n, "unit") && unknown_unit(st, 0)))
+		return 0;
+	for (size_t i = 0; i < TS_ARRAY_LEN(explainers); i++)
+		if (explainers[i](&x))
+			break;
 	return 0;
 }
 
