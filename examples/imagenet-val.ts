@@ -5,7 +5,7 @@ let mean = [0.485, 0.456, 0.406]
 let std  = [0.229, 0.224, 0.225]
 
 pipeline val =
-    folder("data/val")
+    folder("../data/val")
     | decode(rgb)
     | resize(256)                  # shorter side to 256, aspect kept
     | center_crop(224)

@@ -9,7 +9,7 @@ let mean = [0.485, 0.456, 0.406]
 let std  = [0.229, 0.224, 0.225]
 
 pipeline train =
-    folder("data/train", ext = [".jpg", ".jpeg", ".png"])   # label = class sub-folder
+    folder("../data/train", ext = [".jpg", ".jpeg", ".png"])   # label = class sub-folder
     | shuffle(seed = 42)
     | decode(rgb)
     | random_resized_crop(224, scale = 0.08..1.0, ratio = 3/4..4/3)
