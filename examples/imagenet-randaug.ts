@@ -4,6 +4,9 @@
 # float32 NCHW. The policy's ops and magnitudes are torchvision 0.14's
 # (tests/torch-policy.py); perf/randaug.sh measures it against the same
 # torchvision recipe in a DataLoader.
+# Reads data/train of the repository root, which ./scripts/quickstart
+# makes (relative paths resolve against this file's folder). From the
+# repository root (tsrun is build/src/tsrun in a source tree):
 #
 #   tsrun check examples/imagenet-randaug.ts
 #   tsrun graph examples/imagenet-randaug.ts

@@ -1,5 +1,8 @@
 # ImageNet training recipe (torchvision's reference):
 # RandomResizedCrop(224) + RandomHorizontalFlip + Normalize, float32 NCHW.
+# Reads data/train of the repository root, which ./scripts/quickstart
+# makes (relative paths resolve against this file's folder). From the
+# repository root (tsrun is build/src/tsrun in a source tree):
 #
 #   tsrun check examples/imagenet.ts
 #   tsrun graph examples/imagenet.ts
