@@ -37,11 +37,14 @@ When none loads, ``load_library()`` (and so ``Loader``) raises
 """
 
 from ._lib import load_library
+from ._version import version as _version
 from .errors import (Detached, JobFailed, LibraryNotFound, ProducerGone, Timeout,
                      TsrunError)
 from .loader import Loader
 from .mixup import Mixup
 from .serve import Producer, serve
+
+__version__ = _version()   # meson.build's project version
 
 __all__ = ["Loader", "TsrunError", "ProducerGone", "Timeout", "JobFailed", "Detached",
            "LibraryNotFound", "load_library", "serve", "Producer", "Mixup"]
