@@ -189,7 +189,8 @@ def main():
         tsrun.Loader(ts, connect_timeout=5)
         check(False, "a Loader on the pipeline file was refused")
     except tsrun.TsrunError as e:
-        check("is not a socket (a pipeline file? start `tsrun run" in str(e),
+        check("is not a socket (a pipeline file? start `tsrun run %s` and point the Loader "
+              "at its socket = \"%s\")" % (ts, sock) in str(e),
               f"a Loader on the pipeline file: {e}")
     # nothing serves: connect_timeout waits, then says how long it did
     try:

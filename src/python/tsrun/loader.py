@@ -6,6 +6,7 @@ import ctypes
 import errno
 import math
 import operator
+import re
 import os
 import time
 import warnings
@@ -89,6 +90,8 @@ def _connect(lib, socket, opts, client, err, connect_timeout):
     while True:
         rc = lib.ts_client_connect(os.fsencode(socket), ctypes.byref(opts),
                                    ctypes.byref(client), ctypes.byref(err))
+        if rc == -errno.ENOTSOCK:
+            _not_a_socket(socket, rc)
         if rc >= 0 or rc not in waiting or not connect_timeout:
             return rc
         if time.monotonic() >= deadline:
@@ -97,6 +100,22 @@ def _connect(lib, socket, opts, client, err, connect_timeout):
                        % (msg, connect_timeout, connect_timeout)).encode()[:255]
             return rc
         time.sleep(0.05)
+
+
+def _not_a_socket(path, rc):
+    """Raise TsrunError for a Loader pointed at a file that is not a
+    socket: a pipeline file names the socket its serve block serves."""
+    where = ""
+    try:
+        with open(path, "rb") as f:
+            m = re.search(rb'\bsocket\s*=\s*"([^"\n]+)"', f.read(1 << 20))
+        if m:
+            where = ' = "%s"' % m.group(1).decode("utf-8", "replace")
+    except OSError:
+        pass
+    raise TsrunError(rc, "cannot connect to %s: it is not a socket (a pipeline file? start "
+                         "`tsrun run %s` and point the Loader at its socket%s)"
+                     % (path, path, where or ", the serve block's socket = ..."))
 
 
 def _job_args(job, rank, world_size):
