@@ -33,7 +33,15 @@ timm.data.Mixup does, keyed by (seed, epoch, index); ``Loader(...,
 mixup=tsrun.Mixup(...))`` applies it to every batch.
 
 When none loads, ``load_library()`` (and so ``Loader``) raises
-``LibraryNotFound``, an ``OSError`` that says what to do.
+``LibraryNotFound``, an ``OSError`` that says what to do. tsrun.serve's
+libtsrun is found by the same search (TSRUN_LIBTSRUN, next to this package,
+the loader path, the source tree's build*/src/libtsrun.so*).
+
+From a source tree, import it with ``PYTHONPATH=src/python``. A pip
+install (``pip install --no-build-isolation .``) also puts the ``tsrun``
+command in the environment's bin (the tsrun binary the package carries,
+tsrun/bin/tsrun; ``python3 -m tsrun`` runs it too). ``tsrun.__version__``
+is the project's version (meson.build's).
 """
 
 from ._lib import load_library
