@@ -36,4 +36,24 @@ sh "$st" --bogus >"$T/out" 2>&1
 rc=$?
 [ $rc -eq 2 ] && grep -q "unknown option '--bogus'" "$T/out" && grep -q -- "--quick" "$T/out" &&
 	pass "scripts/test --bogus: a usage error" || fail "scripts/test --bogus: exit $rc: $(cat "$T/out")"
+
+# The launch recipes as printed: every torchrun line of README,
+# tensorsocket(7) and the examples carries -r 1 -t 1, which Debian's
+# torch 1.13 under Python 3.11 needs (its default -r 0 fails with an
+# AttributeError); tests/jobs.py runs train_ddp.py so.
+for f in README.md man/tensorsocket.7 examples/ddp.ts examples/ddp-host.sh \
+	examples/ddp-nodes.sh examples/train_ddp.py; do
+	# continued lines joined ("\" or mdoc's "\e" at the end)
+	sed -e 's/\\-/-/g' -e 's/\\e$/\\/' -e ':a' -e '/\\$/N; s/\\\n//; ta' "$TS_SRCDIR/$f" |
+		grep -E '(^|[ #])torchrun --[a-z]|-m torch\.distributed\.run ' |
+		grep -v '^\.Ic ' >"$T/launch"
+	[ -s "$T/launch" ] || { fail "$f: no torchrun line"; continue; }
+	if grep -v -- '-r 1 -t 1' "$T/launch" >"$T/bad"; then
+		fail "$f: torchrun without -r 1 -t 1: $(cat "$T/bad")"
+	else
+		pass "$f: torchrun with -r 1 -t 1"
+	fi
+done
+grep -q '"-r", "1", "-t", "1"' "$TS_SRCDIR/tests/jobs.py" ||
+	fail "tests/jobs.py no longer runs torchrun with -r 1 -t 1"
 finish
