@@ -25,6 +25,7 @@ static int source_path(const struct ts_opdef *def, struct ts_check_val *vals,
 		       const char *name, struct ts_source *src)
 {
 	const char *s = ts_check_arg(def, vals, name)->str;
+	src->loc = ts_check_arg(def, vals, name)->loc;
 	src->path = ts_strdup(s);
 	return s && !src->path ? TS_E_NOMEM : 0;
 }
@@ -48,6 +49,7 @@ static int apply_folder(struct ts_check *c, const struct ts_opdef *def,
 
 	encoded_start(shape);
 	src->kind = TS_SRC_FOLDER;
+	src->loc = ts_check_arg(def, vals, "path")->loc;
 	src->path = ts_strdup(path);
 	if (ext->given) {
 		const struct ts_ast_value *it = ext->items;

@@ -2,9 +2,14 @@
 # cloud test is a plugin operator, a C function the mission team can
 # change and upload without rebuilding tsrun (src/tsrun_plugin.h).
 # tsrun runs it in an isolated process: a crash or a hang past timeout_ms
-# costs that tile (on_error = skip lists it), never the loader. Build the
-# plugin next to this file:
-#   cc -shared -fPIC -O2 -I../src -o cloudmask.so plugins/cloudmask.c
+# costs that tile (on_error = skip lists it), never the loader. Reads
+# the frames of examples/cubesat.ts (examples/frames/<camera>/*.png).
+# Build the plugin next to this file (meson builds the same one as
+# build/examples/plugins/cloudmask.so), then, from the repository root:
+#
+#   cc -shared -fPIC -O2 -Iinclude/tsrun -o examples/cloudmask.so examples/plugins/cloudmask.c
+#   tsrun check --sources examples/cubesat-plugin.ts
+#   tsrun bench examples/cubesat-plugin.ts --epochs 1
 
 pipeline frames =
     folder("frames", ext = [".png"])

@@ -2,6 +2,15 @@
 # cut into 512x512 tiles, tiles that are mostly cloud are dropped, and the
 # rest go out as 8-bit for the on-board classifier. Small ring, few
 # threads and a hard memory budget: the flight computer has 512 MiB.
+#
+# Reads examples/frames/<camera>/*.png (relative paths resolve against
+# this file's folder): 16-bit grayscale PNG frames of 512 px or more a
+# side (tests/examples.sh and tests/embed-memory.sh make some with PIL).
+# On the ground, from the repository root:
+#
+#   tsrun check --sources examples/cubesat.ts
+#   tsrun bench examples/cubesat.ts --epochs 1
+#   build/examples/embed examples/cubesat.ts --epochs 1 --memory 64
 
 pipeline frames =
     folder("frames", ext = [".png"])

@@ -4,7 +4,9 @@
 # of batches; tensorsocket(7), "Jobs"); the lone trainer reads all of it.
 # Needs the quickstart's data (tsrun make-dataset data --images 2000) and
 # torchrun (Debian's torch 1.13 under Python 3.11 needs "-r 1 -t 1", set
-# here; newer torchrun does not).
+# here: its default "-r 0" fails with AttributeError: 'NoneType' object
+# has no attribute 'get', tensorsocket(7) "Launching"; newer torchrun does
+# not).
 set -eu
 cd "$(dirname "$0")/.."
 TSRUN=${TSRUN:-tsrun}

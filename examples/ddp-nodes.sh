@@ -6,6 +6,9 @@
 # is not a torchrun worker, so they are set for it here), then torchrun
 # starts the node's ranks, which split that share as one job.
 #
+# (-r 1 -t 1 for Debian's torch 1.13 under Python 3.11: tensorsocket(7),
+# "Launching").
+#
 #   node0$ examples/ddp-nodes.sh 0 2 node0
 #   node1$ examples/ddp-nodes.sh 1 2 node0
 set -eu
@@ -20,6 +23,6 @@ sock=/tmp/tsrun-ddp.sock
 GROUP_RANK=$node GROUP_WORLD_SIZE=$nodes "$TSRUN" run examples/ddp.ts --wait "$per_node" &
 while [ ! -S "$sock" ]; do sleep 0.1; done
 "$PY" -m torch.distributed.run --nnodes "$nodes" --node_rank "$node" \
-	--nproc_per_node "$per_node" --master_addr "$master" --master_port 29500 \
+	--nproc_per_node "$per_node" -r 1 -t 1 --master_addr "$master" --master_port 29500 \
 	examples/train_ddp.py --socket "$sock" --job ddp
 wait

@@ -4,12 +4,13 @@
 # as a job (tensorsocket(7), "Jobs"; examples/train_ddp.py).
 #
 #   GROUP_RANK=0 GROUP_WORLD_SIZE=2 tsrun run examples/ddp.ts &   # node 0 of 2
-#   torchrun --nnodes 2 --node_rank 0 --nproc_per_node 4 ... examples/train_ddp.py \
+#   torchrun --nnodes 2 --node_rank 0 --nproc_per_node 4 -r 1 -t 1 ... examples/train_ddp.py \
 #       --socket /tmp/tsrun-ddp.sock --job ddp
 #
 # Under Slurm, SLURM_NODEID and SLURM_NNODES name the node instead
 # (examples/ddp-slurm.sbatch). Relative paths resolve against this file's
-# folder.
+# folder. "-r 1 -t 1": Debian's torchrun (torch 1.13, Python 3.11) fails
+# without them (tensorsocket(7), "Launching").
 
 pipeline ddp =
     folder("../data/train")

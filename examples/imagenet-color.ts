@@ -2,15 +2,19 @@
 # a probability as RandomAutocontrast, RandomEqualize, RandomPosterize and
 # RandomSolarize do (on uint8 pixels: before normalize), then a fixed
 # brightness and saturation boost.
+# Reads data/train of the repository root, which ./scripts/quickstart
+# makes (relative paths resolve against this file's folder). From the
+# repository root (tsrun is build/src/tsrun in a source tree):
 #
 #   tsrun check examples/imagenet-color.ts
 #   tsrun graph examples/imagenet-color.ts
+#   tsrun bench examples/imagenet-color.ts
 
 let mean = [0.485, 0.456, 0.406]
 let std  = [0.229, 0.224, 0.225]
 
 pipeline train =
-    folder("data/train", ext = [".jpg", ".jpeg", ".png"])
+    folder("../data/train", ext = [".jpg", ".jpeg", ".png"])
     | shuffle(seed = 42)
     | decode(rgb)
     | random_resized_crop(224)

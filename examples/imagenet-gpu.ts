@@ -4,6 +4,9 @@
 # the GPU, in one kernel, into a device ring that every trainer on the
 # GPU reads without a copy (tsrun.Loader(..., device="cuda")).
 # Without a GPU, tsrun says so and serves the uint8 NHWC batches.
+# Reads data/train of the repository root, which ./scripts/quickstart
+# makes (relative paths resolve against this file's folder). From the
+# repository root (tsrun is build/src/tsrun in a source tree):
 #
 #   tsrun graph examples/imagenet-gpu.ts
 #   tsrun run   examples/imagenet-gpu.ts [--device N]
@@ -12,7 +15,7 @@ let mean = [0.485, 0.456, 0.406]
 let std  = [0.229, 0.224, 0.225]
 
 pipeline train =
-    folder("data/train", ext = [".jpg", ".jpeg", ".png"])
+    folder("../data/train", ext = [".jpg", ".jpeg", ".png"])
     | shuffle(seed = 42)
     | decode(rgb)
     | random_resized_crop(224, scale = 0.08..1.0, ratio = 3/4..4/3)

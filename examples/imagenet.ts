@@ -1,5 +1,8 @@
 # ImageNet training recipe (torchvision's reference):
 # RandomResizedCrop(224) + RandomHorizontalFlip + Normalize, float32 NCHW.
+# Reads data/train of the repository root, which ./scripts/quickstart
+# makes (relative paths resolve against this file's folder). From the
+# repository root (tsrun is build/src/tsrun in a source tree):
 #
 #   tsrun check examples/imagenet.ts
 #   tsrun graph examples/imagenet.ts
@@ -9,7 +12,7 @@ let mean = [0.485, 0.456, 0.406]
 let std  = [0.229, 0.224, 0.225]
 
 pipeline train =
-    folder("data/train", ext = [".jpg", ".jpeg", ".png"])   # label = class sub-folder
+    folder("../data/train", ext = [".jpg", ".jpeg", ".png"])   # label = class sub-folder
     | shuffle(seed = 42)
     | decode(rgb)
     | random_resized_crop(224, scale = 0.08..1.0, ratio = 3/4..4/3)

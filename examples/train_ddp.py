@@ -7,7 +7,7 @@ One host, two ranks (torchrun sets LOCAL_RANK and LOCAL_WORLD_SIZE, which
 are the rank and world size within the job on this host's tsrun):
 
     tsrun run examples/quickstart.ts &
-    torchrun --standalone --nproc_per_node 2 examples/train_ddp.py \\
+    torchrun --standalone --nproc_per_node 2 -r 1 -t 1 examples/train_ddp.py \\
         --socket /tmp/tsrun-quickstart.sock --job ddp
 
 Under Slurm's srun (no torchrun) the rank on the node comes from

@@ -85,6 +85,9 @@ struct ts_source {
 	uint64_t seed;
 	/* Directory of the pipeline file: relative paths resolve against it. */
 	char *base_dir;
+	/* Where path is written in the pipeline file (folder, list, tar):
+	 * what `tsrun check --sources` points at when it is not there. */
+	struct ts_loc loc;
 };
 
 /* The operator kinds, from the one list (ops.def): TS_OP_DECODE, ... */

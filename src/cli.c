@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "source.h"
 #include "util.h"
 
 enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
@@ -221,8 +223,71 @@ int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 	return ts_cli_compile_max(cmd, path, pipeline, 0, out);
 }
 
+/* The plan's source opened and listed as `tsrun run` would (check
+ * --sources): a folder, list or shard that is missing or empty becomes
+ * an error at the path's place in the file. Returns 0, TS_E_NOMEM, or
+ * the source's code when it was reported. */
+static int open_source(const struct ts_plan *plan, struct ts_diags *d)
+{
+	struct ts_index *ix = NULL;
+	struct ts_error err = {0};
+	int rc = ts_source_open(&plan->source, &ix, &err);
+
+	ts_source_index_destroy(ix);
+	if (rc == 0 || rc == TS_E_NOMEM)
+		return rc;
+	if (ts_diags_add(d, TS_SEV_ERROR, plan->source.loc, NULL, "%s", err.msg) < 0)
+		return TS_E_NOMEM;
+	return rc;
+}
+
+/* What `tsrun graph` can say about the source without listing it (a
+ * listing of a million files takes seconds): whether the folder or list
+ * file, or a tar pattern's folder, is there. When it is not, a warning
+ * at the path says that the sources were not looked at. Returns 0 or
+ * TS_E_NOMEM. */
+static int probe_source(const struct ts_plan *plan, struct ts_diags *d)
+{
+	const struct ts_source *s = &plan->source;
+	const char *what = s->kind == TS_SRC_FOLDER ? "folder"
+			 : s->kind == TS_SRC_LIST ? "list"
+			 : s->kind == TS_SRC_TAR ? "the tar shards' folder" : NULL;
+	char full[4096], *slash;
+	struct stat st;
+
+	if (!what || !s->path)
+		return 0;
+	if (s->path[0] == '/' || !s->base_dir || !strcmp(s->base_dir, "."))
+		snprintf(full, sizeof(full), "%s", s->path);
+	else
+		snprintf(full, sizeof(full), "%s/%s", s->base_dir, s->path);
+	if (s->kind == TS_SRC_TAR) {
+		/* the shards' folder: the pattern's braces are the listing's */
+		if (!(slash = strrchr(full, '/')))
+			return 0;
+		*slash = '\0';
+	}
+	int e = stat(full, &st) ? errno : 0;
+	if (!e && (s->kind == TS_SRC_LIST ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode)))
+		return 0;
+	if (ts_diags_add(d, TS_SEV_WARNING, s->loc,
+			 "tsrun check --sources FILE lists the sources as tsrun run does",
+			 "%s '%s' %s: the sources were not looked at (a relative path "
+			 "starts at the pipeline file's folder)", what, full,
+			 e == ENOENT ? "does not exist" : e ? strerror(e)
+			 : s->kind == TS_SRC_LIST ? "is not a regular file" : "is not a folder") < 0)
+		return TS_E_NOMEM;
+	return 0;
+}
+
 int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 		       size_t max, struct ts_plan **out)
+{
+	return ts_cli_compile_sources(cmd, path, pipeline, max, TS_CLI_SOURCES_NONE, out);
+}
+
+int ts_cli_compile_sources(const char *cmd, const char *path, const char *pipeline,
+			   size_t max, enum ts_cli_sources sources, struct ts_plan **out)
 {
 	struct ts_diags d;
 	char *src = NULL;
@@ -243,6 +308,15 @@ int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 	ts_diags_init(&d, strcmp(path, "-") == 0 ? "<stdin>" : path, src, len);
 	rc = ts_dsl_compile(src, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
 			    pipeline, &d, out);
+	if (rc == 0 && sources != TS_CLI_SOURCES_NONE) {
+		int src_rc = sources == TS_CLI_SOURCES_OPEN ? open_source(*out, &d)
+							    : probe_source(*out, &d);
+		if (src_rc) {
+			ts_plan_destroy(*out);
+			*out = NULL;
+			rc = src_rc;
+		}
+	}
 	ts_cli_print_diags(&d);
 	ts_diags_fini(&d);
 	free(src);

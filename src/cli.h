@@ -109,6 +109,13 @@ int ts_cli_compile(const char *cmd, const char *path, const char *pipeline,
 #define TS_CLI_MAX_SOURCE (64u << 20)
 int ts_cli_compile_max(const char *cmd, const char *path, const char *pipeline,
 		       size_t max, struct ts_plan **out);
+/* What ts_cli_compile_sources does with a valid plan's source: nothing;
+ * open and list it as `tsrun run` does, a missing or empty folder, list
+ * or shard an error at the path (check --sources); or only see that the
+ * folder or list is there, a warning when not (graph). */
+enum ts_cli_sources { TS_CLI_SOURCES_NONE, TS_CLI_SOURCES_OPEN, TS_CLI_SOURCES_PROBE };
+int ts_cli_compile_sources(const char *cmd, const char *path, const char *pipeline,
+			   size_t max, enum ts_cli_sources sources, struct ts_plan **out);
 
 /* Where `tsrun reload` leaves the new pipeline's path for the `tsrun run`
  * serving socket_path: "<socket>.reload". Malloc'd; NULL on no memory. */

@@ -6,11 +6,13 @@
 #include "registry.h"
 
 static const char usage[] =
-	"usage: tsrun check [--pipeline NAME] FILE...\n"
+	"usage: tsrun check [--pipeline NAME] [--sources] FILE...\n"
 	"Check pipeline files; print every error on stderr.\n"
 	"Exit status: 0 when every file is valid, 1 when one is not,\n"
 	"2 for a usage error or a file that cannot be read.\n"
 	"  --pipeline NAME   lower this pipeline (default: the served or first one)\n"
+	"  --sources         also open and list its source as tsrun run does: a\n"
+	"                    missing folder, list or shard is an error at its path\n"
 	"  --list-operators  print the registry's operator names and exit\n";
 
 static void list_operators(void)
@@ -23,7 +25,7 @@ int ts_cmd_check(int argc, char **argv)
 {
 	const char *pipeline = NULL;
 	int files = 0, status = TS_EXIT_OK;
-	bool opts = true;
+	bool opts = true, sources = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -36,6 +38,8 @@ int ts_cmd_check(int argc, char **argv)
 			} else if (strcmp(a, "--list-operators") == 0) {
 				list_operators();
 				return TS_EXIT_OK;
+			} else if (strcmp(a, "--sources") == 0) {
+				sources = true;
 			} else if (strcmp(a, "--pipeline") == 0 && i + 1 < argc) {
 				pipeline = argv[++i];
 			} else if (strncmp(a, "--pipeline=", 11) == 0) {
@@ -65,7 +69,9 @@ int ts_cmd_check(int argc, char **argv)
 				i++;
 			continue;
 		}
-		rc = ts_cli_compile("check", argv[i], pipeline, &plan);
+		rc = ts_cli_compile_sources("check", argv[i], pipeline, 0,
+					    sources ? TS_CLI_SOURCES_OPEN : TS_CLI_SOURCES_NONE,
+					    &plan);
 		ts_plan_destroy(plan);
 		/* the worst status wins: unreadable (2) over invalid (1) */
 		if (rc > status)

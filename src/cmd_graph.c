@@ -65,7 +65,7 @@ int ts_cmd_graph(int argc, char **argv)
 		fputs(usage, stderr);
 		return TS_EXIT_USAGE;
 	}
-	rc = ts_cli_compile("graph", file, pipeline, &plan);
+	rc = ts_cli_compile_sources("graph", file, pipeline, 0, TS_CLI_SOURCES_PROBE, &plan);
 	if (rc != TS_EXIT_OK)
 		return rc;
 	if (cores)

@@ -30,7 +30,8 @@ static void print_report(const struct ts_status_info *st, const char *path, doub
 	printf("socket:    %s\n", path);
 	/* Once the last epoch is produced the head sits at the next one. */
 	bool done = st->epochs > 0 && st->epoch >= st->epochs;
-	printf("position:  epoch %.0f", done ? st->epochs : st->epoch + 1);
+	/* from 0, as trainers, --start and the status file count epochs */
+	printf("position:  epoch %.0f", done ? st->epochs : st->epoch);
 	if (st->epochs > 0)
 		printf("/%.0f", st->epochs);
 	else

@@ -6,7 +6,9 @@
 #include "util.h"
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,11 +329,14 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	bar[20] = 0;
 	const struct ts_ring_consumer_stat *w = slowest(rs);
 	uint64_t fill_n = w ? (w->lag < rs->capacity ? w->lag : rs->capacity) : 0;
+	/* Epochs counted from 0, as loader.epoch, --start and the status file
+	 * count them: "epoch E/N" is epoch E of 0..N-1, E epochs done; N/N
+	 * once the last is produced. */
 	if (s->epochs)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "epoch %" PRIu64 "/%" PRIu64,
-			      es->epoch + 1 > s->epochs ? s->epochs : es->epoch + 1, s->epochs);
+			      es->epoch > s->epochs ? s->epochs : es->epoch, s->epochs);
 	else
-		n += snprintf(line + n, sizeof(line) - (size_t)n, "epoch %" PRIu64, es->epoch + 1);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "epoch %" PRIu64, es->epoch);
 	n += snprintf(line + n, sizeof(line) - (size_t)n,
 		      " [%s] %3.0f%% | %.0f img/s | ring %" PRIu64 "/%" PRIu64 " | %zu consumer%s",
 		      bar, frac * 100.0, s->rate, fill_n, rs->capacity, rs->n_consumers,
@@ -374,6 +379,50 @@ void ts_status_clear(struct ts_status *s, FILE *tty)
 	}
 }
 
+/* CPU seconds of this process's children: those it has waited for
+ * (RUSAGE_CHILDREN) and those alive now, from /proc/PID/stat (utime and
+ * stime, fields 14 and 15). They are the pipeline's too: tsrun.serve's
+ * DataLoader workers (persistent ones are alive at the summary), plugin
+ * hosts. */
+static double children_cpu(void)
+{
+	struct rusage ru;
+	double cpu = 0;
+	long tick = sysconf(_SC_CLK_TCK);
+	char path[300], buf[1024];
+	DIR *d;
+	struct dirent *de;
+
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	if (tick <= 0 || !(d = opendir("/proc")))
+		return cpu;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* after "pid (comm) ": the comm may hold spaces and ')' */
+		char *p = strrchr(buf, ')');
+		int ppid;
+		unsigned long long ut, st;
+		if (p && sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ppid, &ut, &st) == 3 && ppid == getpid()) {
+			cpu += (double)(ut + st) / (double)tick;
+		}
+	}
+	closedir(d);
+	return cpu;
+}
+
 void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, const char *const *skipped,
 		       size_t n_skipped, FILE *out)
@@ -388,10 +437,15 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
 		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	double wall = t - s->t0;
+	double child = children_cpu();
+	char of[96] = "";
+	if (child >= 0.05)
+		snprintf(of, sizeof(of), " (%.1f s of it in child processes: loader workers, "
+			 "plugin hosts)", child);
 	fprintf(out, "tsrun: summary: %" PRIu64 " images served in %.1f s (%.0f img/s), "
-		"cpu %.1f s, peak memory %.1f MiB, skipped %" PRIu64 "\n", es->samples, wall,
-		wall > 0 ? (double)es->samples / wall : 0.0, cpu, (double)ru.ru_maxrss / 1024.0,
-		es->skipped);
+		"cpu %.1f s%s, peak memory %.1f MiB, skipped %" PRIu64 "\n", es->samples, wall,
+		wall > 0 ? (double)es->samples / wall : 0.0, cpu + child, of,
+		(double)ru.ru_maxrss / 1024.0, es->skipped);
 	for (size_t i = 0; i < s->n_seen; i++) {
 		const struct seen *e = &s->seen[i];
 		double dt = e->last_t - e->first_t;

@@ -42,6 +42,51 @@ for ts in *.ts; do
 	fi
 done
 
+# tests/golden/sources/NAME.ts: `tsrun check --sources NAME.ts` opens the
+# source as tsrun run does and must print exactly NAME.err (exit 1, or 0
+# when it is empty); `tsrun graph NAME.ts` only looks whether the folder
+# is there and must print exactly NAME.graph on stderr (nothing when there
+# is no NAME.graph), exit 0.
+cd "$TS_SRCDIR/tests/golden/sources" || exit 1
+for ts in *.ts; do
+	name=${ts%.ts}
+	n=$((n + 1))
+	NO_COLOR=1 "$TSRUN" check --sources "$ts" >"$tmp/out" 2>"$tmp/$name.err"
+	rc=$?
+	NO_COLOR=1 "$TSRUN" graph "$ts" >"$tmp/out" 2>"$tmp/$name.graph"
+	grc=$?
+	if [ "${UPDATE:-0}" = 1 ]; then
+		cp "$tmp/$name.err" "$name.err"
+		if [ -s "$tmp/$name.graph" ]; then cp "$tmp/$name.graph" "$name.graph"; else rm -f "$name.graph"; fi
+		echo "updated sources/$name.err (exit $rc)"
+		continue
+	fi
+	want_rc=1
+	[ -s "$name.err" ] || want_rc=0
+	if [ "$rc" -ne "$want_rc" ]; then
+		echo "FAIL sources/$name: check --sources exit status $rc, expected $want_rc"
+		cat "$tmp/$name.err"
+		failed=$((failed + 1))
+	elif ! cmp -s "$name.err" "$tmp/$name.err"; then
+		echo "FAIL sources/$name: check --sources stderr differs from $name.err"
+		diff -u "$name.err" "$tmp/$name.err"
+		failed=$((failed + 1))
+	elif [ "$grc" -ne 0 ]; then
+		echo "FAIL sources/$name: graph exited $grc, expected 0 (a warning only)"
+		failed=$((failed + 1))
+	elif ! cmp -s "${name}.graph" "$tmp/$name.graph" 2>/dev/null &&
+		! { [ ! -f "$name.graph" ] && [ ! -s "$tmp/$name.graph" ]; }; then
+		echo "FAIL sources/$name: graph stderr differs from $name.graph"
+		diff -u "$name.graph" "$tmp/$name.graph" 2>/dev/null || cat "$tmp/$name.graph"
+		failed=$((failed + 1))
+	fi
+done
+# Without --sources, check does not open them: the same files are valid.
+NO_COLOR=1 "$TSRUN" check folder-missing.ts >/dev/null 2>"$tmp/nosrc"
+[ $? -eq 0 ] && [ ! -s "$tmp/nosrc" ] ||
+	{ echo "FAIL: check without --sources opened the source"; failed=$((failed + 1)); }
+cd "$dir" || exit 1
+
 # Exit statuses beyond the golden files: usage and unreadable files are 2,
 # one invalid file among valid ones makes the whole run 1.
 "$TSRUN" check >/dev/null 2>&1

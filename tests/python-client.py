@@ -188,7 +188,8 @@ def errors(tmp):
         tsrun.Loader(sock, batch_size=1000)
         check(False, "oversized batch accepted")
     except tsrun.TsrunError as e:
-        check(e.code == -5007 and "half the ring" in str(e), str(e))
+        check(e.code == -5007 and "half the ring" in str(e)
+              and "serve setting ring = " in str(e) and "ring = 2000 samples" in str(e), str(e))
     loader = tsrun.Loader(sock, batch_size=16)
     it = iter(loader)
     next(it)

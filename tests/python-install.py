@@ -8,8 +8,12 @@
    libtsclient inside the installed package, and the README's trainer
    snippet, as written (only its socket path changed), trains from a real
    `tsrun run`.
+   The venv's bin has a `tsrun` command that runs (--version names the
+   project's version, `check` and `graph` of a pipeline work from /tmp),
+   and tsrun.__version__ is meson's project version (meson introspect).
 2. `meson install` of this build (into a DESTDIR) puts the package with
-   its own libtsclient where the system interpreter finds it.
+   its own libtsclient where the system interpreter finds it, and its
+   tsrun.__version__ is the project's version too.
 Skips (77) when meson-python, venv or torch is missing."""
 import os
 import re
@@ -31,6 +35,10 @@ for mod in ("mesonpy", "venv", "torch"):
               "python3-torch): skip")
         sys.exit(77)
 failures = []
+import json  # noqa: E402
+VERSION = json.loads(subprocess.run(["meson", "introspect", "--projectinfo", BUILD],
+                                    capture_output=True, text=True,
+                                    check=True).stdout)["version"]
 
 
 def check(cond, what):
@@ -120,6 +128,29 @@ def venv_install(tmp):
           f"venv import tsrun from /tmp: rc {r.returncode}: {r.stdout} {r.stderr[-1500:]}")
     print("venv: " + " ".join(r.stdout.split()))
     run_snippet(tmp, vpy, "venv")
+    r = subprocess.run([vpy, "-c", "import tsrun; print(tsrun.__version__)"], cwd="/tmp",
+                       capture_output=True, text=True, timeout=60, env=clean_env())
+    check(r.stdout.strip() == VERSION,
+          f"venv tsrun.__version__ {r.stdout.strip()!r}, meson's version {VERSION!r}")
+    # The command: in the venv's bin, on no PATH but the venv's.
+    cmd = os.path.join(venv, "bin", "tsrun")
+    check(os.access(cmd, os.X_OK), f"pip install put no tsrun command in {venv}/bin")
+    if not os.access(cmd, os.X_OK):
+        return
+    r = subprocess.run([cmd, "--version"], cwd="/tmp", capture_output=True, text=True,
+                       timeout=60, env=clean_env(PATH="/usr/bin:/bin"))
+    check(r.returncode == 0 and r.stdout.strip() == "tsrun " + VERSION,
+          f"venv tsrun --version: rc {r.returncode}: {r.stdout!r} {r.stderr[-500:]}")
+    ts = os.path.join(tmp, "cmd.ts")
+    with open(ts, "w") as f:
+        f.write('pipeline p = synthetic(8, count = 16) | to(float32, nchw) | batch(4)\n')
+    for sub in ("check", "graph", "bench"):
+        r = subprocess.run([cmd, sub, ts], cwd="/tmp", capture_output=True, text=True,
+                           timeout=120, env=clean_env(PATH="/usr/bin:/bin"))
+        check(r.returncode == 0 and (sub != "graph" or "sample: 3x8x8 float32" in r.stdout)
+              and (sub != "bench" or "images: 16" in r.stdout),
+              f"venv tsrun {sub}: rc {r.returncode}: {r.stdout[-500:]} {r.stderr[-500:]}")
+    print(f"venv: {cmd} --version: tsrun {VERSION}; check, graph and bench ran")
 
 
 def meson_install(tmp):
@@ -149,6 +180,12 @@ def meson_install(tmp):
                     LD_PRELOAD=os.environ.get("LD_PRELOAD", ""))
     check(r.returncode == 0 and r.stdout.split("\n")[1].startswith(pkg),
           f"meson-installed tsrun from /tmp: {r.stdout} {r.stderr[-1500:]}")
+    r = subprocess.run([PY, "-c", "import tsrun; print(tsrun.__version__)"], cwd="/tmp",
+                       capture_output=True, text=True, timeout=60,
+                       env=clean_env(PYTHONPATH=os.path.dirname(pkg),
+                                     LD_PRELOAD=os.environ.get("LD_PRELOAD", "")))
+    check(r.stdout.strip() == VERSION,
+          f"meson-installed tsrun.__version__ {r.stdout.strip()!r}, meson's {VERSION!r}")
 
 
 def main():

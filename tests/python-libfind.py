@@ -187,6 +187,39 @@ try:
         check(r.returncode == 0 and r.stdout.split() == [want, "40"],
               f"Loader with a found library: {r.stdout!r} {r.stderr}")
 
+    # 5b. tsrun.serve's libtsrun is found by the same search: the newest
+    # build*/src/libtsrun.so* of the source tree that loads and has the
+    # producer API (an older or garbage one passed over); TSRUN_LIBTSRUN
+    # first, a bad one an error naming it.
+    LIBTSRUN = os.environ.get("TS_LIBTSRUN")
+    probe = python(bare, "import ctypes\ntry:\n    ctypes.CDLL('libtsrun.so.0'); print('yes')\n"
+                         "except OSError:\n    print('no')")
+    if LIBTSRUN and probe.stdout.strip() == "no":
+        with open(LIBTSRUN, "rb") as f:
+            run_bytes = f.read()
+        put(tree, "build-old", "libtsrun.so.0", run_bytes, 300)
+        newrun = put(tree, "build-new", "libtsrun.so.0.1.0", run_bytes, 200)
+        put(tree, "build-z", "libtsrun.so", b"not a library", 100)
+        if not has_asan:
+            put(tree, "build-san", "libtsrun.so.0", run_bytes + b"\0__asan_init\0", 50)
+        SERVE = ("import importlib, tsrun\n"
+                 "print(importlib.import_module('tsrun.serve')._load()._name)\n")
+        r = python(tree, SERVE)
+        check(r.returncode == 0 and r.stdout.strip() == newrun,
+              f"tsrun.serve in a source tree: loaded {r.stdout.strip()!r}, want {newrun!r}: "
+              f"{r.stderr[-800:]}")
+        r = python(tree, SERVE, TSRUN_LIBTSRUN=LIBTSRUN)
+        check(r.returncode == 0 and r.stdout.strip() == LIBTSRUN,
+              f"TSRUN_LIBTSRUN={LIBTSRUN}: loaded {r.stdout.strip()!r}: {r.stderr[-800:]}")
+        r = python(tree, SERVE, TSRUN_LIBTSRUN=missing)
+        check(r.returncode != 0 and f"TSRUN_LIBTSRUN={missing}" in r.stderr
+              and "libtsrun for tsrun.serve" in r.stderr,
+              f"bad TSRUN_LIBTSRUN not reported: {r.stderr[-800:]}")
+        r = python(bare, SERVE)
+        check(r.returncode != 0 and "no build*/src/libtsrun.so* in the source tree" in r.stderr
+              and "TSRUN_LIBTSRUN=" in r.stderr,
+              f"no libtsrun: the message says what to do: {r.stderr[-800:]}")
+
     # 6. batch_size is checked in Python, before any library or producer.
     if HAVE_TORCH:
         r = python(tree, "import tsrun\n"

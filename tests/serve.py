@@ -29,6 +29,7 @@ Exit 77 (skip) without torch/torchvision or photos for the data set.
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -214,8 +215,24 @@ def test_share(tmp, folder):
     trainers = [start_trainer(sock, b, outs[b]) for b in outs]
     for t in trainers:
         t.wait(timeout=240)
-    _, err = prod.communicate(timeout=120)
+    # wait4 (not Popen's wait): the kernel's CPU figure of the producer
+    # and the DataLoader workers it reaped, to hold its summary to
+    err = prod.stderr.read()
+    prod.stdout.read()
+    _, status, ru = os.wait4(prod.pid, 0)
+    prod.returncode = os.waitstatus_to_exitcode(status)
     check(prod.returncode == 0, "share: producer exit 0", err[-400:])
+    m = re.search(r"summary: .* cpu ([0-9.]+) s \(([0-9.]+) s of it in child processes", err)
+    os_cpu = ru.ru_utime + ru.ru_stime
+    check(m is not None, "share: the summary counts the DataLoader workers' CPU", err[-600:])
+    if m:
+        total, workers = float(m.group(1)), float(m.group(2))
+        # the workers decode every image (2 epochs of 300): without them
+        # the figure is the producer's alone, about half the kernel's
+        # (which also counts the interpreter's exit after the summary)
+        check(0 < workers < total and 0.75 * os_cpu <= total <= os_cpu + 0.2,
+              "share: summary cpu %.1f s (%.1f s workers) against the kernel's %.1f s"
+              % (total, workers, os_cpu))
     want, per_epoch = reference(folder, 2)
     for b, path in outs.items():
         r = result(path)

@@ -47,6 +47,17 @@ wait_for 10 two_consumers || fail "status file never listed both consumers"
 "$TSRUN" stat --json "$S" >"$T/stat.json" 2>"$T/stat.err"; rc=$?
 [ "$rc" -eq 0 ] || fail "tsrun stat --json exited $rc: $(cat "$T/stat.err")"
 grep -q "^pipeline: *stat_test (" "$T/stat.txt" || fail "stat: no pipeline line"
+# stat counts epochs from 0, as the status file does (the same snapshot:
+# taken again when the file was rewritten between the two reads)
+for try in 1 2 3; do
+	e_txt=$(sed -n 's/^position:  epoch \([0-9]*\).*/\1/p' "$T/stat.txt")
+	e_json=$(sed -n 's/.*"epoch":\([0-9]*\),.*/\1/p' "$T/stat.json")
+	[ -n "$e_txt" ] && [ "$e_txt" = "$e_json" ] && break
+	"$TSRUN" stat "$S" >"$T/stat.txt" 2>/dev/null
+	"$TSRUN" stat --json "$S" >"$T/stat.json" 2>/dev/null
+done
+[ -n "$e_txt" ] && [ "$e_txt" = "$e_json" ] ||
+	fail "stat's epoch '$e_txt' is not the status file's '$e_json' (both count from 0)"
 grep -q "^consumers: 2$" "$T/stat.txt" || fail "stat: not 2 consumers"
 # each consumer row: pid, batch size, position, lag, rate
 grep -Eq "^ +$fast +16 +[0-9]+ +[0-9]+ +[0-9.]+" "$T/stat.txt" || fail "stat: no row for fast consumer $fast (batch 16)"
@@ -135,6 +146,13 @@ last=$(grep "epoch [0-9]*/[0-9]* \[" "$T/run.err" | tail -1)
 case "$last" in
 *"[####################] 100%"*) ;;
 *) fail "last status line: $last" ;;
+esac
+# Epochs counted from 0, as loader.epoch, --start and the status file do:
+# the last line is N/N (all N done).
+n_ep=$(echo "$last" | sed -n 's/.*epoch [0-9]*\/\([0-9]*\) \[.*/\1/p')
+case "$last" in
+*"epoch $n_ep/$n_ep ["*) ;;
+*) fail "last status line is not epoch N/N: $last" ;;
 esac
 
 # --- tsrun stat errors ----------------------------------------------------

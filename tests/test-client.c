@@ -144,6 +144,20 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(ts_client_connect(sock_path, &o, &c, &err), TS_E_REFUSED);
 	ck_assert_ptr_null(c);
 	ck_assert_ptr_nonnull(strstr(err.msg, "half the ring"));
+	/* names the setting to change, with the room two batches need */
+	ck_assert_ptr_nonnull(strstr(err.msg, "serve setting ring = "));
+	ck_assert_ptr_nonnull(strstr(err.msg, "ring = 258 samples"));
+	/* a path that is a file, not a socket (a pipeline file), says so */
+	char plain[160];
+	snprintf(plain, sizeof(plain), "%s/p.ts", dir);
+	FILE *pf = fopen(plain, "w");
+	ck_assert_ptr_nonnull(pf);
+	fputs("pipeline p = synthetic(8) | batch(4)\n", pf);
+	fclose(pf);
+	ck_assert_int_eq(ts_client_connect(plain, NULL, &c, &err), -ENOTSOCK);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(err.msg, "is not a socket (a pipeline file? start `tsrun run"));
+	unlink(plain);
 	char missing[160];
 	snprintf(missing, sizeof(missing), "%s/none.sock", dir);
 	ck_assert_int_eq(ts_client_connect(missing, NULL, &c, &err), -ENOENT);

@@ -164,7 +164,8 @@ struct ts_client_tensor {
  * environment's TSRUN_PRODUCER_UID (comma-separated), checked with
  * SO_PEERCRED before anything is sent (tensorsocket(7), SECURITY).
  * Returns 0 and *out (free with ts_client_close), or: -ENOENT /
- * -ECONNREFUSED (no producer there), TS_E_REFUSED (err->msg says why:
+ * -ECONNREFUSED (no producer there), -ENOTSOCK (the path is a file that is
+ * not a socket: a pipeline file?), TS_E_REFUSED (err->msg says why:
  * a producer of another user, version mismatch, batch larger than half
  * the ring, permission),
  * TS_E_PROTOCOL, -ETIMEDOUT.

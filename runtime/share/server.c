@@ -262,11 +262,19 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 		return false;
 	}
 	if (h.batch == 0 || h.batch > info.capacity / 2) {
+		/* the setting to change, in the pipeline's batches when it has
+		 * a batch size: ring must hold two of the trainer's batches */
+		uint64_t need = 2 * (uint64_t)(h.batch ? h.batch : 1);
+		uint32_t per = info.default_batch ? info.default_batch : 1;
 		snprintf(text, sizeof(text),
 			 "batch size %u is larger than half the ring (%llu "
-			 "samples); ask for 1..%llu or give the ring more room",
+			 "samples); ask for 1..%llu, or give the ring room for %llu: "
+			 "serve setting ring = %llu batches (of %u) or ring = %llu samples "
+			 "(tsrun.serve: ring=)",
 			 h.batch, (unsigned long long)info.capacity,
-			 (unsigned long long)(info.capacity / 2));
+			 (unsigned long long)(info.capacity / 2), (unsigned long long)need,
+			 (unsigned long long)((need + per - 1) / per), per,
+			 (unsigned long long)need);
 		refuse(c->fd, TS_REFUSE_BATCH, text);
 		return false;
 	}

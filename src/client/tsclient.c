@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -221,6 +222,17 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	}
 	memcpy(a.sun_path, socket_path, strlen(socket_path) + 1);
 	if (connect(c->sock, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		struct stat st;
+		if (errno == ECONNREFUSED && stat(socket_path, &st) == 0 &&
+		    !S_ISSOCK(st.st_mode)) {
+			/* connect(2) on a regular file is "refused": say what it is */
+			rc = ts_error_set(err, -ENOTSOCK,
+					  "cannot connect to %s: it is not a socket (a pipeline "
+					  "file? start `tsrun run %s` and point the trainer at "
+					  "the socket its serve block names, socket = ...)",
+					  socket_path, socket_path);
+			goto fail;
+		}
 		rc = ts_error_set(err, -errno, "cannot connect to %s: %s%s",
 				  socket_path, strerror(errno),
 				  errno == ENOENT || errno == ECONNREFUSED

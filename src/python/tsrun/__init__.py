@@ -33,15 +33,26 @@ timm.data.Mixup does, keyed by (seed, epoch, index); ``Loader(...,
 mixup=tsrun.Mixup(...))`` applies it to every batch.
 
 When none loads, ``load_library()`` (and so ``Loader``) raises
-``LibraryNotFound``, an ``OSError`` that says what to do.
+``LibraryNotFound``, an ``OSError`` that says what to do. tsrun.serve's
+libtsrun is found by the same search (TSRUN_LIBTSRUN, next to this package,
+the loader path, the source tree's build*/src/libtsrun.so*).
+
+From a source tree, import it with ``PYTHONPATH=src/python``. A pip
+install (``pip install --no-build-isolation .``) also puts the ``tsrun``
+command in the environment's bin (the tsrun binary the package carries,
+tsrun/bin/tsrun; ``python3 -m tsrun`` runs it too). ``tsrun.__version__``
+is the project's version (meson.build's).
 """
 
 from ._lib import load_library
+from ._version import version as _version
 from .errors import (Detached, JobFailed, LibraryNotFound, ProducerGone, Timeout,
                      TsrunError)
 from .loader import Loader
 from .mixup import Mixup
 from .serve import Producer, serve
+
+__version__ = _version()   # meson.build's project version
 
 __all__ = ["Loader", "TsrunError", "ProducerGone", "Timeout", "JobFailed", "Detached",
            "LibraryNotFound", "load_library", "serve", "Producer", "Mixup"]

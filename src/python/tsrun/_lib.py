@@ -37,7 +37,32 @@ class Batch(ctypes.Structure):
                 ("seq", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
 
 
-class Info(ctypes.Structure):
+# enum ts_dtype and enum ts_layout of tsclient.h, for the reprs
+_DTYPE_NAMES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
+_LAYOUT_NAMES = {0: "nhwc", 1: "nchw"}
+
+
+class _Repr:
+    """A structure's repr: its type and every field by name (dtype and
+    layout by their names), not <... object at 0x...>."""
+
+    def __repr__(self):
+        parts = []
+        for name, _ in self._fields_:
+            v = getattr(self, name)
+            if name == "dtype" or name == "layout":
+                names = _DTYPE_NAMES if name == "dtype" else _LAYOUT_NAMES
+                parts.append("%s=%s" % (name, names.get(v, v)))
+                continue
+            if isinstance(v, bytes):
+                v = v.decode(errors="replace")
+            elif isinstance(v, ctypes.Array):
+                continue  # the IPC handle: opaque bytes
+            parts.append("%s=%s" % (name, v if isinstance(v, (int, float)) else repr(v)))
+        return "%s(%s)" % (type(self).__name__, ", ".join(parts))
+
+
+class Info(_Repr, ctypes.Structure):
     _fields_ = [("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
@@ -48,7 +73,7 @@ class Info(ctypes.Structure):
                 ("producer_pid", ctypes.c_int), ("sample_stride", ctypes.c_size_t)]
 
 
-class DevInfo(ctypes.Structure):
+class DevInfo(_Repr, ctypes.Structure):
     _fields_ = [("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
@@ -110,19 +135,27 @@ def _sanitizer_missing(path):
     return None
 
 
-def _source_tree_builds(here):
-    """When this package is <root>/src/python/tsrun of a tsrun source
-    tree: the libtsclient files of <root>/build*/src, newest first (one
-    per library, not one per symlink); None when it is not one."""
+def _source_root(here):
+    """<root> when this package is <root>/src/python/tsrun of a tsrun
+    source tree, else None."""
     python = os.path.dirname(here)
     src = os.path.dirname(python)
     root = os.path.dirname(src)
     if (os.path.basename(python) != "python" or os.path.basename(src) != "src"
             or not os.path.isfile(os.path.join(root, "meson.build"))):
         return None
+    return root
+
+
+def _source_tree_builds(here, name="libtsclient.so*"):
+    """When this package is <root>/src/python/tsrun of a tsrun source
+    tree: the files <root>/build*/src/<name> (a glob), newest first (one
+    per file, not one per symlink); None when it is not one."""
+    root = _source_root(here)
+    if root is None:
+        return None
     seen, found = set(), []
-    for path in glob.glob(os.path.join(glob.escape(root), "build*", "src",
-                                       "libtsclient.so*")):
+    for path in glob.glob(os.path.join(glob.escape(root), "build*", "src", name)):
         real = os.path.realpath(path)
         if real in seen or not os.path.isfile(real):
             continue  # a symlink to one already listed, the .p folder
@@ -134,24 +167,35 @@ def _source_tree_builds(here):
     return [path for _, path in sorted(found, reverse=True)]
 
 
-def _find_library():
-    """Load libtsclient from the first place that has one (see the tsrun package's
-    docstring), or raise LibraryNotFound naming what was tried."""
-    env = os.environ.get("TSRUN_LIBTSCLIENT")
+def find_library(stem, env_var, fix, symbol=None, what=None):
+    """Load lib<stem> from the first place that has one, the one search of
+    the package (see its docstring): the file env_var names (then only it),
+    lib<stem>.so.0 next to this package, the dynamic loader's, ctypes.util's,
+    the newest build*/src/lib<stem>.so* of the source tree this package is
+    in. A file built with a sanitizer this process lacks is passed over, as
+    is one without symbol (an older library). Raises LibraryNotFound naming
+    what was tried and fix."""
+    what = what or "lib" + stem
+    soname = "lib%s.so.0" % stem
+    env = os.environ.get(env_var)
     if env:
         # An explicit choice: never silently replaced by another library.
         bad = _sanitizer_missing(env)
         if bad:
             raise LibraryNotFound(
-                "cannot load libtsclient: TSRUN_LIBTSCLIENT=%s is built with %s, "
-                "whose runtime this process lacks (preload it with LD_PRELOAD, or "
-                "use a build without sanitizers)" % (env, bad))
+                "cannot load %s: %s=%s is built with %s, whose runtime this process "
+                "lacks (preload it with LD_PRELOAD, or use a build without "
+                "sanitizers)" % (what, env_var, env, bad))
         try:
-            return ctypes.CDLL(env)
+            lib = ctypes.CDLL(env)
         except OSError as e:
-            raise LibraryNotFound("cannot load libtsclient: TSRUN_LIBTSCLIENT=%s: %s; "
-                                  "point it at a built libtsclient.so.0, or unset it "
-                                  "to search the usual places" % (env, e)) from None
+            raise LibraryNotFound("cannot load %s: %s=%s: %s; point it at a built %s, "
+                                  "or unset it to search the usual places"
+                                  % (what, env_var, env, e, soname)) from None
+        if symbol and not hasattr(lib, symbol):
+            raise LibraryNotFound("cannot load %s: %s=%s has no %s (an older lib%s)"
+                                  % (what, env_var, env, symbol, stem))
+        return lib
     here = os.path.dirname(os.path.abspath(__file__))
     tried = []
 
@@ -164,33 +208,56 @@ def _find_library():
                 tried.append("%s (built with %s)" % (path, bad))
                 return None
         try:
-            return ctypes.CDLL(path)
+            lib = ctypes.CDLL(path)
         except OSError as e:
             tried.append(str(e) if is_file else "%s: not on the loader path" % path)
             return None
+        if symbol and not hasattr(lib, symbol):
+            tried.append("%s: no %s (an older lib%s)" % (path, symbol, stem))
+            return None
+        return lib
 
-    for path in (os.path.join(here, "libtsclient.so.0"),
-                 os.path.join(here, "libtsclient.so")):
+    for path in (os.path.join(here, soname), os.path.join(here, "lib%s.so" % stem)):
         lib = attempt(path, True)
         if lib is not None:
             return lib
-    lib = attempt("libtsclient.so.0", False)
+    lib = attempt(soname, False)
     if lib is not None:
         return lib
-    name = ctypes.util.find_library("tsclient")
-    if name and name != "libtsclient.so.0":
+    name = ctypes.util.find_library(stem)
+    if name and name != soname:
         lib = attempt(name, False)
         if lib is not None:
             return lib
-    builds = _source_tree_builds(here)
+    builds = _source_tree_builds(here, "lib%s.so*" % stem)
     for path in builds or ():
         lib = attempt(path, True)
         if lib is not None:
             return lib
     if builds == []:
-        tried.append("no build*/src/libtsclient.so* in the source tree")
-    raise LibraryNotFound("cannot find libtsclient, the tsrun client library: %s "
-                          "(tried: %s)" % (_FIX, "; ".join(tried)))
+        tried.append("no build*/src/lib%s.so* in the source tree" % stem)
+    raise LibraryNotFound("cannot find %s: %s (tried: %s)" % (what, fix, "; ".join(tried)))
+
+
+def find_program(name):
+    """The path of the tsrun binary `name` (tsrun, tsrun-plugin-host) the
+    package goes with, by the same search: bin/<name> inside this package
+    (a pip install puts it there), else the newest build*/src/<name> of the
+    source tree this package is in; None when neither has one."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    inside = os.path.join(here, "bin", name)
+    if os.access(inside, os.X_OK):
+        return inside
+    for path in _source_tree_builds(here, name) or ():
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _find_library():
+    """libtsclient, from the first place that has one (find_library)."""
+    return find_library("tsclient", "TSRUN_LIBTSCLIENT", _FIX,
+                        what="libtsclient, the tsrun client library")
 
 
 def load_library():

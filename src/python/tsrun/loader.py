@@ -3,8 +3,10 @@ iteration contract of torch.utils.data.DataLoader (one pass = one epoch,
 len(), drop_last, timeout, state_dict)."""
 
 import ctypes
+import errno
 import math
 import operator
+import re
 import os
 import time
 import warnings
@@ -72,6 +74,48 @@ def _timeout(value):
         raise ValueError("timeout must be a positive number of seconds (or None "
                          "for no limit), got %r" % (value,))
     return t
+
+
+def _connect(lib, socket, opts, client, err, connect_timeout):
+    """ts_client_connect, tried again every 50 ms while there is no socket
+    at the path, or nobody serves it, for up to connect_timeout seconds
+    (Loader's connect_timeout). Returns its code; err says, after a wait,
+    how long it waited."""
+    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)) \
+            or not 0 <= connect_timeout < math.inf:
+        raise ValueError("connect_timeout must be a number of seconds >= 0 (0: try "
+                         "once), got %r" % (connect_timeout,))
+    deadline = time.monotonic() + connect_timeout
+    waiting = (-errno.ENOENT, -errno.ECONNREFUSED)
+    while True:
+        rc = lib.ts_client_connect(os.fsencode(socket), ctypes.byref(opts),
+                                   ctypes.byref(client), ctypes.byref(err))
+        if rc == -errno.ENOTSOCK:
+            _not_a_socket(socket, rc)
+        if rc >= 0 or rc not in waiting or not connect_timeout:
+            return rc
+        if time.monotonic() >= deadline:
+            msg = err.msg.decode("utf-8", "replace")
+            err.msg = ("%s, after waiting %g s for it (connect_timeout=%g)"
+                       % (msg, connect_timeout, connect_timeout)).encode()[:255]
+            return rc
+        time.sleep(0.05)
+
+
+def _not_a_socket(path, rc):
+    """Raise TsrunError for a Loader pointed at a file that is not a
+    socket: a pipeline file names the socket its serve block serves."""
+    where = ""
+    try:
+        with open(path, "rb") as f:
+            m = re.search(rb'\bsocket\s*=\s*"([^"\n]+)"', f.read(1 << 20))
+        if m:
+            where = ' = "%s"' % m.group(1).decode("utf-8", "replace")
+    except OSError:
+        pass
+    raise TsrunError(rc, "cannot connect to %s: it is not a socket (a pipeline file? start "
+                         "`tsrun run %s` and point the Loader at its socket%s)"
+                     % (path, path, where or ", the serve block's socket = ..."))
 
 
 def _job_args(job, rank, world_size):
@@ -161,7 +205,12 @@ class Loader:
                 pages, or its copy), never into the ring; with raw_views
                 the batch is first copied. Needs float32 image samples
                 (any float on a device ring) and integer labels
-
+    connect_timeout  seconds to wait for the producer's socket to appear
+                (or, for a stale socket file, to be served again) before
+                giving up; 0 (the default) tries once. A trainer started
+                before ``tsrun run`` needs no polling loop of its own. A
+                path that is not a socket (the pipeline file) fails at
+                once, saying so
 
     A batch (the default) is safe like any tensor: in-place ops work and
     never reach the ring or another trainer (CPU batches are private
@@ -198,7 +247,7 @@ class Loader:
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
                  pin_memory=False, timeout=None, device=None, raw_views=False,
                  job=None, rank=None, world_size=None, job_drop_last=False,
-                 mixup=None):
+                 mixup=None, connect_timeout=0):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
@@ -224,8 +273,7 @@ class Loader:
         self.socket = os.fspath(socket)
         client = ctypes.c_void_p()
         err = _lib.Error()
-        rc = self._lib.ts_client_connect(os.fsencode(socket), ctypes.byref(opts),
-                                         ctypes.byref(client), ctypes.byref(err))
+        rc = _connect(self._lib, socket, opts, client, err, connect_timeout)
         if rc < 0:
             raise_for(rc, err)
         self._client = client
@@ -498,6 +546,23 @@ class Loader:
                 raise Timeout(rc, "tsrun.Loader: no batch from %s within %g s "
                               "(timeout=%g)" % (self.socket, self._timeout,
                                                 self._timeout))
+
+    def __repr__(self):
+        """What it reads and where it is: socket, batch size, sample, the
+        position of the last batch, and whether it is closed."""
+        if self._client is None and not hasattr(self, "info"):
+            return "<tsrun.Loader (not connected)>"
+        try:
+            shape = "x".join(str(d) for d in self.shape)
+            dtype = _DTYPES.get(self.info.dtype, self.info.dtype)
+        except Exception:  # views, a half-made object: keep the repr total
+            shape, dtype = "?", "?"
+        job = (" job=%r rank=%s/%s" % (self.job, self.rank, self.world_size)
+               if getattr(self, "job", None) is not None else "")
+        return ("<tsrun.Loader socket=%r batch_size=%d sample=%s %s source=%s%s "
+                "epoch=%s index=%s%s>" % (self.socket, self.batch_size, shape, dtype,
+                                          self.source, job, self.epoch, self.index,
+                                          " closed" if self._client is None else ""))
 
     @property
     def views(self):

@@ -34,11 +34,11 @@ build*/src/libtsrun.so* of the source tree this package is in.
 """
 
 import ctypes
-import glob
 import os
 import sys
 import weakref
 
+from . import _lib as _libfind
 from .errors import E_ARG as _E_ARG
 from .errors import E_SOURCE as _E_SOURCE
 from .errors import E_STATE as _E_STATE
@@ -82,51 +82,19 @@ class _Opts(ctypes.Structure):
 _lib = None
 
 
-def _candidates():
-    env = os.environ.get("TSRUN_LIBTSRUN")
-    if env:
-        return [env], True
-    here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(here, "libtsrun.so.0"), "libtsrun.so.0"]
-    python = os.path.dirname(here)
-    src = os.path.dirname(python)
-    root = os.path.dirname(src)
-    if (os.path.basename(python) == "python" and os.path.basename(src) == "src"
-            and os.path.isfile(os.path.join(root, "meson.build"))):
-        found = {}
-        for path in glob.glob(os.path.join(glob.escape(root), "build*", "src",
-                                           "libtsrun.so*")):
-            real = os.path.realpath(path)
-            if os.path.isfile(real):
-                found.setdefault(real, (os.stat(real).st_mtime, path))
-        paths += [p for _, p in sorted(found.values(), reverse=True)]
-    return paths, False
-
-
 def _load():
-    """libtsrun with its producer API declared, or OSError saying what to do."""
+    """libtsrun with its producer API declared, or OSError (LibraryNotFound)
+    saying what to do. Found by the package's one search (_lib.find_library:
+    TSRUN_LIBTSRUN, next to this package, the loader path, the newest
+    build*/src/libtsrun.so* of the source tree), as libtsclient is."""
     global _lib
     if _lib is not None:
         return _lib
-    paths, explicit = _candidates()
-    tried = []
-    lib = None
-    for path in paths:
-        try:
-            cand = ctypes.CDLL(path)
-        except OSError as e:
-            tried.append(str(e))
-            if explicit:
-                break
-            continue
-        if hasattr(cand, "ts_producer_create"):
-            lib = cand
-            break
-        tried.append("%s: no ts_producer_create (an older libtsrun)" % path)
-    if lib is None:
-        raise OSError("cannot load libtsrun for tsrun.serve (tried: %s); build tsrun "
-                      "(meson setup build && meson compile -C build) or set "
-                      "TSRUN_LIBTSRUN=/path/to/libtsrun.so.0" % "; ".join(tried))
+    lib = _libfind.find_library(
+        "tsrun", "TSRUN_LIBTSRUN",
+        "build tsrun (meson setup build && meson compile -C build) or set "
+        "TSRUN_LIBTSRUN=/path/to/libtsrun.so.0", symbol="ts_producer_create",
+        what="libtsrun for tsrun.serve")
     E = ctypes.POINTER(_Error)
     vp = ctypes.c_void_p
     lib.ts_producer_opts_init.argtypes = [ctypes.POINTER(_Opts)]
@@ -417,6 +385,15 @@ class Producer:
         if self._epoch_batches:
             self.epoch += 1
         self._epoch_batches = 0
+
+    def __repr__(self):
+        sample = ("%s %s" % ("x".join(str(d) for d in self._sample[0]),
+                             str(self._sample[1]).replace("torch.", ""))
+                  if self._sample else "not fixed yet (no batch)")
+        return ("<tsrun.Producer socket=%r sample=%s epochs=%s epoch=%d batches=%d "
+                "consumers=%d%s>" % (self.socket, sample, self.epochs or "until the end",
+                                     self.epoch, self.batches, self.consumers,
+                                     " closed" if self._closed else ""))
 
     @property
     def consumers(self):
