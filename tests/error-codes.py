@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""error-codes.py: the Python package's codes (tsrun.errors) are the C
+"""error-codes.py: the Python package's codes and its MAX_DIMS (tsrun.errors) are the C
 header's (include/tsrun/error.h, enum ts_code), value for value, and the
 header keeps its rule: -errno where the OS has a code (TS_E_NOMEM is
 -ENOMEM), the domain's own codes below -4095. Reads the header as text, so
@@ -49,6 +49,15 @@ def main():
             fails.append(f"tsrun.errors.{n} has no {c} in error.h")
         elif codes[c] != v:
             fails.append(f"tsrun.errors.{n} = {v}, but error.h says {c} = {codes[c]}")
+    # one maximum of tensor dimensions, C and Python
+    import tsrun._lib as L
+    for hdr, name in (("tsclient.h", "TS_CLIENT_MAX_DIMS"), ("tsrun_producer.h", "TS_PRODUCER_MAX_DIMS")):
+        text = open(os.path.join(SRC, "include", "tsrun", hdr)).read()
+        m = re.search(r"#define %s (\d+)" % name, text)
+        if not m:
+            fails.append(f"{hdr} defines no {name}")
+        elif int(m.group(1)) != L.MAX_DIMS:
+            fails.append(f"{hdr}'s {name} is {m.group(1)}, tsrun._lib.MAX_DIMS {L.MAX_DIMS}")
     for f in fails:
         print("FAIL:", f)
     if not fails:

@@ -18,6 +18,35 @@ class Error(ctypes.Structure):
                 ("msg", ctypes.c_char * 256)]
 
 
+# The most dimensions of a sample or label tensor: TS_CLIENT_MAX_DIMS and
+# TS_PRODUCER_MAX_DIMS (tests/error-codes.py compares).
+MAX_DIMS = 8
+
+
+class Tensor(ctypes.Structure):
+    """struct ts_client_tensor (tsclient.h)"""
+    _fields_ = [("ndim", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("dims", ctypes.c_int64 * MAX_DIMS), ("bytes", ctypes.c_size_t)]
+
+
+class ProducerTensor(ctypes.Structure):
+    """struct ts_producer_tensor (tsrun_producer.h)"""
+    _fields_ = [("ndim", ctypes.c_int), ("dtype", ctypes.c_int),
+                ("dims", ctypes.c_int64 * MAX_DIMS)]
+
+
+class ProducerOpts(ctypes.Structure):
+    """struct ts_producer_opts (tsrun_producer.h)"""
+    _fields_ = [("socket_path", ctypes.c_char_p), ("name", ctypes.c_char_p),
+                ("file", ctypes.c_char_p), ("sample", ProducerTensor),
+                ("label_tensor", ctypes.c_int), ("label", ProducerTensor),
+                ("batch", ctypes.c_uint32), ("ring", ctypes.c_uint32),
+                ("epochs", ctypes.c_uint32), ("samples_per_epoch", ctypes.c_uint64),
+                ("wait", ctypes.c_uint), ("status_fd", ctypes.c_int),
+                ("quiet", ctypes.c_int), ("stall_timeout", ctypes.c_double),
+                ("consumers", ctypes.c_uint)]
+
+
 class Opts(ctypes.Structure):
     _fields_ = [("batch_size", ctypes.c_uint32), ("join", ctypes.c_int),
                 ("drop_last", ctypes.c_int), ("timeout_ms", ctypes.c_int),

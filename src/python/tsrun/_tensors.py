@@ -4,17 +4,12 @@ and a label tensor per sample, which tsrun.serve producers can have
 
 import ctypes
 
-_MAX_DIMS = 8
+from . import _lib
 
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("ndim", ctypes.c_int), ("dtype", ctypes.c_int),
-                ("dims", ctypes.c_int64 * _MAX_DIMS), ("bytes", ctypes.c_size_t)]
-
-
-class _Error(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("loc", ctypes.c_int * 4),
-                ("msg", ctypes.c_char * 256)]
+# The C structures, mirrored once (_lib.py).
+_MAX_DIMS = _lib.MAX_DIMS
+_Tensor = _lib.Tensor
+_Error = _lib.Error
 
 
 def describe(lib, client):

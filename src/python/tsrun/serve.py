@@ -48,35 +48,16 @@ from .errors import TsrunError
 
 __all__ = ["serve", "Producer"]
 
-_MAX_DIMS = 8
+_MAX_DIMS = _libfind.MAX_DIMS
 _WAIT_SLICE_MS = 100     # between slices Python sees signals (Ctrl-C)
 _DRAIN_MS = 30000        # as tsrun run: trainers finish reading first
 
 
-class _Loc(ctypes.Structure):
-    _fields_ = [("first_line", ctypes.c_int), ("first_column", ctypes.c_int),
-                ("last_line", ctypes.c_int), ("last_column", ctypes.c_int)]
-
-
-class _Error(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("loc", _Loc),
-                ("msg", ctypes.c_char * 256)]
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("ndim", ctypes.c_int), ("dtype", ctypes.c_int),
-                ("dims", ctypes.c_int64 * _MAX_DIMS)]
-
-
-class _Opts(ctypes.Structure):
-    _fields_ = [("socket_path", ctypes.c_char_p), ("name", ctypes.c_char_p),
-                ("file", ctypes.c_char_p), ("sample", _Tensor),
-                ("label_tensor", ctypes.c_int), ("label", _Tensor),
-                ("batch", ctypes.c_uint32), ("ring", ctypes.c_uint32),
-                ("epochs", ctypes.c_uint32), ("samples_per_epoch", ctypes.c_uint64),
-                ("wait", ctypes.c_uint), ("status_fd", ctypes.c_int),
-                ("quiet", ctypes.c_int), ("stall_timeout", ctypes.c_double),
-                ("consumers", ctypes.c_uint)]
+# The C structures, mirrored once (_lib.py).
+_Loc = _libfind.Loc
+_Error = _libfind.Error
+_Tensor = _libfind.ProducerTensor
+_Opts = _libfind.ProducerOpts
 
 
 _lib = None
