@@ -45,6 +45,14 @@ static inline double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The same clock in nanoseconds, as the control page carries it. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Milliseconds left until deadline (a now_s() value); < 0 deadline means
  * forever and returns slice. */
 static inline int slice_ms(double deadline, int slice)
