@@ -606,11 +606,13 @@ uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd);
 /* The reader's time accounting (what it also publishes in its control
  * page): when it opened, seconds spent inside ts_ring_reader_next (every
  * call: a batch already published costs microseconds), samples and
- * batches handed out less those given back with ts_ring_reader_unused.
- * Clock: now_s() (CLOCK_MONOTONIC). */
+ * batches handed out less those given back with ts_ring_reader_unused,
+ * and when the last call returned (0: none, or TSRUN_NO_WAIT_ACCOUNTING
+ * is set and nothing is timed). Clock: now_s() (CLOCK_MONOTONIC). */
 struct ts_ring_reader_acct {
 	double opened, waited;
 	uint64_t handed, batches;
+	double last;
 };
 void ts_ring_reader_acct(const struct ts_ring_reader *rd, struct ts_ring_reader_acct *out);
 

@@ -374,14 +374,15 @@ static double mono_s(void)
 }
 
 /* Open a new bucket of the stats window once the open one is WINDOW_S
- * old: one clock read and a compare per batch. */
+ * old: a compare per batch, on the time the reader took as its call
+ * returned. */
 static void window_roll(struct ts_client *c)
 {
-	double t = mono_s();
-	if (t - c->win_open.t < WINDOW_S)
-		return;
 	struct ts_ring_reader_acct a;
 	ts_ring_reader_acct(c->rd, &a);
+	double t = a.last > 0 ? a.last : mono_s();
+	if (t - c->win_open.t < WINDOW_S)
+		return;
 	c->win_prev = c->win_open;
 	c->win_open.t = t;
 	c->win_open.waited = a.waited;
