@@ -83,6 +83,45 @@ static double fwin_frac(struct fwin *w, double v, double t, double span_of, doub
  * over the last second. */
 #define RATE_BATCHES 4
 
+/* A rate over the last 0.5 to 1 s (struct window) when that holds
+ * RATE_BATCHES batches, else over the last RATE_BATCHES moves of the
+ * count (the looks at which it grew; the first: where it began) and the
+ * time since the last, so that it falls while the count stops. */
+struct pace {
+	struct window w;
+	double t[RATE_BATCHES + 1];
+	uint64_t n[RATE_BATCHES + 1];
+	unsigned k;             /* moves recorded */
+	uint64_t last;          /* the count at the last look */
+};
+
+static void pace_start(struct pace *p, uint64_t n, double t)
+{
+	window_start(&p->w, n, t);
+	p->t[0] = t;
+	p->n[0] = n;
+	p->k = 1;
+	p->last = n;
+}
+
+static double pace_rate(struct pace *p, uint64_t n, uint64_t batch, double t)
+{
+	double r = window_rate(&p->w, n, t);
+	if (n > p->last) {
+		unsigned i = p->k++ % (RATE_BATCHES + 1);
+		p->t[i] = t;
+		p->n[i] = n;
+	}
+	p->last = n;
+	if (n > p->w.n_prev && n - p->w.n_prev >= (uint64_t)RATE_BATCHES * (batch ? batch : 1))
+		return r;
+	unsigned old = p->k > RATE_BATCHES + 1 ? p->k % (RATE_BATCHES + 1) : 0;
+	double dt = t - p->t[old];
+	if (dt <= 0 || n <= p->n[old])
+		return r;
+	return (double)(n - p->n[old]) / dt;
+}
+
 struct seen {
 	int pid;
 	uint32_t batch;
@@ -95,13 +134,8 @@ struct seen {
 	/* Its rate from vouched releases (the ring's own figure is from the
 	 * raw control page), from where it started: its release when it
 	 * attached, at the look before the one that first saw it. */
-	struct window rate_w;
+	struct pace pace;
 	double rate;
-	/* The looks at which its release moved (the first: where it
-	 * started), the last RATE_BATCHES + 1 of them. */
-	double chg_t[RATE_BATCHES + 1];
-	uint64_t chg_rel[RATE_BATCHES + 1];
-	unsigned n_chg;
 	/* Its own accounting, bounded by ours (acct_vouched). */
 	char job[TS_RING_JOB_MAX + 1];
 	bool has_acct;
@@ -126,7 +160,7 @@ struct ts_status {
 	bool emitted_final;     /* the end-of-stream snapshot is out */
 	bool status_failed;     /* the last status write failed (said once) */
 	bool json_failed;       /* a --stats-json write failed (said once) */
-	struct window rate_w;   /* of the samples, from 0 at t0 */
+	struct pace rate_p;     /* of the samples, from 0 at t0 */
 	double rate;
 	struct seen seen[MAX_SEEN];
 	size_t n_seen;
@@ -173,7 +207,7 @@ int ts_status_create(const struct ts_plan *plan, const char *file,
 	s->quiet = quiet;
 	s->tty = isatty(STDERR_FILENO) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
 	s->t0 = s->last_track = s->last_plain = ts_cli_now();
-	window_start(&s->rate_w, 0, s->t0);
+	pace_start(&s->rate_p, 0, s->t0);
 	s->prod_slot = s->prod_idle = s->prod_work = -1.0;
 	s->prod_slot_total = s->prod_idle_total = s->prod_work_total = -1.0;
 	if (plan->metrics && !(s->metrics_path = strdup(plan->metrics))) {
@@ -202,27 +236,6 @@ static struct ts_ring_consumer_stat vouched(const struct ts_ring_consumer_stat *
 		v.skipped = v.release - lo;
 	v.lag = head - v.release;
 	return v;
-}
-
-/* A trainer's rate at t: over the last 0.5 to 1 s when that holds
- * RATE_BATCHES batches, else over its last RATE_BATCHES releases and the
- * time since (so it falls while the trainer stops). */
-static double rate_of(struct seen *e, uint64_t release, double t)
-{
-	double r = window_rate(&e->rate_w, release, t);
-	if (release > e->last_release || e->n_chg == 0) {
-		unsigned i = e->n_chg++ % (RATE_BATCHES + 1);
-		e->chg_t[i] = t;
-		e->chg_rel[i] = release;
-	}
-	if (release > e->rate_w.n_prev &&
-	    release - e->rate_w.n_prev >= (uint64_t)RATE_BATCHES * e->batch)
-		return r;
-	unsigned old = e->n_chg > RATE_BATCHES + 1 ? e->n_chg % (RATE_BATCHES + 1) : 0;
-	double dt = t - e->chg_t[old];
-	if (dt <= 0 || release <= e->chg_rel[old])
-		return r;
-	return (double)(release - e->chg_rel[old]) / dt;
 }
 
 /* A trainer's own accounting as far as we can vouch for it: it connected
@@ -284,17 +297,14 @@ static void track_one(struct ts_status *s, const struct ts_ring_consumer_stat *r
 		 * rate counts what it released since then (too low by at
 		 * most the 0.1 s between two looks; not 0.0 in its first
 		 * half second once it has released a sample). */
-		window_start(&e->rate_w, e->first_release, s->last_track);
-		e->chg_t[0] = s->last_track;
-		e->chg_rel[0] = e->first_release;
-		e->n_chg = 1;
+		pace_start(&e->pace, e->first_release, s->last_track);
 		memcpy(e->job, c->job, sizeof(e->job));
 		e->job[sizeof(e->job) - 1] = '\0';
 		e->wait = e->wait_total = -1.0;
 	}
 	if (e->gone)
 		return;
-	e->rate = rate_of(e, c->release, t);
+	e->rate = pace_rate(&e->pace, c->release, e->batch, t);
 	acct_track(e, c, head, t, departed);
 	e->last_release = c->release;
 	e->skipped = c->skipped;
@@ -600,7 +610,7 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 		      const struct ts_ring_stat *rs, FILE *tty, FILE *json)
 {
 	double t = ts_cli_now();
-	s->rate = window_rate(&s->rate_w, es->samples, t);
+	s->rate = pace_rate(&s->rate_p, es->samples, (uint64_t)(s->plan->batch > 0 ? s->plan->batch : 1), t);
 	s->threads = es->threads;
 	track(s, rs, t);
 	/* Track every call; show and write at most once a second, and always

@@ -16,7 +16,7 @@
    the metrics file is gone.
 2. A trainer at about 1 s a batch: every status once it has read 2
    batches gives it a rate above 0 (over 4 batches, not the last second),
-   near its real 8 images/s.
+   near its real 8 images/s, and the run's rate (which it paces) too.
 3. Counts are what each trainer was handed: a Loader that only called
    len() (which reads one batch ahead) is listed with 0 images, a
    join="now" Loader that yields N samples and closes with N.
@@ -226,13 +226,14 @@ with tempfile.TemporaryDirectory(prefix="tsrun-waits.", dir="/tmp") as d:
     p, sock, err = serve(d, "slowrate", 200, 8, 4, 1)
     c = subprocess.Popen(WRAP + [TSRUN, "consume", sock, "--batch", "8", "--delay-ms", "1000",
                                  "--max-batches", "7"], stdout=subprocess.PIPE, text=True)
-    rates = []
+    rates, run_rates = [], []
     t_end = time.monotonic() + 30
     while c.poll() is None and time.monotonic() < t_end:
         o = stat_json(sock)
         for x in (o or {}).get("consumers", []):
             if x["pid"] == c.pid and x["position"] >= 16:
                 rates.append(x["images_per_s"])
+                run_rates.append(o["images_per_s"])
         time.sleep(0.3)
     c.communicate(timeout=30)
     subprocess.run(WRAP + [TSRUN, "consume", sock, "--batch", "8"], stdout=subprocess.DEVNULL,
@@ -241,6 +242,8 @@ with tempfile.TemporaryDirectory(prefix="tsrun-waits.", dir="/tmp") as d:
     check(len(rates) >= 8, f"statuses of the slow trainer seen: {len(rates)}")
     check(rates and min(rates) > 0,
           f"a trainer at 1 s a batch never reads 0 img/s: {rates}")
+    check(run_rates and min(run_rates) > 0,
+          f"nor does the producer it paces: {run_rates}")
     check(rates and 3 <= sorted(rates)[len(rates) // 2] <= 12,
           f"its rate is near its 8 images/s: median {sorted(rates)[len(rates) // 2] if rates else None}")
 
