@@ -388,11 +388,17 @@ struct fig {
  * others (the producer waits for a free slot, it barely waits, others
  * do), a pipeline that cannot keep up (the producer works all the time,
  * trainers wait), or nobody waiting. "" when there is nothing to say.
+ * The producer's shares are of its time serving: idle time (waiting for
+ * trainers to come) left out.
  */
 static void who_waits(char *buf, size_t n, const struct fig *f, size_t nf, double slot,
-		      double work)
+		      double work, double idle)
 {
 	buf[0] = '\0';
+	if (idle >= 0 && idle < 0.999 && slot >= 0 && work >= 0) {
+		slot /= 1.0 - idle;
+		work /= 1.0 - idle;
+	}
 	const struct fig *gate = NULL;
 	size_t known = 0, n_wait = 0;
 	double most = 0.0, sum_wait = 0.0;
@@ -414,7 +420,7 @@ static void who_waits(char *buf, size_t n, const struct fig *f, size_t nf, doubl
 		}
 	if (slot >= 0.3 && gate->wait < 0.2 && n_wait > 0) {
 		snprintf(buf, n, "trainer %d (batch %u) holds the ring: the producer waits for a "
-			 "free slot %.0f %% of its time and %zu other trainer%s wait%s %.0f %% of "
+			 "free slot %.0f %% of its time serving and %zu other trainer%s wait%s %.0f %% of "
 			 "%s for batches (%s at its pace; a larger ring only lets %s run further "
 			 "ahead before %s wait%s)", gate->pid, gate->batch, slot * 100.0, n_wait,
 			 n_wait == 1 ? "" : "s", n_wait == 1 ? "s" : "", 100.0 * sum_wait / (double)n_wait,
@@ -424,7 +430,7 @@ static void who_waits(char *buf, size_t n, const struct fig *f, size_t nf, doubl
 	} else if (slot >= 0.3 && gate->wait < 0.2) {
 		snprintf(buf, n, "the trainers set the pace: none waits more than %.0f %% of its "
 			 "time for batches, and the producer waits for a free slot %.0f %% of its "
-			 "own (the pipeline has room to spare)", most * 100.0, slot * 100.0);
+			 "time serving (the pipeline has room to spare)", most * 100.0, slot * 100.0);
 	} else if (work >= 0.8 && most >= 0.3) {
 		size_t k = 0;
 		double sum = 0.0;
@@ -434,8 +440,8 @@ static void who_waits(char *buf, size_t n, const struct fig *f, size_t nf, doubl
 				sum += f[i].wait;
 			}
 		snprintf(buf, n, "the pipeline holds the trainers: %zu trainer%s wait%s %.0f %% "
-			 "of %s time for batches while the producer works %.0f %% of its own "
-			 "(more threads, or a lighter pipeline, would feed them)", k,
+			 "of %s time for batches while the producer works %.0f %% of its time "
+			 "serving (more threads, or a lighter pipeline, would feed them)", k,
 			 k == 1 ? "" : "s", k == 1 ? "s" : "", 100.0 * sum / (double)k,
 			 k == 1 ? "its" : "their", work * 100.0);
 	} else if (most < 0.1) {
@@ -443,7 +449,7 @@ static void who_waits(char *buf, size_t n, const struct fig *f, size_t nf, doubl
 			 "its time", most * 100.0);
 	} else {
 		snprintf(buf, n, "trainers wait up to %.0f %% of their time for batches; the "
-			 "producer waits for a free slot %.0f %% of its time", most * 100.0,
+			 "producer waits for a free slot %.0f %% of its time serving", most * 100.0,
 			 slot >= 0 ? slot * 100.0 : 0.0);
 	}
 }
@@ -536,7 +542,7 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 			figs[nf++] = (struct fig){ e->pid, e->batch, e->has_acct ? e->wait : -1.0 };
 	}
 	char words[512];
-	who_waits(words, sizeof(words), figs, nf, s->prod_slot, s->prod_work);
+	who_waits(words, sizeof(words), figs, nf, s->prod_slot, s->prod_work, s->prod_idle);
 	fprintf(f, ",\"who_waits\":");
 	json_str(f, words);
 	fprintf(f, "}\n");
@@ -720,8 +726,26 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 		"cpu %.1f s, peak memory %.1f MiB, skipped %" PRIu64 "\n", es->samples, wall,
 		wall > 0 ? (double)es->samples / wall : 0.0, cpu, (double)ru.ru_maxrss / 1024.0,
 		es->skipped);
+	/* The producer's time and who waited on whom first: the lines per
+	 * consumer stay the summary's last (scripts read them there). */
 	struct fig figs[MAX_SEEN];
 	size_t nf = 0;
+	for (size_t i = 0; i < s->n_seen; i++) {
+		const struct seen *e = &s->seen[i];
+		figs[nf++] = (struct fig){ e->pid, e->batch, e->has_acct ? e->wait_total : -1.0 };
+	}
+	if (s->prod_work_total >= 0) {
+		int th = s->threads > 0 ? s->threads : 1;
+		fprintf(out, "tsrun: summary: producer: working %.0f %%, waiting for a free slot "
+			"%.0f %%, idle %.0f %% of %.1f s x %d thread%s\n", s->prod_work_total * 100.0,
+			s->prod_slot_total * 100.0, s->prod_idle_total * 100.0, t - rs->created, th,
+			th == 1 ? "" : "s");
+		char words[512];
+		who_waits(words, sizeof(words), figs, nf, s->prod_slot_total, s->prod_work_total,
+			  s->prod_idle_total);
+		if (words[0])
+			fprintf(out, "tsrun: summary: %s\n", words);
+	}
 	for (size_t i = 0; i < s->n_seen; i++) {
 		const struct seen *e = &s->seen[i];
 		double dt = e->last_t - e->first_t;
@@ -746,18 +770,6 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 			fprintf(out, ", waited %.0f %% of its %.1f s for batches",
 				e->wait_total * 100.0, e->at - e->joined);
 		fputc('\n', out);
-		figs[nf++] = (struct fig){ e->pid, e->batch, e->has_acct ? e->wait_total : -1.0 };
-	}
-	if (s->prod_work_total >= 0) {
-		int th = s->threads > 0 ? s->threads : 1;
-		fprintf(out, "tsrun: summary: producer: working %.0f %%, waiting for a free slot "
-			"%.0f %%, idle %.0f %% of %.1f s x %d thread%s\n", s->prod_work_total * 100.0,
-			s->prod_slot_total * 100.0, s->prod_idle_total * 100.0, t - rs->created, th,
-			th == 1 ? "" : "s");
-		char words[512];
-		who_waits(words, sizeof(words), figs, nf, s->prod_slot_total, s->prod_work_total);
-		if (words[0])
-			fprintf(out, "tsrun: summary: %s\n", words);
 	}
 	for (size_t i = 0; i < n_skipped; i++)
 		fprintf(out, "tsrun: skipped %s\n", skipped[i]);
