@@ -420,6 +420,7 @@ class Loader:
                 return b
             e, i = self._resume
             if (b.epoch, b.index + b.n) <= (e, i):
+                self._unused(b.n)
                 continue  # wholly before the saved position
             if b.epoch == e and b.index <= i:
                 if b.index < i:
@@ -460,6 +461,7 @@ class Loader:
 
     def _trim(self, b, k):
         """Drop the first k samples of b (resuming inside it)."""
+        self._unused(k)
         b.data += k * _shapes.stride(b)
         b.labels = ctypes.cast(ctypes.addressof(b.labels.contents) + 4 * k,
                                ctypes.POINTER(ctypes.c_int32))
@@ -706,6 +708,12 @@ class Loader:
 
     # ---- this trainer's own figures ---------------------------------------
 
+    def _unused(self, n):
+        """n samples libtsclient handed out never reach the trainer (a
+        resume passes over them): its counts leave them out."""
+        if n > 0 and hasattr(self._lib, "ts_client_unused"):
+            self._lib.ts_client_unused(self._client, n)
+
     def stats(self):
         """This trainer's figures, as libtsclient measures them (and
         publishes them to the producer's status, ``tsrun stat`` and
@@ -756,8 +764,7 @@ class Loader:
                 # read ahead (to end a pass, or for len()) and never
                 # yielded: not this trainer's, in its figures and the
                 # producer's summary
-                if hasattr(self._lib, "ts_client_unused"):
-                    self._lib.ts_client_unused(self._client, self._pending.n)
+                self._unused(self._pending.n)
             self._pending = None
             self._lib.ts_client_close(self._client)
             self._client = None
