@@ -147,6 +147,10 @@ with tempfile.TemporaryDirectory(prefix="tsrun-waits.", dir="/tmp") as d:
     mine = loader.stats()
     metrics_text = subprocess.run(WRAP + [TSRUN, "stat", "--metrics", sock],
                                   capture_output=True, text=True)
+    both = subprocess.run(WRAP + [TSRUN, "stat", "--json", "--metrics", sock],
+                          capture_output=True, text=True)
+    check(both.returncode == 2 and "--json and --metrics" in both.stderr and not both.stdout,
+          f"--json with --metrics is a usage error: {both.returncode} {both.stderr!r}")
     try:
         with open(prom) as f:
             prom_text = f.read()
