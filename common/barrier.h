@@ -22,6 +22,13 @@
 #define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define smp_mb() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* Fences for a seqlock: smp_wmb orders the writer's stores before it
+ * against its stores after it (the odd sequence before the fields);
+ * smp_rmb the reader's loads before it against its loads after it (the
+ * fields before the second look at the sequence). Compiler barriers
+ * only on x86. */
+#define smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 /* A store followed by a full fence: the store side of a Dekker pair. */
 #define smp_store_mb(x, v) \
 	do { WRITE_ONCE(x, v); smp_mb(); } while (0)

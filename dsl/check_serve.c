@@ -1,7 +1,7 @@
 /*
  * check_serve.c - serve settings: one serve block's settings resolved
  * into the plan (socket, group, epochs, ring, memory, threads, on_error,
- * queue_depth, max_file_size, max_image_pixels, stall_timeout, consumers), and the defaults of a pipeline served without one.
+ * queue_depth, max_file_size, max_image_pixels, stall_timeout, consumers, metrics), and the defaults of a pipeline served without one.
  */
 #include "checker.h"
 
@@ -158,6 +158,9 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 			plan->stall_timeout_s = v->num;
 		} else if (strcmp(name, "consumers") == 0) {
 			plan->max_consumers = (int)v->num;
+		} else if (strcmp(name, "metrics") == 0 && v->given) {
+			if (set_str(&plan->metrics, v->str) < 0)
+				return TS_E_NOMEM;
 		}
 	}
 	if (strlen(plan->socket) > SOCKET_PATH_MAX) {

@@ -129,6 +129,8 @@ static const struct ts_param serve_params[] = {
 	  .doc = "seconds a trainer may hold the ring while others wait; then it is detached; 0 = forever" },
 	{ .name = "consumers", .type = TS_PT_INT, .def = "64", .def_num = 64, P_MIN(1), P_MAX(64),
 	  .doc = "trainers served at once; more are refused" },
+	{ .name = "metrics", .type = TS_PT_STRING,
+	  .doc = "file kept current in the Prometheus text format (who waits, rates); default: none" },
 };
 
 const struct ts_param *ts_registry_serve(size_t *n)

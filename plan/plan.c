@@ -160,6 +160,7 @@ TS_EXPORT void ts_plan_destroy(struct ts_plan *plan)
 	free(plan->ops);
 	free(plan->socket);
 	free(plan->group);
+	free(plan->metrics);
 	free(plan->served_names);
 	free(plan);
 }

@@ -398,6 +398,8 @@ struct ts_plan {
 	double stall_timeout_s;   /* a trainer holding the ring this long while
 				     others wait is detached; 0: never */
 	int max_consumers;        /* trainers served at once */
+	char *metrics;            /* serve { metrics = }: the Prometheus text
+				     file kept current; NULL: none */
 
 	/* Memory estimate, bytes. */
 	uint64_t mem_ring;        /* samples + labels + positions */

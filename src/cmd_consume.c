@@ -144,6 +144,8 @@ int ts_cmd_consume(int argc, char **argv)
 			usleep((useconds_t)delay_ms * 1000);
 	}
 	double wall = ts_clock_now() - t0;
+	struct ts_client_stats cs;
+	ts_client_stats(cl, &cs);
 	int status = TS_EXIT_OK;
 	if (rc && rc != TS_E_EOS) {
 		ts_cli_error("consume", "%s", err.msg[0] ? err.msg : ts_client_strerror(rc));
@@ -158,6 +160,7 @@ int ts_cmd_consume(int argc, char **argv)
 	printf("batch: %u\n", info.batch_size);
 	printf("images: %" PRIu64 "\n", images);
 	printf("batches: %" PRIu64 "\n", batches);
+	printf("waited: %.3f of %.1f s\n", cs.wait_fraction, cs.connected_s);
 	printf("first: seq %" PRIu64 " epoch %u\n", first_seq == UINT64_MAX ? 0 : first_seq, first_epoch);
 	printf("last epoch: %u\n", last_epoch);
 	printf("seconds: %.3f\n", wall);

@@ -22,6 +22,20 @@
 
 /* --- the report --- */
 
+/* The producer's split of its time, in the window and since it started. */
+static void print_producer(const struct ts_status_info *st)
+{
+	if (st->prod_work < 0)
+		return;
+	printf("producer:  working %.0f%%, waiting for a free slot %.0f%%, idle %.0f%% "
+	       "(last %.1f s)", st->prod_work * 100.0, st->prod_slot * 100.0,
+	       st->prod_idle * 100.0, st->window_s);
+	if (st->prod_work_total >= 0)
+		printf("; since start %.0f%%, %.0f%%, %.0f%%", st->prod_work_total * 100.0,
+		       st->prod_slot_total * 100.0, st->prod_idle_total * 100.0);
+	putchar('\n');
+}
+
 static void print_report(const struct ts_status_info *st, const char *path, double age)
 {
 	printf("pipeline:  %s (%s), pid %ld, %s, updated %.1f s ago\n",
@@ -47,6 +61,7 @@ static void print_report(const struct ts_status_info *st, const char *path, doub
 	if (st->capacity > 0)
 		printf(" (%.0f%%)", 100.0 * st->ring_fill / st->capacity);
 	printf("\nskipped:   %.0f\n", st->skipped);
+	print_producer(st);
 	printf("consumers: %zu\n", st->n_consumers);
 	if (!st->n_consumers)
 		return;
@@ -56,11 +71,23 @@ static void print_report(const struct ts_status_info *st, const char *path, doub
 	for (size_t i = 1; i < st->n_consumers; i++)
 		if (st->consumers[i].lag > st->consumers[slow].lag)
 			slow = i;
-	printf("  %8s %6s %12s %8s %9s\n", "pid", "batch", "position", "lag", "img/s");
+	printf("  %8s %6s %12s %8s %9s %6s %6s\n", "pid", "batch", "position", "lag", "img/s",
+	       "wait", "total");
 	for (size_t i = 0; i < st->n_consumers; i++) {
 		const struct ts_status_consumer *c = &st->consumers[i];
 		printf("  %8ld %6.0f %12.0f %8.0f %9.1f", c->pid, c->batch, c->position, c->lag,
 		       c->rate);
+		/* the trainer's own wait: in the window, since it connected */
+		if (c->wait >= 0)
+			printf(" %5.0f%%", c->wait * 100.0);
+		else
+			printf(" %6s", "-");
+		if (c->wait_total >= 0)
+			printf(" %5.0f%%", c->wait_total * 100.0);
+		else
+			printf(" %6s", "-");
+		if (c->job[0])
+			printf("  job %s", c->job);
 		if (st->holding_back == c->pid)
 			printf("  holding the ring back");
 		else if (st->holding_back < 0 && i == slow && st->n_consumers > 1)
@@ -70,20 +97,25 @@ static void print_report(const struct ts_status_info *st, const char *path, doub
 	if (st->holding_back > 0)
 		printf("held back by: pid %ld (the ring is full until it reads on)\n",
 		       st->holding_back);
+	if (st->who_waits[0])
+		printf("who waits: %s\n", st->who_waits);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: tsrun stat SOCKET [--json]\n"
-		   "Show a running tsrun's pipeline, position, rate, ring fill and\n"
-		   "consumers (pid, batch size, lag, rate), from SOCKET.status.json.\n"
-		   "  --json   print the status file's JSON object as is\n");
+	fprintf(f, "usage: tsrun stat SOCKET [--json | --metrics]\n"
+		   "Show a running tsrun's pipeline, position, rate, ring fill, its\n"
+		   "producer's time (working, waiting for a free slot, idle) and\n"
+		   "consumers (pid, batch size, lag, rate, time waiting for batches),\n"
+		   "and who waits on whom, from SOCKET.status.json.\n"
+		   "  --json      print the status file's JSON object as is\n"
+		   "  --metrics   print it in the Prometheus text format\n");
 }
 
 int ts_cmd_stat(int argc, char **argv)
 {
 	const char *path = NULL;
-	bool json = false;
+	bool json = false, metrics = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -91,6 +123,8 @@ int ts_cmd_stat(int argc, char **argv)
 			return TS_EXIT_OK;
 		} else if (!strcmp(a, "--json")) {
 			json = true;
+		} else if (!strcmp(a, "--metrics")) {
+			metrics = true;
 		} else if (a[0] == '-' && a[1]) {
 			ts_cli_error("stat", "unknown option '%s'", a);
 			usage(stderr);
@@ -101,6 +135,11 @@ int ts_cmd_stat(int argc, char **argv)
 		} else {
 			path = a;
 		}
+	}
+	if (json && metrics) {
+		ts_cli_error("stat", "--json and --metrics: give one (both print the status, "
+			     "as JSON or as Prometheus text)");
+		return TS_EXIT_USAGE;
 	}
 	if (!path) {
 		ts_cli_error("stat", "no SOCKET given");
@@ -159,6 +198,8 @@ int ts_cmd_stat(int argc, char **argv)
 	}
 	if (json)
 		fwrite(text, 1, len, stdout);
+	else if (metrics)
+		ts_status_metrics(&st, stdout);
 	else
 		print_report(&st, path, age);
 	status = TS_EXIT_OK;

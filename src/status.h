@@ -53,6 +53,11 @@ void ts_status_destroy(struct ts_status *s);
 struct ts_status_consumer {
 	long pid;
 	double batch, position, lag, rate;
+	/* The trainer's own accounting (-1: unknown, an older client):
+	 * images handed to it, seconds connected, the fraction of its time
+	 * it waited for batches in the window and since it connected. */
+	double images, connected_s, wait, wait_total;
+	char job[64];             /* "" without */
 };
 
 struct ts_status_info {
@@ -60,6 +65,13 @@ struct ts_status_info {
 	double pid, epoch, epochs, index, epoch_size, samples, rate;
 	double ring_fill, capacity, skipped, threads, batch;
 	long holding_back; /* -1: null */
+	/* The producer's time in the window (window_s long) and since it
+	 * started, fractions of its writers' time (-1: unknown): working,
+	 * waiting for a free slot, idle. */
+	double window_s;
+	double prod_work, prod_slot, prod_idle;
+	double prod_work_total, prod_slot_total, prod_idle_total;
+	char who_waits[512];      /* in words; "" when nothing to say */
 	bool has_pid, has_consumers;
 	struct ts_status_consumer *consumers;
 	size_t n_consumers;
@@ -77,6 +89,10 @@ void ts_status_info_free(struct ts_status_info *st);
 /* A status file is a few KiB (one line per trainer); a bigger one is
  * not tsrun's. */
 #define TS_STATUS_MAX_BYTES (1u << 20)
+
+/* The status as Prometheus text (exposition format 0.0.4: # HELP, # TYPE,
+ * one series per trainer labelled pid, batch and job) into f. */
+void ts_status_metrics(const struct ts_status_info *st, FILE *f);
 
 /* Read and parse the status file of socket_path (ts_status_path): *text
  * (malloc'd, len bytes) as read, *st parsed, *age seconds since it was

@@ -165,6 +165,7 @@ static bool parse_consumer(struct jp *p, struct ts_status_consumer *c)
 	char key[32];
 	double pid = -1;
 	*c = (struct ts_status_consumer){0};
+	c->images = c->connected_s = c->wait = c->wait_total = -1.0;
 	if (!expect(p, '{'))
 		return false;
 	if (!expect(p, '}')) {
@@ -177,7 +178,22 @@ static bool parse_consumer(struct jp *p, struct ts_status_consumer *c)
 			else if (!strcmp(key, "position")) dst = &c->position;
 			else if (!strcmp(key, "lag")) dst = &c->lag;
 			else if (!strcmp(key, "images_per_s")) dst = &c->rate;
-			if (dst ? !parse_number(p, dst, NULL) : !skip_value(p))
+			else if (!strcmp(key, "images")) dst = &c->images;
+			else if (!strcmp(key, "connected_s")) dst = &c->connected_s;
+			else if (!strcmp(key, "wait")) dst = &c->wait;
+			else if (!strcmp(key, "wait_total")) dst = &c->wait_total;
+			bool null = false;
+			if (!strcmp(key, "job")) {
+				skip_ws(p);
+				if (p->end - p->s >= 4 && memcmp(p->s, "null", 4) == 0)
+					p->s += 4;
+				else if (!parse_string(p, c->job, sizeof(c->job)))
+					return false;
+				continue;
+			}
+			/* the accounting's figures may be null (unknown) */
+			if (dst ? !parse_number(p, dst, dst == &c->wait || dst == &c->wait_total
+						? &null : NULL) : !skip_value(p))
 				return false;
 		} while (expect(p, ','));
 		if (!expect(p, '}'))
@@ -219,6 +235,8 @@ bool ts_status_parse(const char *text, size_t len, struct ts_status_info *st)
 	struct jp p = {.s = text, .end = text + len};
 	char key[64];
 	st->holding_back = -1;
+	st->prod_work = st->prod_slot = st->prod_idle = -1.0;
+	st->prod_work_total = st->prod_slot_total = st->prod_idle_total = -1.0;
 	if (!expect(&p, '{'))
 		return false;
 	if (!expect(&p, '}')) {
@@ -238,12 +256,24 @@ bool ts_status_parse(const char *text, size_t len, struct ts_status_info *st)
 				{"skipped", offsetof(struct ts_status_info, skipped)},
 				{"threads", offsetof(struct ts_status_info, threads)},
 				{"batch", offsetof(struct ts_status_info, batch)},
+				{"window_s", offsetof(struct ts_status_info, window_s)},
+				{"producer_working", offsetof(struct ts_status_info, prod_work)},
+				{"producer_slot_wait", offsetof(struct ts_status_info, prod_slot)},
+				{"producer_idle", offsetof(struct ts_status_info, prod_idle)},
+				{"producer_working_total",
+				 offsetof(struct ts_status_info, prod_work_total)},
+				{"producer_slot_wait_total",
+				 offsetof(struct ts_status_info, prod_slot_total)},
+				{"producer_idle_total", offsetof(struct ts_status_info, prod_idle_total)},
 			};
 			bool ok = false, done = false;
 			for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]) && !done; i++) {
 				if (strcmp(key, nums[i].k))
 					continue;
-				ok = parse_number(&p, (double *)((char *)st + nums[i].off), NULL);
+				/* the producer's fractions may be null (unknown) */
+				bool null = false;
+				ok = parse_number(&p, (double *)((char *)st + nums[i].off),
+						  !strncmp(key, "producer_", 9) ? &null : NULL);
 				if (!strcmp(key, "pid"))
 					st->has_pid = ok;
 				done = true;
@@ -258,6 +288,8 @@ bool ts_status_parse(const char *text, size_t len, struct ts_status_info *st)
 				ok = parse_string(&p, st->socket, sizeof(st->socket));
 			else if (!strcmp(key, "state"))
 				ok = parse_string(&p, st->state, sizeof(st->state));
+			else if (!strcmp(key, "who_waits"))
+				ok = parse_string(&p, st->who_waits, sizeof(st->who_waits));
 			else if (!strcmp(key, "holding_back")) {
 				double v = -1;
 				bool null;

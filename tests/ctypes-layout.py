@@ -25,6 +25,7 @@ MIRRORS = {
     "_lib.Opts": "struct ts_client_opts",
     "_lib.Batch": "struct ts_batch",
     "_lib.Info": "struct ts_client_info",
+    "_lib.Stats": "struct ts_client_stats",
     "_lib.DevInfo": "struct ts_client_device_info",
     "_lib.Span": "struct ts_client_span",
     "_lib.Pinned": "struct ts_client_pinned",

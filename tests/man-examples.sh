@@ -51,6 +51,7 @@ tsrun consume /tmp/qs.sock --batch 32 &
 tsrun consume /tmp/qs.sock --batch 16 --delay-ms 20 &
 tsrun stat /tmp/qs.sock
 tsrun stat --json /tmp/qs.sock
+tsrun stat --metrics /tmp/qs.sock
 kill -INT %1
 EOF
 examples "$MAN/tsrun.1" | sed -n 's/^\$ //p' >"$T/got"
@@ -108,6 +109,7 @@ while IFS= read -r line; do
 	*"preview"*"--stages"*) want="^stages.png: [0-9]*x[0-9]* pixels, 4 cells$" ;;
 	*preview*) want="^grid.png: [0-9]*x[0-9]* pixels, 8 cells$" ;;
 	*"stat --json"*) want="\"pid\":$2,\"batch\":32,.*\"pid\":$3,\"batch\":16,\|\"pid\":$3,\"batch\":16,.*\"pid\":$2,\"batch\":32," ;;
+	*"stat --metrics"*) want="^tsrun_trainer_wait_fraction{.*pid=\"$2\",batch=\"32\"" ;;
 	*stat*) want="^consumers: 2$" ;;
 	*) want="" ;;
 	esac

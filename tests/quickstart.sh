@@ -66,8 +66,9 @@ for who in "PyTorch trainer" "C trainer"; do
 		fail "the $who's loss did not fall: first $1 last $2"
 done
 
-# It ends with tsrun's summary: images served, then one line per trainer.
-tail -n 3 "$out" | head -n 1 | grep -q "^tsrun: summary: $total images served" ||
+# It ends with tsrun's summary: images served (then the producer's time
+# and who waited on whom), then one line per trainer.
+tail -n 5 "$out" | grep -q "^tsrun: summary: $total images served" ||
 	fail "the output does not end with tsrun's summary"
 [ "$(tail -n 2 "$out" | grep -c '^tsrun: summary: consumer ')" -eq 2 ] ||
 	fail "the summary does not end with the two trainers"

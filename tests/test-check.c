@@ -757,7 +757,8 @@ START_TEST(test_registry)
 	ck_assert_ptr_null(ts_registry_of_kind(TS_OP_OUTPUT));
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_OUTPUT), "output");
 	ck_assert_ptr_null(ts_registry_find("flipp"));
-	ck_assert_uint_eq(ns, 12);
+	ck_assert_uint_eq(ns, 13);
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "metrics"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "stall_timeout"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "consumers"));

@@ -440,6 +440,89 @@ START_TEST(test_space_accounting)
 }
 END_TEST
 
+/* Who waits: a reader's time inside next() and what it was handed reach
+ * the producer's snapshot through the control page; the writers' blocked
+ * time is split into a free slot (a consumer holds the ring), idle (no
+ * consumer though one is awaited) and the ring's own head. */
+START_TEST(test_wait_figures)
+{
+	struct ts_ring *r = make_ring(64, 1000, 16);
+	struct ts_ring_local *l;
+	struct ts_ring_batch b;
+	struct ts_error err;
+	struct ts_ring_stat st;
+	ck_assert_int_eq(ts_ring_local_create(r, 8, TS_JOIN_NOW, false, &l, NULL), 0);
+	ts_ring_stat(r, &st);
+	ck_assert(st.consumers[0].has_acct);
+	ck_assert_uint_eq(st.consumers[0].handed, 0);
+	ck_assert(st.consumers[0].joined >= st.consumers[0].attached - 1e-3);
+	/* 100 ms inside next() with nothing published */
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 100, &err), -ETIMEDOUT);
+	produce(r, 0, 64, 1000);
+	ck_assert_int_eq(ts_ring_local_next(l, &b, 1000, NULL), 0);
+	ts_ring_stat(r, &st);
+	const struct ts_ring_consumer_stat *c = &st.consumers[0];
+	ck_assert(c->has_acct);
+	ck_assert_msg(c->waited >= 0.09 && c->waited <= c->at - c->joined + 1e-3,
+		      "waited %.3f s of %.3f", c->waited, c->at - c->joined);
+	ck_assert_uint_eq(c->handed, 8);
+	ck_assert_uint_eq(c->batches, 1);
+	/* The consumer holds the full ring: the writer waits for a free slot. */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 64 + 8, 150), -ETIMEDOUT);
+	ts_ring_stat(r, &st);
+	ck_assert_msg(st.wait_slot_s >= 0.12 && st.wait_idle_s == 0 && st.wait_self_s == 0,
+		      "slot %.3f idle %.3f self %.3f", st.wait_slot_s, st.wait_idle_s,
+		      st.wait_self_s);
+	ck_assert(st.created > 0 && st.created <= c->at);
+	ts_ring_local_destroy(l);
+	/* Gone: its figures as it left, in the departed list. */
+	ts_ring_stat(r, &st);
+	ck_assert_uint_eq(st.n_departed, 1);
+	ck_assert(st.departed[0].has_acct);
+	ck_assert_uint_eq(st.departed[0].handed, 8);
+	/* Nobody bounds it but the ring's own head (head 64 + 64). */
+	ck_assert_int_eq(ts_ring_wait_writable(r, 128, 100), -ETIMEDOUT);
+	ts_ring_stat(r, &st);
+	ck_assert_msg(st.wait_self_s >= 0.08 && st.wait_idle_s == 0, "self %.3f idle %.3f",
+		      st.wait_self_s, st.wait_idle_s);
+	ts_ring_destroy(r);
+
+	/* Idle: one consumer awaited, none attached. */
+	struct ts_ring_params p = { .height = 4, .width = 4, .channels = 1,
+				    .dtype = TS_DTYPE_U8, .capacity = 64, .min_consumers = 1 };
+	ck_assert_int_eq(ts_ring_create(&p, &r, &err), 0);
+	ck_assert_int_eq(ts_ring_wait_writable(r, 0, 100), -ETIMEDOUT);
+	ts_ring_stat(r, &st);
+	ck_assert_msg(st.wait_idle_s >= 0.08 && st.wait_slot_s == 0, "idle %.3f slot %.3f",
+		      st.wait_idle_s, st.wait_slot_s);
+
+	/* The page is the consumer's: a seqlock it leaves odd reads as no
+	 * figures (and does not block the snapshot); none written, none. */
+	struct ts_ring_consumer *rc;
+	struct ts_ring_join_req req = { .batch = 4, .join = TS_JOIN_NOW, .pid = 7 };
+	ck_assert_int_eq(ts_ring_attach(r, &req, &rc, NULL, &err), 0);
+	struct ts_ring_ctl *ctl = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+				       ts_ring_consumer_ctl_fd(rc), 0);
+	ck_assert_ptr_ne(ctl, MAP_FAILED);
+	ts_ring_stat(r, &st);
+	ck_assert(!st.consumers[0].has_acct);
+	ctl->joined_ns = 1000000000ull;
+	ctl->wait_ns = 500000000ull;
+	ctl->handed = 12;
+	ctl->stat_seq = 2;
+	ts_ring_stat(r, &st);
+	ck_assert(st.consumers[0].has_acct);
+	ck_assert(st.consumers[0].waited > 0.49 && st.consumers[0].waited < 0.51);
+	ck_assert_uint_eq(st.consumers[0].handed, 12);
+	ctl->stat_seq = 3;
+	ts_ring_stat(r, &st);
+	ck_assert(!st.consumers[0].has_acct);
+	munmap(ctl, 4096);
+	ts_ring_detach(r, rc);
+	ts_ring_destroy(r);
+}
+END_TEST
+
 /* A consumer that holds a full ring while another waits is timed as
  * holding (ts_ring_consumer_held), not while it reads, nor alone; once
  * marked stalled its reader returns TS_E_DETACHED naming stall_timeout,
@@ -1128,6 +1211,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_space_accounting);
 	tcase_add_test(tc, test_refuse_batch);
 	tcase_add_test(tc, test_stall);
+	tcase_add_test(tc, test_wait_figures);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("join");
 	tcase_add_test(tc, test_join_policies);

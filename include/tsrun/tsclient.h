@@ -301,6 +301,37 @@ void ts_client_span_unmap(struct ts_client_span *s);
  * meanwhile. */
 int ts_client_span_clean(const struct ts_client_span *s);
 
+/* ---- who waits: this trainer's own figures ------------------------------
+ *
+ * The client counts the time spent inside ts_client_next and
+ * ts_client_next_held (waiting for a batch; one already published costs
+ * microseconds) and what it handed out, and publishes both in its control
+ * page for the producer's status file, `tsrun stat` and summary. The cost
+ * is two clock reads (vDSO, no system call) and a dozen stores to a cache
+ * line of its own per batch. The window is the last 5 to 10 s (two
+ * buckets of 5 s); until the trainer has been connected 5 s, it is the
+ * time since connect.
+ */
+struct ts_client_stats {
+	double connected_s;       /* since ts_client_connect returned */
+	double wait_s;            /* of which inside next() */
+	double wait_fraction;     /* wait_s / connected_s, 0 .. 1 */
+	double window_s;          /* the window's length */
+	double window_wait_fraction;  /* waited in the window / window_s */
+	double window_samples_per_s;  /* handed out in the window / window_s */
+	uint64_t samples;         /* handed out (less ts_client_unused) */
+	uint64_t batches;
+};
+
+/* This trainer's figures now. Thread safety: as ts_client_next (call it
+ * from the thread that reads batches, or between calls). */
+void ts_client_stats(const struct ts_client *c, struct ts_client_stats *out);
+
+/* n samples handed out were never used (a loader that read a batch ahead
+ * and then stopped): this trainer's counts, and the producer's summary
+ * of it, leave them out. */
+void ts_client_unused(struct ts_client *c, size_t n);
+
 /* Disconnect (the producer stops waiting for us at once) and free.
  * NULL is a no-op. Spans stay valid. */
 void ts_client_close(struct ts_client *c);

@@ -60,6 +60,7 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	r->meta = MAP_FAILED;
 	r->label_region = MAP_FAILED;
 	pthread_mutex_init(&r->lock, NULL);
+	r->created = ts_clock_now();
 	r->capacity = cap;
 	r->sample_bytes = sb;
 	r->sample_stride = stride;
@@ -543,6 +544,28 @@ static void prefault(struct ts_ring *r, uint64_t seq)
 	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 }
 
+/*
+ * What a writer that may not write seq waits for (under the lock, after
+ * recompute_limit gave slow): a consumer's release or a job's hold (a
+ * free slot: the trainers bind the producer), a consumer at all (idle:
+ * fewer attached than it waits for), or else its own head (the other
+ * writers' samples before seq, committed in order: work). The counter
+ * its time goes to.
+ */
+static uint64_t *wait_kind(struct ts_ring *r, uint64_t seq,
+			   const struct ts_ring_consumer *slow)
+{
+	if (slow)
+		return &r->wait_slot_ns;
+	unsigned need = r->started ? (r->min_consumers > 0) : r->min_consumers;
+	if (r->n_consumers < need)
+		return &r->wait_idle_ns;
+	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++)
+		if (r->hold_used[i] && r->holds[i] + r->capacity <= seq)
+			return &r->wait_slot_ns;
+	return &r->wait_self_ns;
+}
+
 int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 {
 	/* Acquire: consumers' releases folded into limit happen before our
@@ -558,6 +581,7 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 		 * it but the flag). */
 		if (smp_load_acquire(&r->finished))
 			return -ECANCELED;
+		uint64_t t_iter = now_ns();
 		pthread_mutex_lock(&r->lock);
 		uint64_t h0;
 		struct ts_ring_consumer *slow = recompute_limit(r, &h0);
@@ -566,6 +590,7 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 			prefault(r, seq);
 			return 0;
 		}
+		uint64_t *acct = wait_kind(r, seq, slow);
 		if (seq > r->want)
 			r->want = seq;  /* for ts_ring_consumer_held */
 		int ms = slice_ms(deadline, PRODUCER_SLICE_MS);
@@ -619,6 +644,8 @@ int ts_ring_wait_writable(struct ts_ring *r, uint64_t seq, int timeout_ms)
 			ATOMIC_SUB(&r->prod_waiters, 1);
 		}
 		ATOMIC_SUB(&r->producer_blocked, 1);
+		uint64_t t_end = now_ns();
+		ATOMIC_ADD_RELAXED(acct, t_end > t_iter ? t_end - t_iter : 0);
 	}
 }
 
@@ -656,7 +683,16 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->local = c->local;
 		s->waiting = READ_ONCE(c->ctl->consumer_waiting);
 		s->skipped = READ_ONCE(c->ctl->skipped);
+		s->attached = c->attached;
+		s->at = t;
+		memcpy(s->job, c->job, sizeof(s->job));
+		ts_ring_ctl_read_acct(c->ctl, t, s);
 	}
+	/* Relaxed: statistics (barrier.h's ATOMIC_ADD_RELAXED). */
+	out->wait_slot_s = (double)__atomic_load_n(&r->wait_slot_ns, __ATOMIC_RELAXED) * 1e-9;
+	out->wait_idle_s = (double)__atomic_load_n(&r->wait_idle_ns, __ATOMIC_RELAXED) * 1e-9;
+	out->wait_self_s = (double)__atomic_load_n(&r->wait_self_ns, __ATOMIC_RELAXED) * 1e-9;
+	out->created = r->created;
 	size_t nd = r->n_departed < TS_RING_MAX_CONSUMERS ? r->n_departed : TS_RING_MAX_CONSUMERS;
 	for (size_t i = 0; i < nd; i++)
 		out->departed[i] = r->departed[(r->n_departed - nd + i) % TS_RING_MAX_CONSUMERS];

@@ -34,12 +34,15 @@
  * 3: the control page carries a job failure (job_failed, below);
  * 4: and a detach for holding the ring too long (detached, below);
  * 5: the view table (views(...): a sample of several views, below);
- * 6: sample_stride (slots padded past an odd-sized sample, below). */
-#define TS_RING_VERSION 6u
+ * 6: sample_stride (slots padded past an odd-sized sample, below);
+ * 7: the control page carries the trainer's own time accounting (its
+ *    waits for batches and what it was handed: struct ts_ring_ctl). */
+#define TS_RING_VERSION 7u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
 #define TS_RING_MAX_VIEWS 32           /* views of a sample (views(...)) */
+#define TS_RING_JOB_MAX 63             /* bytes of a job name (= the hello's) */
 
 /* One view of a sample (views(...)): its tensor (C x H x W in nchw,
  * H x W x C in nhwc) at offset in the slot, bytes long. */
@@ -197,6 +200,23 @@ struct ts_ring_ctl {
 	_Alignas(64) uint32_t detached;
 	uint32_t detached_held_ms;
 	uint32_t detached_timeout_ms;
+	/* The trainer's own accounting (version 7), written by the consumer
+	 * only, read by the producer for its status and summary, which
+	 * trusts none of it (it bounds every figure by its own clock and
+	 * head). A seqlock: the writer makes stat_seq odd, stores the
+	 * fields, then makes it even again (ring_reader.c); a reader retries
+	 * while it is odd or changed under it. Times are CLOCK_MONOTONIC
+	 * nanoseconds, one clock for every process of the host. Its own
+	 * cache line: written twice per batch by the consumer, read about
+	 * ten times a second by the producer. */
+	_Alignas(64) uint32_t stat_seq;
+	uint32_t reserved_stat;
+	uint64_t joined_ns;         /* when the trainer connected; 0: no figures */
+	uint64_t wait_ns;           /* time inside next() of the waits that ended */
+	uint64_t wait_since_ns;     /* start of the wait under way; 0: none */
+	uint64_t handed;            /* samples handed to the trainer (less the
+				       ones it said it did not use) */
+	uint64_t batches;           /* batches handed */
 };
 _Static_assert(sizeof(struct ts_ring_ctl) <= 4096, "the control page is one page");
 
@@ -263,6 +283,17 @@ struct ts_ring_consumer_stat {
 	bool local;
 	uint64_t waiting;     /* asleep until head reaches this; 0: awake */
 	uint64_t skipped;     /* released without being read (ctl.skipped) */
+	/* The trainer's own accounting (ctl.stat_seq ... batches), as it
+	 * wrote it: raw, for the caller to bound. has_acct false when the
+	 * page carries none (an older client) or never read steady. */
+	bool has_acct;
+	double attached;      /* ts_clock_now() when it attached (the producer's) */
+	double joined;        /* ctl.joined_ns, in seconds */
+	double waited;        /* seconds waited so far, the wait under way
+				 included (to the time of the snapshot) */
+	uint64_t handed, batches;
+	double at;            /* ts_clock_now() of the snapshot */
+	char job[TS_RING_JOB_MAX + 1];  /* its job's name; "" without */
 };
 
 struct ts_ring_stat {
@@ -278,6 +309,14 @@ struct ts_ring_stat {
 	 * summaries of what each trainer got. */
 	size_t n_departed;
 	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
+	/* Writers' time blocked in ts_ring_wait_writable, seconds, summed
+	 * over writer threads since the ring was created: for a free slot
+	 * (a consumer or a job's hold binds the ring: trainers are the
+	 * bottleneck), idle (fewer consumers than asked for: nobody reads),
+	 * or behind the ring's own head (the writers' in-order commit:
+	 * counted as work). */
+	double wait_slot_s, wait_idle_s, wait_self_s;
+	double created;               /* ts_clock_now() when the ring was created */
 };
 
 struct ts_ring;
@@ -400,6 +439,7 @@ struct ts_ring_join_req {
 	bool fixed;
 	uint64_t fixed_start;
 	uint32_t fixed_min_epoch;
+	const char *job;           /* its job's name, for figures; NULL: none */
 };
 
 /* Where an attached consumer begins. */
@@ -559,6 +599,30 @@ int ts_ring_reader_detached(const struct ts_ring_reader *rd, struct ts_error *er
 /* How many times the reader slept on the futex (a system call each); a
  * reader whose batches are published before it asks never does. */
 uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd);
+
+/* The reader's time accounting (what it also publishes in its control
+ * page): when it opened, seconds spent inside ts_ring_reader_next (every
+ * call: a batch already published costs microseconds), samples and
+ * batches handed out less those given back with ts_ring_reader_unused,
+ * and when the last call returned (0: none, or TSRUN_NO_WAIT_ACCOUNTING
+ * is set and nothing is timed). Clock: ts_clock_now() (CLOCK_MONOTONIC). */
+struct ts_ring_reader_acct {
+	double opened, waited;
+	uint64_t handed, batches;
+	double last;
+};
+void ts_ring_reader_acct(const struct ts_ring_reader *rd, struct ts_ring_reader_acct *out);
+
+/* n samples handed out were not used (a loader that read a batch ahead
+ * and never yielded it): the counts leave them out. */
+void ts_ring_reader_unused(struct ts_ring_reader *rd, uint64_t n);
+
+/* Read a control page's accounting (its seqlock, a bounded number of
+ * tries: the page is the consumer's, who may leave stat_seq odd). Fills
+ * s's has_acct, joined, waited (at time now, a ts_clock_now() value), handed
+ * and batches; has_acct false when it has none or never read steady. */
+void ts_ring_ctl_read_acct(const struct ts_ring_ctl *ctl, double now,
+			   struct ts_ring_consumer_stat *s);
 
 /* Read the data region through data, a double mapping of it that the
  * caller keeps for the reader's life (an in-process consumer: the

@@ -85,6 +85,9 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 	}
 	c->pid = req->pid;
 	c->batch = req->batch;
+	c->attached = ts_clock_now();
+	if (req->job)
+		snprintf(c->job, sizeof(c->job), "%s", req->job);
 	c->local = req->pid == 0;
 	c->ctl->magic = TS_RING_CTL_MAGIC;
 	c->ctl->version = TS_RING_VERSION;
@@ -279,6 +282,12 @@ void ts_ring_detach(struct ts_ring *r, struct ts_ring_consumer *c)
 	d->release = smp_load_acquire(&c->ctl->release);
 	d->skipped = READ_ONCE(c->ctl->skipped);
 	d->local = c->local;
+	/* Its accounting as it left (the wait under way, none once its
+	 * reader closed, counted to now). */
+	d->attached = c->attached;
+	d->at = ts_clock_now();
+	memcpy(d->job, c->job, sizeof(d->job));
+	ts_ring_ctl_read_acct(c->ctl, d->at, d);
 	/* Ordered before the pub_active load by the smp_mb in
 	 * ts_ring_quiesce_publish(): no scan reads this page once it returns. */
 	WRITE_ONCE(r->watch[c->slot], NULL);

@@ -36,6 +36,8 @@ struct ts_ring_consumer {
 	 * not holding). */
 	uint64_t stall_release;
 	double stall_since;
+	double attached;     /* ts_clock_now() at attach */
+	char job[TS_RING_JOB_MAX + 1];  /* its job's name, or "" */
 };
 
 struct ts_ring {
@@ -83,6 +85,10 @@ struct ts_ring {
 	/* Held seqs (ts_ring_hold): bounds like releases, under the lock. */
 	uint64_t holds[TS_RING_MAX_CONSUMERS];
 	bool hold_used[TS_RING_MAX_CONSUMERS];
+	/* Writers' time blocked, ns summed over threads (ts_ring_stat's
+	 * wait_*_s): statistics, relaxed adds. */
+	uint64_t wait_slot_ns, wait_idle_ns, wait_self_ns;
+	double created;                /* ts_clock_now() at create */
 };
 
 /* Wake writers waiting on prod_seq (after a change to the head, the

@@ -41,7 +41,73 @@ struct ts_ring_reader {
 	uint64_t data_offset;  /* of the data region in the memfd */
 	struct ts_share_rank share;  /* a rank of a job: world > 0 */
 	bool data_borrowed;    /* data is the producer's mapping (local) */
+	/* Time accounting (ts_ring_reader_acct), the copy this reader
+	 * trusts; the control page gets the same through its seqlock. */
+	uint64_t opened_ns, wait_ns, handed, batches;
+	uint64_t last_ns;      /* when the last next() returned (0: none) */
+	uint32_t stat_seq;
+	bool no_acct;          /* TSRUN_NO_WAIT_ACCOUNTING: no clock, no page */
 };
+
+/*
+ * Publish the accounting in the control page, with since the start of a
+ * wait under way (0: none). A seqlock (struct ts_ring_ctl): a handful of
+ * plain stores to a line of our own page, no system call; the producer
+ * reads it at its own pace (ts_ring_ctl_read_acct).
+ */
+static void acct_publish(struct ts_ring_reader *rd, uint64_t since)
+{
+	struct ts_ring_ctl *ctl = rd->ctl;
+	uint32_t seq = rd->stat_seq + 1;  /* odd: an update under way */
+	WRITE_ONCE(ctl->stat_seq, seq);
+	/* Orders the odd sequence before the fields' stores (partner: the
+	 * reader's smp_rmb before its second look at the sequence). */
+	smp_wmb();
+	WRITE_ONCE(ctl->joined_ns, rd->opened_ns);
+	WRITE_ONCE(ctl->wait_ns, rd->wait_ns);
+	WRITE_ONCE(ctl->wait_since_ns, since);
+	WRITE_ONCE(ctl->handed, rd->handed);
+	WRITE_ONCE(ctl->batches, rd->batches);
+	rd->stat_seq = seq + 1;
+	/* Release: the fields are in place before the even sequence (the
+	 * reader acquires it first). */
+	smp_store_release(&ctl->stat_seq, rd->stat_seq);
+}
+
+void ts_ring_ctl_read_acct(const struct ts_ring_ctl *ctl, double now,
+			   struct ts_ring_consumer_stat *s)
+{
+	s->has_acct = false;
+	for (int tries = 0; tries < 16; tries++) {
+		/* Acquire: the fields below are at least as new as this
+		 * sequence. */
+		uint32_t s1 = smp_load_acquire(&ctl->stat_seq);
+		if (s1 & 1) {
+			cpu_relax();
+			continue;
+		}
+		uint64_t joined = READ_ONCE(ctl->joined_ns);
+		uint64_t wait = READ_ONCE(ctl->wait_ns);
+		uint64_t since = READ_ONCE(ctl->wait_since_ns);
+		uint64_t handed = READ_ONCE(ctl->handed);
+		uint64_t batches = READ_ONCE(ctl->batches);
+		/* Orders the field loads before the second look (partner:
+		 * the writer's smp_wmb after its odd sequence). */
+		smp_rmb();
+		if (READ_ONCE(ctl->stat_seq) != s1)
+			continue;
+		if (joined == 0)
+			return;  /* an older client: no figures */
+		s->joined = (double)joined * 1e-9;
+		s->waited = (double)wait * 1e-9;
+		if (since && (double)since * 1e-9 < now)
+			s->waited += now - (double)since * 1e-9;
+		s->handed = handed;
+		s->batches = batches;
+		s->has_acct = true;
+		return;
+	}
+}
 
 int ts_ring_reader_open(int ring_fd, int ctl_fd,
 			const struct ts_ring_reader_opts *o,
@@ -159,6 +225,13 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->released = o->start;
 	rd->pending_end = o->start;
 	rd->floor = UINT64_MAX;
+	rd->opened_ns = now_ns();
+	/* The switch that measures the accounting's cost (perf/waits.sh):
+	 * the page then says nothing (joined_ns 0), as an older client's. */
+	const char *no = getenv("TSRUN_NO_WAIT_ACCOUNTING");
+	rd->no_acct = no && *no && strcmp(no, "0") != 0;
+	if (!rd->no_acct)
+		acct_publish(rd, 0);
 	*out = rd;
 	return 0;
 fail:
@@ -214,6 +287,22 @@ void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
 uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
 {
 	return rd->sleeps;
+}
+
+void ts_ring_reader_acct(const struct ts_ring_reader *rd, struct ts_ring_reader_acct *out)
+{
+	out->opened = (double)rd->opened_ns * 1e-9;
+	out->waited = (double)rd->wait_ns * 1e-9;
+	out->handed = rd->handed;
+	out->batches = rd->batches;
+	out->last = (double)rd->last_ns * 1e-9;
+}
+
+void ts_ring_reader_unused(struct ts_ring_reader *rd, uint64_t n)
+{
+	rd->handed = n < rd->handed ? rd->handed - n : 0;
+	if (!rd->no_acct)
+		acct_publish(rd, 0);
 }
 
 /* Store our release position and wake a producer sleeping on us. */
@@ -645,6 +734,10 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	}
 }
 
+static int reader_next_checked(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+			       int timeout_ms, int (*alive)(void *arg), void *arg,
+			       struct ts_error *err);
+
 /* The next batch, or the detach: a reader the producer detached (stopped
  * past stall_timeout) may have been cutting a batch from slots the
  * producer has since reused, so the flag is checked again after the
@@ -653,12 +746,41 @@ int ts_ring_reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			int timeout_ms, int (*alive)(void *arg), void *arg,
 			struct ts_error *err)
 {
+	if (rd->no_acct) {
+		int rc = reader_next_checked(rd, b, timeout_ms, alive, arg, err);
+		if (rc == 0) {
+			rd->handed += b->n;
+			rd->batches++;
+		}
+		return rc;
+	}
+	/* The whole call is time the trainer waits for input: two vDSO
+	 * clock reads and two seqlock updates per call, no system call. */
+	uint64_t t0 = now_ns();
+	acct_publish(rd, t0);
+	int rc = reader_next_checked(rd, b, timeout_ms, alive, arg, err);
+	uint64_t t1 = now_ns();
+	rd->wait_ns += t1 > t0 ? t1 - t0 : 0;
+	rd->last_ns = t1;
+	if (rc == 0) {
+		rd->handed += b->n;
+		rd->batches++;
+	}
+	acct_publish(rd, 0);
+	return rc;
+}
+
+/* reader_next, then the detach check (ts_ring_reader_next's comment). */
+static int reader_next_checked(struct ts_ring_reader *rd, struct ts_ring_batch *b,
+			       int timeout_ms, int (*alive)(void *arg), void *arg,
+			       struct ts_error *err)
+{
 	reader_release_to(rd, rd->pending_end);
 	int rc = reader_next(rd, b, timeout_ms, alive, arg, err);
 	if (rc == 0 || rc == TS_E_PROTOCOL) {
 		int drc = ts_ring_reader_detached(rd, err);
 		if (drc < 0)
-			return drc;
+			rc = drc;
 	}
 	return rc;
 }

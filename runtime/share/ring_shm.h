@@ -38,6 +38,14 @@ static inline void futex_wake(uint32_t *addr, bool priv)
 		INT_MAX, NULL, NULL, 0);
 }
 
+/* The clock (ts_clock_now's) in nanoseconds, as the control page carries it. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Milliseconds left until deadline (a ts_clock_now() value); < 0 deadline means
  * forever and returns slice. */
 static inline int slice_ms(double deadline, int slice)

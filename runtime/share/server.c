@@ -281,6 +281,7 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 	struct ts_ring_join_req req = { .batch = h.batch,
 					.join = (enum ts_ring_join)h.join,
 					.pid = (pid_t)h.pid };
+	req.job = h.world ? h.job : NULL;  /* a label of its figures */
 	struct ts_ring_join_pos pos;
 	struct ts_ring_consumer *rc = NULL;
 	if (req.pid == 0)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -51,7 +52,12 @@ struct ts_client {
 	const void *label_data;        /* of the last batch, or NULL */
 	uint64_t label_seq;            /* its first seq */
 	size_t label_n;                /* and its samples */
+	/* ts_client_stats' window: two buckets of WINDOW_S, each where the
+	 * reader's accounting stood when it opened. */
+	struct { double t, waited; uint64_t handed; } win_prev, win_open;
 };
+
+#define WINDOW_S 5.0
 
 TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
 {
@@ -301,6 +307,9 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	if (rc < 0)
 		goto fail;
 	ts_ring_reader_get_info(c->rd, &c->ring);
+	struct ts_ring_reader_acct acct;
+	ts_ring_reader_acct(c->rd, &acct);
+	c->win_prev.t = c->win_open.t = acct.opened;
 	c->info = (struct ts_client_info){
 		.height = (int)w.height, .width = (int)w.width,
 		.channels = (int)w.channels, .dtype = (int)w.dtype,
@@ -369,6 +378,58 @@ TS_EXPORT int ts_client_device_uuid(const struct ts_client *c, unsigned char uui
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Open a new bucket of the stats window once the open one is WINDOW_S
+ * old: a compare per batch, on the time the reader took as its call
+ * returned. */
+static void window_roll(struct ts_client *c)
+{
+	struct ts_ring_reader_acct a;
+	ts_ring_reader_acct(c->rd, &a);
+	double t = a.last > 0 ? a.last : mono_s();
+	if (t - c->win_open.t < WINDOW_S)
+		return;
+	c->win_prev = c->win_open;
+	c->win_open.t = t;
+	c->win_open.waited = a.waited;
+	c->win_open.handed = a.handed;
+}
+
+TS_EXPORT void ts_client_stats(const struct ts_client *c, struct ts_client_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return;
+	struct ts_ring_reader_acct a;
+	ts_ring_reader_acct(c->rd, &a);
+	double t = mono_s();
+	out->connected_s = t > a.opened ? t - a.opened : 0.0;
+	out->wait_s = a.waited < out->connected_s ? a.waited : out->connected_s;
+	out->wait_fraction = out->connected_s > 0 ? out->wait_s / out->connected_s : 0.0;
+	out->samples = a.handed;
+	out->batches = a.batches;
+	double span = t - c->win_prev.t;
+	if (span > 0) {
+		double w = a.waited - c->win_prev.waited;
+		out->window_s = span;
+		out->window_wait_fraction = w <= 0 ? 0.0 : w >= span ? 1.0 : w / span;
+		out->window_samples_per_s = a.handed > c->win_prev.handed
+			? (double)(a.handed - c->win_prev.handed) / span : 0.0;
+	}
+}
+
+TS_EXPORT void ts_client_unused(struct ts_client *c, size_t n)
+{
+	if (c && c->rd)
+		ts_ring_reader_unused(c->rd, n);
+}
+
 static int client_next(struct ts_client *c, struct ts_batch *b,
 		       struct ts_error *err)
 {
@@ -381,6 +442,7 @@ static int client_next(struct ts_client *c, struct ts_batch *b,
 			       ? TS_E_DETACHED
 			       : ts_error_set(err, TS_E_PRODUCER, "the producer is gone");
 	rc = ts_ring_reader_next(c->rd, &rb, c->timeout_ms, client_alive, c, err);
+	window_roll(c);
 	if (rc == TS_E_PRODUCER && c->dead)
 		return ts_ring_reader_detached(c->rd, err) < 0
 			       ? TS_E_DETACHED

@@ -2,13 +2,16 @@
  * producer reads it (runtime/ring.c). The page is the consumer's own
  * memfd, mapped read-write on both sides: a trainer may write anything
  * into it at any time (its release, skipped count, the head it waits
- * for, the futex word, even the magic). Here one ring lives for the
+ * for, the futex word, even the magic, and its wait accounting at 384 to
+ * 432: a seqlock it may leave odd, times and counts of any value). Here one ring lives for the
  * whole run; each input attaches a consumer, two honest ones stay
  * attached beside it, the input's first 512 bytes overwrite the page
  * (the rest is a script of producer steps: publish, stat, the stall
  * clock, another overwrite), then it detaches. The producer must never
  * crash, block (every wait has timeout 0), let a writer past its own
- * head plus the capacity, or report a lag past its head. */
+ * head plus the capacity, or report a lag past its head; a snapshot reads
+ * the accounting in a bounded number of tries and reports figures only
+ * from a steady, nonzero page. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -82,8 +85,13 @@ static void stat_check(void)
 	ts_ring_stat(ring, &st);
 	CHECK(st.n_consumers <= TS_RING_MAX_CONSUMERS);
 	CHECK(st.capacity == capacity);
-	for (size_t i = 0; i < st.n_consumers; i++)
-		CHECK(st.consumers[i].lag <= st.head);
+	for (size_t i = 0; i < st.n_consumers; i++) {
+		const struct ts_ring_consumer_stat *c = &st.consumers[i];
+		CHECK(c->lag <= st.head);
+		/* figures only from a page that has them, never negative */
+		CHECK(!c->has_acct || (c->joined > 0 && c->waited >= 0));
+	}
+	CHECK(st.wait_slot_s >= 0 && st.wait_idle_s >= 0 && st.wait_self_s >= 0);
 	CHECK(st.n_departed <= TS_RING_MAX_CONSUMERS);
 }
 

@@ -91,7 +91,17 @@ class _Repr:
         return "%s(%s)" % (type(self).__name__, ", ".join(parts))
 
 
+class Stats(ctypes.Structure):
+    """struct ts_client_stats: this trainer's own figures."""
+    _fields_ = [("connected_s", ctypes.c_double), ("wait_s", ctypes.c_double),
+                ("wait_fraction", ctypes.c_double), ("window_s", ctypes.c_double),
+                ("window_wait_fraction", ctypes.c_double),
+                ("window_samples_per_s", ctypes.c_double),
+                ("samples", ctypes.c_uint64), ("batches", ctypes.c_uint64)]
+
+
 class Info(_Repr, ctypes.Structure):
+
     _fields_ = [("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
@@ -369,6 +379,11 @@ def load_library():
         lib.ts_client_pin_mapping.restype = ctypes.c_int
         lib.ts_client_unpin.argtypes = [ctypes.POINTER(Pinned), ctypes.POINTER(Error)]
         lib.ts_client_unpin.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_stats"):
+        lib.ts_client_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(Stats)]
+        lib.ts_client_stats.restype = None
+        lib.ts_client_unused.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.ts_client_unused.restype = None
     if hasattr(lib, "ts_client_mix_batch"):
         lib.ts_client_mix_init.argtypes = [ctypes.POINTER(Mix)]
         lib.ts_client_mix_init.restype = None

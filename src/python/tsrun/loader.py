@@ -468,6 +468,7 @@ class Loader:
                 return b
             e, i = self._resume
             if (b.epoch, b.index + b.n) <= (e, i):
+                self._unused(b.n)
                 continue  # wholly before the saved position
             if b.epoch == e and b.index <= i:
                 if b.index < i:
@@ -508,6 +509,7 @@ class Loader:
 
     def _trim(self, b, k):
         """Drop the first k samples of b (resuming inside it)."""
+        self._unused(k)
         b.data += k * _shapes.stride(b)
         b.labels = ctypes.cast(ctypes.addressof(b.labels.contents) + 4 * k,
                                ctypes.POINTER(ctypes.c_int32))
@@ -769,6 +771,40 @@ class Loader:
             return
         self._pinned = pinned
 
+    # ---- this trainer's own figures ---------------------------------------
+
+    def _unused(self, n):
+        """n samples libtsclient handed out never reach the trainer (a
+        resume passes over them): its counts leave them out."""
+        if n > 0 and hasattr(self._lib, "ts_client_unused"):
+            self._lib.ts_client_unused(self._client, n)
+
+    def stats(self):
+        """This trainer's figures, as libtsclient measures them (and
+        publishes them to the producer's status, ``tsrun stat`` and
+        summary): a dict of ``connected_s`` (seconds since it connected),
+        ``wait_s`` and ``wait_fraction`` (time spent waiting for batches,
+        and its share of connected_s), ``window_s``,
+        ``window_wait_fraction`` and ``window_samples_per_s`` (the same
+        over the last 5 to 10 s), ``samples`` and ``batches`` (handed to
+        this trainer; a batch read ahead and never yielded is counted
+        out at close()). A trainer that waits most of its time is held
+        by its input: the pipeline, or another trainer on the ring
+        (``tsrun stat`` says which)."""
+        if self._client is None:
+            raise TsrunError(E_STATE, "tsrun.Loader: the loader is closed")
+        if not hasattr(self._lib, "ts_client_stats"):
+            raise TsrunError(E_STATE, "tsrun.Loader.stats: this libtsclient is older "
+                             "than the wait figures (0.3)")
+        st = _lib.Stats()
+        self._lib.ts_client_stats(self._client, ctypes.byref(st))
+        out = {name: getattr(st, name) for name, _ in _lib.Stats._fields_}
+        if self._pending is not None:
+            # read ahead, not yielded yet
+            out["samples"] = max(out["samples"] - self._pending.n, 0)
+            out["batches"] = max(out["batches"] - 1, 0)
+        return out
+
     # ---- lifetime ---------------------------------------------------------
 
     def close(self):
@@ -789,6 +825,11 @@ class Loader:
             self._lib.ts_client_unpin(ctypes.byref(self._pinned), None)
             self._pinned = None
         if getattr(self, "_client", None) is not None:
+            if self._pending is not None:
+                # read ahead (to end a pass, or for len()) and never
+                # yielded: not this trainer's, in its figures and the
+                # producer's summary
+                self._unused(self._pending.n)
             self._pending = None
             self._lib.ts_client_close(self._client)
             self._client = None

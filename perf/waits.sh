@@ -1,0 +1,78 @@
+#!/bin/sh
+# waits.sh - what the trainers' wait accounting costs (tensorsocket(7), Who
+# waits): a `tsrun consume` trainer with it (the default) and without it
+# (TSRUN_NO_WAIT_ACCOUNTING=1), A B A B ..., against one `tsrun run` each
+# time, on tiny synthetic samples so that the per-batch path is what is
+# timed: batch 1 (the worst case, one accounting per sample) and batch 64.
+# Prints per side and batch size the trainer's images/s and CPU per batch
+# (median over pairs), and the median with/without ratio with its range.
+#
+#   perf/waits.sh [--samples N] [--pairs N] [--batches "1 64"]
+#
+# The producer's own accounting (two clock reads per wait for a free slot,
+# none while one is free) is on in both sides: it has no switch.
+set -eu
+samples=500000 pairs=5 batches="1 64"
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--samples) samples=$2; shift 2 ;;
+	--pairs) pairs=$2; shift 2 ;;
+	--batches) batches=$2; shift 2 ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	*) echo "waits.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+root=$(cd "$(dirname "$0")/.." && pwd)
+# The release build's tsrun (perf/benchlib.py's choice, as compare.py's).
+tsrun=${TSRUN:-$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import benchlib; print(benchlib.find_build_file("src/tsrun"))' "$root/perf")} || exit 2
+[ -x "$tsrun" ] || { echo "waits.sh: no built tsrun (meson compile -C build, or TSRUN=...)" >&2; exit 2; }
+T=$(mktemp -d /tmp/tsrun-waits.XXXXXX)
+run=""
+trap '[ -z "$run" ] || kill "$run" 2>/dev/null; rm -rf "$T"' EXIT
+
+# side NAME BATCH PAIR: one producer, one trainer; "images/s cpu_us_per_batch"
+side() {
+	cat >"$T/p.ts" <<EOT
+pipeline p = synthetic(size = 4, count = $samples) | to(uint8, nhwc) | batch($2)
+serve p { socket = "$T/s.sock"  epochs = 1  ring = 64 batches  threads = 1 }
+EOT
+	rm -f "$T/s.sock"
+	"$tsrun" run "$T/p.ts" --wait 1 --quiet 2>"$T/run.err" &
+	run=$!
+	i=0
+	while [ ! -S "$T/s.sock" ] && [ "$i" -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	if [ "$1" = without ]; then
+		TSRUN_NO_WAIT_ACCOUNTING=1 "$tsrun" consume "$T/s.sock" --batch "$2" >"$T/out" 2>&1
+	else
+		"$tsrun" consume "$T/s.sock" --batch "$2" >"$T/out" 2>&1
+	fi
+	wait "$run" || { echo "waits.sh: tsrun run failed: $(cat "$T/run.err")" >&2; exit 1; }
+	run=""
+	grep -q "^images: $samples$" "$T/out" || { echo "waits.sh: consume failed: $(cat "$T/out")" >&2; exit 1; }
+	awk -v b="$(sed -n 's/^batches: //p' "$T/out")" '
+		/^images\/s:/ { r = $2 } /^cpu:/ { c = $2 }
+		END { printf "%s %.3f\n", r, c * 1e6 / b }' "$T/out" >>"$T/$1.$2"
+}
+
+# median of the lines of stdin (one number each)
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+printf "%-6s %-8s %12s %14s\n" batch side "images/s" "cpu us/batch"
+for b in $batches; do
+	p=1
+	while [ "$p" -le "$pairs" ]; do
+		# A B, then B A: neither side always runs first
+		if [ $((p % 2)) -eq 1 ]; then side with "$b" "$p"; side without "$b" "$p"
+		else side without "$b" "$p"; side with "$b" "$p"; fi
+		p=$((p + 1))
+	done
+	for s in with without; do
+		printf "%-6s %-8s %12s %14s\n" "$b" "$s" "$(cut -d' ' -f1 "$T/$s.$b" | median)" \
+			"$(cut -d' ' -f2 "$T/$s.$b" | median)"
+	done
+	# per pair: images/s with / without (pair k is line k of each file)
+	paste -d' ' "$T/with.$b" "$T/without.$b" | awk '{ print $1 / $3 }' >"$T/ratio.$b"
+	printf "%-6s with/without images/s: median %s, range %s to %s over %d pairs\n" "$b" \
+		"$(median <"$T/ratio.$b")" "$(sort -g "$T/ratio.$b" | head -1)" \
+		"$(sort -g "$T/ratio.$b" | tail -1)" "$pairs"
+done
