@@ -132,6 +132,12 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 			}
 			idx = (size_t)(p - def->params);
 		}
+		if (vals[idx].given && p->alias) {
+			ts_check_err(c, a->loc, NULL, "parameter '%s' given twice ('%s' is "
+				     "another name for it)", p->name, p->alias);
+			rc = -1;
+			continue;
+		}
 		if (vals[idx].given) {
 			ts_check_err(c, a->loc, NULL, "parameter '%s' given twice", p->name);
 			rc = -1;

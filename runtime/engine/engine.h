@@ -50,6 +50,12 @@ struct ts_engine_opts {
 	/* Discard mode only: no unordered digest (ts_engine_unordered_digest
 	 * stays 0), for figures without that work (tsrun bench --no-digest). */
 	bool no_digest;
+	/* trace: one JSON line per sample produced, of what its random ops
+	 * drew (runtime/trace.h; the form is tsrun(1)'s, `bench --trace`),
+	 * written to trace_fd (borrowed, open for writing; lines in the
+	 * order samples finish, each written whole). */
+	bool trace;
+	int trace_fd;
 };
 
 struct ts_engine_stats {

@@ -19,8 +19,11 @@
 #include "digest.h"
 #include "profile.h"
 #include "rng.h"
+#include "trace.h"
 #include "barrier.h"
 #include "util.h"
+
+#include <unistd.h>
 
 /* Wait until ring slot seq may be written, or the engine stops. */
 static int wait_slot(struct ts_engine *e, uint64_t seq)
@@ -376,11 +379,60 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	return 0;
 }
 
-int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
-			 size_t len, int read_status, struct ts_error *err)
+static int run_sample(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
 {
 	struct ts_engine *e = w->e;
 	return !e->ring ? run_discard(w, p, data, len, read_status, err)
 	       : e->plan->expands ? run_staged(w, p, data, len, read_status, err)
 	       : run_direct(w, p, data, len, read_status, err);
+}
+
+/* The trace line of position p (tsrun(1), `bench --trace`), from the
+ * draws its kernels noted, written whole. */
+static int write_trace(struct worker *w, uint64_t p, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	struct ts_trace *l = w->trace_line;
+	uint64_t epoch, index;
+	ts_engine_pos_split(e, p, &epoch, &index);
+	ts_trace_reset(l);
+	ts_trace_raw(l, "{\"epoch\": %llu, \"index\": %llu, \"key\": %llu, \"item\": ",
+		     (unsigned long long)epoch, (unsigned long long)index,
+		     (unsigned long long)ts_engine_key(e, index));
+	if (w->path)
+		ts_trace_str(l, w->path);
+	else
+		ts_trace_raw(l, "null");
+	ts_trace_raw(l, ", \"draws\": [%s]%s}\n", w->trace->buf ? w->trace->buf : "",
+		     w->trace->failed ? ", \"truncated\": true" : "");
+	if (l->failed)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory for the trace line");
+	int rc = 0;
+	pthread_mutex_lock(&e->trace_mu);
+	for (size_t off = 0; off < l->len;) {
+		ssize_t n = write(e->trace_fd, l->buf + off, l->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	pthread_mutex_unlock(&e->trace_mu);
+	return rc ? ts_error_set(err, rc, "writing the trace failed: %s", ts_error_name(rc)) : 0;
+}
+
+int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
+			 size_t len, int read_status, struct ts_error *err)
+{
+	if (!w->e->trace)
+		return run_sample(w, p, data, len, read_status, err);
+	ts_trace_reset(w->trace);
+	w->path = NULL;
+	ts_trace_cur = w->trace;
+	int rc = run_sample(w, p, data, len, read_status, err);
+	ts_trace_cur = NULL;
+	return rc ? rc : write_trace(w, p, err);
 }
