@@ -133,7 +133,9 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 			idx = (size_t)(p - def->params);
 		}
 		if (vals[idx].given && p->alias) {
-			ts_check_err(c, a->loc, NULL, "parameter '%s' given twice ('%s' is "
+			char hint[128];
+			snprintf(hint, sizeof(hint), "give %s once, as %s = ...", p->name, p->name);
+			ts_check_err(c, a->loc, hint, "parameter '%s' given twice ('%s' is "
 				     "another name for it)", p->name, p->alias);
 			rc = -1;
 			continue;
