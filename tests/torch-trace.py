@@ -26,7 +26,11 @@ through torchvision's own _apply_op) and compared. Asserted:
       max <= SCALED_MAX levels, mean <= SCALED_MEAN levels over the pixels
       of the scaled samples;
   the boxes differ from sample to sample, some are flipped and some are
-      not, and every sample's trace line is there.
+      not, and every sample's trace line is there;
+  shuffle(seed = 3) | shard(i, 2) over copies of one photo: both nodes
+      exact as above, their draws differ at every node-local position
+      (at most 1 of 16 alike), their keys are the positions in the whole
+      epoch (node 0 the even ones), and a rerun's trace is the same.
 Every comparison is tsrun against torchvision, none tsrun against tsrun.
 """
 import ctypes
@@ -210,10 +214,12 @@ def replay(img, draws, ops, scales):
     return img
 
 
-def compare(name, folder, body, ops, views=None):
-    """Run pipeline body over folder, replay every sample, assert."""
-    text = ('pipeline p =\n    folder("%s")\n    | shuffle(seed = 5)\n    | decode(rgb)\n'
-            '%s    | batch(5)\n' % (folder, "".join("    | %s\n" % b for b in body)))
+def compare(name, folder, body, ops, views=None, modifier="shuffle(seed = 5)"):
+    """Run pipeline body over folder, replay every sample, assert; returns
+    the trace."""
+    text = ('pipeline p =\n    folder("%s")\n    | %s\n    | decode(rgb)\n'
+            '%s    | batch(5)\n' % (folder, modifier,
+                                     "".join("    | %s\n" % b for b in body)))
     base = os.path.dirname(folder)
     path = os.path.join(base, "p.ts")
     with open(path, "w") as f:
@@ -264,6 +270,34 @@ def compare(name, folder, body, ops, views=None):
               "%d boxes in %d samples" % (len(boxes), n))
     if any(o[0] == "flip" for o in ops) or views:
         check(name + ": flips both ways", flips == {True, False})
+    return tr
+
+
+def shards(tmp):
+    """shuffle(seed = 3) | shard(i, 2) over copies of one photo: each node's
+    samples replayed with torchvision (exact), the two nodes' draws at the
+    same node-local positions independent (keyed by the position in the
+    whole epoch), and a rerun's trace the same."""
+    one = os.path.join(tmp, "one")
+    os.makedirs(os.path.join(one, "c"))
+    im = Image.open(os.path.join(PHOTOS, sorted(os.listdir(PHOTOS))[0])).convert("RGB")
+    im = im.resize((200, 160), Image.BILINEAR)
+    for k in range(32):
+        im.save(os.path.join(one, "c", "%02d.jpg" % k), quality=90)
+    body = ["random_resized_crop(96)", "flip(horizontal)", "to(uint8)"]
+    ops = [("rrc", {}), ("flip", {})]
+    tr = [compare("shard(%d, 2)" % n, one, body, ops,
+                  modifier="shuffle(seed = 3)\n    | shard(%d, 2)" % n) for n in (0, 1)]
+    pos = sorted(set(tr[0]) & set(tr[1]))
+    same = sum(tr[0][p]["draws"] == tr[1][p]["draws"] for p in pos)
+    check("shard: the two nodes draw apart at the same positions", len(pos) == 16 and
+          same <= 1, "%d of %d positions drew the same" % (same, len(pos)))
+    keys = [sorted(t[p]["key"] for p in t) for t in tr]
+    check("shard: keys are the positions in the whole epoch",
+          keys == [list(range(0, 32, 2)), list(range(1, 32, 2))], str(keys))
+    again = compare("shard(1, 2) rerun", one, body, ops,
+                    modifier="shuffle(seed = 3)\n    | shard(1, 2)")
+    check("shard: a rerun draws the same", again == tr[1])
 
 
 def main():
@@ -322,6 +356,7 @@ def main():
                                                  [("rrc", {"interp": "bicubic"})]]}),
                  ("random_apply", {"ops": [("random_crop", {"padding": 6})]}),
                  ("policy", {})])
+        shards(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -151,10 +151,7 @@ void ts_engine_pos_split(const struct ts_engine *e, uint64_t p,
 			 uint64_t *epoch, uint64_t *index);
 const uint32_t *ts_engine_perm_get(struct ts_engine *e, uint64_t epoch);
 int ts_engine_online_cores(void);
-/* engine.c: the index of the sample at index that its random streams
- * are keyed by, ts_rng_init(seed, epoch, key, stage): its position in the
- * epoch over the whole data set (tsrun-pipeline(5)). */
-uint64_t ts_engine_key(const struct ts_engine *e, uint64_t index);
+
 
 /* engine_pool.c: stop everything on the first fatal error, keeping it. */
 void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err);

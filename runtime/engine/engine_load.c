@@ -318,8 +318,8 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 					 &blen, &lerr);
 		if (rc == 0) {
 			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
-			rc = ts_engine_decode_sample(w, &plan->ops[0], buf, blen, epoch, index,
-						     &lerr);
+			rc = ts_engine_decode_sample(w, &plan->ops[0], buf, blen, epoch,
+						     ts_engine_key(e, index), &lerr);
 		}
 		free(own);
 		if (rc == 0) {
@@ -352,7 +352,8 @@ int ts_engine_prepare(struct worker *w, uint64_t p, const uint8_t *data,
 	if (rc)
 		return rc;
 	uint64_t t = ts_prof_now();
-	*op_at = ts_engine_apply_middle(w, first, *epoch, *index, &w->img, &rc, err);
+	*op_at = ts_engine_apply_middle(w, first, *epoch, ts_engine_key(w->e, *index), &w->img,
+					&rc, err);
 	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
 }

@@ -76,11 +76,12 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	if (rc)
 		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
 	void *slot = ts_ring_slot(e->ring, seq);
+	const uint64_t key = ts_engine_key(e, index);
 	if (plan->n_views) /* views(): the op at i is the views op */
-		rc = ts_engine_views_write(w, &plan->ops[i], epoch, index, slot,
+		rc = ts_engine_views_write(w, &plan->ops[i], epoch, key, slot,
 					   plan->sample_bytes, err);
 	else
-		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, key,
 				  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
 	if (rc)
 		return rc;
@@ -261,7 +262,8 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			ny = 0;
 			break;
 		}
-		i = ts_engine_apply_middle(w, i + 1, epoch, index, &w->img, &rc, err);
+		i = ts_engine_apply_middle(w, i + 1, epoch, ts_engine_key(e, index), &w->img,
+					   &rc, err);
 		if (rc)
 			return rc;
 		op = &plan->ops[i];
@@ -283,7 +285,7 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			}
 			/* Each tile's random stream: (epoch, index, tile) folded
 			 * into one index that no other sample uses. */
-			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
+			uint64_t sub = (ts_engine_key(e, index) << 20) ^ (uint64_t)(ty * nx + tx);
 			rc = ts_engine_stage_one(w, cur, i, epoch, sub, tile ? ty * nx + tx : -1,
 						 &outs, err);
 			if (rc)
@@ -303,7 +305,7 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 static void out_shape(const struct ts_op *out, const struct ts_image *img,
 		      uint64_t seed, struct ts_engine_sample *s)
 {
-	ts_out_shape(out, img, seed, s->epoch, s->index, &s->width, &s->height,
+	ts_out_shape(out, img, seed, s->epoch, s->key, &s->width, &s->height,
 		     &s->dtype, &s->layout);
 	s->channels = img->channels;
 	s->bytes = (size_t)s->width * (size_t)s->height * (size_t)img->channels *
@@ -326,8 +328,9 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 				   err);
 	if (rc)
 		return rc;
+	const uint64_t key = ts_engine_key(e, index);
 	struct ts_engine_sample smp = {.pos = p, .epoch = epoch, .index = index,
-				       .label = label, .path = w->path};
+				       .key = key, .label = label, .path = w->path};
 	if (!plan->n_views)
 		out_shape(&plan->ops[i], &w->img, plan->source.seed, &smp);
 	if (plan->sample_bytes) {
@@ -343,7 +346,7 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	/* An output stage with nothing to do (a decode-only pipeline) would
 	 * copy the image as it is: read it in place instead. */
 	if (plan->sample_bytes ||
-	    !ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, index) ||
+	    !ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, key) ||
 	    w->img.stride * (size_t)w->img.height != n) {
 		if (n > w->out_cap) {
 			uint8_t *o = realloc(w->out, n);
@@ -353,9 +356,9 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 			w->out_cap = n;
 		}
 		rc = plan->n_views
-			     ? ts_engine_views_write(w, &plan->ops[i], epoch, index, w->out, n, err)
+			     ? ts_engine_views_write(w, &plan->ops[i], epoch, key, w->out, n, err)
 			     : ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch,
-					    index, &w->tmp2, &w->tmp3, w->out, n, err);
+					    key, &w->tmp2, &w->tmp3, w->out, n, err);
 		if (rc)
 			return rc;
 		out = w->out;
