@@ -216,6 +216,15 @@ struct ts_client_view {
 	size_t bytes;
 };
 
+/* The producer's node share when its pipeline has shard() (tsrun-
+ * pipeline(5)): node *index of *count; 0 of 0 without one (or from a
+ * producer older than this call). The position of sample (epoch, i) in
+ * the whole epoch, the key the producer's own draws use, is index + count
+ * * i (i itself when count is 0): key a trainer's draws by it, as
+ * tsrun.Loader does for its mixup (ts_client_mix_params takes it as the
+ * batch's index), and no two nodes draw alike. Thread safe. */
+void ts_client_node(const struct ts_client *c, uint32_t *index, uint32_t *count);
+
 /* The number of views of each sample: 0 when a sample is one tensor
  * (ts_client_sample_tensor; ts_batch's shape fields), else 1..32. Thread
  * safe (reads what connect stored). */

@@ -122,6 +122,8 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	e->node = (struct ts_share_node){ e->ix->n, (uint32_t)node, (uint32_t)nodes,
 					  plan->source.shard_drop };
 	e->n = ts_share_node_size(&e->node);
+	if (ring && plan->source.shard_count != 0)
+		ts_ring_set_node(ring, (uint32_t)node, (uint32_t)nodes);
 	if (e->n == 0) {
 		rc = ts_error_set(err, TS_E_SOURCE,
 				  "'%s' has %zu items: too few for one on each of %d nodes with "
