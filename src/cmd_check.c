@@ -11,12 +11,31 @@ static const char usage[] =
 	"Exit status: 0 when every file is valid, 1 when one is not,\n"
 	"2 for a usage error or a file that cannot be read.\n"
 	"  --pipeline NAME   lower this pipeline (default: the served or first one)\n"
-	"  --list-operators  print the registry's operator names and exit\n";
+	"  --list-operators  print the registry's operator names and exit\n"
+	"  --list-parameters print every operator's parameters (tab-separated:\n"
+	"                    operator, parameter, default, other name) and exit\n";
 
 static void list_operators(void)
 {
 	for (size_t i = 0; i < ts_registry_count(); i++)
 		printf("%s\n", ts_registry_at(i)->name);
+}
+
+/* One line per parameter, tab-separated: operator, parameter, its default
+ * as the docs write it ("-" when it has none: an optional one unset, or
+ * "required"), the other name it is taken by ("-" when none). For tests
+ * (tests/torch-names.py) and tools; tsrun(1) describes it. */
+static void list_parameters(void)
+{
+	for (size_t i = 0; i < ts_registry_count(); i++) {
+		const struct ts_opdef *d = ts_registry_at(i);
+		for (size_t j = 0; j < d->n_params; j++) {
+			const struct ts_param *p = &d->params[j];
+			printf("%s\t%s\t%s\t%s\n", d->name, p->name,
+			       p->required ? "required" : p->def ? p->def : "-",
+			       p->alias ? p->alias : "-");
+		}
+	}
 }
 
 int ts_cmd_check(int argc, char **argv)
@@ -35,6 +54,9 @@ int ts_cmd_check(int argc, char **argv)
 				return TS_EXIT_OK;
 			} else if (strcmp(a, "--list-operators") == 0) {
 				list_operators();
+				return TS_EXIT_OK;
+			} else if (strcmp(a, "--list-parameters") == 0) {
+				list_parameters();
 				return TS_EXIT_OK;
 			} else if (strcmp(a, "--pipeline") == 0 && i + 1 < argc) {
 				pipeline = argv[++i];

@@ -469,7 +469,7 @@ def errors(tmp):
             return
         check(False, f"no {exc.__name__} for {says!r}")
 
-    raises(ValueError, "num_classes must be set", lambda: tsrun.Mixup())
+    raises(ValueError, "num_classes must be set", lambda: tsrun.Mixup(num_classes=0))
     raises(ValueError, "mode must be 'batch', 'pair' or 'elem'",
            lambda: tsrun.Mixup(num_classes=3, mode="row"))
     raises(ValueError, "prob = 2 is outside 0 .. 1", lambda: tsrun.Mixup(num_classes=3, prob=2))
