@@ -145,7 +145,12 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 			rc = -1;
 			continue;
 		}
-		if (ts_check_convert(c, "parameter", p, a->value, &vals[idx]) < 0) {
+		/* its messages name the parameter as written (interp, not
+		 * interpolation) */
+		struct ts_param as_written = *p;
+		if (a->name && p->alias && strcmp(a->name, p->alias) == 0)
+			as_written.name = p->alias;
+		if (ts_check_convert(c, "parameter", &as_written, a->value, &vals[idx]) < 0) {
 			/* keep the default so shape inference goes on, and
 			 * mark it given so "missing" is not reported too */
 			rc = -1;
