@@ -359,8 +359,8 @@ struct ts_client_mix {
 	int mode;                /* enum ts_client_mix_mode (batch) */
 	int correct_lam;         /* nonzero (default): lam from the box's
 				    area once clipped by the image border */
-	double label_smoothing;  /* 0 .. 1 (0) */
-	uint32_t num_classes;    /* target width, >= 1; required */
+	double label_smoothing;  /* 0 .. 1 (0.1, as timm) */
+	uint32_t num_classes;    /* target width, >= 1 (1000, as timm) */
 	uint64_t seed;           /* the draws' key with (epoch, index) (0) */
 	int enabled;             /* 0: no mixing, targets only (timm's
 				    mixup_enabled; default 1) */
@@ -384,7 +384,7 @@ struct ts_client_mix_sample {
 				    batch mode timm's is a double) */
 };
 
-/* Fill m with timm.data.Mixup's defaults; num_classes 0 (to be set). */
+/* Fill m with timm.data.Mixup's defaults (label_smoothing 0.1, num_classes 1000). */
 void ts_client_mix_init(struct ts_client_mix *m);
 
 /* 0, or TS_E_ARG with err naming the field, its value and its range. */
