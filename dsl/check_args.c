@@ -132,12 +132,25 @@ int ts_check_bind_args(struct ts_check *c, const struct ts_opdef *def,
 			}
 			idx = (size_t)(p - def->params);
 		}
+		if (vals[idx].given && p->alias) {
+			char hint[128];
+			snprintf(hint, sizeof(hint), "give %s once, as %s = ...", p->name, p->name);
+			ts_check_err(c, a->loc, hint, "parameter '%s' given twice ('%s' is "
+				     "another name for it)", p->name, p->alias);
+			rc = -1;
+			continue;
+		}
 		if (vals[idx].given) {
 			ts_check_err(c, a->loc, NULL, "parameter '%s' given twice", p->name);
 			rc = -1;
 			continue;
 		}
-		if (ts_check_convert(c, "parameter", p, a->value, &vals[idx]) < 0) {
+		/* its messages name the parameter as written (interp, not
+		 * interpolation) */
+		struct ts_param as_written = *p;
+		if (a->name && p->alias && strcmp(a->name, p->alias) == 0)
+			as_written.name = p->alias;
+		if (ts_check_convert(c, "parameter", &as_written, a->value, &vals[idx]) < 0) {
 			/* keep the default so shape inference goes on, and
 			 * mark it given so "missing" is not reported too */
 			rc = -1;

@@ -25,6 +25,17 @@ static const char *interp_name(enum ts_interp i)
 static const char *const w_interp[] = {"bilinear", "area", "nearest", "bicubic",
 				       "lanczos", NULL};
 
+/* resize and random_resized_crop resample alike (augment_resize.c), with
+ * torchvision's names and defaults: interpolation (interp, the name it had
+ * first, still taken) and antialias, true as PIL always is. */
+#define P_INTERPOLATION \
+	{ .name = "interpolation", .alias = "interp", .type = TS_PT_WORD, \
+	  .def = "bilinear", .def_word = 0, .words = w_interp, \
+	  .doc = "bilinear, area, nearest, bicubic or lanczos, as PIL resamples" }
+#define P_ANTIALIAS \
+	{ .name = "antialias", .type = TS_PT_BOOL, .def = "true", .def_num = 1, \
+	  .doc = "low-pass filter when shrinking (PIL's, always on there)" }
+
 /* ---- decode ---------------------------------------------------------- */
 
 static const char *const w_color[] = {"rgb", "gray", NULL};
@@ -80,10 +91,8 @@ static void describe_decode(const struct ts_op *op, char *buf, size_t n)
 
 static const struct ts_param p_resize[] = {
 	P_SIZE("shorter side N, or exactly [h, w]"),
-	{ .name = "interp", .type = TS_PT_WORD, .def = "bilinear", .def_word = 0,
-	  .words = w_interp, .doc = "interpolation" },
-	{ .name = "antialias", .type = TS_PT_BOOL, .def = "true", .def_num = 1,
-	  .doc = "low-pass filter when shrinking" },
+	P_INTERPOLATION,
+	P_ANTIALIAS,
 	{ .name = "max_size", .type = TS_PT_INT, P_MIN(2), P_MAX(TS_REG_MAX_SIDE),
 	  .doc = "resize(N) only: the longer side at most this, above N" },
 };
@@ -144,7 +153,7 @@ static int build_resize(struct ts_check *c, const struct ts_opdef *def,
 	if (ts_check_arg(def, vals, "size")->num >= 0 &&
 	    !ts_check_arg(def, vals, "width")->given)
 		op->size_w = 0;
-	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interp")->word;
+	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interpolation")->word;
 	op->antialias = ts_check_arg(def, vals, "antialias")->num != 0;
 	const struct ts_check_val *m = ts_check_arg(def, vals, "max_size");
 	if (m->given && !m->bad && rc == 0) {
@@ -179,7 +188,7 @@ static void describe_resize(const struct ts_op *op, char *buf, size_t n)
 		snprintf(a, sizeof(a), "%d", op->size_h);
 	if (op->max_size)
 		snprintf(a + strlen(a), sizeof(a) - strlen(a), ", max_size=%d", op->max_size);
-	snprintf(buf, n, "resize(%s, interp=%s, antialias=%s)", a,
+	snprintf(buf, n, "resize(%s, interpolation=%s, antialias=%s)", a,
 		 interp_name(op->interp), op->antialias ? "true" : "false");
 }
 
@@ -271,8 +280,8 @@ static const struct ts_param p_rrc[] = {
 	{ .name = "ratio", .type = TS_PT_RANGE, .def = "3/4..4/3",
 	  .def_lo = 3.0 / 4.0, .def_hi = 4.0 / 3.0, P_MIN(0.01), P_MAX(100),
 	  .doc = "crop aspect ratio (width / height), drawn log-uniformly" },
-	{ .name = "interp", .type = TS_PT_WORD, .def = "bilinear", .def_word = 0,
-	  .words = w_interp, .doc = "interpolation" },
+	P_INTERPOLATION,
+	P_ANTIALIAS,
 };
 
 /* Any area of any image resizes to size: no check against the input. */
@@ -294,7 +303,11 @@ static int build_rrc(struct ts_check *c, const struct ts_opdef *def,
 	op->scale_hi = ts_check_arg(def, vals, "scale")->hi;
 	op->ratio_lo = ts_check_arg(def, vals, "ratio")->lo;
 	op->ratio_hi = ts_check_arg(def, vals, "ratio")->hi;
-	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interp")->word;
+	/* Its own: the resample reads both (box_random_resized_crop), and a
+	 * crop left at the zeroed op's antialias = false is not
+	 * torchvision's (PIL antialiases every shrink). */
+	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interpolation")->word;
+	op->antialias = ts_check_arg(def, vals, "antialias")->num != 0;
 	if (op->scale_hi <= 0) {
 		ts_check_err(c, ts_check_arg(def, vals, "scale")->loc, NULL,
 			     "parameter 'scale' must allow a crop larger than 0");
@@ -309,9 +322,10 @@ static void describe_rrc(const struct ts_op *op, char *buf, size_t n)
 
 	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
 	snprintf(buf, n,
-		 "random_resized_crop(%s, scale=%.4g..%.4g, ratio=%.4g..%.4g, interp=%s)",
+		 "random_resized_crop(%s, scale=%.4g..%.4g, ratio=%.4g..%.4g, "
+		 "interpolation=%s, antialias=%s)",
 		 a, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi,
-		 interp_name(op->interp));
+		 interp_name(op->interp), op->antialias ? "true" : "false");
 }
 
 /* ---- flip ------------------------------------------------------------ */

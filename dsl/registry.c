@@ -145,7 +145,8 @@ const struct ts_param *ts_registry_param(const struct ts_opdef *def,
 	const struct ts_param *p = def ? def->params : serve_params;
 	size_t n = def ? def->n_params : TS_ARRAY_LEN_(serve_params);
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(p[i].name, name) == 0)
+		if (strcmp(p[i].name, name) == 0 ||
+		    (p[i].alias && strcmp(p[i].alias, name) == 0))
 			return &p[i];
 	return NULL;
 }

@@ -68,6 +68,9 @@ struct ts_param {
 				     corners) */
 	bool point_ok;            /* RANGE: one number n is also taken, as n..n */
 	const char *doc;          /* one line */
+	const char *alias;        /* another name it is accepted by (resize's
+				     interp, its name before torchvision's
+				     interpolation), or NULL */
 };
 
 /* The shape of the data after a stage, as the checker tracks it. */
@@ -174,7 +177,7 @@ const struct ts_opdef *ts_registry_of_source(int source_kind);
 /* The serve setting rows. */
 const struct ts_param *ts_registry_serve(size_t *n);
 /* The row of a parameter of def (or of the serve table when def is NULL)
- * named name, or NULL. */
+ * named name (or whose alias is name), or NULL. */
 const struct ts_param *ts_registry_param(const struct ts_opdef *def,
 					 const char *name);
 /* "an integer", "a range such as 0.08..1.0": what a type expects, for

@@ -16,9 +16,9 @@ pipeline dino =
     folder("../data/train", ext = [".jpg", ".jpeg", ".png"])
     | shuffle(seed = 7)
     | decode(rgb)
-    | views(2 = random_resized_crop(224, scale = 0.4..1, interp = bicubic) | look
+    | views(2 = random_resized_crop(224, scale = 0.4..1, interpolation = bicubic) | look
               | normalize(mean, std) | to(float32, nchw),
-            6 = random_resized_crop(96, scale = 0.05..0.4, interp = bicubic) | look
+            6 = random_resized_crop(96, scale = 0.05..0.4, interpolation = bicubic) | look
               | normalize(mean, std) | to(float32, nchw))
     | batch(64)
 

@@ -16,7 +16,9 @@
  *     to(uint8) of a uint16 image maps x -> round(x / 257); to(uint8) of a
  *     float image clamps round(x * 255) to 0..255.
  *   - Random choices of sample (epoch, index) come from the counter-based
- *     RNG keyed by (seed, epoch, index, op position).
+ *     RNG keyed by (seed, epoch, key, op position), key its position in
+ *     the epoch's order before shard() takes the node's share (the
+ *     engine's ts_engine_key; the index itself without a shard).
  */
 #ifndef TS_PLAN_H
 #define TS_PLAN_H

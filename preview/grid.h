@@ -33,7 +33,8 @@ struct ts_grid_values {
 
 /* A sample whose policies' draws are replayed: the seed, epoch and index
  * its ops' streams are keyed by (ts_rng_init, as the engine's workers
- * draw them; a view's seed is ts_plan_view_seed's). */
+ * draw them: the sample's key, ts_engine_key; a view's seed is
+ * ts_plan_view_seed's). */
 struct ts_grid_sample {
 	uint64_t seed, epoch, index;
 };

@@ -62,6 +62,7 @@ static void sink(void *arg, const struct ts_engine_sample *s)
 	d->bytes = s->bytes;
 	d->epoch = s->epoch;
 	d->index = s->index;
+	d->key = s->key;
 	d->label = s->label;
 	d->height = s->height;
 	d->width = s->width;
@@ -174,6 +175,7 @@ static int run_ring(const struct ts_plan *plan, const struct ts_preview_opts *o,
 			d->bytes = plan->sample_bytes;
 			d->epoch = b.epoch;
 			d->index = b.index + k;
+			d->key = ts_engine_key(e, d->index);
 			d->label = b.labels[k];
 			d->height = plan->height;
 			d->width = plan->width;

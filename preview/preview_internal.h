@@ -22,6 +22,7 @@
 struct shot {
 	bool have;
 	uint64_t epoch, index;
+	uint64_t key;           /* what its draws are keyed by (engine.h) */
 	int32_t label;
 	char *path;             /* NULL: synthetic or unknown */
 	char *class_name;

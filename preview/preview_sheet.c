@@ -30,7 +30,7 @@ static void shot_values(const struct ts_plan *plan, const struct shot *s, bool d
 {
 	const struct ts_op *vo = NULL;
 	struct ts_grid_sample gs = {.seed = plan->source.seed, .epoch = s->epoch,
-				    .index = s->index};
+				    .index = s->key};
 	for (size_t i = 0; s->view >= 0 && i < plan->n_ops; i++)
 		if (plan->ops[i].kind == TS_OP_VIEWS)
 			vo = &plan->ops[i];
@@ -349,7 +349,10 @@ int ts_preview_make_caption(struct ts_preview *p, const struct ts_plan *plan,
 	 * uint8 or uint16 pixels of one type, and a policy after one is not
 	 * replayed. */
 	struct shot v0 = {.view = plan->n_views ? 0 : -1, .epoch = o->start_epoch,
-			  .index = o->start_index};
+			  .index = o->start_index, .key = o->start_index};
+	if (got > 0 && p->shots && p->shots[0].have && p->shots[0].epoch == o->start_epoch &&
+	    p->shots[0].index == o->start_index)
+		v0.key = p->shots[0].key; /* under shard(), not the index */
 	shot_values(plan, &v0, false, &v);
 	shot_values(plan, &v0, true, &drawn);
 	if (drawn.per_sample) {

@@ -4,6 +4,7 @@
  * print throughput, CPU time, peak memory and the stream digest.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -115,12 +116,13 @@ static void print_common(const struct ts_plan *pl, const char *file, uint64_t im
  * items to run at most (0: as epochs says). */
 static int bench_discard(const char *file, const struct ts_plan *pl, int threads,
 			 unsigned long long start_epoch, unsigned long long start_index,
-			 int epochs, uint64_t limit, bool digest, bool profile)
+			 int epochs, uint64_t limit, bool digest, bool profile, int trace_fd)
 {
 	struct ts_engine_opts eo = {
 		.threads = threads, .epochs = epochs,
 		.start_epoch = start_epoch, .start_index = start_index,
 		.limit = limit, .no_digest = !digest,
+		.trace = trace_fd >= 0, .trace_fd = trace_fd,
 	};
 	struct ts_engine *e = NULL;
 	struct ts_error err = {0};
@@ -162,7 +164,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tsrun bench FILE [--pipeline NAME] [--epochs N] [--threads N]\n"
 		   "                  [--batches N] [--batch N] [--start EPOCH:INDEX] [--no-digest]\n"
-		   "                  [--profile]\n"
+		   "                  [--profile] [--trace FILE]\n"
 		   "Run a pipeline in this process, read its batches as fast as it makes\n"
 		   "them and print images/s, MB/s, CPU time, peak memory and the digest.\n"
 		   "  --pipeline NAME      the pipeline to run (default: the served or first one)\n"
@@ -173,10 +175,16 @@ static void usage(FILE *f)
 		   "  --batch N            samples per batch (default: the pipeline's batch(n))\n"
 		   "  --start EPOCH:INDEX  start at this position, as a resumed run does\n"
 		   "  --no-digest          do not hash the samples (the figures without that work)\n"
-		   "  --profile            also print the CPU per image of each stage\n");
+		   "  --profile            also print the CPU per image of each stage\n"
+		   "  --trace FILE         write each sample's random draws to FILE, one JSON\n"
+		   "                       line per sample (tsrun(1) describes the form)\n");
 }
 
-int ts_cmd_bench(int argc, char **argv)
+/* --trace FILE's descriptor while a bench runs (-1: none); closed by
+ * ts_cmd_bench on every way out, after the stream that writes it. */
+static int trace_fd = -1;
+
+static int bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"pipeline", required_argument, NULL, 'p'},
@@ -187,6 +195,7 @@ int ts_cmd_bench(int argc, char **argv)
 		{"start", required_argument, NULL, 's'},
 		{"no-digest", no_argument, NULL, 'D'},
 		{"profile", no_argument, NULL, 'P'},
+		{"trace", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -194,10 +203,11 @@ int ts_cmd_bench(int argc, char **argv)
 	long epochs = 1, threads = 0, batches = -1, batch = 0;
 	unsigned long long start_epoch = 0, start_index = 0;
 	bool digest = true, profile = false;
+	const char *trace = NULL;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:DPh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:DPT:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'e':
@@ -222,6 +232,7 @@ int ts_cmd_bench(int argc, char **argv)
 			break;
 		case 'D': digest = false; break;
 		case 'P': profile = true; break;
+		case 'T': trace = optarg; break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
 		default:
 			ts_cli_bad_option("bench", c, argv, opts);
@@ -247,12 +258,22 @@ int ts_cmd_bench(int argc, char **argv)
 	int st = ts_cli_compile("bench", file, pipeline, &plan);
 	if (st != TS_EXIT_OK)
 		return st;
+	if (trace) {
+		trace_fd = open(trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (trace_fd < 0) {
+			ts_cli_error("bench", "cannot write the trace '%s': %s", trace,
+				     strerror(errno));
+			ts_plan_destroy(plan);
+			return TS_EXIT_INVALID;
+		}
+	}
 	struct ts_pipeline *p = ts_pipeline_wrap(plan);
 	if (!p) {
 		ts_cli_error("bench", "out of memory");
 		return TS_EXIT_INVALID;
 	}
 	plan = NULL;
+	ts_pipeline_set_trace(p, trace_fd);
 	const struct ts_plan *pl = ts_pipeline_plan(p);
 	if (profile) {
 		ts_prof_reset();
@@ -275,7 +296,7 @@ int ts_cmd_bench(int argc, char **argv)
 		}
 		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
 					(int)(start_epoch + (uint64_t)epochs), limit, digest,
-					profile);
+					profile, trace_fd);
 		ts_pipeline_destroy(p);
 		return st2;
 	}
@@ -360,4 +381,15 @@ int ts_cmd_bench(int argc, char **argv)
 	ts_pipeline_destroy(p);
 	ts_cli_guard_done();
 	return status;
+}
+
+int ts_cmd_bench(int argc, char **argv)
+{
+	int st = bench(argc, argv);
+	if (trace_fd >= 0 && close(trace_fd) != 0 && st == TS_EXIT_OK) {
+		ts_cli_error("bench", "writing the trace failed: %s", strerror(errno));
+		st = TS_EXIT_INVALID;
+	}
+	trace_fd = -1;
+	return st;
 }

@@ -13,12 +13,31 @@ static const char usage[] =
 	"  --pipeline NAME   lower this pipeline (default: the served or first one)\n"
 	"  --sources         also open and list its source as tsrun run does: a\n"
 	"                    missing folder, list or shard is an error at its path\n"
-	"  --list-operators  print the registry's operator names and exit\n";
+	"  --list-operators  print the registry's operator names and exit\n"
+	"  --list-parameters print every operator's parameters (tab-separated:\n"
+	"                    operator, parameter, default, other name) and exit\n";
 
 static void list_operators(void)
 {
 	for (size_t i = 0; i < ts_registry_count(); i++)
 		printf("%s\n", ts_registry_at(i)->name);
+}
+
+/* One line per parameter, tab-separated: operator, parameter, its default
+ * as the docs write it ("-" when it has none: an optional one unset, or
+ * "required"), the other name it is taken by ("-" when none). For tests
+ * (tests/torch-names.py) and tools; tsrun(1) describes it. */
+static void list_parameters(void)
+{
+	for (size_t i = 0; i < ts_registry_count(); i++) {
+		const struct ts_opdef *d = ts_registry_at(i);
+		for (size_t j = 0; j < d->n_params; j++) {
+			const struct ts_param *p = &d->params[j];
+			printf("%s\t%s\t%s\t%s\n", d->name, p->name,
+			       p->required ? "required" : p->def ? p->def : "-",
+			       p->alias ? p->alias : "-");
+		}
+	}
 }
 
 int ts_cmd_check(int argc, char **argv)
@@ -40,6 +59,9 @@ int ts_cmd_check(int argc, char **argv)
 				return TS_EXIT_OK;
 			} else if (strcmp(a, "--sources") == 0) {
 				sources = true;
+			} else if (strcmp(a, "--list-parameters") == 0) {
+				list_parameters();
+				return TS_EXIT_OK;
 			} else if (strcmp(a, "--pipeline") == 0 && i + 1 < argc) {
 				pipeline = argv[++i];
 			} else if (strncmp(a, "--pipeline=", 11) == 0) {

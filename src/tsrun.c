@@ -23,6 +23,7 @@ _Static_assert((int)TS_STREAM_NHWC == (int)TS_LAYOUT_NHWC && (int)TS_STREAM_NCHW
 
 struct ts_pipeline {
 	struct ts_plan *plan;
+	int trace_fd;                  /* ts_pipeline_set_trace; -1: none */
 };
 
 struct ts_stream {
@@ -80,6 +81,7 @@ TS_EXPORT int ts_pipeline_compile(const char *text, size_t len,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	}
 	p->plan = plan;
+	p->trace_fd = -1;
 	*out = p;
 	return 0;
 }
@@ -92,7 +94,13 @@ struct ts_pipeline *ts_pipeline_wrap(struct ts_plan *plan)
 		return NULL;
 	}
 	p->plan = plan;
+	p->trace_fd = -1;
 	return p;
+}
+
+void ts_pipeline_set_trace(struct ts_pipeline *p, int fd)
+{
+	p->trace_fd = fd;
 }
 
 const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p)
@@ -211,6 +219,7 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 	struct ts_engine_opts eo = {
 		.threads = opts->threads, .epochs = opts->epochs,
 		.start_epoch = opts->start_epoch, .start_index = opts->start_index,
+		.trace = p->trace_fd >= 0, .trace_fd = p->trace_fd,
 	};
 	rc = ts_engine_create(pl, &eo, s->ring, &s->engine, err);
 	if (rc)
@@ -232,6 +241,7 @@ static struct ts_engine_opts engine_opts(const struct ts_stream *s)
 	struct ts_engine_opts eo = {
 		.threads = s->opts.threads,
 		.epochs = s->opts.epochs >= 0 ? s->opts.epochs : s->p->plan->epochs,
+		.trace = s->p->trace_fd >= 0, .trace_fd = s->p->trace_fd,
 	};
 	return eo;
 }

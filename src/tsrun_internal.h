@@ -16,4 +16,9 @@ struct ts_pipeline *ts_pipeline_wrap(struct ts_plan *plan);
 /* The plan inside a pipeline (owned by it). */
 const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p);
 
+/* Streams opened on p from now on write the draw trace (engine.h's
+ * ts_engine_opts.trace, `tsrun bench --trace`) to fd, which stays the
+ * caller's and must outlive them; fd < 0: none. */
+void ts_pipeline_set_trace(struct ts_pipeline *p, int fd);
+
 #endif

@@ -16,6 +16,8 @@ per trainer, in the client):
   that mixes, whose batches are Mixup on them at their (epoch, index);
   raw_views with mixup mixes a copy; mixup_enabled = False takes effect
   at the next batch; a rerun, and a resume from state_dict, mix alike;
+- two nodes of a shard() pipeline: each Loader mixes at the batch's
+  position in the whole epoch, so the nodes' draws differ;
 - the C client (tests/tools/mix-tool.c, ts_client_mix_batch) and a Python
   trainer on one stream write identical bytes;
 - a PyTorch trainer trains with soft-target cross-entropy on mixed
@@ -467,7 +469,7 @@ def errors(tmp):
             return
         check(False, f"no {exc.__name__} for {says!r}")
 
-    raises(ValueError, "num_classes must be set", lambda: tsrun.Mixup())
+    raises(ValueError, "num_classes must be set", lambda: tsrun.Mixup(num_classes=0))
     raises(ValueError, "mode must be 'batch', 'pair' or 'elem'",
            lambda: tsrun.Mixup(num_classes=3, mode="row"))
     raises(ValueError, "prob = 2 is outside 0 .. 1", lambda: tsrun.Mixup(num_classes=3, prob=2))
@@ -503,6 +505,35 @@ def errors(tmp):
     print("bad parameters and misuse: clear errors")
 
 
+def nodes(tmp):
+    """Two nodes of shuffle | shard(i, 2): each Loader mixes its batch at the
+    batch's position in the whole epoch (node + 2 x index, ts_client_node),
+    so the nodes' draws differ at the same node-local index."""
+    drawn = []
+    for node in (0, 1):
+        src = f"synthetic(12, count = 64, classes = 10) | shuffle(seed = 5) | shard({node}, 2)"
+        path, sock = pytrainer.pipeline(tmp, f"node{node}", src, 1, batch=8, tail=NORM)
+        prod = pytrainer.run(path, "--wait", "2")
+        la = tsrun.Loader(sock, batch_size=8, timeout=30,
+                          mixup=tsrun.Mixup(cutmix_alpha=1.0, num_classes=10, mode="elem",
+                                            seed=7))
+        lb = tsrun.Loader(sock, batch_size=8, timeout=30)
+        ref = tsrun.Mixup(cutmix_alpha=1.0, num_classes=10, mode="elem", seed=7)
+        mine = []
+        for (xa, ta), (xb, yb) in zip(la, lb):
+            want, wt = ref(xb.clone(), yb, epoch=lb.epoch, index=node + 2 * lb.index)
+            check(torch.equal(xa, want) and torch.equal(ta, wt),
+                  f"node {node} batch at {lb.index}: not Mixup at node + 2 x index")
+            mine.append((lb.index, ref.params(8, 12, 12, lb.epoch, node + 2 * lb.index)))
+        drawn.append(dict(mine))
+        la.close()
+        lb.close()
+        pytrainer.stop(prod)
+    same = [i for i in drawn[0] if i in drawn[1] and drawn[0][i] == drawn[1][i]]
+    check(len(drawn[0]) == 4 and not same,
+          f"nodes mix alike at node-local indices {same} of {sorted(drawn[0])}")
+
+
 def main():
     reference()
     distributions()
@@ -512,6 +543,7 @@ def main():
         c_client(tmp)
         trainer(tmp)
         errors(tmp)
+        nodes(tmp)
     return check.exit()
 
 

@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "augment.h"
 #include "kernel.h"
+#include "registry.h"
+#include "unit-dsl.h"
 
 static struct ts_image make_u8(int w, int h, int c, const uint8_t *px)
 {
@@ -749,6 +752,76 @@ START_TEST(apply_rejects_unknown)
 }
 END_TEST
 
+/* The class of bug where an operator reaches a shared kernel without the
+ * fields it reads (random_resized_crop resampled with antialias false,
+ * the zeroed op's, while resize set it): every operator the decode can
+ * fuse (the crop family, a box each), compiled from the language with its
+ * defaults, names in its box the filter torchvision samples with on PIL
+ * (bilinear, antialiased) whenever it resamples, and its kernel applies
+ * exactly that resample, on its own and as the output stage's part. A new
+ * crop operator is covered by its row's flag alone. */
+START_TEST(every_crop_resamples_as_pil)
+{
+	int resampling = 0;
+	for (size_t r = 0; r < ts_registry_count(); r++) {
+		const struct ts_opdef *def = ts_registry_at(r);
+		if (!(def->flags & TS_OPF_FUSE_DECODE))
+			continue;
+		char src[256];
+		snprintf(src, sizeof(src), "pipeline p = synthetic(4, width = 96, height = 80) "
+			 "| %s([16, 16]) | batch(1)\n", def->name);
+		struct ts_diags d;
+		int rc;
+		struct ts_plan *plan = compile(src, &d, &rc);
+		ck_assert_msg(rc == 0 && plan, "%s: does not compile", def->name);
+		const struct ts_op *op = NULL;
+		for (size_t i = 0; i < plan->n_ops && !op; i++) {
+			const struct ts_op *o = &plan->ops[i];
+			if ((int)o->kind == def->op_kind)
+				op = o;
+			for (size_t j = 0; ts_op_is_output(o) && j < o->n_parts && !op; j++)
+				if ((int)o->parts[j].kind == def->op_kind)
+					op = &o->parts[j];
+		}
+		ck_assert_msg(op != NULL, "%s: not in its plan", def->name);
+		const struct ts_kernel *k = ts_kernel_find(op->kind);
+		ck_assert_msg(k && k->box, "%s: no box hook", def->name);
+		struct ts_kernel_box b;
+		struct ts_rng rng;
+		ts_rng_init(&rng, 1, 0, 3, (uint64_t)op->index);
+		k->box(op, 96, 80, &rng, &b);
+		if (b.tw > 0) {
+			resampling++;
+			ck_assert_msg(b.antialias, "%s: resamples without antialias", def->name);
+			ck_assert_msg(b.interp == TS_INTERP_BILINEAR, "%s: interpolation %d",
+				      def->name, (int)b.interp);
+			/* its kernel: the box resampled so, nothing else */
+			struct ts_image img = { 0 }, tmp = { 0 }, want = { 0 };
+			ck_assert_int_eq(ts_image_reserve(&img, 96, 80, 3, TS_DTYPE_U8), 0);
+			for (size_t i = 0; i < ts_image_bytes(&img); i++)
+				img.data[i] = (uint8_t)((i * 131 + i / 288 * 7) % 251);
+			struct ts_image view = ts_image_view(&img, b.x, b.y, b.cw, b.ch);
+			ck_assert_int_eq(ts_aug_resize(&view, &want, b.tw, b.th,
+						       TS_INTERP_BILINEAR, true), 0);
+			ts_rng_init(&rng, 1, 0, 3, (uint64_t)op->index);
+			ck_assert_int_eq(ts_kernel_apply(op, &img, &tmp, &rng, NULL), 0);
+			ck_assert_int_eq(img.width, want.width);
+			ck_assert_int_eq(img.height, want.height);
+			for (int y = 0; y < want.height; y++)
+				ck_assert_mem_eq(img.data + (size_t)y * img.stride,
+						 want.data + (size_t)y * want.stride,
+						 (size_t)want.width * 3);
+			ts_image_free(&img);
+			ts_image_free(&tmp);
+			ts_image_free(&want);
+		}
+		ts_plan_destroy(plan);
+		ts_diags_fini(&d);
+	}
+	ck_assert_int_ge(resampling, 2); /* resize and random_resized_crop at least */
+}
+END_TEST
+
 static Suite *augment_suite(void)
 {
 	Suite *s = suite_create("augment");
@@ -761,6 +834,7 @@ static Suite *augment_suite(void)
 	tcase_add_loop_test(tc, rrc_box_fallback, 0, (int)(sizeof(rrc_fallback_cases) / sizeof(rrc_fallback_cases[0])));
 	tcase_add_test(tc, random_crop_box_padding);
 	tcase_add_test(tc, tile_grid);
+	tcase_add_test(tc, every_crop_resamples_as_pil);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("kernels");

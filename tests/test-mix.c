@@ -113,14 +113,16 @@ START_TEST(defaults_are_timms)
 	struct ts_client_mix m;
 	ts_client_mix_init(&m);
 	ck_assert(m.mixup_alpha == 1.0 && m.cutmix_alpha == 0 && m.cutmix_max == 0);
-	ck_assert(m.prob == 1.0 && m.switch_prob == 0.5 && m.label_smoothing == 0);
+	/* timm.data.Mixup: label_smoothing=0.1, num_classes=1000 */
+	ck_assert(m.prob == 1.0 && m.switch_prob == 0.5 && m.label_smoothing == 0.1);
+	ck_assert_int_eq(m.num_classes, 1000);
 	ck_assert_int_eq(m.mode, TS_CLIENT_MIX_BATCH);
 	ck_assert_int_eq(m.correct_lam, 1);
 	ck_assert_int_eq(m.enabled, 1);
-	struct ts_error err;
-	ck_assert_int_eq(ts_client_mix_check(&m, &err), TS_E_ARG); /* num_classes */
-	m.num_classes = 1000;
 	ck_assert_int_eq(ts_client_mix_check(&m, NULL), 0);
+	struct ts_error err;
+	m.num_classes = 0;
+	ck_assert_int_eq(ts_client_mix_check(&m, &err), TS_E_ARG); /* num_classes */
 }
 END_TEST
 

@@ -217,6 +217,15 @@ struct ts_client_view {
 	size_t bytes;
 };
 
+/* The producer's node share when its pipeline has shard() (tsrun-
+ * pipeline(5)): node *index of *count; 0 of 0 without one (or from a
+ * producer older than this call). The position of sample (epoch, i) in
+ * the whole epoch, the key the producer's own draws use, is index + count
+ * * i (i itself when count is 0): key a trainer's draws by it, as
+ * tsrun.Loader does for its mixup (ts_client_mix_params takes it as the
+ * batch's index), and no two nodes draw alike. Thread safe. */
+void ts_client_node(const struct ts_client *c, uint32_t *index, uint32_t *count);
+
 /* The number of views of each sample: 0 when a sample is one tensor
  * (ts_client_sample_tensor; ts_batch's shape fields), else 1..32. Thread
  * safe (reads what connect stored). */
@@ -382,8 +391,8 @@ struct ts_client_mix {
 	int mode;                /* enum ts_client_mix_mode (batch) */
 	int correct_lam;         /* nonzero (default): lam from the box's
 				    area once clipped by the image border */
-	double label_smoothing;  /* 0 .. 1 (0) */
-	uint32_t num_classes;    /* target width, >= 1; required */
+	double label_smoothing;  /* 0 .. 1 (0.1, as timm) */
+	uint32_t num_classes;    /* target width, >= 1 (1000, as timm) */
 	uint64_t seed;           /* the draws' key with (epoch, index) (0) */
 	int enabled;             /* 0: no mixing, targets only (timm's
 				    mixup_enabled; default 1) */
@@ -407,7 +416,7 @@ struct ts_client_mix_sample {
 				    batch mode timm's is a double) */
 };
 
-/* Fill m with timm.data.Mixup's defaults; num_classes 0 (to be set). */
+/* Fill m with timm.data.Mixup's defaults (label_smoothing 0.1, num_classes 1000). */
 void ts_client_mix_init(struct ts_client_mix *m);
 
 /* 0, or TS_E_ARG with err naming the field, its value and its range. */

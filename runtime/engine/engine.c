@@ -30,6 +30,7 @@
 
 #include "barrier.h"
 #include "shuffle.h"
+#include "trace.h"
 #include "util.h"
 
 /* Position p -> (epoch, index). */
@@ -39,6 +40,17 @@ void ts_engine_pos_split(const struct ts_engine *e, uint64_t p, uint64_t *epoch,
 	uint64_t abs = e->start_index + p;
 	*epoch = e->start_epoch + abs / e->n;
 	*index = abs % e->n;
+}
+
+/* The index a sample's random streams are keyed by: its position in
+ * the whole epoch's order, before shard() takes the node's share, so that
+ * no two nodes draw alike; without a shard it is the index itself. Not
+ * wrapped as ts_share_node_pos wraps the item: the samples that pad a
+ * node's share repeat an item, not another sample's draws. */
+uint64_t ts_engine_key(const struct ts_engine *e, uint64_t index)
+{
+	uint64_t k = e->node.count ? e->node.count : 1;
+	return (uint64_t)e->node.index + k * index;
 }
 
 /* The permutation of an epoch; computed once and kept for the few epochs
@@ -91,6 +103,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	e->ring = ring;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_mutex_init(&e->head_mu, NULL);
+	pthread_mutex_init(&e->trace_mu, NULL);
 	pthread_cond_init(&e->cv_ready, NULL);
 	pthread_cond_init(&e->cv_space, NULL);
 	pthread_cond_init(&e->cv_commit, NULL);
@@ -109,6 +122,8 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	e->node = (struct ts_share_node){ e->ix->n, (uint32_t)node, (uint32_t)nodes,
 					  plan->source.shard_drop };
 	e->n = ts_share_node_size(&e->node);
+	if (ring && plan->source.shard_count != 0)
+		ts_ring_set_node(ring, (uint32_t)node, (uint32_t)nodes);
 	if (e->n == 0) {
 		rc = ts_error_set(err, TS_E_SOURCE,
 				  "'%s' has %zu items: too few for one on each of %d nodes with "
@@ -139,6 +154,8 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	e->sink = o->sink;
 	e->sink_arg = o->sink_arg;
 	e->no_digest = o->no_digest;
+	e->trace = o->trace;
+	e->trace_fd = o->trace_fd;
 	e->threads = o->threads > 0 ? o->threads : plan->threads > 0 ? plan->threads : ts_engine_online_cores();
 	struct ts_ring_info ri = {.capacity = (uint64_t)e->threads * 4,
 				  .sample_bytes = plan->sample_bytes};
@@ -164,6 +181,14 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		rc = ts_decoder_create(&w->dec, err);
 		if (rc)
 			goto fail;
+		if (e->trace) {
+			w->trace = calloc(1, sizeof(*w->trace));
+			w->trace_line = calloc(1, sizeof(*w->trace_line));
+			if (!w->trace || !w->trace_line) {
+				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+				goto fail;
+			}
+		}
 	}
 	/* Plugin ops: a host per worker; each plugin is loaded once now, in
 	 * a child of its own, so a missing .so or symbol fails here. */
@@ -299,6 +324,10 @@ void ts_engine_destroy(struct ts_engine *e)
 			ts_image_free(&w->view);
 			free(w->stage);
 			free(w->out);
+			ts_trace_fini(w->trace);
+			ts_trace_fini(w->trace_line);
+			free(w->trace);
+			free(w->trace_line);
 		}
 		free(e->workers);
 	}
@@ -323,5 +352,6 @@ void ts_engine_destroy(struct ts_engine *e)
 	pthread_cond_destroy(&e->cv_commit);
 	pthread_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->head_mu);
+	pthread_mutex_destroy(&e->trace_mu);
 	free(e);
 }

@@ -22,6 +22,9 @@ struct ts_engine;
 struct ts_engine_sample {
 	uint64_t pos;           /* stream position, from the start (0, 1, ...) */
 	uint64_t epoch, index;
+	uint64_t key;           /* the index its random streams are keyed by:
+				   its position in the epoch before shard()
+				   (tsrun-pipeline(5)); index without one */
 	int32_t label;
 	const char *path;       /* the file it came from; NULL: synthetic */
 	const void *data;       /* what the output stage wrote; valid during
@@ -50,6 +53,12 @@ struct ts_engine_opts {
 	/* Discard mode only: no unordered digest (ts_engine_unordered_digest
 	 * stays 0), for figures without that work (tsrun bench --no-digest). */
 	bool no_digest;
+	/* trace: one JSON line per sample produced, of what its random ops
+	 * drew (runtime/trace.h; the form is tsrun(1)'s, `bench --trace`),
+	 * written to trace_fd (borrowed, open for writing; lines in the
+	 * order samples finish, each written whole). */
+	bool trace;
+	int trace_fd;
 };
 
 struct ts_engine_stats {
@@ -75,6 +84,12 @@ struct ts_engine_stats {
 int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		     struct ts_ring *ring, struct ts_engine **out,
 		     struct ts_error *err);
+
+/* The index the random streams of the sample at (node-local) index are
+ * keyed by, ts_rng_init(seed, epoch, key, stage): its position in the
+ * epoch's order over the whole data set, before shard() takes the node's
+ * share (tsrun-pipeline(5)); index itself without a shard. */
+uint64_t ts_engine_key(const struct ts_engine *e, uint64_t index);
 
 /* Samples per epoch, known after create (source items; tile/filter may
  * change what reaches the ring). */

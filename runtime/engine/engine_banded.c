@@ -42,7 +42,7 @@ bool ts_engine_banded(const struct ts_plan *plan)
  * (its bytes do not decode), not the pipeline's.
  */
 static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t len,
-			uint64_t epoch, uint64_t index, int32_t label, int32_t *outs,
+			uint64_t epoch, uint64_t key, int32_t label, int32_t *outs,
 			bool *begun, bool *dec_failed, struct ts_error *lerr,
 			struct ts_error *err)
 {
@@ -57,7 +57,7 @@ static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t
 		rc = ts_engine_check_header(plan, &info, lerr);
 	bool whole = rc == 0 && info.progressive;
 	if (rc == 0)
-		rc = whole ? ts_engine_decode_sample(w, dop, buf, len, epoch, index, lerr)
+		rc = whole ? ts_engine_decode_sample(w, dop, buf, len, epoch, key, lerr)
 			   : ts_decoder_rows_begin(w->dec, buf, len, &req, &info, lerr);
 	ts_prof_add(TS_PROF_DECODE, t);
 	if (rc) {
@@ -114,7 +114,7 @@ static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t
 				return ts_error_set(err, rc, "tile crop failed");
 			}
 			/* Each tile's random stream: as run_staged's (engine_sample.c). */
-			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
+			uint64_t sub = (key << 20) ^ (uint64_t)(ty * nx + tx);
 			rc = ts_engine_stage_one(w, &w->tmp3, 2, epoch, sub, ty * nx + tx, outs,
 						 err);
 			if (rc) {
@@ -181,7 +181,8 @@ int ts_engine_run_banded(struct worker *w, uint64_t p, const uint8_t *data,
 					 &blen, &lerr);
 		if (rc == 0) {
 			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
-			rc = banded_frame(w, p, buf, blen, epoch, index, label, &outs, &begun,
+			rc = banded_frame(w, p, buf, blen, epoch, ts_engine_key(e, index), label,
+					  &outs, &begun,
 					  &dec_failed, &lerr, err);
 		} else {
 			dec_failed = true;

@@ -65,6 +65,8 @@ struct worker {
 	const char *path;
 	/* views(): a view's copy of the decoded image (engine_views.c) */
 	struct ts_image view;
+	/* ts_engine_opts.trace: the sample's draws, and its line */
+	struct ts_trace *trace, *trace_line;
 };
 
 struct ts_engine {
@@ -113,6 +115,9 @@ struct ts_engine {
 	void (*sink)(void *arg, const struct ts_engine_sample *s);
 	void *sink_arg;
 	bool no_digest;         /* discard mode: ts_engine_opts.no_digest */
+	bool trace;             /* ts_engine_opts.trace, trace_fd */
+	int trace_fd;
+	pthread_mutex_t trace_mu; /* one line written at a time */
 
 	/* Read and written through barrier.h, each use commented. */
 	bool stop;              /* release by whoever stops, acquire by workers */
@@ -146,6 +151,7 @@ void ts_engine_pos_split(const struct ts_engine *e, uint64_t p,
 			 uint64_t *epoch, uint64_t *index);
 const uint32_t *ts_engine_perm_get(struct ts_engine *e, uint64_t epoch);
 int ts_engine_online_cores(void);
+
 
 /* engine_pool.c: stop everything on the first fatal error, keeping it. */
 void ts_engine_set_fatal(struct ts_engine *e, const struct ts_error *err);

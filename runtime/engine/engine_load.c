@@ -34,10 +34,11 @@ int ts_engine_item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
 }
 
 /* The fused op's work left after the ROI decode: the op itself when the
- * decoder could not do its crop, else the resample to its size (only the
- * window win of it when win is set). */
+ * decoder could not do its crop, else the resample to its size with the
+ * filter its box b names (only the window win of it when win is set). */
 static int crop_after_decode(struct worker *w, const struct ts_op *f,
 			     bool apply_after, bool resample, int tw, int th,
+			     const struct ts_kernel_box *b,
 			     const struct ts_aug_window *win, uint64_t epoch,
 			     uint64_t index, struct ts_error *err)
 {
@@ -49,7 +50,7 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 		return ts_kernel_apply(f, &w->img, &w->tmp1, &rng, err);
 	}
 	if (win) {
-		rc = ts_aug_resize_window(&w->img, &w->tmp1, win, f->interp, f->antialias);
+		rc = ts_aug_resize_window(&w->img, &w->tmp1, win, b->interp, b->antialias);
 		if (rc)
 			return ts_error_set(err, rc, "resize to %dx%d (its %dx%d center) failed",
 					    tw, th, win->ow, win->oh);
@@ -57,7 +58,7 @@ static int crop_after_decode(struct worker *w, const struct ts_op *f,
 		return 0;
 	}
 	if (resample && (w->img.width != tw || w->img.height != th)) {
-		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, f->interp, f->antialias);
+		rc = ts_aug_resize(&w->img, &w->tmp1, tw, th, b->interp, b->antialias);
 		if (rc)
 			return ts_error_set(err, rc, "resize to %dx%d failed", tw, th);
 		ts_image_swap(&w->img, &w->tmp1);
@@ -100,11 +101,11 @@ static const struct ts_op *crop_after_resize(const struct ts_plan *plan, int tw,
  * whole image. False (nothing set) when the crop needs padding or the
  * interpolation is nearest; TSRUN_DECODE_WHOLE set (a testing hook) always.
  */
-static bool crop_window(const struct ts_decode_info *info, const struct ts_op *f,
+static bool crop_window(const struct ts_decode_info *info, const struct ts_kernel_box *b,
 			const struct ts_kernel_box *cc, int tw, int th,
 			struct ts_decode_req *req, struct ts_aug_window *win)
 {
-	if (f->interp == TS_INTERP_NEAREST || getenv("TSRUN_DECODE_WHOLE"))
+	if (b->interp == TS_INTERP_NEAREST || getenv("TSRUN_DECODE_WHOLE"))
 		return false;
 	struct ts_decode_req whole = *req;
 	whole.target_w = tw;
@@ -115,8 +116,8 @@ static bool crop_window(const struct ts_decode_info *info, const struct ts_op *f
 	const int n = g.scale_num;
 	const int cx = cc->x, cy = cc->y;
 	int x0, x1, y0, y1;
-	ts_aug_resize_span(g.out_w, tw, f->interp, f->antialias, cx, cc->cw, &x0, &x1);
-	ts_aug_resize_span(g.out_h, th, f->interp, f->antialias, cy, cc->ch, &y0, &y1);
+	ts_aug_resize_span(g.out_w, tw, b->interp, b->antialias, cx, cc->cw, &x0, &x1);
+	ts_aug_resize_span(g.out_h, th, b->interp, b->antialias, cy, cc->ch, &y0, &y1);
 	/* Scaled pixel i covers full-resolution [i * 8 / n, (i + 1) * 8 / n):
 	 * this region's decode at n/8 starts at scaled (x0, y0) and ends at
 	 * x1, y1 (the scaled image's edge when clamped). */
@@ -172,14 +173,13 @@ int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
 	const struct ts_op *f = op->fused;
 	bool resample = false, apply_after = false, windowed = false;
 	int tw = 0, th = 0;
-	struct ts_kernel_box cb;
+	struct ts_kernel_box cb, b = {0};
 	struct ts_aug_window win;
 	if (f) {
 		/* The fused op's box (kernel.h) as the decoder's ROI and
 		 * target size; a box it cannot read (padded, or outside the
 		 * image) leaves the op to run after a full decode. */
 		const struct ts_kernel *k = ts_kernel_find(f->kind);
-		struct ts_kernel_box b = {0};
 		apply_after = !k || !k->box;
 		if (!apply_after) {
 			struct ts_rng rng;
@@ -193,7 +193,7 @@ int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
 		if (!apply_after && !b.drawn && b.tw > 0 && b.x == 0 && b.y == 0 &&
 		    b.cw == info.width && b.ch == info.height &&
 		    crop_after_resize(plan, b.tw, b.th, &cb))
-			windowed = crop_window(&info, f, &cb, b.tw, b.th, &req, &win);
+			windowed = crop_window(&info, &b, &cb, b.tw, b.th, &req, &win);
 		if (!apply_after) {
 			resample = b.tw > 0;
 			tw = b.tw;
@@ -217,8 +217,10 @@ int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
 		return rc;
 	/* The rest is crop / resample (ts_prof_add on the way out). */
 	t = ts_prof_now();
-	rc = crop_after_decode(w, f, apply_after, resample, tw, th, windowed ? &win : NULL,
-			       epoch, index, err);
+	if (f && !apply_after)
+		ts_kernel_note_box(f, &b, geom.scale_num);
+	rc = crop_after_decode(w, f, apply_after, resample, tw, th, &b,
+			       windowed ? &win : NULL, epoch, index, err);
 	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
 }
@@ -316,8 +318,8 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 					 &blen, &lerr);
 		if (rc == 0) {
 			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
-			rc = ts_engine_decode_sample(w, &plan->ops[0], buf, blen, epoch, index,
-						     &lerr);
+			rc = ts_engine_decode_sample(w, &plan->ops[0], buf, blen, epoch,
+						     ts_engine_key(e, index), &lerr);
 		}
 		free(own);
 		if (rc == 0) {
@@ -350,7 +352,8 @@ int ts_engine_prepare(struct worker *w, uint64_t p, const uint8_t *data,
 	if (rc)
 		return rc;
 	uint64_t t = ts_prof_now();
-	*op_at = ts_engine_apply_middle(w, first, *epoch, *index, &w->img, &rc, err);
+	*op_at = ts_engine_apply_middle(w, first, *epoch, ts_engine_key(w->e, *index), &w->img,
+					&rc, err);
 	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
 }

@@ -19,8 +19,11 @@
 #include "digest.h"
 #include "profile.h"
 #include "rng.h"
+#include "trace.h"
 #include "barrier.h"
 #include "util.h"
+
+#include <unistd.h>
 
 /* Wait until ring slot seq may be written, or the engine stops. */
 static int wait_slot(struct ts_engine *e, uint64_t seq)
@@ -73,11 +76,12 @@ static int run_direct(struct worker *w, uint64_t p, const uint8_t *data,
 	if (rc)
 		return rc == -ECANCELED ? rc : ts_error_set(err, rc, "ring wait failed");
 	void *slot = ts_ring_slot(e->ring, seq);
+	const uint64_t key = ts_engine_key(e, index);
 	if (plan->n_views) /* views(): the op at i is the views op */
-		rc = ts_engine_views_write(w, &plan->ops[i], epoch, index, slot,
+		rc = ts_engine_views_write(w, &plan->ops[i], epoch, key, slot,
 					   plan->sample_bytes, err);
 	else
-		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, index,
+		rc = ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch, key,
 				  &w->tmp2, &w->tmp3, slot, plan->sample_bytes, err);
 	if (rc)
 		return rc;
@@ -258,7 +262,8 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			ny = 0;
 			break;
 		}
-		i = ts_engine_apply_middle(w, i + 1, epoch, index, &w->img, &rc, err);
+		i = ts_engine_apply_middle(w, i + 1, epoch, ts_engine_key(e, index), &w->img,
+					   &rc, err);
 		if (rc)
 			return rc;
 		op = &plan->ops[i];
@@ -280,7 +285,7 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			}
 			/* Each tile's random stream: (epoch, index, tile) folded
 			 * into one index that no other sample uses. */
-			uint64_t sub = (index << 20) ^ (uint64_t)(ty * nx + tx);
+			uint64_t sub = (ts_engine_key(e, index) << 20) ^ (uint64_t)(ty * nx + tx);
 			rc = ts_engine_stage_one(w, cur, i, epoch, sub, tile ? ty * nx + tx : -1,
 						 &outs, err);
 			if (rc)
@@ -300,7 +305,7 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 static void out_shape(const struct ts_op *out, const struct ts_image *img,
 		      uint64_t seed, struct ts_engine_sample *s)
 {
-	ts_out_shape(out, img, seed, s->epoch, s->index, &s->width, &s->height,
+	ts_out_shape(out, img, seed, s->epoch, s->key, &s->width, &s->height,
 		     &s->dtype, &s->layout);
 	s->channels = img->channels;
 	s->bytes = (size_t)s->width * (size_t)s->height * (size_t)img->channels *
@@ -323,8 +328,9 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 				   err);
 	if (rc)
 		return rc;
+	const uint64_t key = ts_engine_key(e, index);
 	struct ts_engine_sample smp = {.pos = p, .epoch = epoch, .index = index,
-				       .label = label, .path = w->path};
+				       .key = key, .label = label, .path = w->path};
 	if (!plan->n_views)
 		out_shape(&plan->ops[i], &w->img, plan->source.seed, &smp);
 	if (plan->sample_bytes) {
@@ -340,7 +346,7 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	/* An output stage with nothing to do (a decode-only pipeline) would
 	 * copy the image as it is: read it in place instead. */
 	if (plan->sample_bytes ||
-	    !ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, index) ||
+	    !ts_out_is_copy(&plan->ops[i], &w->img, plan->source.seed, epoch, key) ||
 	    w->img.stride * (size_t)w->img.height != n) {
 		if (n > w->out_cap) {
 			uint8_t *o = realloc(w->out, n);
@@ -350,9 +356,9 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 			w->out_cap = n;
 		}
 		rc = plan->n_views
-			     ? ts_engine_views_write(w, &plan->ops[i], epoch, index, w->out, n, err)
+			     ? ts_engine_views_write(w, &plan->ops[i], epoch, key, w->out, n, err)
 			     : ts_out_write(&plan->ops[i], &w->img, plan->source.seed, epoch,
-					    index, &w->tmp2, &w->tmp3, w->out, n, err);
+					    key, &w->tmp2, &w->tmp3, w->out, n, err);
 		if (rc)
 			return rc;
 		out = w->out;
@@ -376,11 +382,60 @@ static int run_discard(struct worker *w, uint64_t p, const uint8_t *data,
 	return 0;
 }
 
-int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
-			 size_t len, int read_status, struct ts_error *err)
+static int run_sample(struct worker *w, uint64_t p, const uint8_t *data,
+		      size_t len, int read_status, struct ts_error *err)
 {
 	struct ts_engine *e = w->e;
 	return !e->ring ? run_discard(w, p, data, len, read_status, err)
 	       : e->plan->expands ? run_staged(w, p, data, len, read_status, err)
 	       : run_direct(w, p, data, len, read_status, err);
+}
+
+/* The trace line of position p (tsrun(1), `bench --trace`), from the
+ * draws its kernels noted, written whole. */
+static int write_trace(struct worker *w, uint64_t p, struct ts_error *err)
+{
+	struct ts_engine *e = w->e;
+	struct ts_trace *l = w->trace_line;
+	uint64_t epoch, index;
+	ts_engine_pos_split(e, p, &epoch, &index);
+	ts_trace_reset(l);
+	ts_trace_raw(l, "{\"epoch\": %llu, \"index\": %llu, \"key\": %llu, \"item\": ",
+		     (unsigned long long)epoch, (unsigned long long)index,
+		     (unsigned long long)ts_engine_key(e, index));
+	if (w->path)
+		ts_trace_str(l, w->path);
+	else
+		ts_trace_raw(l, "null");
+	ts_trace_raw(l, ", \"draws\": [%s]%s}\n", w->trace->buf ? w->trace->buf : "",
+		     w->trace->failed ? ", \"truncated\": true" : "");
+	if (l->failed)
+		return ts_error_set(err, TS_E_NOMEM, "out of memory for the trace line");
+	int rc = 0;
+	pthread_mutex_lock(&e->trace_mu);
+	for (size_t off = 0; off < l->len;) {
+		ssize_t n = write(e->trace_fd, l->buf + off, l->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	pthread_mutex_unlock(&e->trace_mu);
+	return rc ? ts_error_set(err, rc, "writing the trace failed: %s", ts_error_name(rc)) : 0;
+}
+
+int ts_engine_run_sample(struct worker *w, uint64_t p, const uint8_t *data,
+			 size_t len, int read_status, struct ts_error *err)
+{
+	if (!w->e->trace)
+		return run_sample(w, p, data, len, read_status, err);
+	ts_trace_reset(w->trace);
+	w->path = NULL;
+	ts_trace_cur = w->trace;
+	int rc = run_sample(w, p, data, len, read_status, err);
+	ts_trace_cur = NULL;
+	return rc ? rc : write_trace(w, p, err);
 }

@@ -18,6 +18,7 @@
 #include "kernel.h"
 #include "profile.h"
 #include "rng.h"
+#include "trace.h"
 #include "util.h"
 
 /* *dst = a copy of src's pixels (rows packed), in dst's own buffer. */
@@ -50,6 +51,8 @@ int ts_engine_views_write(struct worker *w, const struct ts_op *vo, uint64_t epo
 			uint64_t seed = ts_plan_view_seed(plan->source.seed, v);
 			const struct ts_image *src = &w->img;
 			uint64_t t = ts_prof_now();
+			if (ts_trace_cur)
+				ts_trace_cur->view = v; /* its draws say which view */
 			if (br->n_ops > 1) {
 				if (copy_image(&w->view, &w->img) < 0)
 					return ts_error_set(err, TS_E_NOMEM,
@@ -71,5 +74,7 @@ int ts_engine_views_write(struct worker *w, const struct ts_op *vo, uint64_t epo
 				return rc;
 		}
 	}
+	if (ts_trace_cur)
+		ts_trace_cur->view = -1;
 	return 0;
 }

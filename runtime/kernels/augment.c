@@ -17,6 +17,7 @@
 #include "augment_internal.h"
 #include "color.h"
 #include "kernel.h"
+#include "trace.h"
 #include "util.h"
 
 /* ---- Box choices ---- */
@@ -378,6 +379,17 @@ int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
 	double hue;
 	ts_aug_jitter_params(op, rng, order, f, &hue);
 	const double v[4] = { op->brightness, op->contrast, op->saturation, op->hue };
+	if (ts_trace_cur) {
+		/* torchvision's fn_idx and factors (a parameter left at 0
+		 * has factor 1 and is not applied, torchvision's None) */
+		static const char *const names[4] = { "brightness", "contrast", "saturation",
+						       "hue" };
+		ts_trace_note("color_jitter", op->index,
+			      "\"order\": [\"%s\", \"%s\", \"%s\", \"%s\"], \"brightness\": %.9g, "
+			      "\"contrast\": %.9g, \"saturation\": %.9g, \"hue\": %.17g",
+			      names[order[0]], names[order[1]], names[order[2]], names[order[3]],
+			      (double)f[0], (double)f[1], (double)f[2], hue);
+	}
 	for (int k = 0; k < 4; k++) {
 		int a = order[k];
 		if (v[a] <= 0.0)
@@ -529,7 +541,8 @@ static int crop_swap(struct ts_image *img, struct ts_image *tmp, int x, int y,
 static void box_resize(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 		       struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .cw = w, .ch = h };
+	*b = (struct ts_kernel_box){ .cw = w, .ch = h, .interp = op->interp,
+				     .antialias = op->antialias };
 	ts_aug_resize_dims(w, h, op, &b->tw, &b->th);
 }
 
@@ -551,7 +564,8 @@ static void box_random_crop(const struct ts_op *op, int w, int h,
 static void box_random_resized_crop(const struct ts_op *op, int w, int h,
 				    struct ts_rng *rng, struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .tw = op->size_w, .th = op->size_h, .drawn = true };
+	*b = (struct ts_kernel_box){ .tw = op->size_w, .th = op->size_h, .drawn = true,
+				     .interp = op->interp, .antialias = op->antialias };
 	ts_aug_rrc_box(w, h, op, rng, &b->x, &b->y, &b->cw, &b->ch);
 }
 
@@ -563,10 +577,11 @@ static int k_box(const struct ts_op *op, struct ts_image *img,
 {
 	struct ts_kernel_box b;
 	ts_kernel_find(op->kind)->box(op, img->width, img->height, rng, &b);
+	ts_kernel_note_box(op, &b, 8);
 	int rc;
 	if (b.tw > 0) {
 		struct ts_image view = ts_image_view(img, b.x, b.y, b.cw, b.ch);
-		rc = ts_aug_resize(&view, tmp, b.tw, b.th, op->interp, op->antialias);
+		rc = ts_aug_resize(&view, tmp, b.tw, b.th, b.interp, b.antialias);
 		if (rc == 0)
 			ts_image_swap(img, tmp);
 	} else {
@@ -623,10 +638,18 @@ static int k_grayscale(const struct ts_op *op, struct ts_image *img,
 
 /* flip, normalize and to fold into the output stage's final pass
  * (tail), or run on their own (apply). */
+static bool flip_draw(const struct ts_op *op, struct ts_rng *rng)
+{
+	bool f = ts_rng_uniform(rng) < op->p;
+	ts_trace_note("flip", op->index, "\"direction\": \"%s\", \"flipped\": %s",
+		      op->horizontal ? "horizontal" : "vertical", f ? "true" : "false");
+	return f;
+}
+
 static void tail_flip(const struct ts_op *op, struct ts_rng *rng,
 		      struct ts_kernel_tail *t)
 {
-	if (ts_rng_uniform(rng) < op->p) {
+	if (flip_draw(op, rng)) {
 		if (op->horizontal)
 			t->hflip = !t->hflip;
 		else
@@ -637,7 +660,7 @@ static void tail_flip(const struct ts_op *op, struct ts_rng *rng,
 static int k_flip(const struct ts_op *op, struct ts_image *img,
 		  struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
-	if (ts_rng_uniform(rng) < op->p)
+	if (flip_draw(op, rng))
 		ts_aug_flip(img, op->horizontal);
 	return 0;
 }

@@ -5,6 +5,7 @@
  */
 #include "kernel.h"
 
+#include "trace.h"
 #include "util.h"
 
 static const struct ts_kernel *const families[] = {
@@ -21,6 +22,22 @@ const struct ts_kernel *ts_kernel_find(enum ts_op_kind k)
 			if (r->kind == k)
 				return r;
 	return NULL;
+}
+
+void ts_kernel_note_box(const struct ts_op *op, const struct ts_kernel_box *b,
+			int scale)
+{
+	if (!ts_trace_cur || !b->drawn)
+		return;
+	if (b->tw > 0)
+		ts_trace_note(ts_op_kind_name(op->kind), op->index,
+			      "\"top\": %d, \"left\": %d, \"height\": %d, \"width\": %d, "
+			      "\"size\": [%d, %d], \"scale\": %d",
+			      b->y, b->x, b->ch, b->cw, b->th, b->tw, scale);
+	else
+		ts_trace_note(ts_op_kind_name(op->kind), op->index,
+			      "\"top\": %d, \"left\": %d, \"height\": %d, \"width\": %d",
+			      b->y, b->x, b->ch, b->cw);
 }
 
 int ts_kernel_apply(const struct ts_op *op, struct ts_image *img,

@@ -57,6 +57,11 @@
 struct ts_kernel_box {
 	int x, y, cw, ch;
 	int tw, th;
+	/* With tw > 0: the resample's filter, set by the op's own hook
+	 * (every place that resamples a box, fused into the decode, on its
+	 * own, in the output stage, reads these and nothing else of op) */
+	enum ts_interp interp;
+	bool antialias;
 	bool pads;    /* drawn in a padded image (random_crop's padding): a
 			 decoder's ROI does not stand in for it */
 	bool drawn;   /* depends on the rng's draws (a random crop), not on
@@ -113,6 +118,15 @@ extern const struct ts_kernel ts_kernels_augmix[];  /* augmix.c */
 /* The row of kind k, or NULL when no family runs it (decode, tile,
  * filter, output and plugin are the engine's own stages). */
 const struct ts_kernel *ts_kernel_find(enum ts_op_kind k);
+
+/* Note a drawn box (b->drawn: random_crop, random_resized_crop) in the
+ * calling thread's trace (trace.h), if it has one: top, left, height,
+ * width in op's input (negative into random_crop's padding), the size it
+ * is resampled to, and scale, the eighths the decode scaled the image by
+ * first (8 when it did not; fused into a JPEG decode, the box is in the
+ * full-resolution image all the same). Called where a box is applied. */
+void ts_kernel_note_box(const struct ts_op *op, const struct ts_kernel_box *b,
+			int scale);
 
 /* Run op through its row's apply (the contract above). An op that no
  * family runs is TS_E_ARG ("tile is not a per-image op"). */

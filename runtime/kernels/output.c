@@ -16,6 +16,7 @@
 #include "kernel.h"
 #include "outpass.h"
 #include "profile.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <math.h>
@@ -281,10 +282,11 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 		if (k && k->box) {
 			struct ts_kernel_box b;
 			k->box(p, view.width, view.height, &rng, &b);
+			ts_kernel_note_box(p, &b, 8);
 			if (b.tw > 0) {
 				struct ts_image box = ts_image_view(&view, b.x, b.y, b.cw, b.ch);
-				rc = ts_aug_resize(&box, next, b.tw, b.th, p->interp,
-						   p->antialias);
+				rc = ts_aug_resize(&box, next, b.tw, b.th, b.interp,
+						   b.antialias);
 			} else if (b.x >= 0 && b.y >= 0 && b.x + b.cw <= view.width &&
 				   b.y + b.ch <= view.height) {
 				/* Inside: read it in place. */
@@ -361,6 +363,7 @@ void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
 {
 	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
 	int w = in->width, h = in->height;
+	struct ts_trace *trace = ts_trace_pause(); /* draws again, applies nothing */
 	for (size_t i = 0; i < output->n_parts; i++) {
 		const struct ts_op *p = &output->parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
@@ -375,6 +378,7 @@ void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
 			fold_tail(p, k, seed, epoch, index, &t);
 		}
 	}
+	ts_trace_resume(trace);
 	*width = w;
 	*height = h;
 	*dtype = t.dtype;
@@ -385,13 +389,16 @@ bool ts_out_is_copy(const struct ts_op *output, const struct ts_image *in,
 		    uint64_t seed, uint64_t epoch, uint64_t index)
 {
 	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
-	for (size_t i = 0; i < output->n_parts; i++) {
+	struct ts_trace *trace = ts_trace_pause(); /* draws again, applies nothing */
+	bool tails = true;
+	for (size_t i = 0; i < output->n_parts && tails; i++) {
 		const struct ts_op *p = &output->parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
-		if (!k || !k->tail)
-			return false;
-		fold_tail(p, k, seed, epoch, index, &t);
+		tails = k && k->tail;
+		if (tails)
+			fold_tail(p, k, seed, epoch, index, &t);
 	}
-	return !t.hflip && !t.vflip && !t.normalize && t.dtype == in->dtype &&
+	ts_trace_resume(trace);
+	return tails && !t.hflip && !t.vflip && !t.normalize && t.dtype == in->dtype &&
 	       t.layout == TS_LAYOUT_NHWC;
 }

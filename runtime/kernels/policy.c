@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "augment.h"
@@ -16,6 +17,7 @@
 #include "filter.h"
 #include "geometry.h"
 #include "kernel.h"
+#include "trace.h"
 #include "util.h"
 
 /* ---- random_apply, random_choice ------------------------------------ */
@@ -160,13 +162,26 @@ static int erase_image(const struct ts_op *op, struct ts_image *img,
 	return 0;
 }
 
+/* A branch run inside policy op (its draws traced as "in" it). */
+static int run_inside(const struct ts_op *op, const struct ts_op_branch *b,
+		      struct ts_image *img, struct ts_image *tmp,
+		      const struct ts_rng *rng, struct ts_error *err)
+{
+	ts_trace_enter(op->index);
+	int rc = run_branch(b, img, tmp, rng, err);
+	ts_trace_leave();
+	return rc;
+}
+
 static int k_random_apply(const struct ts_op *op, struct ts_image *img,
 			  struct ts_image *tmp, struct ts_rng *rng,
 			  struct ts_error *err)
 {
-	if (!op->n_branches || !ts_policy_apply_draw(op, rng))
+	if (!op->n_branches)
 		return 0;
-	return run_branch(&op->branches[0], img, tmp, rng, err);
+	bool on = ts_policy_apply_draw(op, rng);
+	ts_trace_note("random_apply", op->index, "\"applied\": %s", on ? "true" : "false");
+	return on ? run_inside(op, &op->branches[0], img, tmp, rng, err) : 0;
 }
 
 static int k_random_choice(const struct ts_op *op, struct ts_image *img,
@@ -175,8 +190,9 @@ static int k_random_choice(const struct ts_op *op, struct ts_image *img,
 {
 	if (!op->n_branches)
 		return 0;
-	return run_branch(&op->branches[ts_policy_choice_draw(op, rng)], img, tmp,
-			  rng, err);
+	size_t k = ts_policy_choice_draw(op, rng);
+	ts_trace_note("random_choice", op->index, "\"choice\": %zu", k);
+	return run_inside(op, &op->branches[k], img, tmp, rng, err);
 }
 
 static int k_random_erasing(const struct ts_op *op, struct ts_image *img,
@@ -531,6 +547,18 @@ static int k_augment_policy(const struct ts_op *op, struct ts_image *img,
 	struct ts_policy_step steps[TS_POLICY_MAX_STEPS];
 	uint8_t fill[4];
 	int n = ts_policy_draw(op, img->width, img->height, rng, steps);
+	if (ts_trace_cur) {
+		/* torchvision's op names and signed magnitudes, in order */
+		char list[TS_POLICY_MAX_STEPS * 64];
+		size_t at = 0;
+		list[0] = '\0';
+		for (int i = 0; i < n && at < sizeof(list); i++)
+			at += (size_t)snprintf(list + at, sizeof(list) - at,
+					       "%s{\"name\": \"%s\", \"magnitude\": %.17g}",
+					       i ? ", " : "", ts_policy_op_name(steps[i].op),
+					       steps[i].magnitude);
+		ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"ops\": [%s]", list);
+	}
 	ts_geo_fill_u8(op, img->channels, fill);
 	for (int i = 0; i < n; i++) {
 		int rc = ts_policy_apply_step(&steps[i], img, tmp, op->interp, fill, err);

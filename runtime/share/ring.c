@@ -223,6 +223,15 @@ void ts_ring_get_info(const struct ts_ring *r, struct ts_ring_info *out)
 	ring_info_from_hdr(r->hdr, out);
 }
 
+void ts_ring_set_node(struct ts_ring *r, uint32_t index, uint32_t count)
+{
+	/* plain stores: no consumer has the fd yet (the server hands it out
+	 * after the engine that sets this was created); a takeover's engine
+	 * stores the values already there */
+	r->hdr->node_index = index;
+	r->hdr->node_count = count;
+}
+
 int ts_ring_fd(const struct ts_ring *r)
 {
 	return r->fd;

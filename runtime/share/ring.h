@@ -151,6 +151,15 @@ struct ts_ring_hdr {
 	_Alignas(64) uint32_t n_views;
 	uint32_t reserved3;
 	struct ts_ring_view views[TS_RING_MAX_VIEWS];
+
+	/* shard(): the producer's node, node_index of node_count (0 of 0
+	 * without one, and in a zero page from an older producer), so that
+	 * a consumer keys its own draws (Mixup) by a sample's position in
+	 * the whole epoch, node_index + node_count * index, as the
+	 * producer's are. Written once (ts_ring_set_node), before any
+	 * consumer sees the fd. */
+	_Alignas(64) uint32_t node_index;
+	uint32_t node_count;
 };
 _Static_assert(sizeof(struct ts_ring_hdr) <= 4096, "the ring header is one page");
 
@@ -271,6 +280,7 @@ struct ts_ring_info {
 	size_t label_bytes;
 	int n_views;                 /* views(...): 0 or the view table */
 	struct ts_ring_view views[TS_RING_MAX_VIEWS];
+	uint32_t node_index, node_count; /* shard(): as struct ts_ring_hdr */
 };
 
 struct ts_ring_consumer_stat {
@@ -337,6 +347,10 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 void ts_ring_destroy(struct ts_ring *r);
 
 void ts_ring_get_info(const struct ts_ring *r, struct ts_ring_info *out);
+
+/* The producer's node share (shard(): node index of count; the header's
+ * node_index, node_count), before any consumer is handed the ring. */
+void ts_ring_set_node(struct ts_ring *r, uint32_t index, uint32_t count);
 
 /* The ring memfd (owned by the ring; do not close). The server reopens it
  * read-only for consumers. */

@@ -106,6 +106,8 @@ static inline void ring_info_from_hdr(const struct ts_ring_hdr *h, struct ts_rin
 	}
 	out->label_dtype = (enum ts_dtype)h->label_dtype;
 	out->label_bytes = h->label_bytes;
+	out->node_index = h->node_index;
+	out->node_count = h->node_count;
 	out->n_views = (int)h->n_views;
 	for (uint32_t i = 0; i < h->n_views && i < TS_RING_MAX_VIEWS; i++)
 		out->views[i] = h->views[i];

@@ -355,6 +355,13 @@ TS_EXPORT void ts_client_info(const struct ts_client *c,
 	*out = c->info;
 }
 
+TS_EXPORT void ts_client_node(const struct ts_client *c, uint32_t *index,
+			      uint32_t *count)
+{
+	*index = c->ring.node_index;
+	*count = c->ring.node_count;
+}
+
 TS_EXPORT int ts_client_device_info(const struct ts_client *c,
 				    struct ts_client_device_info *out,
 				    struct ts_error *err)

@@ -32,6 +32,8 @@ TS_EXPORT void ts_client_mix_init(struct ts_client_mix *m)
 	m->switch_prob = 0.5;
 	m->mode = TS_CLIENT_MIX_BATCH;
 	m->correct_lam = 1;
+	m->label_smoothing = 0.1; /* timm's, as every default here */
+	m->num_classes = 1000;
 	m->enabled = 1;
 }
 

@@ -46,6 +46,19 @@ class _CudaView:
             pass
 
 
+def _node_share(lib, client):
+    """(node, count) of the producer's shard() (ts_client_node); (0, 0)
+    without one or from a library older than the call."""
+    if not hasattr(lib, "ts_client_node"):
+        return 0, 0
+    lib.ts_client_node.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32),
+                                   ctypes.POINTER(ctypes.c_uint32)]
+    lib.ts_client_node.restype = None
+    index, count = ctypes.c_uint32(), ctypes.c_uint32()
+    lib.ts_client_node(client, ctypes.byref(index), ctypes.byref(count))
+    return index.value, count.value
+
+
 def _batch_size(value):
     """A Loader's batch_size as the uint32 libtsclient takes, checked here:
     ctypes would wrap -1 into 4294967295 and 2**32 into 0 without a word."""
@@ -199,6 +212,8 @@ class Loader:
     mixup       None, or a tsrun.Mixup: every batch is mixed (Mixup,
                 CutMix, label smoothing) as it is handed out, its draws
                 keyed by the Mixup's seed and the batch's (epoch, index),
+                the index its position in the whole epoch under shard()
+                (node + count * index: the nodes do not mix alike),
                 so a rerun mixes alike; labels are then the soft targets,
                 float32 (n, num_classes). The mix is written into the
                 batch the loader hands out (the trainer's own copy-on-write
@@ -279,6 +294,7 @@ class Loader:
         self._client = client
         self.info = _lib.Info()
         self._lib.ts_client_info(self._client, ctypes.byref(self.info))
+        self._node = _node_share(self._lib, self._client)
         self.batch_size = self.info.batch_size
         self.drop_last = bool(drop_last)
         self.epoch = None      # epoch of the current (or last) pass
@@ -750,7 +766,11 @@ class Loader:
         if self._raw:
             images = images.clone()  # a raw view is the read-only ring
         layout = "nchw" if self._dev is not None or self.info.layout == 1 else "nhwc"
-        return self.mixup(images, labels, epoch=b.epoch, index=b.index, layout=layout)
+        # keyed by the batch's position in the whole epoch, so that the
+        # nodes of a shard() pipeline do not mix alike (ts_client_node)
+        node, count = self._node
+        index = node + count * b.index if count else b.index
+        return self.mixup(images, labels, epoch=b.epoch, index=index, layout=layout)
 
     def _pin_ring(self, addr):
         """Register the ring mapping holding addr (libtsclient,

@@ -33,9 +33,13 @@ class Mixup:
                      "pair" (one per pair, both ways) or "elem" (one per
                      sample)
     correct_lam      lam from the CutMix box's area once clipped
-    label_smoothing  targets 1-s+s/K on the class, s/K elsewhere
-    num_classes      K, the targets' width (required)
+    label_smoothing  targets 1-s+s/K on the class, s/K elsewhere (default
+                     0.1, as timm)
+    num_classes      K, the targets' width (default 1000, as timm)
     seed             the draws' key, with each batch's (epoch, index)
+
+    Every parameter but seed (tsrun's own) is timm.data.Mixup's, with its
+    default (tests/torch-names.py compares the signatures).
 
     ``mixup(images, labels)`` mixes images (N, C, H, W) in place and
     returns (images, targets), targets float32 (N, num_classes), as timm's
@@ -58,8 +62,8 @@ class Mixup:
     """
 
     def __init__(self, mixup_alpha=1.0, cutmix_alpha=0.0, cutmix_minmax=None, prob=1.0,
-                 switch_prob=0.5, mode="batch", correct_lam=True, label_smoothing=0.0,
-                 num_classes=0, seed=0):
+                 switch_prob=0.5, mode="batch", correct_lam=True, label_smoothing=0.1,
+                 num_classes=1000, seed=0):
         self.mixup_alpha = _number("mixup_alpha", mixup_alpha)
         self.cutmix_alpha = _number("cutmix_alpha", cutmix_alpha)
         if cutmix_minmax is not None:

@@ -79,5 +79,5 @@ pipeline train =
     | center_crop(size_69x)
     | rand_augmnt(2, 9)
     | trivial_augment_wid
-    | resize(32, interpolation = bilinear)
+    | resize(32, interp = bilinear, interpolation = bilinear)
     | batch(4)
