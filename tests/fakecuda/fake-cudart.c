@@ -172,6 +172,7 @@ int cudaEventSynchronize(void *e);
 int fake_cudart_registered(const void *p, size_t *len, unsigned *flags);
 int fake_cudart_pending(void);
 int cudaEventCreate(void **e);
+int cudaStreamGetDevice(void *s, int *d);
 int cudaEventElapsedTime(float *ms, void *a, void *b);
 int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 		      size_t height, int kind, void *stream);
@@ -480,9 +481,11 @@ static void drain_all(void);
 
 EXPORT int cudaIpcCloseMemHandle(void *p)
 {
-	/* queued copies that read the mapping run first (the driver keeps
-	 * the mapping until then); afterwards a read of it faults */
-	drain_all();
+	/* "When the reference count reaches 0, this API unmaps the memory":
+	 * no wait for work still queued that reads it. Such work then fails
+	 * with an illegal address when it runs (run_op), ending the
+	 * context: a caller must synchronise every stream that may read the
+	 * mapping first. */
 	pthread_mutex_lock(&mu);
 	struct range *r = find_range(p, 2);
 	int ok = r && r->p == p;
@@ -590,6 +593,8 @@ struct op {
 	struct event *ev;             /* an event marker instead of a copy */
 	struct kernel_run *kern;      /* a kernel launch instead of a copy */
 	int memset_value;             /* >= 0: cudaMemset of dst */
+	int src_dev, dst_dev;         /* device memory at the call: still
+					 mapped when the op runs? */
 };
 
 struct stream {
@@ -631,6 +636,10 @@ static void run_op(struct op *o)
 		o->ev->t = mono();
 	} else if (o->kern) {
 		run_kernel(o->kern);
+	} else if ((o->src_dev && !is_device(o->src)) || (o->dst_dev && !is_device(o->dst))) {
+		/* the mapping went (cudaIpcCloseMemHandle, cudaFree) while
+		 * this was queued: an illegal address ends the context */
+		context_error = E_ILLEGAL_ADDRESS;
 	} else if (o->memset_value >= 0) {
 		memset(o->dst, o->memset_value, o->n);
 	} else {
@@ -715,6 +724,12 @@ EXPORT int cudaStreamDestroy(void *p)
 		}
 	pthread_mutex_unlock(&mu);
 	free(s);
+	return OK;
+}
+
+EXPORT int cudaStreamGetDevice(void *p, int *d)
+{
+	*d = (uintptr_t)p <= 2 ? cur : ((struct stream *)p)->device;
 	return OK;
 }
 
@@ -877,6 +892,8 @@ static int copy(void *dst, const void *src, size_t n, int kind, void *p, int asy
 	o->dst = dst;
 	o->src = src;
 	o->n = n;
+	o->src_dev = src_dev;
+	o->dst_dev = dst_dev;
 	if (!src_dev && !is_pinned(src)) {
 		/* pageable source: staged at the call */
 		o->snapshot = malloc(n ? n : 1);
@@ -930,6 +947,7 @@ EXPORT int cudaMemset(void *p, int value, size_t n)
 		return fail(E_MEMORY_ALLOCATION);
 	o->dst = p;
 	o->n = n;
+	o->dst_dev = 1;
 	o->memset_value = value & 0xff;
 	pthread_mutex_lock(&mu);
 	enqueue(&legacy, o);

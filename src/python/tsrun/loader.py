@@ -573,7 +573,12 @@ class Loader:
             # The trainer's kernels queued so far on the current stream
             # read the batch: ts_client_device_next waits for them.
             stream = torch.cuda.current_stream(self._device).cuda_stream
-            self._lib.ts_client_device_record_use(self._dev, stream, None)
+            err = _lib.Error()
+            rc = self._lib.ts_client_device_record_use(self._dev, stream, ctypes.byref(err))
+            if rc < 0:
+                # no use recorded: the slots would go back under the
+                # trainer's kernels
+                raise_for(rc, err)
         elif self._device is None and self._pinned:
             # Raw views of the pinned ring: the trainer's non_blocking
             # copies, queued on the current stream, must be done.
