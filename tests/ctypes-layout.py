@@ -26,6 +26,7 @@ MIRRORS = {
     "_lib.Batch": "struct ts_batch",
     "_lib.Info": "struct ts_client_info",
     "_lib.DevInfo": "struct ts_client_device_info",
+    "_lib.Fallback": "struct ts_client_fallback",
     "_lib.Span": "struct ts_client_span",
     "_lib.Pinned": "struct ts_client_pinned",
     "_lib.Mix": "struct ts_client_mix",

@@ -46,6 +46,8 @@ struct ts_client {
 	bool has_device;
 	struct ts_client_device_info dev;
 	unsigned char dev_uuid[16];   /* the producer's GPU (tsclient_cuda.c) */
+	bool has_fallback;            /* device(cuda) promised, host ring served */
+	struct ts_client_fallback fallback;
 	struct ts_ring_info ring;      /* tensor shapes, from the ring header */
 	const void *label_data;        /* of the last batch, or NULL */
 	uint64_t label_seq;            /* its first seq */
@@ -314,6 +316,16 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
 		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
 	}
+	if (w.has_fallback) {
+		const struct ts_proto_fallback *f = &w.fallback;
+		c->has_fallback = true;
+		c->fallback.dtype = (int)f->dtype;
+		c->fallback.normalize = (int)f->normalize;
+		memcpy(c->fallback.mean, f->mean, sizeof(f->mean));
+		memcpy(c->fallback.std, f->std, sizeof(f->std));
+		_Static_assert(sizeof(c->fallback.why) == sizeof(f->why), "fallback reason");
+		memcpy(c->fallback.why, f->why, sizeof(f->why));
+	}
 	c->pidfd = producer_pidfd(c->sock);
 	/* The mappings keep the memory; the ring's descriptor stays for
 	 * the private mappings of ts_client_span_map. */
@@ -355,6 +367,16 @@ TS_EXPORT int ts_client_device_uuid(const struct ts_client *c, unsigned char uui
 		return ts_error_set(err, TS_E_NODEV, "the producer serves no device ring");
 	memcpy(uuid, c->dev_uuid, sizeof(c->dev_uuid));
 	return 0;
+}
+
+TS_EXPORT int ts_client_device_fallback(const struct ts_client *c,
+					struct ts_client_fallback *out)
+{
+	if (!c || !c->has_fallback)
+		return 0;
+	if (out)
+		*out = c->fallback;
+	return 1;
 }
 
 static int client_next(struct ts_client *c, struct ts_batch *b,

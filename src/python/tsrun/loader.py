@@ -13,6 +13,7 @@ from . import _lib
 from . import _tensors as _shapes
 from . import mixup as _mixup
 from ._batches import Keeper
+from . import errors as _lib_errors
 from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
                      raise_for)
 
@@ -22,6 +23,25 @@ from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
 _SLICE_MS = 50
 
 _DTYPES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
+
+
+def _fallback_convert(fb):
+    """uint8 NHWC -> the dtype and normalization device(cuda) promised,
+    NCHW: y = (x / 255 - mean[c]) / std[c] (x / 255 without mean/std),
+    where the batch is (the trainer's GPU when it has one)."""
+    import torch
+    dtype = {2: torch.float16, 3: torch.float32}[fb.dtype]
+    mean, std = list(fb.mean), list(fb.std)
+
+    def convert(images):
+        x = images.permute(0, 3, 1, 2).to(torch.float32).div_(255)
+        if fb.normalize:
+            c = x.shape[1]
+            m = torch.tensor(mean[:c], device=x.device).view(1, c, 1, 1)
+            s = torch.tensor(std[:c], device=x.device).view(1, c, 1, 1)
+            x = x.sub_(m).div_(s)
+        return x.to(dtype).contiguous()
+    return convert
 
 
 class _CudaView:
@@ -130,6 +150,15 @@ class Loader:
                 (``loader.source`` "device-ring (device copy)"), else
                 from the pinned host ring ("host-ring (copy)"); without
                 CUDA a warning and CPU tensors
+    device_fallback  "raise" (the default) or "convert": when the
+                producer's pipeline ends in device(cuda) but it serves the
+                CPU ring's uint8 NHWC samples instead (no usable GPU
+                there; the welcome says why), Loader(device=...) raises
+                TsrunError with the producer's reason, or with "convert"
+                warns and finishes each batch here as device(cuda)
+                promised (float NCHW, normalized; ``source``
+                "host-ring (converted: device fallback)"). Without device
+                the uint8 batches are handed out as they are.
     raw_views   False (the default): every batch is an ordinary tensor
                 (below). True: read-only zero-copy views of the shared
                 ring, valid only until the next batch is asked for; a
@@ -198,7 +227,7 @@ class Loader:
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
                  pin_memory=False, timeout=None, device=None, raw_views=False,
                  job=None, rank=None, world_size=None, job_drop_last=False,
-                 mixup=None):
+                 mixup=None, device_fallback="raise"):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
@@ -256,7 +285,9 @@ class Loader:
         # views(...): a list of one tensor per view instead of one tensor
         self._views = _shapes.views(self._lib, self._client)
         self.mixup = None
+        self._convert = None  # device_fallback="convert": the promised finish
         if device is not None:
+            self._check_fallback(device, device_fallback)
             self._open_device(torch, device)
             if self._device is not None and self._dev is None:
                 pin_memory = True  # host batches: copy from the pinned ring
@@ -634,8 +665,39 @@ class Loader:
             warnings.simplefilter("ignore")  # read-only memory: documented
             return _shapes.batch_view(torch.frombuffer(buf, dtype=dtype), b, self.shape)
 
+    def _check_fallback(self, device, mode):
+        """The producer's pipeline ends in device(cuda) but it serves the
+        host ring's uint8 NHWC samples: never hand them out as if they
+        were the promised float NCHW batches. Raise, or with
+        device_fallback="convert" finish each batch here as device(cuda)
+        would have (on the trainer's device when it has CUDA)."""
+        if mode not in ("raise", "convert"):
+            self.close()
+            raise ValueError("device_fallback must be 'raise' or 'convert', got %r"
+                             % (mode,))
+        fb = _lib.Fallback()
+        if not hasattr(self._lib, "ts_client_device_fallback") or \
+                not self._lib.ts_client_device_fallback(self._client, ctypes.byref(fb)):
+            return
+        why = fb.why.decode("utf-8", "replace")
+        if mode == "raise":
+            self.close()
+            raise TsrunError(_lib_errors.E_NODEV,
+                             "tsrun.Loader(device=%r): the producer's pipeline ends in "
+                             "device(cuda), but it serves uint8 NHWC batches from the CPU "
+                             "ring instead (%s); pass device_fallback='convert' to finish "
+                             "them here as %s NCHW, or fix the producer's GPU"
+                             % (device, why, _DTYPES[fb.dtype]))
+        self.source = "host-ring (converted: device fallback)"
+        self._convert = _fallback_convert(fb)
+        warnings.warn("tsrun.Loader: the producer serves the CPU ring instead of its "
+                      "device ring (%s); converting each batch to %s NCHW here"
+                      % (why, _DTYPES[fb.dtype]), RuntimeWarning, stacklevel=3)
+
     def _tensors(self, b):
         images, labels = self._tensors_one(b)
+        if self._convert is not None:
+            images = self._convert(images)
         if self._views:  # views(...): [n, *shape] per view
             images = _shapes.split_views(images, self._views)
         return images, labels
