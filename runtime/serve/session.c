@@ -89,6 +89,10 @@ static int make_rings(struct ts_serve *s, const struct ts_serve_opts *o, bool wa
 	if (ts_devserve_start(s->ring, plan, o->device, &s->dsv, note, &derr) < 0) {
 		snprintf(s->info.device_note, sizeof(s->info.device_note), "%s", derr.msg);
 		s->info.device_fallback = true;
+		/* what the failed start allocated went with its stop; the
+		 * context it created stays on the GPU (hundreds of MiB) unless
+		 * given back: this process (tsrun run) serves no GPU now */
+		ts_cuda_release(o->device);
 		ts_ring_destroy(s->ring);
 		s->ring = NULL;
 		rp.staged = false;

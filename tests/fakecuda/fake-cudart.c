@@ -102,6 +102,13 @@ EXPORT int fake_cudart_driver_version = 13000;
 EXPORT int fake_cudart_vec_launches;      /* finish_vec kernels run */
 EXPORT int fake_cudart_scalar_launches;   /* finish_scalar kernels run */
 EXPORT int fake_cudart_double_closes;     /* cudaIpcCloseMemHandle of a closed mapping */
+EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
+/* Devices whose primary context this process holds: made by the first
+ * call that needs one (cudaSetDevice does, since CUDA 12), given back
+ * by cudaDeviceReset. FAKE_CUDART_REPORT=FILE: at exit, a line
+ * "pid P contexts_left C blocks_left B" is appended to FILE (for tests of
+ * a subprocess's teardown). */
+static int context_held[NDEV];
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* A device-side error (a kernel's misaligned or illegal access) ends the
@@ -173,6 +180,7 @@ int fake_cudart_registered(const void *p, size_t *len, unsigned *flags);
 int fake_cudart_pending(void);
 int cudaEventCreate(void **e);
 int cudaStreamGetDevice(void *s, int *d);
+int cudaDeviceReset(void);
 int cudaEventElapsedTime(float *ms, void *a, void *b);
 int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 		      size_t height, int kind, void *stream);
@@ -224,6 +232,7 @@ EXPORT int cudaSetDevice(int d)
 	if (fake_cudart_compute_mode == 2)   /* prohibited */
 		return fail(E_DEVICES_UNAVAILABLE);
 	cur = d;
+	context_held[d] = 1;
 	return OK;
 }
 
@@ -520,9 +529,41 @@ static void free_block(struct range *r)
  * too), unless the process freed them first. */
 __attribute__((destructor)) static void fake_exit(void)
 {
+	int blocks = 0, contexts = 0;
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
-		if (ranges[i].kind == 1 && ranges[i].fd >= 0 && ftruncate(ranges[i].fd, 0) != 0)
-			(void)0;
+		if (ranges[i].kind == 1 && ranges[i].fd >= 0) {
+			blocks++;
+			if (ftruncate(ranges[i].fd, 0) != 0)
+				(void)0;
+		}
+	for (int d = 0; d < NDEV; d++)
+		contexts += context_held[d];
+	const char *path = getenv("FAKE_CUDART_REPORT");
+	FILE *f = path && *path ? fopen(path, "ae") : NULL;
+	if (f) {
+		fprintf(f, "pid %d contexts_left %d blocks_left %d\n", (int)getpid(), contexts,
+			blocks);
+		fclose(f);
+	}
+}
+
+/* "Destroy all allocations and reset all state on the current device in
+ * the current process": its blocks go (for importers too), and its
+ * primary context. */
+EXPORT int cudaDeviceReset(void)
+{
+	drain_all();
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (ranges[i].kind == 1 && ranges[i].device == cur) {
+			struct range gone = ranges[i];
+			ranges[i].kind = 0;
+			free_block(&gone);
+		}
+	context_held[cur] = 0;
+	fake_cudart_resets++;
+	pthread_mutex_unlock(&mu);
+	return OK;
 }
 
 EXPORT int cudaMalloc(void **p, size_t n)
@@ -547,6 +588,7 @@ EXPORT int cudaMalloc(void **p, size_t n)
 	struct range *r = add_range(m, len, 0, 1);
 	if (r)
 		r->fd = fd;
+	context_held[cur] = 1;
 	pthread_mutex_unlock(&mu);
 	if (!r) {
 		munmap(m, len);

@@ -60,4 +60,28 @@ else
 fi
 grep -q 'summary: 40 images served' "$tmp/run.err" || fail "not 40 images served"
 head -2 "$tmp/run.err"
+
+# Against the stand-in runtime (tests/gpu/run --fake): a device ring that
+# fails to start (cudaMalloc refused) falls back to the host ring, says
+# why, and gives back what the start took: no block and no context left
+# on the GPU while it serves the host ring.
+if [ "${TS_FAKE_CUDART:-0}" = 1 ]; then
+	rm -f "$tmp/report" "$tmp/s.sock"
+	FAKE_CUDART_FAIL_MALLOC=1 FAKE_CUDART_REPORT="$tmp/report" timeout 30 "$TSRUN" run "$tmp/p.ts" \
+		>"$tmp/run.out" 2>"$tmp/run.err" &
+	pid=$!
+	i=0
+	while [ ! -S "$tmp/s.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -S "$tmp/s.sock" ] || fail "no socket (failed device start)"
+	timeout 20 "$TSRUN" consume "$tmp/s.sock" >"$tmp/consume" 2>&1 || fail "consume: $(cat "$tmp/consume")"
+	wait "$pid"
+	rc=$?
+	pid=
+	[ $rc -eq 0 ] || fail "tsrun run exited $rc after a failed device start"
+	grep -q 'device(cuda): .*cudaMalloc.*; serving uint8 NHWC batches from the CPU ring instead' "$tmp/run.err" ||
+		fail "the failed device start was not reported with its cause"
+	grep -q 'contexts_left 0 blocks_left 0' "$tmp/report" ||
+		fail "the failed device start left on the GPU: $(cat "$tmp/report" 2>/dev/null)"
+	echo "failed device start: host ring served, nothing left on the GPU"
+fi
 echo "ok"
