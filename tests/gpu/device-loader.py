@@ -48,6 +48,30 @@ def sources_known():
     return bad
 
 
+def passes(torch, cuda, loaders, n):
+    """n passes of the loaders in step (as zip), each next() under
+    torch's sync debug mode "error" on a GPU; a string says which one
+    synchronised."""
+    for _ in range(n):
+        its = [iter(l) for l in loaders]
+        while True:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("error")
+            try:
+                got = [next(it) for it in its]
+            except StopIteration:
+                break
+            except RuntimeError as e:
+                if "synchroniz" not in str(e):
+                    raise
+                yield f"next() synchronised the host with the GPU: {e}"
+                return
+            finally:
+                if cuda:
+                    torch.cuda.set_sync_debug_mode(0)
+            yield got
+
+
 def main():
     try:
         import torch
@@ -98,8 +122,14 @@ serve train {{
                 m = torch.tensor(mean).view(1, 3, 1, 1)
                 s = torch.tensor(std).view(1, 3, 1, 1)
                 n = worst = 0
-                # two epochs: one pass of every loader each
-                for batches in (p for _ in range(2) for p in zip(host, *devs)):
+                # two epochs: one pass of every loader each; on a GPU no
+                # next() may synchronise the host with the GPU (a label
+                # copy from pageable memory would, every batch)
+                for batches in passes(torch, cuda, [host] + devs, 2):
+                    if isinstance(batches, str):
+                        print(f"FAIL: {dtype}: {batches}")
+                        failures += 1
+                        break
                     (hi, hl), rest = batches[0], batches[1:]
                     assert hi.dtype == torch.uint8 and hi.shape[1:] == (40, 40, 3), hi.shape
                     if n == 0:

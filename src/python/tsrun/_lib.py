@@ -255,6 +255,10 @@ def load_library():
         lib.ts_client_device_record_use.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                                     ctypes.POINTER(Error)]
         lib.ts_client_device_record_use.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_device_set_outstanding"):
+        lib.ts_client_device_set_outstanding.argtypes = [ctypes.c_void_p, ctypes.c_uint,
+                                                         ctypes.POINTER(Error)]
+        lib.ts_client_device_set_outstanding.restype = ctypes.c_int
         lib.ts_client_device_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch),
                                               ctypes.POINTER(Error)]
         lib.ts_client_device_next.restype = ctypes.c_int

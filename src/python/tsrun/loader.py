@@ -25,6 +25,15 @@ _SLICE_MS = 50
 _DTYPES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
 
 
+def _pinned_labels(torch, b):
+    """b's labels as int64 in pinned memory, so that their copy to the GPU
+    is queued on the current stream (non_blocking) rather than a copy from
+    pageable memory that waits on the host for the GPU (every batch would
+    then drain the pipeline). PyTorch's caching host allocator keeps the
+    pinned block until that copy has run."""
+    return torch.tensor(b.labels[:b.n], dtype=torch.int64).pin_memory()
+
+
 def _fallback_convert(fb):
     """uint8 NHWC -> the dtype and normalization device(cuda) promised,
     NCHW: y = (x / 255 - mean[c]) / std[c] (x / 255 without mean/std),
@@ -150,6 +159,10 @@ class Loader:
                 (``loader.source`` "device-ring (device copy)"), else
                 from the pinned host ring ("host-ring (copy)"); without
                 CUDA a warning and CPU tensors
+    outstanding  with a device ring: how many batches (1 to 8, default 2)
+                may be out at once, so that the host takes the next batch
+                while the GPU still copies or reads the last one; each
+                goes back once the work recorded on it has finished
     device_fallback  "raise" (the default) or "convert": when the
                 producer's pipeline ends in device(cuda) but it serves the
                 CPU ring's uint8 NHWC samples instead (no usable GPU
@@ -227,7 +240,7 @@ class Loader:
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
                  pin_memory=False, timeout=None, device=None, raw_views=False,
                  job=None, rank=None, world_size=None, job_drop_last=False,
-                 mixup=None, device_fallback="raise"):
+                 mixup=None, device_fallback="raise", outstanding=2):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
@@ -289,6 +302,7 @@ class Loader:
         if device is not None:
             self._check_fallback(device, device_fallback)
             self._open_device(torch, device)
+            self._set_outstanding(outstanding)
             if self._device is not None and self._dev is None:
                 pin_memory = True  # host batches: copy from the pinned ring
         if pin_memory:
@@ -653,7 +667,7 @@ class Loader:
                                                            ctypes.byref(err))
             if rc < 0:
                 raise_for(rc, err)
-        labels = torch.tensor(b.labels[:b.n], dtype=torch.int64).to(self._device)
+        labels = _pinned_labels(torch, b).to(self._device, non_blocking=True)
         return images, labels
 
     def _ring_view(self, b, dtype):
@@ -693,6 +707,22 @@ class Loader:
         warnings.warn("tsrun.Loader: the producer serves the CPU ring instead of its "
                       "device ring (%s); converting each batch to %s NCHW here"
                       % (why, _DTYPES[fb.dtype]), RuntimeWarning, stacklevel=3)
+
+    def _set_outstanding(self, k):
+        """More than one batch out on the device ring
+        (ts_client_device_set_outstanding): the host runs ahead of the GPU
+        instead of waiting for each batch's copy before the next."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 8:
+            self.close()
+            raise ValueError("outstanding must be an integer from 1 to 8, got %r" % (k,))
+        if self._dev is None or k == 1 or \
+                not hasattr(self._lib, "ts_client_device_set_outstanding"):
+            return
+        err = _lib.Error()
+        rc = self._lib.ts_client_device_set_outstanding(self._dev, k, ctypes.byref(err))
+        if rc < 0:
+            self.close()
+            raise_for(rc, err)
 
     def _tensors(self, b):
         images, labels = self._tensors_one(b)
@@ -736,6 +766,8 @@ class Loader:
         if self._device is not None:
             import torch.cuda
             images = _shapes.to_device(images, self._device)
+            if not labels.is_pinned():
+                labels = labels.pin_memory()  # else .to() waits on the host
             labels = labels.to(self._device, non_blocking=True)
             self._event = torch.cuda.Event()
             self._event.record()
