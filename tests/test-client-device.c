@@ -788,6 +788,42 @@ static unsigned consumers_of(void *srv)
 	return ts_server_consumers(srv);
 }
 
+/* At the end of the stream a trainer that closed its mapping (no holds)
+ * hangs up its side at once, before it closes its client: the producer's
+ * teardown then waits for mappings still open, not for idle sockets (a
+ * Python Loader alive after its last epoch kept tsrun 10 s at exit). */
+START_TEST(test_done_hangs_up)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 2);
+	struct ts_client *a = fx_connect(&f), *h = fx_connect(&f);
+	struct ts_client_device *da = NULL, *dh = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &da, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ts_client_device_open(h, 0, &dh, &err) == 0, "%s", err.msg);
+	ts_client_device_hold(dh);
+	fx_produce(&f);
+	struct ts_batch ba, bh;
+	int ra = 0, rh = 0;
+	while (ra == 0 || rh == 0) {
+		if (ra == 0)
+			ra = ts_client_device_next(da, &ba, &err);
+		if (rh == 0)
+			rh = ts_client_device_next(dh, &bh, &err);
+	}
+	ck_assert_int_eq(ra, TS_E_EOS);
+	/* a: unmapped and hung up, its client still open; h: still maps */
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 2000), 1);
+	ts_client_device_unhold(dh);               /* h's last view goes */
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 2000), 0);
+	ts_client_device_close(da);
+	ts_client_device_close(dh);
+	ts_client_close(a);
+	ts_client_close(h);
+	fx_stop(&f);
+}
+END_TEST
+
 /* Item 4: teardown. At the end of the stream the trainer closes its IPC
  * mapping (at once without holds, at the last unhold with one); the
  * producer waits, bounded, for its consumers before freeing the ring. */
@@ -818,10 +854,7 @@ START_TEST(test_teardown)
 	ck_assert_int_eq(*f.closes, closes + 1);
 	void *p = NULL;
 	ck_assert_int_eq(ts_client_device_batch(da, &ba, &p, &err), TS_E_EOS);
-	ts_client_device_unhold(dh);
-	ck_assert_int_eq(ts_client_device_mapped(dh), 0);
-	ck_assert_int_eq(*f.closes, closes + 2);
-	/* the producer's wait: bounded while a consumer stays */
+	/* the producer's wait: bounded while a consumer still maps the ring */
 	ts_client_device_close(da);
 	ts_client_close(a);
 	struct timespec t0, t1;
@@ -830,10 +863,14 @@ START_TEST(test_teardown)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	ck_assert_msg(s >= 0.29 && s < 5.0, "waited %.3f s", s);
-	/* and done as soon as the last one hangs up */
+	/* and done as soon as the last one closes its mapping (its
+	 * client still open: it hung up its side) */
+	ts_client_device_unhold(dh);
+	ck_assert_int_eq(ts_client_device_mapped(dh), 0);
+	ck_assert_int_eq(*f.closes, closes + 2);
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 5000), 0);
 	ts_client_device_close(dh);
 	ts_client_close(h);
-	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 5000), 0);
 	fx_stop(&f);
 }
 END_TEST
@@ -855,6 +892,7 @@ int main(void)
 	tcase_add_test(tc, test_close_while_held);
 	tcase_add_test(tc, test_close_syncs_streams);
 	tcase_add_test(tc, test_use_other_device);
+	tcase_add_test(tc, test_done_hangs_up);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -506,6 +506,20 @@ TS_EXPORT void ts_client_release(struct ts_client *c, const struct ts_batch *b)
 	ts_ring_reader_release(c->rd, &rb);
 }
 
+/* Not exported (tsclient_cuda.c): the trainer is done with the stream
+ * and with the producer's device ring (it ended, and the IPC mapping is
+ * closed), so it says so the only way a welcomed consumer speaks: it
+ * shuts its sending side, which the producer sees as its hang-up. The
+ * producer's teardown then waits for the mappings still open, not for
+ * the sockets that idle trainers keep. */
+void ts_client_hang_up(struct ts_client *c);
+
+void ts_client_hang_up(struct ts_client *c)
+{
+	if (c && c->sock >= 0)
+		shutdown(c->sock, SHUT_WR);
+}
+
 TS_EXPORT void ts_client_close(struct ts_client *c)
 {
 	if (!c)

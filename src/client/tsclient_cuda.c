@@ -26,6 +26,10 @@
 
 #include "util.h"
 
+/* tsclient.c, not exported: once the mapping is closed after the end of
+ * the stream, the producer may stop waiting for this trainer */
+void ts_client_hang_up(struct ts_client *c);
+
 /* cudaHostRegister flags, cudaIpcOpenMemHandle flags, cudaMemcpyKind,
  * cudaDeviceAttr, cudaComputeMode and event flags (driver_types.h). */
 #define CUDA_HOST_REGISTER_PORTABLE 0x01u
@@ -877,8 +881,10 @@ TS_EXPORT int ts_client_device_next(struct ts_client_device *d, struct ts_batch 
 	}
 	if (rc == TS_E_EOS || rc == TS_E_PRODUCER) {
 		d->ended = true;
-		if (d->holds == 0)
+		if (d->holds == 0) {
 			unmap(d);
+			ts_client_hang_up(d->c);
+		}
 	}
 	return rc;
 }
@@ -923,10 +929,12 @@ TS_EXPORT void ts_client_device_unhold(struct ts_client_device *d)
 {
 	if (!d || d->holds == 0)
 		return;
-	if (--d->holds == 0 && d->closed)
+	if (--d->holds == 0 && d->closed) {
 		destroy(d);          /* closed while held: the last view went */
-	else if (d->holds == 0 && d->ended)
+	} else if (d->holds == 0 && d->ended) {
 		unmap(d);
+		ts_client_hang_up(d->c);
+	}
 }
 
 TS_EXPORT void ts_client_device_close(struct ts_client_device *d)
