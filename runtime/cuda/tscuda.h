@@ -233,6 +233,9 @@ struct ts_devserve_stats {
 	int device;
 	char name[128];
 	char pci_bus_id[16];
+	/* why the host ring is not page-locked (registration refused), or
+	 * "" (pinned, or still being registered: it runs beside serving) */
+	char pin_note[192];
 };
 
 /* Start serving: ring must have been created with params.staged, for

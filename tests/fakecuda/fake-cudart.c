@@ -103,6 +103,8 @@ EXPORT int fake_cudart_vec_launches;      /* finish_vec kernels run */
 EXPORT int fake_cudart_scalar_launches;   /* finish_scalar kernels run */
 EXPORT int fake_cudart_double_closes;     /* cudaIpcCloseMemHandle of a closed mapping */
 EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
+EXPORT int fake_cudart_register_delay_ms; /* cudaHostRegister takes this long
+					     (the driver faults in and locks every page) */
 /* Devices whose primary context this process holds: made by the first
  * call that needs one (cudaSetDevice does, since CUDA 12), given back
  * by cudaDeviceReset. FAKE_CUDART_REPORT=FILE: at exit, a line
@@ -134,6 +136,7 @@ __attribute__((constructor)) static void fake_init(void)
 	fake_cudart_ro_register = env_int("FAKE_CUDART_RO_REGISTER", 1);
 	fake_cudart_no_device = env_int("FAKE_CUDART_NO_DEVICE", 0);
 	fake_cudart_driver_version = env_int("FAKE_CUDART_DRIVER_VERSION", 13000);
+	fake_cudart_register_delay_ms = env_int("FAKE_CUDART_REGISTER_DELAY_MS", 0);
 }
 
 /* Every failing call goes through here: the error sticks. */
@@ -380,6 +383,8 @@ static int is_pinned(const void *p)
 EXPORT int cudaHostRegister(void *p, size_t n, unsigned int flags)
 {
 	int rc = OK;
+	if (fake_cudart_register_delay_ms > 0)
+		usleep((useconds_t)fake_cudart_register_delay_ms * 1000);
 	pthread_mutex_lock(&mu);
 	fake_cudart_registers++;
 	if (!p || n == 0)
