@@ -2,7 +2,9 @@
 # the CPU decodes, crops and flips into uint8 NHWC (4x fewer bytes than
 # float32), and device(cuda) converts to float16 NCHW and normalizes on
 # the GPU, in one kernel, into a device ring that every trainer on the
-# GPU reads without a copy (tsrun.Loader(..., device="cuda")).
+# GPU reads: tsrun.Loader(..., device="cuda") copies each batch out of it
+# on the GPU (the trainer's own tensors), raw_views=True reads it in
+# place without a copy.
 # Without a GPU, tsrun says so and serves the uint8 NHWC batches.
 # Reads data/train of the repository root, which ./scripts/quickstart
 # makes (relative paths resolve against this file's folder). From the

@@ -299,6 +299,8 @@ static void print_summary(struct ts_serve *srv, struct ts_status *status)
 		fprintf(stderr, "device: %llu samples finished on GPU %d in %.2f s of copies "
 			"and kernels (host ring %s)\n", (unsigned long long)ds.samples, ds.device,
 			ds.fill_s, ds.pinned ? "page-locked" : "pageable");
+	if (ts_serve_device_stats(srv, &ds) && ds.pin_note[0])
+		fprintf(stderr, "tsrun: note: %s\n", ds.pin_note);
 }
 
 static void usage(FILE *f)

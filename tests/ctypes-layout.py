@@ -27,6 +27,7 @@ MIRRORS = {
     "_lib.Info": "struct ts_client_info",
     "_lib.Stats": "struct ts_client_stats",
     "_lib.DevInfo": "struct ts_client_device_info",
+    "_lib.Fallback": "struct ts_client_fallback",
     "_lib.Span": "struct ts_client_span",
     "_lib.Pinned": "struct ts_client_pinned",
     "_lib.Mix": "struct ts_client_mix",

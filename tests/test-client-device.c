@@ -584,6 +584,8 @@ START_TEST(test_outstanding)
 	while ((rc = ts_client_device_next(d, &b, &err)) == 0) {
 		unsigned out = ts_client_device_outstanding(d);
 		ck_assert_uint_le(out, K);
+		/* polling the uses (cudaEventQuery: NotReady) left no error */
+		ck_assert_int_eq(f.peek(), 0);
 		most = out > most ? out : most;
 		/* the buffer of BUFS batches ago has had its copy run: check */
 		if (k >= BUFS) {
@@ -666,10 +668,161 @@ START_TEST(test_outstanding_peer)
 }
 END_TEST
 
+/* A view that outlives its loader: ts_client_device_close with a hold
+ * remaining must leave the mapping and the handle to the last unhold
+ * (tensorsocket(7): the mapping lives while a tensor views it), and no
+ * longer touch the client, which may be closed at once. Closing at once
+ * would unmap under the view; the unhold would then run on freed memory
+ * and close the mapping twice. */
+START_TEST(test_close_while_held)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	int *double_closes = sym(f.rt, "fake_cudart_double_closes");
+	ck_assert_msg(ts_client_device_open(a, 0, &d, &err) == 0, "%s", err.msg);
+	fx_produce(&f);
+	struct ts_batch b;
+	void *p = NULL;
+	ck_assert_int_eq(ts_client_device_next(d, &b, &err), 0);
+	ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+	check_samples(p, &b);
+	ts_client_device_hold(d);                /* the view: a live tensor */
+	int closes = *f.closes;
+	ts_client_device_close(d);
+	ts_client_close(a);                      /* the Loader's close, in order */
+	ck_assert_int_eq(*f.closes, closes);     /* still mapped for the view */
+	volatile uint8_t x = *(volatile uint8_t *)p;   /* and readable */
+	(void)x;
+	ts_client_device_close(d);               /* a second close: no-op */
+	ck_assert_int_eq(*f.closes, closes);
+	ts_client_device_unhold(d);              /* the view goes: all of it */
+	ck_assert_int_eq(*f.closes, closes + 1);
+	ck_assert_int_eq(*double_closes, 0);
+	ck_assert_int_eq(f.peek(), 0);
+	fx_stop(&f);
+}
+END_TEST
+
+/* A caller's non-blocking stream still reads a batch (no use recorded)
+ * when the trainer closes: the mapping may go only after that read ran
+ * (cudaIpcCloseMemHandle does not wait; the fake, like the driver, then
+ * faults the read with an illegal address). Syncing the legacy stream
+ * alone does not order a non-blocking stream. */
+START_TEST(test_close_syncs_streams)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &d, &err) == 0, "%s", err.msg);
+	void *st = NULL;
+	uint8_t *own = NULL;
+	ck_assert_int_eq(f.stream_create(&st, 1), 0);     /* cudaStreamNonBlocking */
+	ck_assert_int_eq(f.cmalloc((void **)&own, 48 * DEV_SB), 0);
+	fx_produce(&f);
+	struct ts_batch b;
+	void *p = NULL;
+	ck_assert_int_eq(ts_client_device_next(d, &b, &err), 0);
+	ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+	ck_assert_int_eq(f.memcpy_async(own, p, b.n * DEV_SB, 3, st), 0);
+	ck_assert_int_eq(f.pending(), 1);                  /* queued, not run */
+	ts_client_device_close(d);
+	ck_assert_int_eq(f.pending(), 0);                  /* run before the unmap */
+	ck_assert_int_eq(f.stream_sync(st), 0);            /* no illegal address */
+	check_samples(own, &b);
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
+/* record_use on a stream of another device than the current one: the
+ * event must be created on the stream's device (an event recorded on a
+ * stream of another device is refused, and the use would be lost), and
+ * the NotReady of polling it (outstanding mode) must not stay behind as
+ * the runtime's last error. */
+START_TEST(test_use_other_device)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 1);
+	struct ts_client *a = fx_connect(&f);
+	struct ts_client_device *d = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &d, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_set_outstanding(d, 3, &err), 0);
+	void *st1 = NULL;
+	uint8_t *own = NULL;
+	ck_assert_int_eq(f.set_device(1), 0);
+	ck_assert_int_eq(f.stream_create(&st1, 1), 0);     /* a stream of device 1 */
+	ck_assert_int_eq(f.cmalloc((void **)&own, 48 * DEV_SB), 0);
+	ck_assert_int_eq(f.set_device(0), 0);              /* current: device 0 */
+	fx_produce(&f);
+	struct ts_batch b;
+	int rc, k = 0;
+	while ((rc = ts_client_device_next(d, &b, &err)) == 0) {
+		ck_assert_int_eq(f.peek(), 0);                 /* no NotReady left */
+		void *p = NULL;
+		ck_assert_int_eq(ts_client_device_batch(d, &b, &p, &err), 0);
+		ck_assert_int_eq(f.memcpy_async(own, p, b.n * DEV_SB, 3, st1), 0);
+		ck_assert_msg(ts_client_device_record_use(d, st1, &err) == 0, "%s", err.msg);
+		int cur = -1;
+		ck_assert_int_eq(f.get_device(&cur), 0);
+		ck_assert_int_eq(cur, 0);                      /* put back */
+		k++;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ck_assert_int_gt(k, 3);
+	ck_assert_int_eq(f.peek(), 0);
+	ck_assert_int_eq(f.pending(), 0);
+	ts_client_device_close(d);
+	ts_client_close(a);
+	fx_stop(&f);
+}
+END_TEST
+
 static unsigned consumers_of(void *srv)
 {
 	return ts_server_consumers(srv);
 }
+
+/* At the end of the stream a trainer that closed its mapping (no holds)
+ * hangs up its side at once, before it closes its client: the producer's
+ * teardown then waits for mappings still open, not for idle sockets (a
+ * Python Loader alive after its last epoch kept tsrun 10 s at exit). */
+START_TEST(test_done_hangs_up)
+{
+	struct fx f;
+	struct ts_error err;
+	fx_start(&f, 2);
+	struct ts_client *a = fx_connect(&f), *h = fx_connect(&f);
+	struct ts_client_device *da = NULL, *dh = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &da, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ts_client_device_open(h, 0, &dh, &err) == 0, "%s", err.msg);
+	ts_client_device_hold(dh);
+	fx_produce(&f);
+	struct ts_batch ba, bh;
+	int ra = 0, rh = 0;
+	while (ra == 0 || rh == 0) {
+		if (ra == 0)
+			ra = ts_client_device_next(da, &ba, &err);
+		if (rh == 0)
+			rh = ts_client_device_next(dh, &bh, &err);
+	}
+	ck_assert_int_eq(ra, TS_E_EOS);
+	/* a: unmapped and hung up, its client still open; h: still maps */
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 2000), 1);
+	ts_client_device_unhold(dh);               /* h's last view goes */
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 2000), 0);
+	ts_client_device_close(da);
+	ts_client_device_close(dh);
+	ts_client_close(a);
+	ts_client_close(h);
+	fx_stop(&f);
+}
+END_TEST
 
 /* Item 4: teardown. At the end of the stream the trainer closes its IPC
  * mapping (at once without holds, at the last unhold with one); the
@@ -701,10 +854,7 @@ START_TEST(test_teardown)
 	ck_assert_int_eq(*f.closes, closes + 1);
 	void *p = NULL;
 	ck_assert_int_eq(ts_client_device_batch(da, &ba, &p, &err), TS_E_EOS);
-	ts_client_device_unhold(dh);
-	ck_assert_int_eq(ts_client_device_mapped(dh), 0);
-	ck_assert_int_eq(*f.closes, closes + 2);
-	/* the producer's wait: bounded while a consumer stays */
+	/* the producer's wait: bounded while a consumer still maps the ring */
 	ts_client_device_close(da);
 	ts_client_close(a);
 	struct timespec t0, t1;
@@ -713,10 +863,14 @@ START_TEST(test_teardown)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	ck_assert_msg(s >= 0.29 && s < 5.0, "waited %.3f s", s);
-	/* and done as soon as the last one hangs up */
+	/* and done as soon as the last one closes its mapping (its
+	 * client still open: it hung up its side) */
+	ts_client_device_unhold(dh);
+	ck_assert_int_eq(ts_client_device_mapped(dh), 0);
+	ck_assert_int_eq(*f.closes, closes + 2);
+	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 5000), 0);
 	ts_client_device_close(dh);
 	ts_client_close(h);
-	ck_assert_uint_eq(ts_devserve_wait_importers(consumers_of, f.srv, 5000), 0);
 	fx_stop(&f);
 }
 END_TEST
@@ -735,6 +889,10 @@ int main(void)
 	tcase_add_test(tc, test_outstanding);
 	tcase_add_test(tc, test_outstanding_peer);
 	tcase_add_test(tc, test_teardown);
+	tcase_add_test(tc, test_close_while_held);
+	tcase_add_test(tc, test_close_syncs_streams);
+	tcase_add_test(tc, test_use_other_device);
+	tcase_add_test(tc, test_done_hangs_up);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -116,6 +116,57 @@ START_TEST(test_welcome_device)
 }
 END_TEST
 
+/* The device fallback tail (version 3): what device(cuda) promised and
+ * why the host ring serves instead; a decoder refuses a tail that does
+ * not describe uint8 NHWC host samples, a bad promise or a bad reason. */
+START_TEST(test_welcome_fallback)
+{
+	static struct ts_proto_welcome w = {
+		.version = TS_PROTO_VERSION, .producer_pid = 77, .height = 8, .width = 8,
+		.channels = 3, .dtype = 0, .layout = 0, .epochs = 1,
+		.sample_bytes = 192, .capacity = 64, .samples_per_epoch = 100,
+		.batch = 8, .has_fallback = true,
+		.fallback = { .dtype = 2, .normalize = 1, .mean = { 0.485f, 0.456f, 0.406f, 0 },
+			      .std = { 0.229f, 0.224f, 0.225f, 1 },
+			      .why = "no CUDA device (cudaGetDeviceCount: no CUDA-capable device)" },
+	};
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	size_t n = ts_proto_put_welcome(buf, &w);
+	ck_assert_uint_eq(n, TS_PROTO_HDR_LEN + TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN);
+	ck_assert_uint_le(n - 8, TS_PROTO_MAX_BODY);
+	struct ts_proto_welcome g;
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, NULL), 0);
+	ck_assert(g.has_fallback && !g.has_device);
+	ck_assert_uint_eq(g.fallback.dtype, 2);
+	ck_assert(g.fallback.mean[1] == 0.456f && g.fallback.std[2] == 0.225f);
+	ck_assert_str_eq(g.fallback.why, w.fallback.why);
+	ck_assert_mem_eq(&g, &w, sizeof(w));
+	struct ts_error err;
+	static const struct { size_t off; uint8_t v; } bad[] = {
+		{ 0, 0 },                               /* promised uint8: not a device dtype */
+		{ 4, 2 },                               /* normalize 2 */
+		{ 24, 0 },                              /* std[0] 0 (all four bytes) */
+		{ 40 + 5, 0x07 },                       /* a control byte in the reason */
+		{ 40 + TS_PROTO_FALLBACK_WHY - 1, 'x' }, /* the reason not terminated */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t b2[sizeof(buf)];
+		memcpy(b2, buf, sizeof(buf));
+		b2[8 + TS_PROTO_WELCOME_LEN + bad[i].off] = bad[i].v;
+		if (bad[i].off == 24)
+			memset(b2 + 8 + TS_PROTO_WELCOME_LEN + 24, 0, 4);
+		ck_assert_msg(ts_proto_get_welcome(b2 + 8, n - 8, &g, &err) == TS_E_PROTOCOL,
+			      "bad tail %zu accepted", i);
+		ck_assert_ptr_nonnull(strstr(err.msg, "fallback"));
+	}
+	/* a fallback beside a host ring that is not uint8 NHWC */
+	w.dtype = 3;
+	n = ts_proto_put_welcome(buf, &w);
+	ck_assert_int_eq(ts_proto_get_welcome(buf + 8, n - 8, &g, &err), TS_E_PROTOCOL);
+	w.dtype = 0;
+}
+END_TEST
+
 START_TEST(test_refuse_roundtrip)
 {
 	struct ts_proto_refuse r = { TS_REFUSE_BATCH, "batch too\x01 large" };
@@ -144,7 +195,7 @@ START_TEST(test_garbage)
 				 TS_E_PROTOCOL);
 	}
 	struct ts_proto_hello h;
-	uint8_t body[TS_PROTO_HELLO_LEN] = { 2, 0, 0, 0, 8, 0, 0, 0, 2 /* join */ };
+	uint8_t body[TS_PROTO_HELLO_LEN] = { TS_PROTO_VERSION, 0, 0, 0, 8, 0, 0, 0, 2 /* join */ };
 	ck_assert_int_eq(ts_proto_get_hello(body, TS_PROTO_HELLO_LEN, &h, &err), TS_E_PROTOCOL);
 	ck_assert_int_eq(ts_proto_get_hello(body, 16, &h, &err), TS_E_PROTOCOL);
 	ck_assert_int_eq(ts_proto_get_hello(body, 3, &h, &err), TS_E_PROTOCOL);
@@ -181,9 +232,9 @@ START_TEST(test_garbage)
 	uint8_t v1[16] = { 1 };
 	ck_assert_int_eq(ts_proto_get_hello(v1, 16, &h, &err), 0);
 	ck_assert_uint_eq(h.version, 1);
-	uint8_t v3[40] = { 3 };
-	ck_assert_int_eq(ts_proto_get_hello(v3, 40, &h, &err), 0);
-	ck_assert_uint_eq(h.version, 3);
+	uint8_t v4[40] = { TS_PROTO_VERSION + 1 };
+	ck_assert_int_eq(ts_proto_get_hello(v4, 40, &h, &err), 0);
+	ck_assert_uint_eq(h.version, TS_PROTO_VERSION + 1);
 }
 END_TEST
 
@@ -228,6 +279,7 @@ static Suite *proto_suite(void)
 	tcase_add_test(tc, test_hello_bytes);
 	tcase_add_test(tc, test_welcome_roundtrip);
 	tcase_add_test(tc, test_welcome_device);
+	tcase_add_test(tc, test_welcome_fallback);
 	tcase_add_test(tc, test_refuse_roundtrip);
 	tcase_add_test(tc, test_garbage);
 	suite_add_tcase(s, tc);

@@ -190,6 +190,24 @@ int ts_client_device_info(const struct ts_client *c,
 int ts_client_device_uuid(const struct ts_client *c, unsigned char uuid[16],
 			  struct ts_error *err);
 
+/* A producer whose pipeline ends in device(cuda) but that serves the host
+ * ring instead (no usable GPU, or the device ring did not start): what
+ * the pipeline promised, and why it is not served. The batches are then
+ * the host ring's uint8 NHWC samples, not the promised float NCHW ones. */
+struct ts_client_fallback {
+	int dtype;               /* promised: TS_CLIENT_FLOAT32 or TS_CLIENT_FLOAT16 */
+	int normalize;           /* 1: y = (x / 255 - mean[c]) / std[c]; 0: x / 255 */
+	float mean[4], std[4];
+	char why[128];           /* the producer's reason, NUL-terminated */
+};
+
+/* 1 and *out (out may be NULL) when the producer fell back from its
+ * device(cuda) stage to the host ring; 0 otherwise (a device ring is
+ * served, or the pipeline has no device stage). A trainer that asked for
+ * the device's batches should refuse, or convert the uint8 NHWC samples
+ * itself with these parameters, rather than take them for finished ones. */
+int ts_client_device_fallback(const struct ts_client *c, struct ts_client_fallback *out);
+
 /* The shape of one sample: for a pipeline (channels, height, width) or
  * (height, width, channels) after its layout; for a tsrun.serve producer
  * the per-sample shape of its DataLoader's tensors, whatever their rank. */

@@ -148,10 +148,15 @@ int ts_client_device_copy(struct ts_client_device *d, const struct ts_batch *b,
 int ts_client_device_copy_async(struct ts_client_device *d, const struct ts_batch *b,
 				void *dst, void *stream, struct ts_error *err);
 
-/* Record that work queued so far on stream (a cudaStream_t of the
- * calling thread's current device, or NULL) reads the current batch:
- * an event (cudaEventRecord) that ts_client_device_next waits for. Up to
- * 16 uses per batch. 0, TS_E_ARG (too many) or TS_E_NODEV. */
+/* Record that work queued so far on stream (a cudaStream_t of any
+ * device, or NULL: the current device's legacy stream) reads the current
+ * batch: an event (cudaEventRecord) that ts_client_device_next waits
+ * for, created on the stream's own device (cudaStreamGetDevice; with a
+ * runtime older than CUDA 12.8, the calling thread's current device,
+ * which must then be the stream's). Up to 16 uses per batch. 0, TS_E_ARG
+ * (too many, or a stream the runtime does not know) or TS_E_NODEV. A
+ * caller that ignores a failure lets the slots go back under its GPU
+ * work. */
 int ts_client_device_record_use(struct ts_client_device *d, void *stream,
 				struct ts_error *err);
 
@@ -197,8 +202,14 @@ void ts_client_device_unhold(struct ts_client_device *d);
  * closed it). */
 int ts_client_device_mapped(const struct ts_client_device *d);
 
-/* Close the mapping (waiting for recorded uses first) and free the copy
- * buffer and events. NULL is a no-op. Call before ts_client_close. */
+/* Close the mapping (waiting for recorded uses, then for all work queued
+ * on the mapping's device, first) and free the copy buffer and events.
+ * With holds remaining, the handle is detached instead: it no longer
+ * touches its client (ts_client_close may follow at once), the mapping
+ * stays valid for the views that hold it, and the last
+ * ts_client_device_unhold closes and frees it; d must not be used
+ * otherwise after close. A second close of a detached handle is a no-op.
+ * NULL is a no-op. Call before ts_client_close. */
 void ts_client_device_close(struct ts_client_device *d);
 
 #ifdef __cplusplus

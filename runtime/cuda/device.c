@@ -153,3 +153,13 @@ void ts_cuda_host_unregister(void *p)
 	if (p && cudaHostUnregister(p) != cudaSuccess)
 		cudaGetLastError();
 }
+
+void ts_cuda_release(int dev)
+{
+	int n = 0;
+	/* no device at all: there is no context to give back (and asking
+	 * would create none) */
+	if (cudaGetDeviceCount(&n) != cudaSuccess || dev < 0 || dev >= n ||
+	    cudaSetDevice(dev) != cudaSuccess || cudaDeviceReset() != cudaSuccess)
+		cudaGetLastError();
+}

@@ -7,11 +7,13 @@
  */
 #include "tscuda.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "barrier.h"
 #include "ring_finisher.h"
 #include "proto.h"
 #include "ring.h"
@@ -27,11 +29,37 @@ struct ts_devserve {
 	struct ts_finisher *fin;
 	struct ts_finish_params p;
 	int dev;
-	void *pinned;                 /* the host ring's first mapping */
+	/* Page-locking the host ring (cudaHostRegister) touches every page
+	 * on one thread, seconds for a ring of GBs: it runs on its own
+	 * thread beside serving, so the first batches do not wait for it
+	 * (their copies are staged by the driver until it is done). */
+	void *pin_base;               /* the host ring's first mapping */
+	size_t pin_len;
+	pthread_t pin_thread;
+	bool pin_started;
+	int pin_state;                /* 0 registering, 1 pinned, -1 refused:
+					 release by the pin thread, acquire by
+					 stats (pin_note written before) */
+	char pin_note[192];
 	size_t host_stride;           /* its sample_stride */
 	struct ts_proto_device desc;
 	struct ts_cuda_info info;
 };
+
+static void *pin_main(void *arg)
+{
+	struct ts_devserve *d = arg;
+	struct ts_error perr = {0};
+	int rc = ts_cuda_set_device(d->dev, &perr);
+	if (rc == 0)
+		rc = ts_cuda_host_register(d->pin_base, d->pin_len, &perr);
+	if (rc < 0)
+		snprintf(d->pin_note, sizeof(d->pin_note), "host ring not page-locked (%.100s); "
+			 "copies to the GPU are staged by the driver", perr.msg);
+	/* orders pin_note before the state that says to read it */
+	smp_store_release(&d->pin_state, rc < 0 ? -1 : 1);
+	return NULL;
+}
 
 static int fill(void *arg, const void *host, uint64_t seq, size_t n,
 		struct ts_error *err)
@@ -106,14 +134,18 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 		goto fail;
 
 	/* The finisher reads each run from the first mapping only (it never
-	 * crosses the wrap), so pinning that one is enough for DMA. */
-	struct ts_error perr = {0};
-	void *base = ts_ring_slot(ring, 0);
-	if (ts_cuda_host_register(base, ri.capacity * ri.sample_stride, &perr) == 0)
-		d->pinned = base;
-	else if (note)
-		snprintf(note, 256, "host ring not page-locked (%.160s); copies to the GPU are "
-			 "staged by the driver", perr.msg);
+	 * crosses the wrap), so pinning that one is enough for DMA; on its
+	 * own thread (pin_main), while the first batches are served. */
+	d->pin_base = ts_ring_slot(ring, 0);
+	d->pin_len = ri.capacity * ri.sample_stride;
+	if (pthread_create(&d->pin_thread, NULL, pin_main, d) == 0)
+		d->pin_started = true;
+	else
+	{
+		snprintf(d->pin_note, sizeof(d->pin_note),
+			 "host ring not page-locked (no thread to register it)");
+		d->pin_state = -1;
+	}
 
 	rc = ts_finisher_start(ring, chunk, fill, d, &d->fin, err);
 	if (rc < 0)
@@ -138,7 +170,9 @@ void ts_devserve_stats(struct ts_devserve *d, struct ts_devserve_stats *out)
 		ts_finisher_stats(d->fin, &fs);
 	out->samples = fs.samples;
 	out->fill_s = fs.fill_s;
-	out->pinned = d->pinned != NULL;
+	int pin = smp_load_acquire(&d->pin_state);   /* pairs with pin_main */
+	out->pinned = pin == 1;
+	snprintf(out->pin_note, sizeof(out->pin_note), "%s", pin < 0 ? d->pin_note : "");
 	out->device = d->dev;
 	snprintf(out->name, sizeof(out->name), "%.127s", d->info.name);
 	snprintf(out->pci_bus_id, sizeof(out->pci_bus_id), "%.15s", d->desc.pci_bus_id);
@@ -165,8 +199,10 @@ int ts_devserve_stop(struct ts_devserve *d, unsigned importers, struct ts_error 
 	if (!d)
 		return 0;
 	int rc = ts_finisher_stop(d->fin, err);
-	if (d->pinned)
-		ts_cuda_host_unregister(d->pinned);
+	if (d->pin_started)
+		pthread_join(d->pin_thread, NULL);
+	if (d->pin_state == 1)        /* joined: a plain read */
+		ts_cuda_host_unregister(d->pin_base);
 	/* cudaFree of memory another process still has open through
 	 * cudaIpcOpenMemHandle is undefined behaviour: with importers left,
 	 * the block stays allocated and goes with this process's context */

@@ -113,6 +113,10 @@ void ts_cuda_host_unregister(void *p)
 {
 }
 
+void ts_cuda_release(int dev)
+{
+}
+
 int ts_cuda_uuid(int dev, uint8_t uuid[16], struct ts_error *err)
 {
 	return ts_error_set(err, TS_E_NODEV, NO_CUDA);

@@ -85,6 +85,12 @@ void ts_cuda_versions(int *driver, int *runtime);
 int ts_cuda_host_register(void *p, size_t len, struct ts_error *err);
 void ts_cuda_host_unregister(void *p);
 
+/* Give device dev's primary context back (cudaDeviceReset): its memory,
+ * streams and the hundreds of MiB the context itself holds. Only for a
+ * process that has no other use of that device (tsrun run after its
+ * device ring failed to start, before serving the host ring instead). */
+void ts_cuda_release(int dev);
+
 /* ---- finish.cu: the finishing kernel ---------------------------------- */
 
 /* What one finished sample looks like. mean/std are on the 0..1 scale,
@@ -227,6 +233,9 @@ struct ts_devserve_stats {
 	int device;
 	char name[128];
 	char pci_bus_id[16];
+	/* why the host ring is not page-locked (registration refused), or
+	 * "" (pinned, or still being registered: it runs beside serving) */
+	char pin_note[192];
 };
 
 /* Start serving: ring must have been created with params.staged, for

@@ -89,6 +89,10 @@ static int make_rings(struct ts_serve *s, const struct ts_serve_opts *o, bool wa
 	if (ts_devserve_start(s->ring, plan, o->device, &s->dsv, note, &derr) < 0) {
 		snprintf(s->info.device_note, sizeof(s->info.device_note), "%s", derr.msg);
 		s->info.device_fallback = true;
+		/* what the failed start allocated went with its stop; the
+		 * context it created stays on the GPU (hundreds of MiB) unless
+		 * given back: this process (tsrun run) serves no GPU now */
+		ts_cuda_release(o->device);
 		ts_ring_destroy(s->ring);
 		s->ring = NULL;
 		rp.staged = false;
@@ -153,6 +157,23 @@ int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
 				     s->dsv ? &pdev : NULL, &s->srv, err);
 	if (rc)
 		goto fail;
+	if (plan->device.cuda && !s->dsv) {
+		/* the host ring serves what device(cuda) promised to finish:
+		 * every welcome says so, with the promise and the reason */
+		struct ts_proto_fallback fb = {
+			.dtype = (uint32_t)plan->device.dtype,
+			.normalize = plan->device.normalize,
+		};
+		for (int c = 0; c < 4; c++) {
+			fb.mean[c] = plan->device.normalize ? plan->device.mean[c] : 0.0f;
+			fb.std[c] = plan->device.normalize ? plan->device.std[c] : 1.0f;
+		}
+		snprintf(fb.why, sizeof(fb.why), "%.127s",
+			 s->info.device_note[0] ? s->info.device_note : "no device ring");
+		rc = ts_server_set_fallback(s->srv, &fb, err);
+		if (rc)
+			goto fail;
+	}
 	rc = ts_server_set_limits(s->srv, plan->stall_timeout_s,
 				  (unsigned)plan->max_consumers, err);
 	if (rc)

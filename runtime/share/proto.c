@@ -77,7 +77,8 @@ size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m)
 
 size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
 {
-	size_t len = TS_PROTO_WELCOME_LEN + (m->has_device ? TS_PROTO_DEVICE_LEN : 0);
+	size_t len = TS_PROTO_WELCOME_LEN + (m->has_device ? TS_PROTO_DEVICE_LEN :
+					     m->has_fallback ? TS_PROTO_FALLBACK_LEN : 0);
 	uint8_t *b = buf + put_header(buf, TS_MSG_WELCOME, (uint16_t)len);
 	put32(b + 0, m->version);
 	put32(b + 4, m->producer_pid);
@@ -94,6 +95,21 @@ size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
 	put32(b + 64, m->min_epoch);
 	put32(b + 68, m->batch);
 	put64(b + 72, m->head);
+	if (!m->has_device && m->has_fallback) {
+		const struct ts_proto_fallback *f = &m->fallback;
+		uint8_t *t = b + TS_PROTO_WELCOME_LEN;
+		put32(t + 0, f->dtype);
+		put32(t + 4, f->normalize);
+		for (int i = 0; i < 4; i++) {
+			uint32_t u, v;
+			memcpy(&u, &f->mean[i], 4);
+			memcpy(&v, &f->std[i], 4);
+			put32(t + 8 + 4 * i, u);
+			put32(t + 24 + 4 * i, v);
+		}
+		memset(t + 40, 0, TS_PROTO_FALLBACK_WHY);
+		memcpy(t + 40, f->why, strnlen(f->why, TS_PROTO_FALLBACK_WHY - 1));
+	}
 	if (m->has_device) {
 		const struct ts_proto_device *d = &m->device;
 		uint8_t *t = b + TS_PROTO_WELCOME_LEN;
@@ -191,11 +207,13 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 	struct ts_proto_welcome w;
 	memset(&w, 0, sizeof(w));
 	if (len != TS_PROTO_WELCOME_LEN &&
-	    len != TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN)
+	    len != TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN &&
+	    len != TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN)
 		return ts_error_set(err, TS_E_PROTOCOL,
-				    "welcome of %zu bytes, expected %d or %d", len,
+				    "welcome of %zu bytes, expected %d, %d or %d", len,
 				    TS_PROTO_WELCOME_LEN,
-				    TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN);
+				    TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN,
+				    TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN);
 	w.version = get32(body + 0);
 	w.producer_pid = get32(body + 4);
 	w.height = get32(body + 8);
@@ -214,7 +232,30 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 	if (w.version != TS_PROTO_VERSION || w.dtype > 3 || w.layout > 1)
 		return ts_error_set(err, TS_E_PROTOCOL,
 				    "welcome with unknown version/dtype/layout");
-	if (len > TS_PROTO_WELCOME_LEN) {
+	if (len == TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN) {
+		struct ts_proto_fallback *f = &w.fallback;
+		const uint8_t *t = body + TS_PROTO_WELCOME_LEN;
+		w.has_fallback = true;
+		f->dtype = get32(t + 0);
+		f->normalize = get32(t + 4);
+		bool ok = (f->dtype == 2 || f->dtype == 3) && f->normalize <= 1;
+		for (int i = 0; i < 4; i++) {
+			uint32_t u = get32(t + 8 + 4 * i), v = get32(t + 24 + 4 * i);
+			memcpy(&f->mean[i], &u, 4);
+			memcpy(&f->std[i], &v, 4);
+			/* a std of 0 or a NaN would make every value inf or NaN */
+			ok = ok && f->mean[i] == f->mean[i] && f->std[i] == f->std[i] &&
+			     (!f->normalize || f->std[i] != 0.0f);
+		}
+		memcpy(f->why, t + 40, TS_PROTO_FALLBACK_WHY);
+		size_t wl = strnlen(f->why, TS_PROTO_FALLBACK_WHY);
+		ok = ok && wl < TS_PROTO_FALLBACK_WHY;
+		for (size_t i = 0; i < TS_PROTO_FALLBACK_WHY && ok; i++)
+			ok = i < wl ? (f->why[i] >= 0x20 && f->why[i] < 0x7f) : f->why[i] == 0;
+		if (!ok || w.dtype != 0 || w.layout != 0)
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "welcome with an inconsistent device fallback");
+	} else if (len > TS_PROTO_WELCOME_LEN) {
 		struct ts_proto_device *d = &w.device;
 		const uint8_t *t = body + TS_PROTO_WELCOME_LEN;
 		w.has_device = true;

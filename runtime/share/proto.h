@@ -18,14 +18,18 @@
 
 #define TS_PROTO_MAGIC 0x4b535354u   /* "TSSK" little-endian */
 /* 2: the hello names a job (rank, world size, drop or pad), so the ranks
- * of a data-parallel job split the stream. */
-#define TS_PROTO_VERSION 2u
+ * of a data-parallel job split the stream. 3: a welcome may carry the
+ * device fallback tail (the pipeline ends in device(cuda), but the host
+ * ring serves its uint8 NHWC samples: what was promised and why). */
+#define TS_PROTO_VERSION 3u
 #define TS_PROTO_HDR_LEN 8
 #define TS_PROTO_JOB_MAX 63          /* bytes of a job name */
 #define TS_PROTO_HELLO_JOB_OFF 28    /* the name, NUL padded to 64 bytes */
 #define TS_PROTO_HELLO_LEN (TS_PROTO_HELLO_JOB_OFF + TS_PROTO_JOB_MAX + 1)
 #define TS_PROTO_WELCOME_LEN 80
 #define TS_PROTO_DEVICE_LEN 136      /* optional welcome tail: device ring */
+#define TS_PROTO_FALLBACK_LEN 168    /* or instead: the device fallback */
+#define TS_PROTO_FALLBACK_WHY 128    /* bytes of its reason, NUL padded */
 #define TS_PROTO_REFUSE_MAX 240      /* bytes of reason text */
 #define TS_PROTO_MAX_BODY 256
 
@@ -84,6 +88,19 @@ struct ts_proto_device {
 					 MIG instances share a PCI bus id */
 };
 
+/* The device fallback: the pipeline ends in device(cuda) but the producer
+ * serves the host ring (no usable GPU, or the device ring did not start).
+ * What the pipeline promised, so that a trainer can refuse or convert,
+ * and why. Body (little-endian): 0 dtype (enum ts_dtype, F32/F16), 4
+ * normalize (0/1), 8 f32 mean[4], 24 f32 std[4], 40 the reason (printable
+ * bytes, NUL padded to 128). */
+struct ts_proto_fallback {
+	uint32_t dtype;
+	uint32_t normalize;
+	float mean[4], std[4];
+	char why[TS_PROTO_FALLBACK_WHY];   /* NUL-terminated */
+};
+
 struct ts_proto_welcome {
 	uint32_t version;
 	uint32_t producer_pid;
@@ -101,7 +118,14 @@ struct ts_proto_welcome {
 	 * the producer serves a device ring too. */
 	bool has_device;
 	struct ts_proto_device device;
+	/* Or, instead of the device ring's, the fallback tail (body
+	 * TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN). */
+	bool has_fallback;
+	struct ts_proto_fallback fallback;
 };
+_Static_assert(TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN <= TS_PROTO_MAX_BODY,
+	       "the welcome with its fallback tail fits a message");
+_Static_assert(40 + TS_PROTO_FALLBACK_WHY == TS_PROTO_FALLBACK_LEN, "fallback tail layout");
 
 struct ts_proto_refuse {
 	uint32_t reason;                        /* enum ts_proto_reason */

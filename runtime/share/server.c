@@ -58,6 +58,8 @@ struct ts_server {
 	bool started;
 	bool has_device;
 	struct ts_proto_device device;
+	bool has_fallback;            /* ts_server_set_fallback */
+	struct ts_proto_fallback fallback;
 	struct conn conns[MAX_CONNS];
 	struct ts_jobs *jobs;
 	bool closing;          /* destroy: conns close, no rank "left early" */
@@ -325,6 +327,8 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 		.head = ts_ring_head(s->ring),
 		.has_device = s->has_device,
 		.device = s->device,
+		.has_fallback = s->has_fallback,
+		.fallback = s->fallback,
 	};
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 	int fds[2] = { s->ro_fd, ts_ring_consumer_ctl_fd(rc) };
@@ -500,6 +504,22 @@ int ts_server_private_dir(const char *socket_path, const char *group,
 				  "%s: %s", dir, strerror(errno));
 	close(fd);
 	return rc;
+}
+
+int ts_server_set_fallback(struct ts_server *s, const struct ts_proto_fallback *fb,
+			   struct ts_error *err)
+{
+	if (!s || !fb || s->has_device)
+		return ts_error_set(err, TS_E_ARG,
+				    "server: a device fallback needs a server without a device ring");
+	s->fallback = *fb;
+	s->fallback.why[sizeof(s->fallback.why) - 1] = 0;
+	/* printable only, as the decoder requires */
+	for (char *c = s->fallback.why; *c; c++)
+		if (*c < 0x20 || *c >= 0x7f)
+			*c = ' ';
+	s->has_fallback = true;
+	return 0;
 }
 
 int ts_server_create_device(struct ts_ring *ring, const char *socket_path,

@@ -78,6 +78,14 @@ void ts_server_forget_in_child(struct ts_server *s);
 int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
 			 unsigned max_consumers, struct ts_error *err);
 
+/* The pipeline ends in device(cuda) but this server serves the host ring
+ * (no device ring was given to ts_server_create_device): every welcome
+ * then carries fb (what was promised, and why), so that no trainer takes
+ * the uint8 NHWC samples for the finished ones. Call before the first
+ * trainer connects; copies fb. 0, or TS_E_ARG with a device ring served. */
+int ts_server_set_fallback(struct ts_server *s, const struct ts_proto_fallback *fb,
+			   struct ts_error *err);
+
 /* The next line for the producer's log (a trainer detached for stalling),
  * into buf (n bytes, NUL-terminated): true, or false when there is none.
  * Thread-safe. */

@@ -48,6 +48,8 @@ struct ts_client {
 	bool has_device;
 	struct ts_client_device_info dev;
 	unsigned char dev_uuid[16];   /* the producer's GPU (tsclient_cuda.c) */
+	bool has_fallback;            /* device(cuda) promised, host ring served */
+	struct ts_client_fallback fallback;
 	struct ts_ring_info ring;      /* tensor shapes, from the ring header */
 	const void *label_data;        /* of the last batch, or NULL */
 	uint64_t label_seq;            /* its first seq */
@@ -335,6 +337,16 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
 		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
 	}
+	if (w.has_fallback) {
+		const struct ts_proto_fallback *f = &w.fallback;
+		c->has_fallback = true;
+		c->fallback.dtype = (int)f->dtype;
+		c->fallback.normalize = (int)f->normalize;
+		memcpy(c->fallback.mean, f->mean, sizeof(f->mean));
+		memcpy(c->fallback.std, f->std, sizeof(f->std));
+		_Static_assert(sizeof(c->fallback.why) == sizeof(f->why), "fallback reason");
+		memcpy(c->fallback.why, f->why, sizeof(f->why));
+	}
 	c->pidfd = producer_pidfd(c->sock);
 	/* The mappings keep the memory; the ring's descriptor stays for
 	 * the private mappings of ts_client_span_map. */
@@ -385,13 +397,6 @@ TS_EXPORT int ts_client_device_uuid(const struct ts_client *c, unsigned char uui
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Open a new bucket of the stats window once the open one is WINDOW_S
  * old: a compare per batch, on the time the reader took as its call
  * returned. */
@@ -399,7 +404,7 @@ static void window_roll(struct ts_client *c)
 {
 	struct ts_ring_reader_acct a;
 	ts_ring_reader_acct(c->rd, &a);
-	double t = a.last > 0 ? a.last : mono_s();
+	double t = a.last > 0 ? a.last : ts_clock_now();
 	if (t - c->win_open.t < WINDOW_S)
 		return;
 	c->win_prev = c->win_open;
@@ -415,7 +420,7 @@ TS_EXPORT void ts_client_stats(const struct ts_client *c, struct ts_client_stats
 		return;
 	struct ts_ring_reader_acct a;
 	ts_ring_reader_acct(c->rd, &a);
-	double t = mono_s();
+	double t = ts_clock_now();
 	out->connected_s = t > a.opened ? t - a.opened : 0.0;
 	out->wait_s = a.waited < out->connected_s ? a.waited : out->connected_s;
 	out->wait_fraction = out->connected_s > 0 ? out->wait_s / out->connected_s : 0.0;
@@ -435,6 +440,16 @@ TS_EXPORT void ts_client_unused(struct ts_client *c, size_t n)
 {
 	if (c && c->rd)
 		ts_ring_reader_unused(c->rd, n);
+}
+
+TS_EXPORT int ts_client_device_fallback(const struct ts_client *c,
+					struct ts_client_fallback *out)
+{
+	if (!c || !c->has_fallback)
+		return 0;
+	if (out)
+		*out = c->fallback;
+	return 1;
 }
 
 static int client_next(struct ts_client *c, struct ts_batch *b,
@@ -563,6 +578,20 @@ TS_EXPORT void ts_client_release(struct ts_client *c, const struct ts_batch *b)
 		return;
 	struct ts_ring_batch rb = { .n = b->n, .seq = b->seq };
 	ts_ring_reader_release(c->rd, &rb);
+}
+
+/* Not exported (tsclient_cuda.c): the trainer is done with the stream
+ * and with the producer's device ring (it ended, and the IPC mapping is
+ * closed), so it says so the only way a welcomed consumer speaks: it
+ * shuts its sending side, which the producer sees as its hang-up. The
+ * producer's teardown then waits for the mappings still open, not for
+ * the sockets that idle trainers keep. */
+void ts_client_hang_up(struct ts_client *c);
+
+void ts_client_hang_up(struct ts_client *c)
+{
+	if (c && c->sock >= 0)
+		shutdown(c->sock, SHUT_WR);
 }
 
 TS_EXPORT void ts_client_close(struct ts_client *c)

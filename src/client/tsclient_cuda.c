@@ -26,6 +26,10 @@
 
 #include "util.h"
 
+/* tsclient.c, not exported: once the mapping is closed after the end of
+ * the stream, the producer may stop waiting for this trainer */
+void ts_client_hang_up(struct ts_client *c);
+
 /* cudaHostRegister flags, cudaIpcOpenMemHandle flags, cudaMemcpyKind,
  * cudaDeviceAttr, cudaComputeMode and event flags (driver_types.h). */
 #define CUDA_HOST_REGISTER_PORTABLE 0x01u
@@ -76,6 +80,10 @@ struct cudart {
 	int (*event_record)(void *, void *);
 	int (*event_sync)(void *);
 	int (*event_query)(void *);
+	/* optional: the device a stream belongs to (CUDA 12.8 on), and a
+	 * device-wide wait before a mapping goes */
+	int (*stream_get_device)(void *, int *);
+	int (*device_sync)(void);
 	char why[200];                /* when not loaded */
 };
 
@@ -127,6 +135,8 @@ static void rt_load(void)
 	SYM(event_record, "cudaEventRecord");
 	SYM(event_sync, "cudaEventSynchronize");
 	SYM(event_query, "cudaEventQuery");
+	SYM(stream_get_device, "cudaStreamGetDevice");
+	SYM(device_sync, "cudaDeviceSynchronize");
 	if (!rt.get_device_count || !rt.host_register || !rt.host_unregister ||
 	    !rt.get_error_string || !rt.get_last_error) {
 		snprintf(rt.why, sizeof(rt.why),
@@ -371,6 +381,8 @@ struct ts_client_device {
 	bool zero_copy;
 	bool ended;                   /* the stream ended */
 	unsigned holds;
+	bool closed;                  /* ts_client_device_close came while
+					 held: the last unhold frees */
 	uint8_t *base;                /* the producer's slots, mapped here;
 					 NULL once closed */
 	uint8_t *buf;                 /* peer copies (another GPU) */
@@ -671,9 +683,18 @@ TS_EXPORT int ts_client_device_record_use(struct ts_client_device *d, void *stre
 		return ts_error_set(err, TS_E_ARG,
 				    "more than %d uses recorded for one batch", MAX_USES);
 	/* an event must be recorded on a stream of the device it was
-	 * created on: the caller's current device */
-	if ((e = rt.get_device(&dev)) != 0)
+	 * created on ("cudaErrorInvalidResourceHandle" otherwise, and no
+	 * use recorded): the stream's own device where the runtime says
+	 * (cudaStreamGetDevice), else the caller's current one */
+	int cur = 0, sdev = -1;
+	if ((e = rt.get_device(&cur)) != 0)
 		return rt_fail(err, TS_E_NODEV, "cudaGetDevice", e);
+	dev = cur;
+	if (rt.stream_get_device) {
+		if ((e = rt.stream_get_device(stream, &sdev)) != 0)
+			return rt_fail(err, TS_E_ARG, "cudaStreamGetDevice (the stream of a use)", e);
+		dev = sdev;
+	}
 	for (size_t i = 0; i < d->n_pool; i++)
 		if (d->pool_dev[i] == dev) {
 			ev = d->pool[i];
@@ -681,8 +702,16 @@ TS_EXPORT int ts_client_device_record_use(struct ts_client_device *d, void *stre
 			d->pool_dev[i] = d->pool_dev[d->n_pool];
 			break;
 		}
-	if (!ev && (e = rt.event_create(&ev, CUDA_EVENT_DISABLE_TIMING)) != 0)
-		return rt_fail(err, TS_E_NODEV, "cudaEventCreateWithFlags", e);
+	if (!ev) {
+		/* created on the stream's device, made current for it */
+		if (dev != cur && (e = rt.set_device(dev)) != 0)
+			return rt_fail(err, TS_E_NODEV, "cudaSetDevice (the stream's device)", e);
+		e = rt.event_create(&ev, CUDA_EVENT_DISABLE_TIMING);
+		if (dev != cur && rt.set_device(cur) != 0)
+			rt.get_last_error();
+		if (e != 0)
+			return rt_fail(err, TS_E_NODEV, "cudaEventCreateWithFlags", e);
+	}
 	if ((e = rt.event_record(ev, stream)) != 0) {
 		int rc = rt_fail(err, TS_E_NODEV, "cudaEventRecord", e);
 		if (rt.event_destroy(ev) != 0)
@@ -728,8 +757,14 @@ static bool held_done(struct ts_client_device *d, struct held *h, bool block,
 {
 	for (size_t i = 0; i < h->n_uses; i++) {
 		int e = block ? rt.event_sync(h->uses[i]) : rt.event_query(h->uses[i]);
-		if (e == CUDA_ERROR_NOT_READY)
-			return false;   /* not an error: nothing to clear */
+		if (e == CUDA_ERROR_NOT_READY) {
+			/* "not actually an error", but the runtime keeps it
+			 * as the last error: clear it, as PyTorch's
+			 * CUDAEvent::query does, or the host program's next
+			 * check reports it */
+			rt.get_last_error();
+			return false;
+		}
 		if (e != 0 && *rc == 0)
 			*rc = rt_fail(err, TS_E_NODEV, "a recorded use of a device batch", e);
 		recycle(d, h->uses[i], h->use_dev[i]);
@@ -783,13 +818,24 @@ static void unmap(struct ts_client_device *d)
 	if (!d->base)
 		return;
 	ts_client_device_wait_uses(d, NULL);
-	if (d->k > 1) {
+	if (d->k > 1 && d->c) {
 		settle(d, 0, NULL);
 	}
-	/* a pending peer copy reads the mapping: finish it */
-	if (d->buf && rt.stream_sync(NULL) != 0)
+	/* work still queued on any stream of the mapping's device may read
+	 * it (a peer copy, or a caller's non-blocking stream reading a raw
+	 * view without a recorded use): cudaDeviceSynchronize waits for all
+	 * of it, where syncing the legacy stream waits only for its own */
+	int cur = d->device, e;
+	if (rt.get_device(&cur) != 0)
+		rt.get_last_error();
+	if (cur != d->device && rt.set_device(d->device) != 0)
+		rt.get_last_error();
+	e = rt.device_sync ? rt.device_sync() : rt.stream_sync(NULL);
+	if (e != 0)
 		rt.get_last_error();
 	if (rt.ipc_close(d->base) != 0)
+		rt.get_last_error();
+	if (cur != d->device && rt.set_device(cur) != 0)
 		rt.get_last_error();
 	d->base = NULL;
 }
@@ -835,8 +881,10 @@ TS_EXPORT int ts_client_device_next(struct ts_client_device *d, struct ts_batch 
 	}
 	if (rc == TS_E_EOS || rc == TS_E_PRODUCER) {
 		d->ended = true;
-		if (d->holds == 0)
+		if (d->holds == 0) {
 			unmap(d);
+			ts_client_hang_up(d->c);
+		}
 	}
 	return rc;
 }
@@ -875,18 +923,44 @@ TS_EXPORT void ts_client_device_hold(struct ts_client_device *d)
 		d->holds++;
 }
 
+static void destroy(struct ts_client_device *d);
+
 TS_EXPORT void ts_client_device_unhold(struct ts_client_device *d)
 {
 	if (!d || d->holds == 0)
 		return;
-	if (--d->holds == 0 && d->ended)
+	if (--d->holds == 0 && d->closed) {
+		destroy(d);          /* closed while held: the last view went */
+	} else if (d->holds == 0 && d->ended) {
 		unmap(d);
+		ts_client_hang_up(d->c);
+	}
 }
 
 TS_EXPORT void ts_client_device_close(struct ts_client_device *d)
 {
 	if (!d)
 		return;
+	if (d->closed)
+		return;              /* closed already, views still held */
+	if (d->holds > 0) {
+		/* views still read the mapping (tensorsocket(7): it lives
+		 * while a tensor views it): what needs the client is done
+		 * now (the uses waited for, the held batches given back), and
+		 * the mapping and this handle go at the last unhold */
+		ts_client_device_wait_uses(d, NULL);
+		if (d->k > 1)
+			settle(d, 0, NULL);
+		d->c = NULL;
+		d->ended = true;
+		d->closed = true;
+		return;
+	}
+	destroy(d);
+}
+
+static void destroy(struct ts_client_device *d)
+{
 	unmap(d);
 	for (size_t i = 0; i < d->n_pool; i++)
 		if (rt.event_destroy(d->pool[i]) != 0)

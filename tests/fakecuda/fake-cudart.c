@@ -34,6 +34,8 @@
  * FAKE_CUDART_* environment variables as their initial values (for
  * subprocesses); counters let a test see which calls were made.
  */
+#include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +44,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -54,6 +58,9 @@ enum {
 	E_DEVICES_UNAVAILABLE = 46,
 	E_INVALID_DEVICE = 101,
 	E_INVALID_RESOURCE_HANDLE = 400,
+	E_INVALID_DEVICE_FUNCTION = 98,
+	E_ILLEGAL_ADDRESS = 700,
+	E_MISALIGNED_ADDRESS = 716,
 	E_NOT_READY = 600,
 	E_HOST_MEMORY_ALREADY_REGISTERED = 712,
 	E_HOST_MEMORY_NOT_REGISTERED = 713,
@@ -63,6 +70,8 @@ enum {
 /* cudaDeviceAttr values used by the client */
 enum {
 	ATTR_COMPUTE_MODE = 20,
+	ATTR_MEMORY_CLOCK_RATE = 36,
+	ATTR_GLOBAL_MEMORY_BUS_WIDTH = 37,
 	ATTR_UNIFIED_ADDRESSING = 41,
 	ATTR_HOST_REGISTER_SUPPORTED = 99,
 	ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED = 113,
@@ -90,8 +99,24 @@ EXPORT int fake_cudart_mig;               /* both devices: one GPU's MIG instanc
 EXPORT int fake_cudart_ro_register = 1;   /* HostRegisterReadOnlySupported */
 EXPORT int fake_cudart_no_device;         /* cudaGetDeviceCount: no device */
 EXPORT int fake_cudart_driver_version = 13000;
+EXPORT int fake_cudart_vec_launches;      /* finish_vec kernels run */
+EXPORT int fake_cudart_scalar_launches;   /* finish_scalar kernels run */
+EXPORT int fake_cudart_double_closes;     /* cudaIpcCloseMemHandle of a closed mapping */
+EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
+EXPORT int fake_cudart_register_delay_ms; /* cudaHostRegister takes this long
+					     (the driver faults in and locks every page) */
+/* Devices whose primary context this process holds: made by the first
+ * call that needs one (cudaSetDevice does, since CUDA 12), given back
+ * by cudaDeviceReset. FAKE_CUDART_REPORT=FILE: at exit, a line
+ * "pid P contexts_left C blocks_left B" is appended to FILE (for tests of
+ * a subprocess's teardown). */
+static int context_held[NDEV];
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* A device-side error (a kernel's misaligned or illegal access) ends the
+ * context: every synchronisation and cudaGetLastError return it from then
+ * on, as on a GPU. */
+static int context_error;
 static __thread int last_error;
 static __thread int cur;                  /* current device */
 
@@ -111,6 +136,7 @@ __attribute__((constructor)) static void fake_init(void)
 	fake_cudart_ro_register = env_int("FAKE_CUDART_RO_REGISTER", 1);
 	fake_cudart_no_device = env_int("FAKE_CUDART_NO_DEVICE", 0);
 	fake_cudart_driver_version = env_int("FAKE_CUDART_DRIVER_VERSION", 13000);
+	fake_cudart_register_delay_ms = env_int("FAKE_CUDART_REGISTER_DELAY_MS", 0);
 }
 
 /* Every failing call goes through here: the error sticks. */
@@ -155,6 +181,34 @@ int cudaEventQuery(void *e);
 int cudaEventSynchronize(void *e);
 int fake_cudart_registered(const void *p, size_t *len, unsigned *flags);
 int fake_cudart_pending(void);
+int cudaEventCreate(void **e);
+int cudaStreamGetDevice(void *s, int *d);
+int cudaDeviceReset(void);
+int cudaEventElapsedTime(float *ms, void *a, void *b);
+int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		      size_t height, int kind, void *stream);
+int cudaMemset(void *p, int value, size_t n);
+int cudaMallocHost(void **p, size_t n);
+int cudaFreeHost(void *p);
+struct pointer_attributes;
+int cudaPointerGetAttributes(struct pointer_attributes *a, const void *p);
+struct ipc_handle;
+int cudaIpcGetMemHandle(struct ipc_handle *h, void *p);
+struct dim3;
+void **__cudaRegisterFatBinary(void *fatbin);
+void __cudaRegisterFatBinaryEnd(void **h);
+void __cudaUnregisterFatBinary(void **h);
+void __cudaRegisterFunction(void **h, const char *host, char *dev, const char *name, int limit,
+			    void *tid, void *bid, void *bdim, void *gdim, int *wsize);
+int __cudaGetKernel(void **out, const void *host);
+unsigned __cudaPushCallConfiguration(struct dim3 grid, struct dim3 block, size_t shared,
+				     void *stream);
+int __cudaPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *shared,
+			       void *stream);
+int __cudaLaunchKernel(void *kernel, struct dim3 grid, struct dim3 block, void **args,
+		       size_t shared, void *stream);
+int __cudaLaunchKernel_ptsz(void *kernel, struct dim3 grid, struct dim3 block, void **args,
+			    size_t shared, void *stream);
 
 /* ---- devices ---------------------------------------------------------- */
 
@@ -181,6 +235,7 @@ EXPORT int cudaSetDevice(int d)
 	if (fake_cudart_compute_mode == 2)   /* prohibited */
 		return fail(E_DEVICES_UNAVAILABLE);
 	cur = d;
+	context_held[d] = 1;
 	return OK;
 }
 
@@ -199,6 +254,8 @@ EXPORT int cudaDeviceGetAttribute(int *v, int attr, int d)
 	switch (attr) {
 	case ATTR_COMPUTE_MODE: *v = fake_cudart_compute_mode; return OK;
 	case ATTR_UNIFIED_ADDRESSING: *v = 1; return OK;
+	case ATTR_MEMORY_CLOCK_RATE: *v = 2619000; return OK;
+	case ATTR_GLOBAL_MEMORY_BUS_WIDTH: *v = 6144; return OK;
 	case ATTR_HOST_REGISTER_SUPPORTED: *v = 1; return OK;
 	case ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED: *v = fake_cudart_ro_register; return OK;
 	default: return fail(E_INVALID_VALUE);
@@ -207,12 +264,21 @@ EXPORT int cudaDeviceGetAttribute(int *v, int attr, int d)
 
 /* cudaDeviceProp starts with char name[256] and cudaUUID_t uuid (16
  * bytes) in every runtime since CUDA 10; the rest is left zero. */
+/* fake-props.c, built when the CUDA headers are there (the fake then
+ * stands in for the producer's runtime too): the rest of cudaDeviceProp
+ * (compute capability, memory, SM count, bus width) at the header's
+ * offsets. */
+__attribute__((weak)) void fake_props_fill(void *prop, int d);
+
 EXPORT int cudaGetDeviceProperties(void *prop, int d)
 {
 	if (d < 0 || d >= NDEV)
 		return fail(E_INVALID_DEVICE);
 	char *p = prop;
-	memset(p, 0, 272);
+	if (fake_props_fill)
+		fake_props_fill(prop, d);
+	else
+		memset(p, 0, 272);
 	snprintf(p, 256, fake_cudart_mig ? "Fake GPU MIG 1g.10gb (device %d)" : "Fake GPU %d", d);
 	for (int i = 0; i < 16; i++)
 		p[256 + i] = (char)(0xa0 + d * 16 + i);
@@ -256,6 +322,8 @@ EXPORT const char *cudaGetErrorString(int e)
 
 EXPORT int cudaGetLastError(void)
 {
+	if (context_error)
+		return context_error;
 	int e = last_error;
 	last_error = OK;
 	return e;
@@ -278,9 +346,10 @@ struct range {
 	 * reference count is incremented and the same pointer returned") */
 	unsigned long long ino;
 	int device, refs;
+	int fd;                       /* cudaMalloc: the memfd behind it */
 };
 
-static struct range ranges[64];
+static struct range ranges[256];
 
 static struct range *find_range(const void *p, int kind)
 {
@@ -295,7 +364,7 @@ static struct range *add_range(void *p, size_t len, unsigned flags, int kind)
 {
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if (ranges[i].kind == 0) {
-			ranges[i] = (struct range){ p, len, flags, kind, 0, 0, 1 };
+			ranges[i] = (struct range){ p, len, flags, kind, 0, cur, 1, -1 };
 			return &ranges[i];
 		}
 	return NULL;
@@ -314,6 +383,8 @@ static int is_pinned(const void *p)
 EXPORT int cudaHostRegister(void *p, size_t n, unsigned int flags)
 {
 	int rc = OK;
+	if (fake_cudart_register_delay_ms > 0)
+		usleep((useconds_t)fake_cudart_register_delay_ms * 1000);
 	pthread_mutex_lock(&mu);
 	fake_cudart_registers++;
 	if (!p || n == 0)
@@ -365,9 +436,26 @@ EXPORT int cudaIpcOpenMemHandle(void **p, struct ipc_handle h, unsigned int flag
 	(void)flags;
 	if (fake_cudart_fail_ipc_open)
 		return fail(E_INVALID_RESOURCE_HANDLE);
+	int pid = 0, own = 0;
 	h.reserved[63] = 0;
-	if (sscanf(h.reserved, "fakecuda:%d", &fd) != 1 || fstat(fd, &st) != 0)
+	if (sscanf(h.reserved, "fakecuda:%d:%d", &pid, &fd) == 2) {
+		/* from cudaIpcGetMemHandle in another process: its memfd
+		 * through /proc (same user, as CUDA IPC needs too) */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return fail(E_INVALID_RESOURCE_HANDLE);
+		own = 1;
+	} else if (sscanf(h.reserved, "fakecuda:%d", &fd) != 1) {
 		return fail(E_INVALID_RESOURCE_HANDLE);
+	}
+	if (fstat(fd, &st) != 0 || st.st_size == 0) {
+		/* an exporter that freed the block (or exited) truncated it */
+		if (own)
+			close(fd);
+		return fail(E_INVALID_RESOURCE_HANDLE);
+	}
 	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if (ranges[i].kind == 2 && ranges[i].ino == (unsigned long long)st.st_ino &&
@@ -376,10 +464,14 @@ EXPORT int cudaIpcOpenMemHandle(void **p, struct ipc_handle h, unsigned int flag
 			fake_cudart_opens++;
 			*p = ranges[i].p;
 			pthread_mutex_unlock(&mu);
+			if (own)
+				close(fd);
 			return OK;
 		}
 	pthread_mutex_unlock(&mu);
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (own)
+		close(fd);
 	if (m == MAP_FAILED)
 		return fail(E_MEMORY_ALLOCATION);
 	pthread_mutex_lock(&mu);
@@ -403,9 +495,11 @@ static void drain_all(void);
 
 EXPORT int cudaIpcCloseMemHandle(void *p)
 {
-	/* queued copies that read the mapping run first (the driver keeps
-	 * the mapping until then); afterwards a read of it faults */
-	drain_all();
+	/* "When the reference count reaches 0, this API unmaps the memory":
+	 * no wait for work still queued that reads it. Such work then fails
+	 * with an illegal address when it runs (run_op), ending the
+	 * context: a caller must synchronise every stream that may read the
+	 * mapping first. */
 	pthread_mutex_lock(&mu);
 	struct range *r = find_range(p, 2);
 	int ok = r && r->p == p;
@@ -415,23 +509,95 @@ EXPORT int cudaIpcCloseMemHandle(void *p)
 			r->kind = 0;
 		}
 		fake_cudart_closes++;
+	} else {
+		/* a mapping closed twice (or never opened): the real runtime
+		 * answers invalid handle, and a pointer reused since then
+		 * would have lost someone else's mapping */
+		fake_cudart_double_closes++;
 	}
 	pthread_mutex_unlock(&mu);
 	return ok ? OK : fail(E_INVALID_RESOURCE_HANDLE);
+}
+
+/* The block goes for every process: the memfd is truncated, so another
+ * process that still maps it (an IPC importer) faults on its next read,
+ * as its reads of freed device memory end its context on a GPU. */
+static void free_block(struct range *r)
+{
+	if (ftruncate(r->fd, 0) != 0)
+		(void)0;
+	munmap(r->p, r->len);
+	close(r->fd);
+}
+
+/* The context goes with the process: so do its blocks (for importers
+ * too), unless the process freed them first. */
+__attribute__((destructor)) static void fake_exit(void)
+{
+	int blocks = 0, contexts = 0;
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (ranges[i].kind == 1 && ranges[i].fd >= 0) {
+			blocks++;
+			if (ftruncate(ranges[i].fd, 0) != 0)
+				(void)0;
+		}
+	for (int d = 0; d < NDEV; d++)
+		contexts += context_held[d];
+	const char *path = getenv("FAKE_CUDART_REPORT");
+	FILE *f = path && *path ? fopen(path, "ae") : NULL;
+	if (f) {
+		fprintf(f, "pid %d contexts_left %d blocks_left %d\n", (int)getpid(), contexts,
+			blocks);
+		fclose(f);
+	}
+}
+
+/* "Destroy all allocations and reset all state on the current device in
+ * the current process": its blocks go (for importers too), and its
+ * primary context. */
+EXPORT int cudaDeviceReset(void)
+{
+	drain_all();
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (ranges[i].kind == 1 && ranges[i].device == cur) {
+			struct range gone = ranges[i];
+			ranges[i].kind = 0;
+			free_block(&gone);
+		}
+	context_held[cur] = 0;
+	fake_cudart_resets++;
+	pthread_mutex_unlock(&mu);
+	return OK;
 }
 
 EXPORT int cudaMalloc(void **p, size_t n)
 {
 	if (fake_cudart_fail_malloc)
 		return fail(E_MEMORY_ALLOCATION);
-	void *m = malloc(n ? n : 1);
-	if (!m)
+	/* a memfd, so that cudaIpcGetMemHandle can hand it to another
+	 * process */
+	size_t len = n ? n : 1;
+	int fd = memfd_create("fakecuda-device", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+		if (fd >= 0)
+			close(fd);
 		return fail(E_MEMORY_ALLOCATION);
+	}
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return fail(E_MEMORY_ALLOCATION);
+	}
 	pthread_mutex_lock(&mu);
-	struct range *r = add_range(m, n ? n : 1, 0, 1);
+	struct range *r = add_range(m, len, 0, 1);
+	if (r)
+		r->fd = fd;
+	context_held[cur] = 1;
 	pthread_mutex_unlock(&mu);
 	if (!r) {
-		free(m);
+		munmap(m, len);
+		close(fd);
 		return fail(E_MEMORY_ALLOCATION);
 	}
 	*p = m;
@@ -446,12 +612,15 @@ EXPORT int cudaFree(void *p)
 	pthread_mutex_lock(&mu);
 	struct range *r = find_range(p, 1);
 	int ok = r && r->p == p;
-	if (ok)
+	struct range gone = {0};
+	if (ok) {
+		gone = *r;
 		r->kind = 0;
+	}
 	pthread_mutex_unlock(&mu);
 	if (!ok)
 		return fail(E_INVALID_VALUE);
-	free(p);
+	free_block(&gone);
 	return OK;
 }
 
@@ -460,6 +629,8 @@ EXPORT int cudaFree(void *p)
  * off the queue, reading the source then, as a DMA engine would) and
  * event markers. The legacy default stream is NULL. */
 
+struct kernel_run;
+
 struct op {
 	struct op *next;
 	uint8_t *dst;
@@ -467,17 +638,26 @@ struct op {
 	uint8_t *snapshot;            /* pageable source, staged at the call */
 	size_t n;
 	struct event *ev;             /* an event marker instead of a copy */
+	struct kernel_run *kern;      /* a kernel launch instead of a copy */
+	int memset_value;             /* >= 0: cudaMemset of dst */
+	int src_dev, dst_dev;         /* device memory at the call: still
+					 mapped when the op runs? */
 };
 
 struct stream {
 	struct op *head, *tail;
 	struct stream *next_all;
+	int device;
 };
 
 struct event {
 	struct stream *s;             /* recorded on, NULL: never recorded */
 	uint64_t pending;             /* markers of it still queued */
+	int device;                   /* current device at its creation */
+	double t;                     /* when its marker came off the queue */
 };
+
+static void run_kernel(struct kernel_run *k);
 
 static struct stream legacy;
 static struct stream *all_streams = &legacy;
@@ -489,12 +669,29 @@ static struct stream *stream_of(void *s)
 	return (uintptr_t)s <= 2 ? &legacy : s;
 }
 
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void run_op(struct op *o)
 {
-	if (o->ev)
+	if (o->ev) {
 		o->ev->pending--;
-	else
+		o->ev->t = mono();
+	} else if (o->kern) {
+		run_kernel(o->kern);
+	} else if ((o->src_dev && !is_device(o->src)) || (o->dst_dev && !is_device(o->dst))) {
+		/* the mapping went (cudaIpcCloseMemHandle, cudaFree) while
+		 * this was queued: an illegal address ends the context */
+		context_error = E_ILLEGAL_ADDRESS;
+	} else if (o->memset_value >= 0) {
+		memset(o->dst, o->memset_value, o->n);
+	} else {
 		memcpy(o->dst, o->snapshot ? o->snapshot : o->src, o->n);
+	}
 	free(o->snapshot);
 	free(o);
 }
@@ -539,7 +736,7 @@ EXPORT int fake_cudart_pending(void)
 	pthread_mutex_lock(&mu);
 	for (struct stream *s = all_streams; s; s = s->next_all)
 		for (struct op *o = s->head; o; o = o->next)
-			n += o->ev == NULL;
+			n += o->ev == NULL && o->kern == NULL;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -550,6 +747,7 @@ EXPORT int cudaStreamCreateWithFlags(void **out, unsigned int flags)
 	struct stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return fail(E_MEMORY_ALLOCATION);
+	s->device = cur;
 	pthread_mutex_lock(&mu);
 	s->next_all = all_streams;
 	all_streams = s;
@@ -576,12 +774,18 @@ EXPORT int cudaStreamDestroy(void *p)
 	return OK;
 }
 
+EXPORT int cudaStreamGetDevice(void *p, int *d)
+{
+	*d = (uintptr_t)p <= 2 ? cur : ((struct stream *)p)->device;
+	return OK;
+}
+
 EXPORT int cudaStreamSynchronize(void *p)
 {
 	pthread_mutex_lock(&mu);
 	drain(stream_of(p), 1 << 30);
 	pthread_mutex_unlock(&mu);
-	return OK;
+	return context_error ? fail(context_error) : OK;
 }
 
 /* The host polls: the GPU gets on with one operation meanwhile. */
@@ -592,13 +796,16 @@ EXPORT int cudaStreamQuery(void *p)
 	drain(s, 1);
 	int busy = s->head != NULL;
 	pthread_mutex_unlock(&mu);
-	return busy ? E_NOT_READY : OK;   /* not an error: not sticky */
+	/* "not actually an error", but the runtime records it as the last
+	 * error all the same: callers clear it (PyTorch's CUDAStream::query
+	 * and CUDAEvent::query call cudaGetLastError after it) */
+	return busy ? fail(E_NOT_READY) : OK;
 }
 
 EXPORT int cudaDeviceSynchronize(void)
 {
 	drain_all();
-	return OK;
+	return context_error ? fail(context_error) : OK;
 }
 
 EXPORT int cudaEventCreateWithFlags(void **e, unsigned int flags)
@@ -607,7 +814,22 @@ EXPORT int cudaEventCreateWithFlags(void **e, unsigned int flags)
 	struct event *ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return fail(E_MEMORY_ALLOCATION);
+	ev->device = cur;
 	*e = ev;
+	return OK;
+}
+
+EXPORT int cudaEventCreate(void **e)
+{
+	return cudaEventCreateWithFlags(e, 0);
+}
+
+EXPORT int cudaEventElapsedTime(float *ms, void *a, void *b)
+{
+	struct event *x = a, *y = b;
+	if (!x || !y || !x->s || !y->s || x->pending || y->pending)
+		return fail(!x || !y ? E_INVALID_RESOURCE_HANDLE : E_NOT_READY);
+	*ms = (float)((y->t - x->t) * 1e3);
 	return OK;
 }
 
@@ -627,9 +849,19 @@ EXPORT int cudaEventRecord(void *e, void *p)
 {
 	struct event *ev = e;
 	struct op *o = calloc(1, sizeof(*o));
+	if (o)
+		o->memset_value = -1;
 	if (!ev || !o) {
 		free(o);
 		return fail(ev ? E_MEMORY_ALLOCATION : E_INVALID_RESOURCE_HANDLE);
+	}
+	/* "event and stream must be on the same device": an event is bound
+	 * to the device current at its creation; the legacy stream is the
+	 * current device's */
+	int sdev = (uintptr_t)p <= 2 ? cur : ((struct stream *)p)->device;
+	if (sdev != ev->device) {
+		free(o);
+		return fail(E_INVALID_RESOURCE_HANDLE);
 	}
 	pthread_mutex_lock(&mu);
 	ev->s = stream_of(p);
@@ -650,7 +882,7 @@ EXPORT int cudaEventQuery(void *e)
 		drain(ev->s, 1);
 	int busy = ev->pending != 0;
 	pthread_mutex_unlock(&mu);
-	return busy ? E_NOT_READY : OK;
+	return busy ? fail(E_NOT_READY) : OK;   /* sticky, as cudaStreamQuery's */
 }
 
 EXPORT int cudaEventSynchronize(void *e)
@@ -703,9 +935,12 @@ static int copy(void *dst, const void *src, size_t n, int kind, void *p, int asy
 	struct op *o = calloc(1, sizeof(*o));
 	if (!o)
 		return fail(E_MEMORY_ALLOCATION);
+	o->memset_value = -1;
 	o->dst = dst;
 	o->src = src;
 	o->n = n;
+	o->src_dev = src_dev;
+	o->dst_dev = dst_dev;
 	if (!src_dev && !is_pinned(src)) {
 		/* pageable source: staged at the call */
 		o->snapshot = malloc(n ? n : 1);
@@ -732,4 +967,311 @@ EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream)
 {
 	return copy(dst, src, n, kind, stream, 1);
+}
+
+EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+			     size_t width, size_t height, int kind, void *stream)
+{
+	if (width > dpitch || width > spitch)
+		return fail(E_INVALID_VALUE);
+	for (size_t y = 0; y < height; y++) {
+		int rc = copy((uint8_t *)dst + y * dpitch, (const uint8_t *)src + y * spitch,
+			      width, kind, stream, 1);
+		if (rc)
+			return rc;
+	}
+	return OK;
+}
+
+/* Device memory only; ordered on the legacy stream, asynchronous. */
+EXPORT int cudaMemset(void *p, int value, size_t n)
+{
+	struct op *o;
+	if (!is_device(p) || (n && !is_device((uint8_t *)p + n - 1)))
+		return fail(E_INVALID_VALUE);
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return fail(E_MEMORY_ALLOCATION);
+	o->dst = p;
+	o->n = n;
+	o->dst_dev = 1;
+	o->memset_value = value & 0xff;
+	pthread_mutex_lock(&mu);
+	enqueue(&legacy, o);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+EXPORT int cudaMallocHost(void **p, size_t n)
+{
+	void *m = malloc(n ? n : 1);
+	if (!m)
+		return fail(E_MEMORY_ALLOCATION);
+	pthread_mutex_lock(&mu);
+	struct range *r = add_range(m, n ? n : 1, 0, 3);
+	pthread_mutex_unlock(&mu);
+	if (!r) {
+		free(m);
+		return fail(E_MEMORY_ALLOCATION);
+	}
+	*p = m;
+	return OK;
+}
+
+EXPORT int cudaFreeHost(void *p)
+{
+	if (!p)
+		return OK;
+	drain_all();
+	if (cudaHostUnregister(p) != OK)
+		return E_INVALID_VALUE;
+	free(p);
+	return OK;
+}
+
+/* struct cudaPointerAttributes (CUDA 11 on): type, device, devicePointer,
+ * hostPointer. cudaMemoryType: 0 unregistered, 1 host, 2 device. */
+struct pointer_attributes {
+	int type, device;
+	void *device_pointer, *host_pointer;
+};
+
+EXPORT int cudaPointerGetAttributes(struct pointer_attributes *a, const void *p)
+{
+	pthread_mutex_lock(&mu);
+	struct range *d = find_range(p, 1), *i = find_range(p, 2), *h = find_range(p, 3);
+	*a = (struct pointer_attributes){ 0, cur, NULL, NULL };
+	if (d || i) {
+		a->type = 2;
+		a->device = (d ? d : i)->device;
+		a->device_pointer = (void *)p;
+	} else if (h) {
+		a->type = 1;
+		a->device_pointer = a->host_pointer = (void *)p;
+	}
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+/* "fakecuda:PID:FD": the memfd of a cudaMalloc'd block, opened by
+ * another process through /proc. */
+EXPORT int cudaIpcGetMemHandle(struct ipc_handle *h, void *p)
+{
+	pthread_mutex_lock(&mu);
+	struct range *r = find_range(p, 1);
+	int ok = r && r->p == p;
+	if (ok) {
+		memset(h, 0, sizeof(*h));
+		snprintf(h->reserved, sizeof(h->reserved), "fakecuda:%d:%d", (int)getpid(), r->fd);
+	}
+	pthread_mutex_unlock(&mu);
+	return ok ? OK : fail(E_INVALID_VALUE);
+}
+
+/* ---- kernels -----------------------------------------------------------
+ * nvcc's host stubs register each kernel by its host stub's address and
+ * its mangled name, and launch through __cudaPushCallConfiguration /
+ * __cudaPopCallConfiguration and __cudaLaunchKernel (CUDA 13's
+ * crt/host_runtime.h). The fake knows tsrun's finishing kernels
+ * (runtime/cuda/finish.cu) by name and runs them on the host when their
+ * launch comes off its stream, the arguments copied at the launch. The
+ * vector kernel's alignment contract is checked as the hardware does: a
+ * misaligned vector access ends the context (a sticky
+ * cudaErrorMisalignedAddress). An unknown kernel is an invalid device
+ * function. */
+
+struct dim3 {
+	unsigned x, y, z;
+};
+
+struct kernel_fn {
+	const void *host;
+	const char *name;
+	int vec, half, channels;      /* channels: vec only */
+};
+
+static struct kernel_fn kernels[32];
+static int nkernels;
+static int fatbin_handle;
+
+struct kernel_run {
+	const struct kernel_fn *fn;
+	const uint8_t *src;
+	void *dst, *dst2;
+	size_t n, hw, n2;
+	int channels;
+	float scale[4], bias[4];
+};
+
+EXPORT void **__cudaRegisterFatBinary(void *fatbin)
+{
+	(void)fatbin;
+	return (void **)&fatbin_handle;
+}
+
+EXPORT void __cudaRegisterFatBinaryEnd(void **h)
+{
+	(void)h;
+}
+
+EXPORT void __cudaUnregisterFatBinary(void **h)
+{
+	(void)h;
+}
+
+EXPORT void __cudaRegisterFunction(void **h, const char *host, char *dev, const char *name,
+				   int limit, void *tid, void *bid, void *bdim, void *gdim,
+				   int *wsize)
+{
+	(void)h, (void)dev, (void)limit, (void)tid, (void)bid, (void)bdim, (void)gdim,
+		(void)wsize;
+	if (nkernels == (int)(sizeof(kernels) / sizeof(kernels[0])))
+		return;
+	struct kernel_fn *k = &kernels[nkernels++];
+	const char *c = strstr(name, "Li");
+	k->host = host;
+	k->name = name;
+	k->vec = strstr(name, "finish_vec") != NULL;
+	/* finish_vec<float, C> is ..IfLiCE.., finish_vec<__half, C> ..I6__halfLiCE.. */
+	k->half = strstr(name, "__half") != NULL;
+	k->channels = k->vec && c ? c[2] - '0' : 0;
+}
+
+EXPORT int __cudaGetKernel(void **out, const void *host)
+{
+	for (int i = 0; i < nkernels; i++)
+		if (kernels[i].host == host) {
+			*out = &kernels[i];
+			return OK;
+		}
+	return fail(E_INVALID_DEVICE_FUNCTION);
+}
+
+static __thread struct {
+	struct dim3 grid, block;
+	size_t shared;
+	void *stream;
+} config[4];
+static __thread int nconfig;
+
+EXPORT unsigned __cudaPushCallConfiguration(struct dim3 grid, struct dim3 block, size_t shared,
+					    void *stream)
+{
+	if (nconfig == 4)
+		return 1;
+	config[nconfig].grid = grid;
+	config[nconfig].block = block;
+	config[nconfig].shared = shared;
+	config[nconfig].stream = stream;
+	nconfig++;
+	return 0;
+}
+
+EXPORT int __cudaPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *shared,
+				      void *stream)
+{
+	if (nconfig == 0)
+		return fail(E_INVALID_VALUE);
+	nconfig--;
+	*grid = config[nconfig].grid;
+	*block = config[nconfig].block;
+	*shared = config[nconfig].shared;
+	*(void **)stream = config[nconfig].stream;
+	return OK;
+}
+
+
+static int device_range_ok(const void *p, size_t n)
+{
+	return n == 0 || (is_device(p) && is_device((const uint8_t *)p + n - 1));
+}
+
+static void store(void *dst, size_t i, int half, float v)
+{
+	if (half) {
+		_Float16 h = (_Float16)v;
+		memcpy((uint8_t *)dst + i * 2, &h, 2);
+	} else {
+		memcpy((uint8_t *)dst + i * 4, &v, 4);
+	}
+}
+
+static void run_kernel(struct kernel_run *k)
+{
+	const struct kernel_fn *fn = k->fn;
+	size_t es = fn->half ? 2 : 4, C = (size_t)k->channels;
+	size_t in = k->n * k->hw * C, out = k->n * k->hw * C * es;
+	if (fn->vec && (k->hw % 4 || (uintptr_t)k->src % 4 || (uintptr_t)k->dst % (4 * es) ||
+			(k->n2 && (uintptr_t)k->dst2 % (4 * es)))) {
+		context_error = E_MISALIGNED_ADDRESS;
+		goto done;
+	}
+	if (!device_range_ok(k->src, in) || !device_range_ok(k->dst, out) ||
+	    (k->n2 && !device_range_ok(k->dst2, k->n2 * k->hw * C * es))) {
+		context_error = E_ILLEGAL_ADDRESS;
+		goto done;
+	}
+	__atomic_add_fetch(fn->vec ? &fake_cudart_vec_launches : &fake_cudart_scalar_launches, 1,
+			   __ATOMIC_RELAXED);
+	for (size_t s = 0; s < k->n; s++)
+		for (size_t p = 0; p < k->hw; p++)
+			for (size_t c = 0; c < C; c++) {
+				float v = fmaf((float)k->src[(s * k->hw + p) * C + c], k->scale[c],
+					       k->bias[c]);
+				size_t o = (s * C + c) * k->hw + p;
+				store(k->dst, o, fn->half, v);
+				if (s < k->n2)
+					store(k->dst2, o, fn->half, v);
+			}
+done:
+	free(k);
+}
+
+static int launch(void *kernel, struct dim3 grid, struct dim3 block, void **args, size_t shared,
+		  void *stream)
+{
+	const struct kernel_fn *fn = kernel;
+	(void)grid, (void)block, (void)shared;
+	if (context_error)
+		return fail(context_error);
+	if (!fn || !(strstr(fn->name, "finish_vec") || strstr(fn->name, "finish_scalar")))
+		return fail(E_INVALID_DEVICE_FUNCTION);
+	struct kernel_run *k = calloc(1, sizeof(*k));
+	struct op *o = calloc(1, sizeof(*o));
+	if (!k || !o) {
+		free(k);
+		free(o);
+		return fail(E_MEMORY_ALLOCATION);
+	}
+	/* finish_vec(src, dst, n, hw, affine, dst2, n2);
+	 * finish_scalar(src, dst, n, hw, C, affine, dst2, n2) */
+	int i = 0;
+	k->fn = fn;
+	k->src = *(const uint8_t **)args[i++];
+	k->dst = *(void **)args[i++];
+	k->n = *(size_t *)args[i++];
+	k->hw = *(size_t *)args[i++];
+	k->channels = fn->vec ? fn->channels : *(int *)args[i++];
+	memcpy(k->scale, args[i], sizeof(k->scale));
+	memcpy(k->bias, (const float *)args[i++] + 4, sizeof(k->bias));
+	k->dst2 = *(void **)args[i++];
+	k->n2 = *(size_t *)args[i++];
+	o->kern = k;
+	o->memset_value = -1;
+	pthread_mutex_lock(&mu);
+	enqueue(stream_of(stream), o);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+EXPORT int __cudaLaunchKernel(void *kernel, struct dim3 grid, struct dim3 block, void **args,
+			      size_t shared, void *stream)
+{
+	return launch(kernel, grid, block, args, shared, stream);
+}
+
+EXPORT int __cudaLaunchKernel_ptsz(void *kernel, struct dim3 grid, struct dim3 block, void **args,
+				   size_t shared, void *stream)
+{
+	return launch(kernel, grid, block, args, shared, stream);
 }

@@ -2,10 +2,16 @@
  * bench-gpu.c - GPU figures for tests/gpu/run: host-to-device bandwidth
  * from pageable against pinned (cudaHostRegister'd) memory, the finishing
  * kernel's throughput against the device's peak memory bandwidth, and N
- * trainer processes reading one device ring in place over CUDA IPC,
- * started together from a barrier, as total bytes over the span from the
- * first start to the last end.
- * Prints "key: value" lines; exits 77 without a device.
+ * trainer processes that import one device ring over CUDA IPC and each
+ * copy it whole into their own buffer (ts_devring_copy_out, a
+ * device-to-device copy: the figure is HBM copy bandwidth, what the
+ * Loader's default "device copy" costs, not zero-copy reading), started
+ * together from a barrier, as total bytes over the span from the first
+ * start to the last end.
+ * Prints "key: value" lines; exits 77 without a device. TS_GPU_BENCH_SMALL=1
+ * (tests/gpu/run --fake, against the stand-in runtime, whose "GPU" is
+ * the host's memory) runs every part at a few MiB: the figures then mean
+ * nothing, the sequence and its keys are checked.
  */
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -16,6 +22,14 @@
 #include "gpu-common.h"
 
 #define REPS 7
+
+/* TS_GPU_BENCH_SMALL=1: every part at a size the stand-in runtime does in
+ * well under a second */
+static int small(void)
+{
+	const char *v = getenv("TS_GPU_BENCH_SMALL");
+	return v && *v == '1';
+}
 
 static double now(void)
 {
@@ -53,7 +67,7 @@ static double h2d(void *dev, const void *host, size_t len)
 
 static void bench_h2d(void)
 {
-	size_t len = 256u << 20;
+	size_t len = small() ? 8u << 20 : 256u << 20;
 	uint8_t *host = malloc(len);
 	void *dev = NULL;
 
@@ -70,7 +84,7 @@ static void bench_h2d(void)
 
 static void bench_kernel(double peak)
 {
-	const size_t n = 256;
+	const size_t n = small() ? 4 : 256;
 	for (int k = 0; k < 2; k++) {
 		struct ts_finish_params p = { .height = 224, .width = 224, .channels = 3,
 					      .dtype = k ? TS_DTYPE_F16 : TS_DTYPE_F32,
@@ -81,7 +95,7 @@ static void bench_kernel(double peak)
 		void *src = NULL, *dst = NULL;
 		cudaEvent_t a, b;
 		float ms = 0;
-		const int iters = 50;
+		const int iters = small() ? 2 : 50;
 		struct ts_error err = {0};
 
 		CHECK(cudaMalloc(&src, in) == cudaSuccess && cudaMalloc(&dst, out) == cudaSuccess, "alloc");
@@ -97,7 +111,7 @@ static void bench_kernel(double peak)
 		cudaEventElapsedTime(&ms, a, b);
 		{
 			double s = ms / 1e3 / iters, gbs = (double)(in + out) / s / 1e9;
-			printf("kernel_%s_batch256_ms: %.3f\n", ts_dtype_name(p.dtype), s * 1e3);
+			printf("kernel_%s_batch%zu_ms: %.3f\n", ts_dtype_name(p.dtype), n, s * 1e3);
 			printf("kernel_%s_GBps: %.1f\n", ts_dtype_name(p.dtype), gbs);
 			printf("kernel_%s_images_per_s: %.0f\n", ts_dtype_name(p.dtype), (double)n / s);
 			if (peak > 0)
@@ -152,8 +166,9 @@ static int trainer(int reps)
 }
 
 /* N trainer processes from a barrier; the figure is the bytes all of them
- * copied over the span from the first start to the last end, and the
- * slowest trainer's own rate. */
+ * copied out of the ring (device to device) over the span from the first
+ * start to the last end, and the slowest trainer's own rate: keys
+ * trainers_N_copy_out_*, named for what they measure. */
 static void bench_trainers(void)
 {
 	struct ts_finish_params p = { .height = 224, .width = 224, .channels = 3,
@@ -163,7 +178,8 @@ static void bench_trainers(void)
 	struct ts_error err = {0};
 	static const int ns[] = {1, 2, 4, 8};
 
-	CHECK(ts_devring_create(0, 1024, 512, &p, 256, &r, &err) == 0, "%s", err.msg);
+	CHECK(ts_devring_create(0, small() ? 32 : 1024, small() ? 16 : 512, &p, small() ? 8 : 256,
+				&r, &err) == 0, "%s", err.msg);
 	CHECK(ts_devring_export(r, &h, &err) == 0, "%s", err.msg);
 	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 		int n = ns[k], in[8], out[8];
@@ -210,8 +226,8 @@ static void bench_trainers(void)
 			double g = bytes / (t1 - t0) / 1e9;
 			min = g < min ? g : min;
 		}
-		printf("trainers_%d_total_GBps: %.1f\n", n, total / (last - first) / 1e9);
-		printf("trainers_%d_min_per_trainer_GBps: %.1f\n", n, min);
+		printf("trainers_%d_copy_out_total_GBps: %.1f\n", n, total / (last - first) / 1e9);
+		printf("trainers_%d_copy_out_min_per_trainer_GBps: %.1f\n", n, min);
 		fflush(stdout);
 	}
 	ts_devring_destroy(r);
@@ -223,7 +239,7 @@ int main(int argc, char **argv)
 	struct ts_error err = {0};
 
 	if (argc == 2 && strcmp(argv[1], "trainer") == 0)
-		return trainer(20);
+		return trainer(small() ? 2 : 20);
 	setvbuf(stdout, NULL, _IOLBF, 0);   /* lines survive a timeout */
 	need_gpu("bench-gpu");
 	CHECK(ts_cuda_info(0, &info, &err) == 0, "%s", err.msg);

@@ -2,12 +2,17 @@
 PyTorch trainer processes (default 4), for tests/gpu/run on a GPU host.
 
 Each trainer is a separate process with a tsrun.Loader(device="cuda:0")
-on the device ring; it touches every batch on the GPU (a reduction, so
-the batch is really read), synchronises, and reports its sample count
-and the CLOCK_MONOTONIC times of its first and last batch. The figure is
-all samples over the span from the first trainer's first batch to the
-last trainer's last one. Prints "key: value" lines; exit 77 without
-torch, CUDA or a GPU, 1 when a trainer is not on the device ring.
+(the default: its own copy of each batch, made on the GPU from the device
+ring, source "device-ring (device copy)"); it touches every batch on the
+GPU (a reduction, so the batch is really read), synchronises, and reports
+its sample count and the CLOCK_MONOTONIC times of its first and last
+batch. Every trainer gets every image, so two figures: the producer's
+rate (the images of the stream, each once, over the span from the first
+trainer's first batch to the last trainer's last one) and each trainer's
+own (its images over its own span; slowest, median, fastest). Prints
+"key: value" lines; exit 77 without torch, CUDA or a GPU (the expected
+source string is checked against the Loader first), 1 when a trainer is
+not on the device ring.
 
     python3 bench-loader.py [TRAINERS] [IMAGES]
 """
@@ -18,6 +23,7 @@ import tempfile
 import time
 
 SKIP = 77
+SOURCE = "device-ring (device copy)"   # Loader(device=...).source
 
 TRAINER = r"""
 import os, sys, time, warnings
@@ -48,6 +54,11 @@ def main():
     except ImportError as e:
         print(f"SKIP: torch is missing ({e})")
         return SKIP
+    import tsrun.loader
+    with open(tsrun.loader.__file__, encoding="utf-8") as f:
+        if f'"{SOURCE}"' not in f.read():
+            print(f"FAIL: the Loader never reports {SOURCE!r}")
+            return 1
     if not torch.cuda.is_available():
         print("SKIP: torch.cuda.is_available() is false")
         return SKIP
@@ -89,8 +100,8 @@ serve train {{
                 continue
             n, t0, t1, source = out.split()
             rows.append((int(n), float(t0), float(t1)))
-            if source != "device-ring_(zero-copy)":
-                print(f"FAIL: a trainer read {source}, not the device ring in place")
+            if source != SOURCE.replace(" ", "_"):
+                print(f"FAIL: a trainer read {source}, not {SOURCE!r}")
                 bad += 1
         try:
             proc.wait(timeout=60)
@@ -102,11 +113,19 @@ serve train {{
             print(f"FAIL: tsrun did not serve a device ring:\n{text}")
             bad += 1
         if rows:
-            total = sum(r[0] for r in rows)
             span = max(r[2] for r in rows) - min(r[1] for r in rows)
+            each = sorted(r[0] / (r[2] - r[1]) for r in rows)
             print(f"loader_trainers: {len(rows)}")
             print(f"loader_images_per_trainer: {rows[0][0]}")
-            print(f"loader_{trainers}_trainers_images_per_s: {total / span:.0f}")
+            if any(r[0] != rows[0][0] for r in rows):
+                print(f"FAIL: the trainers got {sorted(r[0] for r in rows)} images, "
+                      f"not each the whole stream")
+                bad += 1
+            # every trainer gets every image: the producer made each once
+            print(f"loader_producer_images_per_s: {rows[0][0] / span:.0f}")
+            print(f"loader_per_trainer_images_per_s_min: {each[0]:.0f}")
+            print(f"loader_per_trainer_images_per_s_median: {each[len(each) // 2]:.0f}")
+            print(f"loader_per_trainer_images_per_s_max: {each[-1]:.0f}")
     return 1 if bad else 0
 
 

@@ -1,16 +1,23 @@
 """device-loader.py - the device ring end to end on a GPU host.
 
 `tsrun run` serves a pipeline ending in device(cuda); in one process a
-tsrun.Loader(device="cuda") and a plain CPU Loader consume the same
-samples. The device batches must view the producer's device ring without
-a copy (same GPU) and equal torch's own finishing of the host ring's
-uint8 NHWC samples: (x / 255 - mean) / std, NCHW. float32 and float16.
-The device ring must really be used: the loader's source is checked
-after the first batch (a loader falls back to copying host batches, or
-to copying device batches, with a RuntimeWarning, and says so in
-``source`` only once it tried), every RuntimeWarning is an error, and on
-the producer's own GPU nothing but "device-ring (zero-copy)" passes.
-Exit 77 (skip) without torch, without CUDA or without a GPU.
+tsrun.Loader(device="cuda"), one with raw_views=True and a plain CPU
+Loader consume the same samples. The default device Loader copies each
+batch out of the producer's device ring on the GPU (its own tensors:
+source "device-ring (device copy)"); the raw_views one views the ring in
+place on the producer's GPU ("device-ring (zero-copy)"). Both must equal
+torch's own finishing of the host ring's uint8 NHWC samples:
+(x / 255 - mean) / std, NCHW; float32 and float16. The device ring must
+really be used: the loaders' sources are checked after the first batch
+(a loader falls back with a RuntimeWarning, and says so in ``source``
+only once it tried), and every RuntimeWarning is an error.
+
+The source strings expected here are first checked against the Loader's
+own code, so a renamed source fails on any host, not first on a GPU.
+Without a CUDA build of torch (tests/gpu/run --fake, against the stand-in
+runtime) the producer's side still runs: tsrun must serve the device ring
+and the CPU Loader get every sample; then exit 77 for the device part.
+Exit 77 (skip) without torch.
 """
 import os
 import subprocess
@@ -22,22 +29,66 @@ import warnings
 SKIP = 77
 
 
+# what Loader.source reads for each device path (tensorsocket(7))
+SOURCES = {"copy": "device-ring (device copy)", "raw": "device-ring (zero-copy)"}
+
+
+def sources_known():
+    """Each expected source string is one the Loader can report."""
+    import tsrun.loader
+    with open(tsrun.loader.__file__, encoding="utf-8") as f:
+        text = f.read()
+    bad = 0
+    for kind, want in SOURCES.items():
+        # the Loader builds the raw one as "device-ring (%s)" % "zero-copy"
+        parts = [want] if kind == "copy" else ['"device-ring (%s)"', '"zero-copy"']
+        if not all(p.strip('"') in text for p in parts):
+            print(f"FAIL: the Loader never reports {want!r} (expected for {kind})")
+            bad += 1
+    return bad
+
+
+def passes(torch, cuda, loaders, n):
+    """n passes of the loaders in step (as zip), each next() under
+    torch's sync debug mode "error" on a GPU; a string says which one
+    synchronised."""
+    for _ in range(n):
+        its = [iter(l) for l in loaders]
+        while True:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("error")
+            try:
+                got = [next(it) for it in its]
+            except StopIteration:
+                break
+            except RuntimeError as e:
+                if "synchroniz" not in str(e):
+                    raise
+                yield f"next() synchronised the host with the GPU: {e}"
+                return
+            finally:
+                if cuda:
+                    torch.cuda.set_sync_debug_mode(0)
+            yield got
+
+
 def main():
     try:
         import torch
     except ImportError as e:
         print(f"SKIP: torch is missing ({e})")
         return SKIP
-    if not torch.cuda.is_available():
-        print("SKIP: torch.cuda.is_available() is false (no GPU or a CPU-only torch)")
-        return SKIP
     if os.environ.get("TS_LIBTSCLIENT"):
         os.environ["TSRUN_LIBTSCLIENT"] = os.environ["TS_LIBTSCLIENT"]
     import tsrun
+    failures = sources_known()
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        print("torch.cuda.is_available() is false (a CPU-only torch, or no GPU): "
+              "the producer's side only")
 
     tsrun_bin = os.environ["TSRUN"]
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-    failures = 0
     for dtype, tol in (("float32", 1e-5), ("float16", 2e-3)):
         with tempfile.TemporaryDirectory(prefix="tsrun-gpu-") as tmp:
             sock = os.path.join(tmp, "s.sock")
@@ -55,8 +106,9 @@ serve train {{
 }}
 """)
             log = open(os.path.join(tmp, "run.err"), "w+")
+            kinds = ("copy", "raw") if cuda else ()
             proc = subprocess.Popen([tsrun_bin, "run", os.path.join(tmp, "p.ts"),
-                                     "--wait", "2"], stderr=log)
+                                     "--wait", str(1 + len(kinds))], stderr=log)
             try:
                 for _ in range(200):
                     if os.path.exists(sock):
@@ -64,34 +116,43 @@ serve train {{
                     time.sleep(0.05)
                 # a fallback of the loader warns: here that is a failure
                 warnings.simplefilter("error", RuntimeWarning)
-                dev = tsrun.Loader(sock, batch_size=32, join="next_epoch",
-                                   device="cuda:0", timeout=60)
+                devs = [tsrun.Loader(sock, batch_size=32, join="next_epoch", device="cuda:0",
+                                     raw_views=(k == "raw"), timeout=60) for k in kinds]
                 host = tsrun.Loader(sock, batch_size=32, join="next_epoch", timeout=60)
                 m = torch.tensor(mean).view(1, 3, 1, 1)
                 s = torch.tensor(std).view(1, 3, 1, 1)
                 n = worst = 0
-                # two epochs: one pass of both loaders each
-                for (di, dl), (hi, hl) in (p for _ in range(2) for p in zip(dev, host)):
-                    if n == 0:
-                        # what the loader settled on, once it has a batch
-                        print(f"{dtype}: device loader source: {dev.source}")
-                        if dev.source != "device-ring (zero-copy)":
-                            print(f"FAIL: {dtype}: tsrun runs on cuda:0, the loader too, "
-                                  f"but it reads {dev.source!r}, not the device ring "
-                                  f"in place")
-                            failures += 1
-                            break
-                    assert di.is_cuda and di.dtype == getattr(torch, dtype), di.dtype
-                    assert di.shape == (hi.shape[0], 3, 40, 40), di.shape
-                    ref = (hi.permute(0, 3, 1, 2).float() / 255 - m) / s
-                    diff = float((di.float().cpu() - ref).abs().max())
-                    worst = max(worst, diff)
-                    if diff > tol or not torch.equal(dl.cpu(), hl):
-                        print(f"FAIL: {dtype}: batch at {dev.index}: max diff {diff}")
+                # two epochs: one pass of every loader each; on a GPU no
+                # next() may synchronise the host with the GPU (a label
+                # copy from pageable memory would, every batch)
+                for batches in passes(torch, cuda, [host] + devs, 2):
+                    if isinstance(batches, str):
+                        print(f"FAIL: {dtype}: {batches}")
                         failures += 1
                         break
-                    n += di.shape[0]
-                dev.close()
+                    (hi, hl), rest = batches[0], batches[1:]
+                    assert hi.dtype == torch.uint8 and hi.shape[1:] == (40, 40, 3), hi.shape
+                    if n == 0:
+                        # what the loaders settled on, once they have a batch
+                        for k, dev in zip(kinds, devs):
+                            print(f"{dtype}: device loader ({k}) source: {dev.source}")
+                            if dev.source != SOURCES[k]:
+                                print(f"FAIL: {dtype}: tsrun runs on cuda:0, the loader "
+                                      f"({k}) too, but it reads {dev.source!r}, not "
+                                      f"{SOURCES[k]!r}")
+                                failures += 1
+                    ref = (hi.permute(0, 3, 1, 2).float() / 255 - m) / s
+                    for k, (di, dl) in zip(kinds, rest):
+                        assert di.is_cuda and di.dtype == getattr(torch, dtype), di.dtype
+                        assert di.shape == (hi.shape[0], 3, 40, 40), di.shape
+                        diff = float((di.float().cpu() - ref).abs().max())
+                        worst = max(worst, diff)
+                        if diff > tol or not torch.equal(dl.cpu(), hl):
+                            print(f"FAIL: {dtype}: {k}: batch at {host.index}: max diff {diff}")
+                            failures += 1
+                    n += hi.shape[0]
+                for dev in devs:
+                    dev.close()
                 host.close()
                 print(f"{dtype}: {n} samples, max |device - torch| = {worst:.2e}")
                 if n != 1200:
@@ -110,8 +171,14 @@ serve train {{
                 if proc.returncode != 0:
                     print(f"FAIL: {dtype}: tsrun exited {proc.returncode}:\n{text}")
                     failures += 1
-    print("ok" if failures == 0 else f"{failures} failure(s)")
-    return 0 if failures == 0 else 1
+    if failures:
+        print(f"{failures} failure(s)")
+        return 1
+    if not cuda:
+        print("SKIP: the producer's side passed; the device Loaders need a CUDA build of torch")
+        return SKIP
+    print("ok")
+    return 0
 
 
 if __name__ == "__main__":

@@ -60,4 +60,49 @@ else
 fi
 grep -q 'summary: 40 images served' "$tmp/run.err" || fail "not 40 images served"
 head -2 "$tmp/run.err"
+
+# Against the stand-in runtime (tests/gpu/run --fake): a device ring that
+# fails to start (cudaMalloc refused) falls back to the host ring, says
+# why, and gives back what the start took: no block and no context left
+# on the GPU while it serves the host ring.
+if [ "${TS_FAKE_CUDART:-0}" = 1 ]; then
+	rm -f "$tmp/report" "$tmp/s.sock"
+	FAKE_CUDART_FAIL_MALLOC=1 FAKE_CUDART_REPORT="$tmp/report" timeout 30 "$TSRUN" run "$tmp/p.ts" \
+		>"$tmp/run.out" 2>"$tmp/run.err" &
+	pid=$!
+	i=0
+	while [ ! -S "$tmp/s.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -S "$tmp/s.sock" ] || fail "no socket (failed device start)"
+	timeout 20 "$TSRUN" consume "$tmp/s.sock" >"$tmp/consume" 2>&1 || fail "consume: $(cat "$tmp/consume")"
+	wait "$pid"
+	rc=$?
+	pid=
+	[ $rc -eq 0 ] || fail "tsrun run exited $rc after a failed device start"
+	grep -q 'device(cuda): .*cudaMalloc.*; serving uint8 NHWC batches from the CPU ring instead' "$tmp/run.err" ||
+		fail "the failed device start was not reported with its cause"
+	grep -q 'contexts_left 0 blocks_left 0' "$tmp/report" ||
+		fail "the failed device start left on the GPU: $(cat "$tmp/report" 2>/dev/null)"
+	echo "failed device start: host ring served, nothing left on the GPU"
+
+	# page-locking the host ring takes 3 s here: serving must not wait
+	# for it (the socket and the first batches come at once)
+	rm -f "$tmp/s.sock"
+	t0=$(date +%s.%N)
+	FAKE_CUDART_REGISTER_DELAY_MS=3000 timeout 30 "$TSRUN" run "$tmp/p.ts" \
+		>"$tmp/run.out" 2>"$tmp/run.err" &
+	pid=$!
+	i=0
+	while [ ! -S "$tmp/s.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -S "$tmp/s.sock" ] || fail "no socket (slow registration)"
+	timeout 20 "$TSRUN" consume "$tmp/s.sock" >"$tmp/consume" 2>&1 || fail "consume: $(cat "$tmp/consume")"
+	t1=$(date +%s.%N)
+	wait "$pid"
+	rc=$?
+	pid=
+	[ $rc -eq 0 ] || fail "tsrun run exited $rc with a slow registration"
+	awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 2.5) }' ||
+		fail "the stream waited for the host ring's registration ($t0 to $t1)"
+	grep -q 'finishing on GPU' "$tmp/run.err" || fail "no device ring with a slow registration"
+	echo "slow registration: served at once, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s to the last batch"
+fi
 echo "ok"

@@ -122,6 +122,12 @@ class DevInfo(_Repr, ctypes.Structure):
                 ("ipc", ctypes.c_ubyte * 64)]
 
 
+class Fallback(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("normalize", ctypes.c_int),
+                ("mean", ctypes.c_float * 4), ("std", ctypes.c_float * 4),
+                ("why", ctypes.c_char * 128)]
+
+
 class Span(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t),
                 ("data", ctypes.c_void_p)]
@@ -328,6 +334,9 @@ def load_library():
         lib.ts_client_device_info.argtypes = [ctypes.c_void_p, ctypes.POINTER(DevInfo),
                                               ctypes.POINTER(Error)]
         lib.ts_client_device_info.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_device_fallback"):
+        lib.ts_client_device_fallback.argtypes = [ctypes.c_void_p, ctypes.POINTER(Fallback)]
+        lib.ts_client_device_fallback.restype = ctypes.c_int
     if hasattr(lib, "ts_client_device_open"):
         lib.ts_client_device_open.argtypes = [ctypes.c_void_p, ctypes.c_int,
                                               ctypes.POINTER(ctypes.c_void_p),
@@ -352,6 +361,10 @@ def load_library():
         lib.ts_client_device_record_use.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                                     ctypes.POINTER(Error)]
         lib.ts_client_device_record_use.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_device_set_outstanding"):
+        lib.ts_client_device_set_outstanding.argtypes = [ctypes.c_void_p, ctypes.c_uint,
+                                                         ctypes.POINTER(Error)]
+        lib.ts_client_device_set_outstanding.restype = ctypes.c_int
         lib.ts_client_device_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch),
                                               ctypes.POINTER(Error)]
         lib.ts_client_device_next.restype = ctypes.c_int

@@ -15,6 +15,7 @@ from . import _lib
 from . import _tensors as _shapes
 from . import mixup as _mixup
 from ._batches import Keeper
+from . import errors as _lib_errors
 from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
                      raise_for)
 
@@ -24,6 +25,34 @@ from .errors import (E_AGAIN, E_EOS, E_STATE, E_TIMEDOUT, TsrunError, Timeout,
 _SLICE_MS = 50
 
 _DTYPES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
+
+
+def _pinned_labels(torch, b):
+    """b's labels as int64 in pinned memory, so that their copy to the GPU
+    is queued on the current stream (non_blocking) rather than a copy from
+    pageable memory that waits on the host for the GPU (every batch would
+    then drain the pipeline). PyTorch's caching host allocator keeps the
+    pinned block until that copy has run."""
+    return torch.tensor(b.labels[:b.n], dtype=torch.int64).pin_memory()
+
+
+def _fallback_convert(fb):
+    """uint8 NHWC -> the dtype and normalization device(cuda) promised,
+    NCHW: y = (x / 255 - mean[c]) / std[c] (x / 255 without mean/std),
+    where the batch is (the trainer's GPU when it has one)."""
+    import torch
+    dtype = {2: torch.float16, 3: torch.float32}[fb.dtype]
+    mean, std = list(fb.mean), list(fb.std)
+
+    def convert(images):
+        x = images.permute(0, 3, 1, 2).to(torch.float32).div_(255)
+        if fb.normalize:
+            c = x.shape[1]
+            m = torch.tensor(mean[:c], device=x.device).view(1, c, 1, 1)
+            s = torch.tensor(std[:c], device=x.device).view(1, c, 1, 1)
+            x = x.sub_(m).div_(s)
+        return x.to(dtype).contiguous()
+    return convert
 
 
 class _CudaView:
@@ -187,6 +216,19 @@ class Loader:
                 (``loader.source`` "device-ring (device copy)"), else
                 from the pinned host ring ("host-ring (copy)"); without
                 CUDA a warning and CPU tensors
+    outstanding  with a device ring: how many batches (1 to 8, default 2)
+                may be out at once, so that the host takes the next batch
+                while the GPU still copies or reads the last one; each
+                goes back once the work recorded on it has finished
+    device_fallback  "raise" (the default) or "convert": when the
+                producer's pipeline ends in device(cuda) but it serves the
+                CPU ring's uint8 NHWC samples instead (no usable GPU
+                there; the welcome says why), Loader(device=...) raises
+                TsrunError with the producer's reason, or with "convert"
+                warns and finishes each batch here as device(cuda)
+                promised (float NCHW, normalized; ``source``
+                "host-ring (converted: device fallback)"). Without device
+                the uint8 batches are handed out as they are.
     raw_views   False (the default): every batch is an ordinary tensor
                 (below). True: read-only zero-copy views of the shared
                 ring, valid only until the next batch is asked for; a
@@ -262,7 +304,7 @@ class Loader:
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
                  pin_memory=False, timeout=None, device=None, raw_views=False,
                  job=None, rank=None, world_size=None, job_drop_last=False,
-                 mixup=None, connect_timeout=0):
+                 mixup=None, connect_timeout=0, device_fallback="raise", outstanding=2):
         import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
         if join not in ("now", "next_epoch"):
@@ -320,8 +362,11 @@ class Loader:
         # views(...): a list of one tensor per view instead of one tensor
         self._views = _shapes.views(self._lib, self._client)
         self.mixup = None
+        self._convert = None  # device_fallback="convert": the promised finish
         if device is not None:
+            self._check_fallback(device, device_fallback)
             self._open_device(torch, device)
+            self._set_outstanding(outstanding)
             if self._device is not None and self._dev is None:
                 pin_memory = True  # host batches: copy from the pinned ring
         if pin_memory:
@@ -656,7 +701,12 @@ class Loader:
             # The trainer's kernels queued so far on the current stream
             # read the batch: ts_client_device_next waits for them.
             stream = torch.cuda.current_stream(self._device).cuda_stream
-            self._lib.ts_client_device_record_use(self._dev, stream, None)
+            err = _lib.Error()
+            rc = self._lib.ts_client_device_record_use(self._dev, stream, ctypes.byref(err))
+            if rc < 0:
+                # no use recorded: the slots would go back under the
+                # trainer's kernels
+                raise_for(rc, err)
         elif self._device is None and self._pinned:
             # Raw views of the pinned ring: the trainer's non_blocking
             # copies, queued on the current stream, must be done.
@@ -700,7 +750,7 @@ class Loader:
                                                            ctypes.byref(err))
             if rc < 0:
                 raise_for(rc, err)
-        labels = torch.tensor(b.labels[:b.n], dtype=torch.int64).to(self._device)
+        labels = _pinned_labels(torch, b).to(self._device, non_blocking=True)
         return images, labels
 
     def _ring_view(self, b, dtype):
@@ -712,8 +762,55 @@ class Loader:
             warnings.simplefilter("ignore")  # read-only memory: documented
             return _shapes.batch_view(torch.frombuffer(buf, dtype=dtype), b, self.shape)
 
+    def _check_fallback(self, device, mode):
+        """The producer's pipeline ends in device(cuda) but it serves the
+        host ring's uint8 NHWC samples: never hand them out as if they
+        were the promised float NCHW batches. Raise, or with
+        device_fallback="convert" finish each batch here as device(cuda)
+        would have (on the trainer's device when it has CUDA)."""
+        if mode not in ("raise", "convert"):
+            self.close()
+            raise ValueError("device_fallback must be 'raise' or 'convert', got %r"
+                             % (mode,))
+        fb = _lib.Fallback()
+        if not hasattr(self._lib, "ts_client_device_fallback") or \
+                not self._lib.ts_client_device_fallback(self._client, ctypes.byref(fb)):
+            return
+        why = fb.why.decode("utf-8", "replace")
+        if mode == "raise":
+            self.close()
+            raise TsrunError(_lib_errors.E_NODEV,
+                             "tsrun.Loader(device=%r): the producer's pipeline ends in "
+                             "device(cuda), but it serves uint8 NHWC batches from the CPU "
+                             "ring instead (%s); pass device_fallback='convert' to finish "
+                             "them here as %s NCHW, or fix the producer's GPU"
+                             % (device, why, _DTYPES[fb.dtype]))
+        self.source = "host-ring (converted: device fallback)"
+        self._convert = _fallback_convert(fb)
+        warnings.warn("tsrun.Loader: the producer serves the CPU ring instead of its "
+                      "device ring (%s); converting each batch to %s NCHW here"
+                      % (why, _DTYPES[fb.dtype]), RuntimeWarning, stacklevel=3)
+
+    def _set_outstanding(self, k):
+        """More than one batch out on the device ring
+        (ts_client_device_set_outstanding): the host runs ahead of the GPU
+        instead of waiting for each batch's copy before the next."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 8:
+            self.close()
+            raise ValueError("outstanding must be an integer from 1 to 8, got %r" % (k,))
+        if self._dev is None or k == 1 or \
+                not hasattr(self._lib, "ts_client_device_set_outstanding"):
+            return
+        err = _lib.Error()
+        rc = self._lib.ts_client_device_set_outstanding(self._dev, k, ctypes.byref(err))
+        if rc < 0:
+            self.close()
+            raise_for(rc, err)
+
     def _tensors(self, b):
         images, labels = self._tensors_one(b)
+        if self._convert is not None:
+            images = self._convert(images)
         if self._views:  # views(...): [n, *shape] per view
             images = _shapes.split_views(images, self._views)
         return images, labels
@@ -752,6 +849,8 @@ class Loader:
         if self._device is not None:
             import torch.cuda
             images = _shapes.to_device(images, self._device)
+            if not labels.is_pinned():
+                labels = labels.pin_memory()  # else .to() waits on the host
             labels = labels.to(self._device, non_blocking=True)
             self._event = torch.cuda.Event()
             self._event.record()
