@@ -26,7 +26,7 @@ extern "C" {
 /* The project's version (meson.build), major.minor: the libraries' symbol
  * nodes are TSRUN_<major>.<minor> and TSCLIENT_<major>.<minor> */
 #define TSRUN_VERSION_MAJOR 0
-#define TSRUN_VERSION_MINOR 2
+#define TSRUN_VERSION_MINOR 3
 
 struct ts_pipeline;
 struct ts_stream;
