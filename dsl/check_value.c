@@ -34,7 +34,7 @@ static void type_error(struct ts_check *c, const char *what, const struct ts_par
 	char got[96];
 
 	if (v->kind == TS_AST_WORD && p->type != TS_PT_WORD &&
-	    !(p->type == TS_PT_THREADS)) {
+	    !(p->type == TS_PT_THREADS || p->type == TS_PT_SIZE_AUTO)) {
 		const char *s = ts_check_suggest_stmt(c->prog, TS_AST_LET, v->str);
 		char hint[192];
 		if (s)
@@ -83,7 +83,7 @@ static void range_phrase(const struct ts_param *p, char *buf, size_t n)
 
 	fmt_num(p->min, a, sizeof(a));
 	fmt_num(p->max, b, sizeof(b));
-	if (p->type == TS_PT_SIZE) {
+	if (p->type == TS_PT_SIZE || p->type == TS_PT_SIZE_AUTO) {
 		ts_plan_format_size((uint64_t)p->min, a, sizeof(a));
 		ts_plan_format_size((uint64_t)p->max, b, sizeof(b));
 	}
@@ -114,7 +114,7 @@ static int check_bounds(struct ts_check *c, const char *what,
 	range_phrase(p, range, sizeof(range));
 	if (text && *text && (huge || x < 0))
 		snprintf(got, sizeof(got), "%s", text);
-	else if (p->type == TS_PT_SIZE && x >= 0)
+	else if ((p->type == TS_PT_SIZE || p->type == TS_PT_SIZE_AUTO) && x >= 0)
 		ts_plan_format_size((uint64_t)x, got, sizeof(got));
 	else
 		fmt_num(x, got, sizeof(got));
@@ -323,6 +323,19 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 		out->hi = hi->num;
 		return 0;
 	}
+	case TS_PT_SIZE_AUTO:
+		if (v->kind == TS_AST_WORD && strcmp(v->str, "auto") == 0) {
+			out->is_auto = true;
+			out->num = 0;
+			return 0;
+		}
+		if (v->kind == TS_AST_WORD) {
+			ts_check_err(c, loc, "write a size such as 4 GiB, auto, or 0 for none",
+			    "%s '%s' expects %s, got '%s'", what, p->name,
+			    ts_registry_type_desc(p->type), v->str);
+			return -1;
+		}
+		/* fall through */
 	case TS_PT_SIZE:
 		if (v->kind != TS_AST_NUM)
 			goto type;

@@ -16,4 +16,9 @@ struct ts_pipeline *ts_pipeline_wrap(struct ts_plan *plan);
 /* The plan inside a pipeline (owned by it). */
 const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p);
 
+/* The running engine's figures (the decoded cache's among them, which
+ * struct ts_stream_stats does not carry). */
+struct ts_engine_stats;
+void ts_stream_engine_stats(const struct ts_stream *s, struct ts_engine_stats *st);
+
 #endif
