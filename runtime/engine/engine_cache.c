@@ -8,11 +8,15 @@
  * could, and costs no bookkeeping on the hot path).
  *
  * What an entry holds (engine_load.c decides, per item):
- *   - a frame (resume 0): the decode at full scale of the whole image,
+ *   - a frame (resume 0): the decode of the whole image at one DCT scale,
  *     before the op fused into the decode, when that op draws (a random
- *     crop): a request the decoder would serve at full scale is then the
- *     frame's window, pixel for pixel (decode.h, Exactness), and one it
- *     would serve at a reduced DCT scale reads and decodes the file;
+ *     crop): a request the decoder serves at that scale is then the
+ *     frame's window, pixel for pixel (decode.h, Exactness: a region at
+ *     scale n/8 is the whole image's n/8 decode cropped), and one it
+ *     serves at another reads and decodes the file. The scale is the one
+ *     most of the item's requests get (16 draws of the op's box for its
+ *     size at admission): full scale for a 224 crop of a 500 x 375 photo,
+ *     4/8 for a 96 crop of it;
  *   - an image (resume k > 0): what the sample is before ops[k], when
  *     nothing before it drew (a fixed resize or crop fused into the
  *     decode, and the ops after it that drew nothing for this item): it
@@ -157,7 +161,7 @@ static uint64_t reserve(struct ts_engine_cache *c, uint64_t n)
 }
 
 bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
-			 int resume, int format)
+			 int resume, const struct ts_cache_frame *fr)
 {
 	struct ts_cache_entry *en = &c->ent[id];
 	size_t row = (size_t)img->width * (size_t)img->channels * ts_dtype_size(img->dtype);
@@ -177,7 +181,10 @@ bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts
 	en->resume = (uint16_t)resume;
 	en->channels = (uint8_t)img->channels;
 	en->dtype = (uint8_t)img->dtype;
-	en->format = (uint8_t)format;
+	en->format = fr ? (uint8_t)fr->format : 0;
+	en->scale = fr ? (uint8_t)fr->scale : 8;
+	en->full_w = fr ? (uint16_t)fr->full_w : 0;
+	en->full_h = fr ? (uint16_t)fr->full_h : 0;
 	ATOMIC_ADD_RELAXED(&c->items, 1);
 	/* release: the fields and pixels above are written when a reader
 	 * sees READY */

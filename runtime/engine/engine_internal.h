@@ -147,19 +147,21 @@ struct ts_engine {
 	bool joined;
 };
 
-/* engine_cache.c: one item's entry. resume 0: a full-scale frame of the
- * whole image, before the decode's fused op; k > 0: the image before
- * ops[k]. format: enum ts_format of the file (the decode's geometry). */
+/* engine_cache.c: one item's entry. resume 0: a frame of the whole
+ * image decoded at DCT scale scale/8, before the decode's fused op (the
+ * file's full size and format in full_w, full_h, format: the decode's
+ * geometry); k > 0: the image before ops[k]. */
 struct ts_cache_entry {
 	uint64_t off;             /* pixels at the arena's base + off */
-	uint32_t width, height;
+	uint32_t width, height;   /* of the pixels held */
+	uint16_t full_w, full_h;  /* frames: the file's size */
 	uint16_t resume;
-	uint8_t channels, dtype, format;
+	uint8_t channels, dtype, format, scale;
 	uint8_t state;            /* through barrier.h (engine_cache.c) */
 };
-#define TS_CACHE_ENTRY_BYTES 24
+#define TS_CACHE_ENTRY_BYTES 32
 _Static_assert(sizeof(struct ts_cache_entry) == TS_CACHE_ENTRY_BYTES,
-	       "the plan's figures and tsrun-pipeline(5) count 24 bytes an item");
+	       "the plan's figures and tsrun-pipeline(5) count 32 bytes an item");
 enum { TS_CACHE_HIT, TS_CACHE_MISS, TS_CACHE_BYPASS };
 struct ts_engine_cache;
 /* Whether plan's samples can be cached (files decoded, and not in bands);
@@ -177,8 +179,11 @@ const struct ts_cache_entry *ts_engine_cache_get(const struct ts_engine_cache *c
 						 uint32_t id);
 bool ts_engine_cache_claim(struct ts_engine_cache *c, uint32_t id);
 void ts_engine_cache_abandon(struct ts_engine_cache *c, uint32_t id);
+struct ts_cache_frame {
+	int full_w, full_h, format, scale; /* a frame's (resume 0); else 0 */
+};
 bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
-			 int resume, int format);
+			 int resume, const struct ts_cache_frame *fr);
 struct ts_image ts_engine_cache_image(const struct ts_engine_cache *c,
 				      const struct ts_cache_entry *en);
 void ts_engine_cache_count(struct ts_engine_cache *c, int what);

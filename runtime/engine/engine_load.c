@@ -243,29 +243,32 @@ static int copy_image(struct ts_image *dst, const struct ts_image *src, struct t
 }
 
 /*
- * The sample from a full-scale frame of its item (the decoded cache's),
- * as the decoder would have made it from the file: when the request
- * decodes at full scale, its output is the frame's window (decode.h,
- * Exactness), which the fused op's resample then reads; *served false when
- * it would decode at a reduced DCT scale (the frame cannot stand in: the
- * caller decodes the file).
+ * The sample from a frame of its item (the decoded cache's: the whole
+ * image at DCT scale fr->scale / 8), as the decoder would have made it
+ * from the file: when the request decodes at that scale, its output is the
+ * frame's window (decode.h, Exactness: scaled columns floor(roi_x * s) ..
+ * ceil((roi_x + roi_w) * s) - 1, clamped), which the fused op's resample
+ * then reads; *served false when it decodes at another scale (the frame
+ * cannot stand in: the caller decodes the file).
  */
 static int from_frame(struct worker *w, const struct decode_plan *dp,
-		      const struct ts_image *frame, int format, uint64_t epoch,
-		      uint64_t index, bool *served, struct ts_error *err)
+		      const struct ts_image *frame, const struct ts_cache_frame *fr,
+		      uint64_t epoch, uint64_t index, bool *served, struct ts_error *err)
 {
-	struct ts_decode_info info = {.format = (enum ts_format)format,
-				      .width = frame->width, .height = frame->height};
+	struct ts_decode_info info = {.format = (enum ts_format)fr->format,
+				      .width = fr->full_w, .height = fr->full_h};
 	struct ts_decode_geom g;
 	*served = false;
-	if (ts_decoder_geometry(&info, &dp->req, &g, NULL) < 0 || g.scale_num != 8)
+	if (ts_decoder_geometry(&info, &dp->req, &g, NULL) < 0 || g.scale_num != fr->scale)
 		return 0;
-	*served = true;
 	const struct ts_decode_req *r = &dp->req;
 	bool whole = r->roi_w <= 0 || r->roi_h <= 0;
-	struct ts_image v = ts_image_view(frame, whole ? 0 : r->roi_x, whole ? 0 : r->roi_y,
-					  whole ? frame->width : r->roi_w,
-					  whole ? frame->height : r->roi_h);
+	int x0 = whole ? 0 : (int)((long long)r->roi_x * g.scale_num / 8);
+	int y0 = whole ? 0 : (int)((long long)r->roi_y * g.scale_num / 8);
+	if (x0 + g.out_w > frame->width || y0 + g.out_h > frame->height)
+		return 0; /* not this frame's geometry: decode the file */
+	*served = true;
+	struct ts_image v = ts_image_view(frame, x0, y0, g.out_w, g.out_h);
 	uint64_t t = ts_prof_now();
 	int rc;
 	if (!dp->apply_after && dp->resample && (v.width != dp->tw || v.height != dp->th)) {
@@ -283,6 +286,29 @@ static int from_frame(struct worker *w, const struct decode_plan *dp,
 	}
 	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
+}
+
+/* The DCT scale (eighths) a frame of item id is kept at: the one most of
+ * its requests get, from 16 draws of the fused op's box on streams no
+ * sample uses (the item's size decides it, not which draws); the larger
+ * on a tie. PNG: full scale. */
+static int frame_scale(const struct worker *w, const struct ts_op *op,
+		       const struct ts_decode_info *info, uint32_t id)
+{
+	int count[9] = {0};
+	for (uint64_t k = 0; k < 16; k++) {
+		struct decode_plan dp;
+		struct ts_decode_geom g;
+		plan_decode(w, op, info, UINT64_MAX - k, id, &dp);
+		if (ts_decoder_geometry(info, &dp.req, &g, NULL) == 0 && g.scale_num >= 1 &&
+		    g.scale_num <= 8)
+			count[g.scale_num]++;
+	}
+	int best = 8;
+	for (int n = 4; n >= 1; n /= 2)
+		if (count[n] > count[best])
+			best = n;
+	return best;
 }
 
 /* A claim on the decoded cache's entry of the item being decoded. */
@@ -314,16 +340,21 @@ static int decode_item(struct worker *w, const struct ts_op *op, const uint8_t *
 	struct decode_plan dp;
 	plan_decode(w, op, &info, epoch, index, &dp);
 	if (fc && fc->claimed && keeps_frame(&dp)) {
-		struct ts_decode_req full = {.color = op->color, .depth = op->depth};
-		rc = ts_decoder_decode(w->dec, buf, len, &full, &w->fill, NULL, err);
+		struct ts_cache_frame fr = {.full_w = info.width, .full_h = info.height,
+					    .format = (int)info.format,
+					    .scale = frame_scale(w, op, &info, fc->id)};
+		struct ts_decode_req whole = {.color = op->color, .depth = op->depth,
+					      .scale_num = fr.scale};
+		rc = ts_decoder_decode(w->dec, buf, len, &whole, &w->fill, NULL, err);
 		ts_prof_add(TS_PROF_DECODE, t);
 		ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats */
 		if (rc)
 			return rc;
-		ts_engine_cache_put(w->e->cache, fc->id, &w->fill, 0, (int)info.format);
+		ts_image_compact(&w->fill);
+		ts_engine_cache_put(w->e->cache, fc->id, &w->fill, 0, &fr);
 		fc->claimed = false;
 		bool served;
-		rc = from_frame(w, &dp, &w->fill, (int)info.format, epoch, index, &served, err);
+		rc = from_frame(w, &dp, &w->fill, &fr, epoch, index, &served, err);
 		if (rc || served)
 			return rc;
 		t = ts_prof_now();
@@ -364,12 +395,14 @@ static int from_cache(struct worker *w, const struct ts_cache_entry *en, uint64_
 		*first_op = en->resume;
 		return copy_image(&w->img, &v, err);
 	}
+	struct ts_cache_frame fr = {.full_w = en->full_w, .full_h = en->full_h,
+				    .format = en->format, .scale = en->scale};
 	struct ts_decode_info info = {.format = (enum ts_format)en->format,
-				      .width = v.width, .height = v.height};
+				      .width = en->full_w, .height = en->full_h};
 	struct decode_plan dp;
 	plan_decode(w, &e->plan->ops[0], &info, epoch, index, &dp);
 	*first_op = 1;
-	return from_frame(w, &dp, &v, en->format, epoch, index, served, err);
+	return from_frame(w, &dp, &v, &fr, epoch, index, served, err);
 }
 
 /* Admit the image of a pending fill: w->img before ops[first], carried
@@ -404,7 +437,7 @@ static size_t admit_image(struct worker *w, uint32_t id, size_t first, uint64_t 
 		ts_engine_cache_abandon(w->e->cache, id);
 		return i;
 	}
-	ts_engine_cache_put(w->e->cache, id, copied ? &w->fill : &w->img, (int)i, 0);
+	ts_engine_cache_put(w->e->cache, id, copied ? &w->fill : &w->img, (int)i, NULL);
 	return copied ? i + 1 : i;
 }
 
