@@ -329,8 +329,12 @@ int ts_check_convert(struct ts_check *c, const char *what, const struct ts_param
 			out->num = 0;
 			return 0;
 		}
+		if (v->kind == TS_AST_WORD && strcmp(v->str, "off") == 0) {
+			out->num = 0;
+			return 0;
+		}
 		if (v->kind == TS_AST_WORD) {
-			ts_check_err(c, loc, "write a size such as 4 GiB, auto, or 0 for none",
+			ts_check_err(c, loc, "write a size such as 4 GiB, auto, or off",
 			    "%s '%s' expects %s, got '%s'", what, p->name,
 			    ts_registry_type_desc(p->type), v->str);
 			return -1;

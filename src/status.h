@@ -60,6 +60,9 @@ struct ts_status_info {
 	double pid, epoch, epochs, index, epoch_size, samples, rate;
 	double ring_fill, capacity, skipped, threads, batch;
 	long holding_back; /* -1: null */
+	/* the decoded cache (all 0 without one): its size and bytes used,
+	 * items held, lookups and hits, 1 when its pages are locked */
+	double cache_bytes, cache_used, cache_items, cache_lookups, cache_hits, cache_locked;
 	bool has_pid, has_consumers;
 	struct ts_status_consumer *consumers;
 	size_t n_consumers;
