@@ -91,7 +91,8 @@ struct ts_stream_opts {
 	int drop_last;          /* drop each epoch's short last batch */
 	/* The decoded cache (tsrun-pipeline(5), cache): its size in bytes;
 	 * 0: the pipeline's setting; TS_STREAM_CACHE_OFF: none;
-	 * TS_STREAM_CACHE_AUTO: what the memory budget leaves. Since 0.3. */
+	 * TS_STREAM_CACHE_AUTO: what the memory budget leaves. Since symbol
+	 * version TSRUN_0.3 (libtsrun(3)). */
 	uint64_t cache;
 };
 #define TS_STREAM_CACHE_OFF UINT64_MAX
