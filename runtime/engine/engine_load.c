@@ -4,8 +4,10 @@
  * the decode with the fused crop or resize done as an ROI + DCT-scaled
  * decode and one resample (or only the window a crop after the resize
  * keeps), and the middle ops run on the image; an item that fails under
- * on_error = skip is replaced by the next ones. What the image then
- * becomes (ring slot, staging, digest) is engine_sample.c's.
+ * on_error = skip is replaced by the next ones. With a decoded cache
+ * (engine_cache.c), an item it holds is made from its entry instead (the
+ * same pixels), and one it has room for is admitted the first time. What
+ * the image then becomes (ring slot, staging, digest) is engine_sample.c's.
  */
 #include "engine_internal.h"
 
@@ -321,10 +323,11 @@ struct cache_fill {
 
 /* Decode one encoded sample into w->img, with the fused crop or resize of
  * the decode op done as an ROI + DCT-scaled decode and one resample. With
- * fc (a claimed cache entry), the item is admitted: as a full-scale frame
- * decoded here (the sample then made from it, or decoded from the file
- * when its request is at a reduced scale), or, when nothing drew, as the
- * decode's output (fc->pending: the caller admits w->img). */
+ * fc (a claimed cache entry), the item is admitted: as a frame decoded
+ * here at the scale most of its crops get (frame_scale; the sample then
+ * made from it, or decoded from the file when its request is at another
+ * scale), or, when nothing drew, as the decode's output (fc->pending: the
+ * caller admits w->img). */
 static int decode_item(struct worker *w, const struct ts_op *op, const uint8_t *buf,
 		       size_t len, uint64_t epoch, uint64_t index, struct cache_fill *fc,
 		       struct ts_error *err)
@@ -382,9 +385,9 @@ int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
 	return decode_item(w, op, buf, len, epoch, index, NULL, err);
 }
 
-/* Item id's sample from its decoded cache entry en: its image copied
+/* The sample from its item's decoded cache entry en: its image copied
  * (*first_op: the op it was cached before), or made from its frame.
- * *served false: a frame asked at a reduced scale; decode the file. */
+ * *served false: a frame asked at another scale; decode the file. */
 static int from_cache(struct worker *w, const struct ts_cache_entry *en, uint64_t epoch,
 		      uint64_t index, size_t *first_op, bool *served, struct ts_error *err)
 {
