@@ -1,7 +1,8 @@
 /*
  * check_serve.c - serve settings: one serve block's settings resolved
  * into the plan (socket, group, epochs, ring, memory, threads, on_error,
- * queue_depth, max_file_size, max_image_pixels, stall_timeout, consumers, metrics), and the defaults of a pipeline served without one.
+ * queue_depth, max_file_size, max_image_pixels, stall_timeout, consumers, metrics,
+ * cache), and the defaults of a pipeline served without one.
  */
 #include "checker.h"
 
@@ -62,6 +63,8 @@ void ts_check_serve_defaults(struct ts_plan *plan)
 	plan->stall_timeout_s = 120;
 	plan->max_consumers = 64;
 	plan->memory_budget = 0;
+	plan->cache_bytes = 0;
+	plan->cache_auto = false;
 }
 
 /* Resolve the settings of one serve block into plan (which may be a
@@ -161,6 +164,14 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 		} else if (strcmp(name, "metrics") == 0 && v->given) {
 			if (set_str(&plan->metrics, v->str) < 0)
 				return TS_E_NOMEM;
+		} else if (strcmp(name, "cache") == 0) {
+			plan->cache_bytes = (uint64_t)v->num;
+			plan->cache_auto = v->given && v->is_auto;
+			if (plan->cache_auto && !plan->memory_budget && !*has_memory)
+				ts_check_err(c, v->loc, "set memory = 8 GiB (say) beside it, or give the "
+					     "cache a size: cache = 4 GiB",
+					     "cache = auto takes what the memory budget leaves, "
+					     "but this serve block sets no memory budget");
 		}
 	}
 	if (strlen(plan->socket) > SOCKET_PATH_MAX) {

@@ -35,7 +35,7 @@ static void type_error(struct ts_check *c, const char *what, const struct ts_par
 	char got[96];
 
 	if (v->kind == TS_AST_WORD && p->type != TS_PT_WORD &&
-	    !(p->type == TS_PT_THREADS)) {
+	    !(p->type == TS_PT_THREADS || p->type == TS_PT_SIZE_AUTO)) {
 		const char *s = ts_check_suggest_stmt(c->prog, TS_AST_LET, v->str);
 		char hint[192];
 		if (s)
@@ -84,7 +84,7 @@ static void range_phrase(const struct ts_param *p, char *buf, size_t n)
 
 	fmt_num(p->min, a, sizeof(a));
 	fmt_num(p->max, b, sizeof(b));
-	if (p->type == TS_PT_SIZE) {
+	if (p->type == TS_PT_SIZE || p->type == TS_PT_SIZE_AUTO) {
 		ts_plan_format_size((uint64_t)p->min, a, sizeof(a));
 		ts_plan_format_size((uint64_t)p->max, b, sizeof(b));
 	}
@@ -115,7 +115,7 @@ static int check_bounds(struct ts_check *c, const char *what,
 	range_phrase(p, range, sizeof(range));
 	if (text && *text && (huge || x < 0))
 		snprintf(got, sizeof(got), "%s", text);
-	else if (p->type == TS_PT_SIZE && x >= 0)
+	else if ((p->type == TS_PT_SIZE || p->type == TS_PT_SIZE_AUTO) && x >= 0)
 		ts_plan_format_size((uint64_t)x, got, sizeof(got));
 	else
 		fmt_num(x, got, sizeof(got));
@@ -373,6 +373,28 @@ static int conv_size(const struct conv *k)
 	return bounds(k, k->out->num, k->loc, v->text);
 }
 
+/* cache = 4 GiB | auto | off */
+static int conv_size_auto(const struct conv *k)
+{
+	const struct ts_ast_value *v = k->v;
+	if (v->kind == TS_AST_WORD && strcmp(v->str, "auto") == 0) {
+		k->out->is_auto = true;
+		k->out->num = 0;
+		return 0;
+	}
+	if (v->kind == TS_AST_WORD && strcmp(v->str, "off") == 0) {
+		k->out->num = 0;
+		return 0;
+	}
+	if (v->kind == TS_AST_WORD) {
+		ts_check_err(k->c, k->loc, "write a size such as 4 GiB, auto, or off",
+			     "%s '%s' expects %s, got '%s'", k->what, k->p->name,
+			     ts_registry_type_desc(k->p->type), v->str);
+		return -1;
+	}
+	return conv_size(k);
+}
+
 static int conv_size_pair(const struct conv *k)
 {
 	const struct ts_ast_value *v = k->v;
@@ -477,6 +499,7 @@ static int (*const converters[])(const struct conv *) = {
 	[TS_PT_WORD] = conv_word,         [TS_PT_NUMLIST] = conv_numlist,
 	[TS_PT_STRLIST] = conv_strlist,   [TS_PT_RANGE] = conv_range,
 	[TS_PT_SIZE] = conv_size,         [TS_PT_SIZE_PAIR] = conv_size_pair,
+	[TS_PT_SIZE_AUTO] = conv_size_auto,
 	[TS_PT_COUNT] = conv_count,       [TS_PT_THREADS] = conv_threads,
 	[TS_PT_OPS] = conv_ops,           [TS_PT_OPSLIST] = conv_opslist,
 	[TS_PT_NUMBERS] = conv_numbers,

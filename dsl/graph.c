@@ -192,6 +192,45 @@ static bool plan_views_op(const struct ts_op *op)
 	return d && (d->flags & TS_OPF_VIEWS);
 }
 
+/* The decoded cache (runtime/engine/engine_cache.c): its size, what an
+ * item's entry holds and what that costs, for a 500 x 375 photo. */
+static void cache_lines(FILE *f, const struct ts_plan *p)
+{
+	char a[32], b[32], d[DESC_MAX];
+	if (!p->mem_cache) {
+		if (p->cache_bytes || p->cache_auto)
+			fprintf(f, "cache: none (%s)\n",
+				!ts_source_kind_encoded(p->source.kind)
+					? "the source has nothing to decode"
+				: ts_plan_tiles_banded(p) ? "tiles are decoded in bands of rows"
+							  : "the budget leaves nothing for it");
+		return;
+	}
+	const struct ts_op *dec = &p->ops[0], *fu = dec->fused;
+	uint64_t px = (uint64_t)(dec->color == TS_COLOR_GRAY ? 1 : 3) * (dec->depth == 16 ? 2 : 1);
+	ts_plan_format_size(p->mem_cache, a, sizeof(a));
+	fprintf(f, "cache: %s%s of decoded pixels kept for the run: the items that fit, first come, "
+		"never evicted (32 B an item of the data set for its table)\n", a,
+		p->cache_auto ? " (auto: what the budget leaves)" : "");
+	ts_plan_format_size(500 * 375 * px, b, sizeof(b));
+	uint64_t per_gib = (1ull << 30) / (500 * 375 * px + 32);
+	if (fu && strncmp(ts_op_kind_name(fu->kind), "random_", 7) == 0) {
+		op_desc(fu, d, sizeof(d));
+		fprintf(f, "       an item: its whole image before %s, at the DCT scale most of its "
+			"crops decode at (%llu B a pixel at full scale: a 500x375 photo %s, %llu a "
+			"GiB; a quarter at 4/8); a crop decoded at another scale reads its file\n",
+			d, (unsigned long long)px, b, (unsigned long long)per_gib);
+	} else if (fu) {
+		op_desc(fu, d, sizeof(d));
+		fprintf(f, "       an item: the decode's output with %s fused, and the ops after it "
+			"that draw nothing (its size: that output's)\n", d);
+	} else {
+		fprintf(f, "       an item: its full decode, and the ops after it that draw nothing "
+			"(%llu B a pixel: a 500x375 photo %s, %llu a GiB)\n",
+			(unsigned long long)px, b, (unsigned long long)per_gib);
+	}
+}
+
 static void format_text(FILE *f, const struct ts_plan *p)
 {
 	char a[DESC_MAX], b[DESC_MAX], c[64], d[64], e[64];
@@ -318,7 +357,12 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	fprintf(f, " + scratch %s (%d threads x %s) + io %s", c, p->mem_threads,
 		d, e);
 	ts_plan_format_size(p->mem_process, e, sizeof(e));
-	fprintf(f, " + process %s\n", e);
+	fprintf(f, " + process %s", e);
+	if (p->mem_cache) {
+		ts_plan_format_size(p->mem_cache, e, sizeof(e));
+		fprintf(f, " + cache %s", e);
+	}
+	fprintf(f, "\n");
 	if (p->memory_budget) {
 		ts_plan_format_size(p->memory_budget, a, sizeof(a));
 		fprintf(f, "budget: %s (%s)\n", a,
@@ -326,6 +370,7 @@ static void format_text(FILE *f, const struct ts_plan *p)
 	} else {
 		fprintf(f, "budget: none\n");
 	}
+	cache_lines(f, p);
 }
 
 /* A dot string literal: quotes and backslashes escaped. */

@@ -503,7 +503,7 @@ static bool unknown_unit(struct ts_parse_state *st, size_t u)
 		report(st, w->loc, NULL,
 		       "unknown unit '%s' for %s; use batches or samples", unit,
 		       name);
-	else if (p && p->type == TS_PT_SIZE)
+	else if (p && (p->type == TS_PT_SIZE || p->type == TS_PT_SIZE_AUTO))
 		report(st, w->loc, NULL,
 		       "unknown unit '%s' for %s; use B, KiB, MiB or GiB (or KB, MB, GB)",
 		       unit, name);

@@ -127,6 +127,9 @@ static const struct ts_param serve_params[] = {
 	{ .name = "stall_timeout", .type = TS_PT_NUMBER, .def = "120", .def_num = 120,
 	  P_MIN(0), P_MAX(86400),
 	  .doc = "seconds a trainer may hold the ring while others wait; then it is detached; 0 = forever" },
+	{ .name = "cache", .type = TS_PT_SIZE_AUTO, .def = "off", .def_num = 0, P_MIN(0),
+	  P_MAX(1152921504606846976.0),
+	  .doc = "decoded cache: pixels of as many items as fit, kept for the run; auto = what memory leaves; off (0) = none" },
 	{ .name = "consumers", .type = TS_PT_INT, .def = "64", .def_num = 64, P_MIN(1), P_MAX(64),
 	  .doc = "trainers served at once; more are refused" },
 	{ .name = "metrics", .type = TS_PT_STRING,
@@ -201,6 +204,7 @@ const char *ts_registry_type_desc(enum ts_param_type t)
 	case TS_PT_OPS: return "operators such as flip(horizontal) | invert()";
 	case TS_PT_OPSLIST: return "a list of operators such as [equalize, posterize(4) | invert]";
 	case TS_PT_NUMBERS: return "a list of numbers such as [1, 2, 1]";
+	case TS_PT_SIZE_AUTO: return "a size such as 4 GiB, auto or off";
 	}
 	return "a value";
 }

@@ -46,6 +46,7 @@ enum ts_param_type {
 			    bare name: invert */
 	TS_PT_OPSLIST,   /* a list of those: [equalize, posterize(4) | invert] */
 	TS_PT_NUMBERS,   /* a list of any length: [1, 2, 0.5] */
+	TS_PT_SIZE_AUTO, /* a size, or auto (the decoded cache) */
 };
 
 /* One parameter of an operator, or one serve setting. */

@@ -6,6 +6,7 @@
 #include "memory.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -241,6 +242,12 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 				per_thread += variable ? VARIABLE_DECODE_SCRATCH / 2 : max_fixed;
 				g = plan->ops[i].n_branches;
 			}
+	/* the decoded cache: a worker admitting an item holds its full-scale
+	 * frame (or the image before an op) besides its images */
+	bool cached = (plan->cache_bytes || plan->cache_auto) &&
+		      ts_source_kind_encoded(plan->source.kind) && !ts_plan_tiles_banded(plan);
+	if (cached)
+		per_thread += variable ? VARIABLE_DECODE_SCRATCH / 2 : max_fixed;
 	if (ts_plan_tiles_banded(plan)) {
 		uint64_t b = band_scratch(plan, max_fixed);
 		if (b > per_thread)
@@ -269,6 +276,16 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 			       ? (uint64_t)plan->queue_depth * IO_BUFFER : 0;
 	plan->mem_process = PROCESS_BASE;
 	plan->mem_total = plan->mem_ring + plan->mem_scratch + plan->mem_io + plan->mem_process;
+	/* The cache's arena is counted whole (its pages fill as items are
+	 * admitted, and stay); auto takes what the budget leaves, in whole
+	 * MiB (none when the rest already fills it: the budget check then
+	 * says what to shrink). */
+	plan->mem_cache = 0;
+	if (cached && plan->cache_auto && plan->memory_budget > plan->mem_total)
+		plan->mem_cache = (plan->memory_budget - plan->mem_total) / MIB * MIB;
+	else if (cached && !plan->cache_auto)
+		plan->mem_cache = plan->cache_bytes;
+	plan->mem_total += plan->mem_cache;
 }
 
 /* How many of the units (threads, queue slots) that make up term fit in
@@ -294,6 +311,16 @@ static void budget_hint(const struct ts_plan *plan, char *hint, size_t n)
 
 	snprintf(raise, sizeof(raise), "raise memory to %llu MiB",
 		 (unsigned long long)((plan->mem_total + mib - 1) / mib));
+	/* The cache is the term a user sizes by hand: when it alone is over
+	 * what the rest leaves, say how large a cache fits. */
+	if (plan->mem_cache && plan->mem_total - plan->mem_cache <= budget) {
+		uint64_t room = budget - (plan->mem_total - plan->mem_cache);
+		snprintf(hint, n, "use a smaller cache (cache = %llu MiB fits, or cache = auto "
+			 "for what the budget leaves) or %s",
+			 (unsigned long long)(room / mib), raise);
+		return;
+	}
+	base += plan->mem_cache; /* the cache counts as fixed beside the others */
 	if (ring >= scratch && ring >= io) {
 		uint64_t room = budget > scratch + io + base ? budget - scratch - io - base : 0;
 		int64_t fit = ts_plan_ring_fit(plan, room);
@@ -367,9 +394,15 @@ bool ts_plan_over_budget(const struct ts_plan *plan, char *msg, size_t msg_n,
 	ts_plan_format_size(plan->mem_process, base, sizeof(base));
 	ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
 	budget_hint(plan, hint, hint_n);
+	char cache[48] = "";
+	if (plan->mem_cache) {
+		memcpy(cache, ", cache ", 9);
+		ts_plan_format_size(plan->mem_cache, cache + 8, sizeof(cache) - 8);
+	}
 	snprintf(msg, msg_n,
-		 "plan needs %s: ring %s (%lld samples x %s), scratch %s, io %s, process %s; "
+		 "plan needs %s: ring %s (%lld samples x %s), scratch %s, io %s, process %s%s; "
 		 "budget is %s",
-		 total, ring, (long long)plan->ring_samples, slot, scratch, io, base, budget);
+		 total, ring, (long long)plan->ring_samples, slot, scratch, io, base, cache,
+		 budget);
 	return true;
 }

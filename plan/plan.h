@@ -392,6 +392,11 @@ struct ts_plan {
 				     before ts_plan_estimate rounds
 				     ring_samples to whole pages */
 	uint64_t memory_budget;   /* 0 = none */
+	/* the decoded cache (serve setting cache; runtime/engine/
+	 * engine_cache.c): the bytes asked, 0 = none; cache_auto: what the
+	 * budget leaves once the rest is counted (ts_plan_estimate) */
+	uint64_t cache_bytes;
+	bool cache_auto;
 	int threads;              /* 0 = auto (online cores) */
 	enum ts_on_error on_error;
 	int queue_depth;          /* io_uring reads in flight */
@@ -409,6 +414,9 @@ struct ts_plan {
 	uint64_t mem_io;          /* reader buffers */
 	uint64_t mem_process;     /* the process itself: code, libraries,
 				     stacks, allocator */
+	uint64_t mem_cache;       /* the decoded cache's arena, whole (0:
+				     none, or the source has nothing to
+				     decode) */
 	uint64_t mem_total;
 	int mem_threads;          /* workers the estimate assumed */
 

@@ -114,16 +114,72 @@ static void print_common(const struct ts_plan *pl, const char *file, uint64_t im
  * ring: run the engine in discard mode, where each sample is produced,
  * hashed and dropped, and print the same figures. limit: the source
  * items to run at most (0: as epochs says). */
+/* --cache: bytes (with a unit), auto or off, as ts_stream_opts.cache. */
+static bool parse_cache(const char *s, uint64_t *out)
+{
+	if (strcmp(s, "off") == 0 || strcmp(s, "0") == 0) {
+		*out = TS_STREAM_CACHE_OFF;
+		return true;
+	}
+	if (strcmp(s, "auto") == 0) {
+		*out = TS_STREAM_CACHE_AUTO;
+		return true;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(s, &end, 10);
+	static const struct { const char *u; unsigned shift; } units[] = {
+		{"", 0}, {"B", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20},
+		{"G", 30}, {"GiB", 30}, {"T", 40}, {"TiB", 40},
+	};
+	if (errno || end == s || n == 0)
+		return false;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(end, units[i].u) == 0) {
+			if (n > (UINT64_MAX - 2) >> units[i].shift)
+				return false;
+			*out = (uint64_t)n << units[i].shift;
+			return true;
+		}
+	return false;
+}
+
+/* The decoded cache's figures, when there is one. */
+static void print_cache(const struct ts_engine_stats *es)
+{
+	if (!es->cache_bytes)
+		return;
+	uint64_t looks = es->cache_hits + es->cache_misses + es->cache_bypass;
+	printf("cache: %.1f MiB, %.1f MiB used, %" PRIu64 " items, %s\n",
+	       (double)es->cache_bytes / 1048576.0, (double)es->cache_used / 1048576.0,
+	       es->cache_items, es->cache_locked ? "locked" : "not locked");
+	printf("cache_hits: %" PRIu64 " of %" PRIu64 " (%.1f%%), %" PRIu64 " bypassed "
+	       "(reduced-scale decodes)\n", es->cache_hits, looks,
+	       looks ? 100.0 * (double)es->cache_hits / (double)looks : 0.0, es->cache_bypass);
+}
+
 static int bench_discard(const char *file, const struct ts_plan *pl, int threads,
 			 unsigned long long start_epoch, unsigned long long start_index,
-			 int epochs, uint64_t limit, bool digest, bool profile, int trace_fd)
+			 int epochs, uint64_t limit, bool digest, bool profile, int trace_fd,
+			 uint64_t cache)
 {
 	struct ts_engine_opts eo = {
 		.threads = threads, .epochs = epochs,
 		.start_epoch = start_epoch, .start_index = start_index,
-		.limit = limit, .no_digest = !digest,
+		.limit = limit, .no_digest = !digest, .cache = cache,
 		.trace = trace_fd >= 0, .trace_fd = trace_fd,
 	};
+	if (cache == TS_STREAM_CACHE_AUTO) {
+		/* what the serve block's memory leaves, as the plan figured it */
+		if (!pl->memory_budget) {
+			ts_cli_error("bench", "--cache auto takes what the memory budget leaves, "
+				     "but pipeline '%s' sets no memory", pl->name);
+			return TS_EXIT_USAGE;
+		}
+		eo.cache = pl->memory_budget > pl->mem_total - pl->mem_cache
+				   ? (pl->memory_budget - (pl->mem_total - pl->mem_cache)) >> 20 << 20
+				   : UINT64_MAX;
+	}
 	struct ts_engine *e = NULL;
 	struct ts_error err = {0};
 	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_clock_now();
@@ -154,6 +210,7 @@ static int bench_discard(const char *file, const struct ts_plan *pl, int threads
 		       (unsigned long long)ts_engine_unordered_digest(e));
 	else
 		printf("digest: off (--no-digest)\n");
+	print_cache(&es);
 	if (profile)
 		print_profile(es.samples, cpu, 0.0, 0.0, 0.0, 0.0);
 	ts_engine_destroy(e);
@@ -164,7 +221,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tsrun bench FILE [--pipeline NAME] [--epochs N] [--threads N]\n"
 		   "                  [--batches N] [--batch N] [--start EPOCH:INDEX] [--no-digest]\n"
-		   "                  [--profile] [--trace FILE]\n"
+		   "                  [--profile] [--trace FILE] [--cache SIZE|auto|off]\n"
 		   "Run a pipeline in this process, read its batches as fast as it makes\n"
 		   "them and print images/s, MB/s, CPU time, peak memory and the digest.\n"
 		   "  --pipeline NAME      the pipeline to run (default: the served or first one)\n"
@@ -175,6 +232,8 @@ static void usage(FILE *f)
 		   "  --batch N            samples per batch (default: the pipeline's batch(n))\n"
 		   "  --start EPOCH:INDEX  start at this position, as a resumed run does\n"
 		   "  --no-digest          do not hash the samples (the figures without that work)\n"
+		   "  --cache SIZE         the decoded cache instead of the serve block's: 4GiB,\n"
+		   "                       512MiB, auto (what memory leaves) or off\n"
 		   "  --profile            also print the CPU per image of each stage\n"
 		   "  --trace FILE         write each sample's random draws to FILE, one JSON\n"
 		   "                       line per sample (tsrun(1) describes the form)\n");
@@ -196,6 +255,7 @@ static int bench(int argc, char **argv)
 		{"no-digest", no_argument, NULL, 'D'},
 		{"profile", no_argument, NULL, 'P'},
 		{"trace", required_argument, NULL, 'T'},
+		{"cache", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -204,10 +264,11 @@ static int bench(int argc, char **argv)
 	unsigned long long start_epoch = 0, start_index = 0;
 	bool digest = true, profile = false;
 	const char *trace = NULL;
+	uint64_t cache = 0;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:DPT:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:DPT:C:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': pipeline = optarg; break;
 		case 'e':
@@ -233,6 +294,13 @@ static int bench(int argc, char **argv)
 		case 'D': digest = false; break;
 		case 'P': profile = true; break;
 		case 'T': trace = optarg; break;
+		case 'C':
+			if (!parse_cache(optarg, &cache)) {
+				ts_cli_error("bench", "--cache takes a size such as 4GiB or 512MiB, "
+					     "auto or off, not '%s'", optarg);
+				return TS_EXIT_USAGE;
+			}
+			break;
 		case 'h': usage(stdout); return TS_EXIT_OK;
 		default:
 			ts_cli_bad_option("bench", c, argv, opts);
@@ -296,7 +364,7 @@ static int bench(int argc, char **argv)
 		}
 		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
 					(int)(start_epoch + (uint64_t)epochs), limit, digest,
-					profile, trace_fd);
+					profile, trace_fd, cache);
 		ts_pipeline_destroy(p);
 		return st2;
 	}
@@ -306,6 +374,7 @@ static int bench(int argc, char **argv)
 		.start_epoch = start_epoch,
 		.start_index = start_index,
 		.batch = (size_t)batch,
+		.cache = cache,
 	};
 	struct ts_error err = {0};
 	struct ts_stream *s = NULL;
@@ -347,6 +416,8 @@ static int bench(int argc, char **argv)
 	double setup_cpu = me1 - me0, consumer_cpu = thread_cpu() - me1;
 	struct ts_stream_stats ss;
 	ts_stream_stats(s, &ss);
+	struct ts_engine_stats es;
+	ts_stream_engine_stats(s, &es);
 	const char *const *skipped = NULL;
 	size_t n_skipped = ts_stream_skipped_paths(s, &skipped);
 	int status = TS_EXIT_OK;
@@ -376,6 +447,7 @@ static int bench(int argc, char **argv)
 	printf("cpu/image_no_digest: %.3f ms\n",
 	       images ? (cpu - digest_cpu) * 1e3 / (double)images : 0.0);
 	printf("digest: %s\n", digest ? hex : "off (--no-digest)");
+	print_cache(&es);
 	if (profile)
 		print_profile(images, cpu, setup_cpu, consumer_cpu, digest_cpu, close_cpu);
 	ts_pipeline_destroy(p);

@@ -259,13 +259,19 @@ static void print_plan(const char *file, const struct ts_plan *plan)
 		ts_plan_format_size(plan->memory_budget, budget, sizeof(budget));
 	else
 		snprintf(budget, sizeof(budget), "none");
+	char cache[48] = "";
+	if (plan->mem_cache) { /* the decoded cache, when there is one */
+		memcpy(cache, ", cache ", 9);
+		ts_plan_format_size(plan->mem_cache, cache + 8, sizeof(cache) - 8);
+	}
 	char views[32] = "";
 	if (plan->n_views) /* views(): view 0's shape, then how many */
 		snprintf(views, sizeof(views), " (view 0 of %d)", plan->n_views);
 	fprintf(stderr, "tsrun: %s: pipeline '%s', %dx%dx%d %s %s samples%s, memory %s "
-		"(ring %s, scratch %s, io %s, process %s; budget %s)\n", file, plan->name,
+		"(ring %s, scratch %s, io %s, process %s%s; budget %s)\n", file, plan->name,
 		plan->channels, plan->height, plan->width, ts_dtype_name(plan->dtype),
-		ts_layout_name(plan->layout), views, need, ringsz, scratch, io, base, budget);
+		ts_layout_name(plan->layout), views, need, ringsz, scratch, io, base, cache,
+		budget);
 }
 
 /* What serving set up: the device ring (or why not) and the reader. */

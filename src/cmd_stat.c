@@ -62,6 +62,12 @@ static void print_report(const struct ts_status_info *st, const char *path, doub
 		printf(" (%.0f%%)", 100.0 * st->ring_fill / st->capacity);
 	printf("\nskipped:   %.0f\n", st->skipped);
 	print_producer(st);
+	if (st->cache_bytes > 0)
+		printf("cache:     %.0f items in %.1f of %.1f MiB (%s), %.0f of %.0f lookups hit "
+		       "(%.1f%%)\n", st->cache_items, st->cache_used / 1048576.0,
+		       st->cache_bytes / 1048576.0, st->cache_locked ? "locked" : "not locked",
+		       st->cache_hits, st->cache_lookups,
+		       st->cache_lookups > 0 ? 100.0 * st->cache_hits / st->cache_lookups : 0.0);
 	printf("consumers: %zu\n", st->n_consumers);
 	if (!st->n_consumers)
 		return;

@@ -473,6 +473,18 @@ static void json_frac(FILE *f, const char *key, double v)
 		fprintf(f, ",\"%s\":%.3f", key, v);
 }
 
+/* The decoded cache's figures, flat numbers (tsrun stat reads them; all 0
+ * without a cache): size and pixel bytes used, items held, lookups, hits
+ * (the rest were read and decoded), whether its pages are locked. */
+static void write_json_cache(FILE *f, const struct ts_engine_stats *es)
+{
+	fprintf(f, "\"cache_bytes\":%" PRIu64 ",\"cache_used\":%" PRIu64 ",\"cache_items\":%"
+		PRIu64 ",\"cache_lookups\":%" PRIu64 ",\"cache_hits\":%" PRIu64
+		",\"cache_locked\":%d,", es->cache_bytes, es->cache_used, es->cache_items,
+		es->cache_hits + es->cache_misses + es->cache_bypass, es->cache_hits,
+		es->cache_locked ? 1 : 0);
+}
+
 static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, FILE *f, double t)
 {
@@ -493,6 +505,7 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 		es->epoch, s->epochs, es->index, es->epoch_size, es->samples, s->rate,
 		w ? (w->lag < rs->capacity ? w->lag : rs->capacity) : 0, rs->capacity,
 		es->skipped, es->threads, s->plan->batch);
+	write_json_cache(f, es);
 	fprintf(f, "\"holding_back\":");
 	if (w && full && !w->local)
 		fprintf(f, "%d,", (int)w->pid);
@@ -686,7 +699,11 @@ void ts_status_update(struct ts_status *s, const struct ts_engine_stats *es,
 	if (w && fill_n >= rs->capacity && n < (int)sizeof(line) - 40)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, " | held by %d", (int)w->pid);
 	if (n < (int)sizeof(line) - 30)
-		snprintf(line + n, sizeof(line) - (size_t)n, " | skipped %" PRIu64, es->skipped);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " | skipped %" PRIu64, es->skipped);
+	uint64_t looks = es->cache_hits + es->cache_misses + es->cache_bypass;
+	if (es->cache_bytes && n < (int)sizeof(line) - 50)
+		snprintf(line + n, sizeof(line) - (size_t)n, " | cache %" PRIu64 " items, %.0f%% hits",
+			 es->cache_items, looks ? 100.0 * (double)es->cache_hits / (double)looks : 0.0);
 	if (s->tty) {
 		fprintf(tty, "\r\033[K%s", line);
 		fflush(tty);
@@ -803,6 +820,14 @@ void ts_status_summary(struct ts_status *s, const struct ts_engine_stats *es,
 			  s->prod_idle_total);
 		if (words[0])
 			fprintf(out, "tsrun: summary: %s\n", words);
+	}
+	if (es->cache_bytes) {
+		uint64_t looks = es->cache_hits + es->cache_misses + es->cache_bypass;
+		fprintf(out, "tsrun: cache: %" PRIu64 " items in %.1f of %.1f MiB (%s), %" PRIu64
+			" of %" PRIu64 " lookups hit (%.1f%%)\n", es->cache_items,
+			(double)es->cache_used / 1048576.0, (double)es->cache_bytes / 1048576.0,
+			es->cache_locked ? "locked" : "not locked", es->cache_hits, looks,
+			looks ? 100.0 * (double)es->cache_hits / (double)looks : 0.0);
 	}
 	for (size_t i = 0; i < s->n_seen; i++) {
 		const struct seen *e = &s->seen[i];

@@ -72,6 +72,9 @@ struct ts_status_info {
 	double prod_work, prod_slot, prod_idle;
 	double prod_work_total, prod_slot_total, prod_idle_total;
 	char who_waits[512];      /* in words; "" when nothing to say */
+	/* the decoded cache (all 0 without one): its size and bytes used,
+	 * items held, lookups and hits, 1 when its pages are locked */
+	double cache_bytes, cache_used, cache_items, cache_lookups, cache_hits, cache_locked;
 	bool has_pid, has_consumers;
 	struct ts_status_consumer *consumers;
 	size_t n_consumers;

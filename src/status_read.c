@@ -265,6 +265,12 @@ bool ts_status_parse(const char *text, size_t len, struct ts_status_info *st)
 				{"producer_slot_wait_total",
 				 offsetof(struct ts_status_info, prod_slot_total)},
 				{"producer_idle_total", offsetof(struct ts_status_info, prod_idle_total)},
+				{"cache_bytes", offsetof(struct ts_status_info, cache_bytes)},
+				{"cache_used", offsetof(struct ts_status_info, cache_used)},
+				{"cache_items", offsetof(struct ts_status_info, cache_items)},
+				{"cache_lookups", offsetof(struct ts_status_info, cache_lookups)},
+				{"cache_hits", offsetof(struct ts_status_info, cache_hits)},
+				{"cache_locked", offsetof(struct ts_status_info, cache_locked)},
 			};
 			bool ok = false, done = false;
 			for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]) && !done; i++) {

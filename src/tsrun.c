@@ -11,6 +11,7 @@
 
 #include "dsl.h"
 #include "engine.h"
+#include "memory.h"
 #include "ring.h"
 #include "util.h"
 
@@ -39,6 +40,9 @@ struct ts_stream {
 	int status;            /* sticky: TS_E_EOS or the engine's error */
 	struct ts_error status_err;
 	uint64_t reloads_failed;       /* could not start at their boundary */
+	uint64_t cache;                /* the decoded cache's bytes, for every
+					  engine (a reload's too); UINT64_MAX:
+					  none */
 };
 
 TS_EXPORT int ts_pipeline_compile(const char *text, size_t len,
@@ -108,6 +112,11 @@ const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p)
 	return p->plan;
 }
 
+void ts_stream_engine_stats(const struct ts_stream *s, struct ts_engine_stats *st)
+{
+	ts_engine_stats(s->engine, st);
+}
+
 TS_EXPORT uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads)
 {
 	const struct ts_plan *pl = p->plan;
@@ -162,6 +171,32 @@ TS_EXPORT void ts_pipeline_destroy(struct ts_pipeline *p)
 	free(p);
 }
 
+/* The decoded cache's bytes for a stream of pl opened with opts (0: none):
+ * opts.cache, or the pipeline's setting; auto takes what budget leaves
+ * beyond need, the rest of the plan (whole MiB). */
+static int stream_cache(const struct ts_plan *pl, const struct ts_stream_opts *opts,
+			uint64_t budget, uint64_t need, uint64_t *out, struct ts_error *err)
+{
+	const uint64_t mib = 1u << 20;
+	bool applies = ts_source_kind_encoded(pl->source.kind) && !ts_plan_tiles_banded(pl);
+	uint64_t c = opts->cache;
+	*out = 0;
+	if (c == 0)
+		c = pl->cache_auto ? TS_STREAM_CACHE_AUTO : pl->cache_bytes;
+	if (c == TS_STREAM_CACHE_OFF || c == 0 || !applies)
+		return 0;
+	if (c == TS_STREAM_CACHE_AUTO) {
+		if (!budget)
+			return ts_error_set(err, TS_E_ARG,
+					    "cache = auto takes what the memory budget leaves, but "
+					    "there is none: set memory_budget (or the serve block's "
+					    "memory), or give the cache a size");
+		c = budget > need ? (budget - need) / mib * mib : 0;
+	}
+	*out = c;
+	return 0;
+}
+
 TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 			       const struct ts_stream_opts *opts,
 			       struct ts_stream **out, struct ts_error *err)
@@ -173,17 +208,23 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 		opts = &def;
 	const struct ts_plan *pl = p->plan;
 	uint64_t budget = opts->memory_budget ? opts->memory_budget : pl->memory_budget;
-	uint64_t need = ts_pipeline_memory(p, opts->threads);
+	uint64_t cache;
+	uint64_t need = ts_pipeline_memory(p, opts->threads) - pl->mem_cache;
+	int rc = stream_cache(pl, opts, budget, need, &cache, err);
+	if (rc)
+		return rc;
+	need += cache;
 	if (budget && need > budget)
 		return ts_error_set(err, TS_E_BUDGET,
 				    "the plan needs %llu bytes (ring %llu, scratch %llu, io %llu, "
-				    "process %llu) but the budget is %llu; use a smaller ring or "
-				    "fewer threads",
+				    "process %llu, cache %llu) but the budget is %llu; use a "
+				    "smaller ring or cache, or fewer threads",
 				    (unsigned long long)need, (unsigned long long)pl->mem_ring,
 				    (unsigned long long)(need - pl->mem_ring - pl->mem_io -
-							 pl->mem_process),
+							 pl->mem_process - cache),
 				    (unsigned long long)pl->mem_io,
-				    (unsigned long long)pl->mem_process, (unsigned long long)budget);
+				    (unsigned long long)pl->mem_process, (unsigned long long)cache,
+				    (unsigned long long)budget);
 	/* decode | resize(64): samples of varying size have no ring slot
 	 * (the ring said only "invalid sample shape") */
 	if (pl->sample_bytes == 0)
@@ -209,17 +250,19 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 		.n_views = pl->n_views, .views = pl->views,
 		.epochs = (uint32_t)(opts->epochs >= 0 ? opts->epochs : pl->epochs),
 	};
-	int rc = ts_ring_create(&rp, &s->ring, err);
+	rc = ts_ring_create(&rp, &s->ring, err);
 	if (rc)
 		goto fail;
 	rc = ts_ring_local_create(s->ring, (uint32_t)batch, TS_JOIN_NOW,
 				  opts->drop_last != 0, &s->local, err);
 	if (rc)
 		goto fail;
+	s->cache = cache ? cache : UINT64_MAX;
 	struct ts_engine_opts eo = {
 		.threads = opts->threads, .epochs = opts->epochs,
 		.start_epoch = opts->start_epoch, .start_index = opts->start_index,
 		.trace = p->trace_fd >= 0, .trace_fd = p->trace_fd,
+		.cache = s->cache,
 	};
 	rc = ts_engine_create(pl, &eo, s->ring, &s->engine, err);
 	if (rc)
@@ -242,6 +285,7 @@ static struct ts_engine_opts engine_opts(const struct ts_stream *s)
 		.threads = s->opts.threads,
 		.epochs = s->opts.epochs >= 0 ? s->opts.epochs : s->p->plan->epochs,
 		.trace = s->p->trace_fd >= 0, .trace_fd = s->p->trace_fd,
+		.cache = s->cache,
 	};
 	return eo;
 }

@@ -20,5 +20,9 @@ const struct ts_plan *ts_pipeline_plan(const struct ts_pipeline *p);
  * ts_engine_opts.trace, `tsrun bench --trace`) to fd, which stays the
  * caller's and must outlive them; fd < 0: none. */
 void ts_pipeline_set_trace(struct ts_pipeline *p, int fd);
+/* The running engine's figures (the decoded cache's among them, which
+ * struct ts_stream_stats does not carry). */
+struct ts_engine_stats;
+void ts_stream_engine_stats(const struct ts_stream *s, struct ts_engine_stats *st);
 
 #endif

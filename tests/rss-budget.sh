@@ -1,7 +1,8 @@
 #!/bin/sh
 # The memory a plan promises is the memory it uses: for several sample
 # shapes (224, 227, 299, 331; rgb, gray and 2-channel; uint8 and float32;
-# rings that wrap, rings whose slots are padded to fill whole pages) a
+# rings that wrap, rings whose slots are padded to fill whole pages; a
+# decoded cache that holds the set, and one that holds part of it) a
 # budget set to the
 # plan's own figure (`memory = N MiB`, the smallest the check accepts) is
 # accepted, one MiB less is refused, and the peak RSS of `tsrun run`
@@ -49,12 +50,13 @@ sys.exit(os.waitstatus_to_exitcode(status))
 EOT
 }
 
-# case NAME SOURCE OPS EPOCHS: budget = the plan's figure, then measure.
+# case NAME SOURCE OPS EPOCHS [SETTINGS]: budget = the plan's figure, then
+# measure.
 case_() {
-	name=$1 source=$2 ops=$3 epochs=$4
+	name=$1 source=$2 ops=$3 epochs=$4 extra=${5:-}
 	cat > "$dir/$name.ts" <<EOT
 pipeline m = $source | $ops
-serve m { socket = "$sock" epochs = $epochs ring = 4 batches threads = 2 queue_depth = 8 memory = 1 MiB }
+serve m { socket = "$sock" epochs = $epochs ring = 4 batches threads = 2 queue_depth = 8 $extra memory = 1 MiB }
 EOT
 	st=0
 	"$TSRUN" check "$dir/$name.ts" > "$dir/$name.chk" 2>&1 || st=$?
@@ -100,6 +102,11 @@ case_ 299-rgb-u8 "$img" "decode(rgb) | resize(320) | center_crop(299) | to(uint8
 case_ 299-gray-u8 "$img" "decode(gray) | random_resized_crop(299) | to(uint8, nhwc) | batch(10)" 2
 # 331x331x3 float32: 1,314,732 bytes: 1,024 samples unpadded (1.25 GiB).
 case_ 331-rgb-f32 "$img" "decode(rgb) | random_resized_crop(331) | to(float32, nchw) | batch(16)" 2
+# The decoded cache, counted whole: 48 MiB holds all 48 photos (about
+# 550 KiB each at full scale) and fills; 12 MiB holds a part and is full
+# (its pages locked as they fill: RSS grows with it).
+case_ 224-cache-all "$img" "decode(rgb) | random_resized_crop(224) | to(float32, nchw) | batch(32)" 3 "cache = 48 MiB"
+case_ 224-cache-part "$img" "decode(rgb) | random_resized_crop(224) | to(uint8, nhwc) | batch(16)" 3 "cache = 12 MiB"
 # 2 channels, 227x227 uint8 (103,058 bytes: 2,048 samples unpadded),
 # 5,000 per epoch: the ring wraps twice, bench's batches across the wrap
 # included.

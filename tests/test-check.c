@@ -309,6 +309,41 @@ END_TEST
 
 /* ---- memory estimate ------------------------------------------------- */
 
+/* The decoded cache in the plan: its size counted whole (and a worker's
+ * frame besides its images), auto what the budget leaves in whole MiB,
+ * none for a source with nothing to decode. */
+START_TEST(test_estimate_cache)
+{
+	const char *rrc = "pipeline p = folder(\"x\") | decode | random_resized_crop(224)"
+			  " | to(float32, nchw) | batch(256)\n";
+	char text[512];
+	snprintf(text, sizeof(text), "%sserve p { threads = 4 cache = 3 GiB }", rrc);
+	struct ts_plan *p = compile_ok(text);
+	ck_assert_uint_eq(p->cache_bytes, 3ull << 30);
+	ck_assert(!p->cache_auto);
+	ck_assert_uint_eq(p->mem_cache, 3ull << 30);
+	ck_assert_uint_eq(p->mem_scratch, 4ull * (16 + 8) * 1024 * 1024);
+	ck_assert_uint_eq(p->mem_total, p->mem_ring + p->mem_scratch + p->mem_io +
+					p->mem_process + p->mem_cache);
+	ts_plan_destroy(p);
+	snprintf(text, sizeof(text), "%sserve p { threads = 4 memory = 8 GiB cache = auto }", rrc);
+	p = compile_ok(text);
+	ck_assert(p->cache_auto);
+	uint64_t rest = p->mem_ring + p->mem_scratch + p->mem_io + p->mem_process;
+	ck_assert_uint_eq(p->mem_cache, ((8ull << 30) - rest) / (1u << 20) * (1u << 20));
+	ck_assert_uint_le(p->mem_total, 8ull << 30);
+	ck_assert_uint_gt(p->mem_total, (8ull << 30) - (1u << 20));
+	ts_plan_destroy(p);
+	snprintf(text, sizeof(text), "%sserve p { cache = off }", rrc);
+	p = compile_ok(text);
+	ck_assert_uint_eq(p->mem_cache, 0);
+	ts_plan_destroy(p);
+	p = compile_ok("pipeline p = synthetic(64) | batch(1)\nserve p { cache = 1 GiB }");
+	ck_assert_uint_eq(p->mem_cache, 0);
+	ts_plan_destroy(p);
+}
+END_TEST
+
 START_TEST(test_estimate)
 {
 	struct ts_plan *p = compile_ok(
@@ -759,6 +794,7 @@ START_TEST(test_registry)
 	ck_assert_ptr_null(ts_registry_find("flipp"));
 	ck_assert_uint_eq(ns, 13);
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "metrics"));
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "cache"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "stall_timeout"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "consumers"));
@@ -826,6 +862,7 @@ static Suite *check_suite(void)
 	tc = tcase_create("plan");
 	tcase_add_test(tc, test_source);
 	tcase_add_test(tc, test_serve);
+	tcase_add_test(tc, test_estimate_cache);
 	tcase_add_test(tc, test_estimate);
 	tcase_add_test(tc, test_budget);
 	tcase_add_loop_test(tc, test_budget_hint, 0, sizeof(hints) / sizeof(hints[0]));

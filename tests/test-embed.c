@@ -556,6 +556,158 @@ START_TEST(resume_reproduces_tail)
 }
 END_TEST
 
+/* ---- the decoded cache ---- */
+
+/* Pipelines over the data set whose cached streams must be the uncached
+ * ones (the uncached path is the one test-augment, pipeline-torch.py and
+ * the conformance suite compare with torchvision): the train recipe (a
+ * frame at full scale), a small crop (frames at reduced DCT scales), the
+ * val recipe (the windowed resize's output), gray 16-bit with draw-free
+ * ops after the decode (admitted past them), views, and a crop that pads
+ * (its op after a full decode). */
+static const char *const cache_ops[] = {
+	"decode(rgb) | random_resized_crop(32) | flip(horizontal) | "
+	"normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) | to(float32, nchw)",
+	"decode(rgb) | random_resized_crop(12, scale = 0.5..1.0) | to(uint8, nhwc)",
+	"decode(rgb) | resize(40) | center_crop(32) | to(float32, nchw)",
+	"decode(gray, depth = 16) | resize(48) | adjust_gamma(1.3) | to(uint8) | invert() | "
+	"random_crop(24) | to(float32, nchw)",
+	"decode(rgb) | views(2 = random_resized_crop(16) | flip(horizontal) | to(uint8, nhwc), "
+	"1 = center_crop(20) | to(uint8, nhwc))",
+	"decode(rgb) | random_crop(600, padding = 4) | resize([20, 20]) | to(uint8, nhwc)",
+};
+
+static const char *cache_text(char *buf, size_t len, size_t k, const char *cache)
+{
+	snprintf(buf, len,
+		 "pipeline c = folder(\"%s/train\") | shuffle(seed = 5) | %s | batch(6)\n"
+		 "serve c { epochs = 2 cache = %s }\n", ds_dir, cache_ops[k], cache);
+	return buf;
+}
+
+/* Every pipeline's stream with the cache holding the whole set, a part of
+ * it, or nothing is the same, for any thread count, and a resumed cached
+ * stream is the uncached one's tail; the cache holds what it says. */
+START_TEST(cache_same_stream)
+{
+	char text[2048];
+	static struct rec off[3 * DS_IMAGES], on[3 * DS_IMAGES];
+	struct ts_pipeline *p = compile_ok(cache_text(text, sizeof(text), (size_t)_i, "0"), NULL);
+	struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+	size_t n = collect(p, &o, DS_IMAGES, off, 3 * DS_IMAGES, NULL);
+	ck_assert_uint_eq(n, 2 * DS_IMAGES);
+	ts_pipeline_destroy(p);
+	/* 64 MiB holds the 40 photos (about 500 KiB each at full scale);
+	 * 2 MiB (1 MiB of table slack) only some of them. */
+	const char *sizes[] = {"64 MiB", "2 MiB"};
+	for (int s = 0; s < 2; s++) {
+		p = compile_ok(cache_text(text, sizeof(text), (size_t)_i, sizes[s]), NULL);
+		for (int threads = 2 - (s == 0); threads <= 2; threads++) {
+			struct ts_stream_opts oc = {.epochs = -1, .threads = threads, .batch = 4};
+			ck_assert_uint_eq(collect(p, &oc, DS_IMAGES, on, 3 * DS_IMAGES, NULL), n);
+			for (size_t j = 0; j < n; j++)
+				ck_assert_msg(on[j].hash == off[j].hash && on[j].label == off[j].label,
+					      "pipeline %d, cache %s, %d threads: sample %" PRIu64
+					      ":%" PRIu64 " differs from the uncached one", _i, sizes[s],
+					      threads, on[j].epoch, on[j].index);
+		}
+		/* Resumed mid-epoch with the cache: the uncached tail. */
+		if (s == 1) {
+			ts_pipeline_destroy(p);
+			continue;
+		}
+		struct ts_stream_opts r = {.epochs = -1, .threads = 2, .start_epoch = 1,
+					   .start_index = 7};
+		size_t got = collect(p, &r, DS_IMAGES, on, 3 * DS_IMAGES, NULL);
+		ck_assert_uint_eq(got, n - DS_IMAGES - 7);
+		for (size_t j = 0; j < got; j++)
+			ck_assert_msg(on[j].hash == off[DS_IMAGES + 7 + j].hash,
+				      "pipeline %d: resumed sample %zu differs", _i, j);
+		ts_pipeline_destroy(p);
+	}
+	/* ts_stream_opts.cache overrides the serve block both ways. */
+	p = compile_ok(cache_text(text, sizeof(text), (size_t)_i, "0"), NULL);
+	struct ts_stream_opts oc = {.epochs = -1, .threads = 2, .cache = 64ull << 20};
+	ck_assert_uint_eq(collect(p, &oc, DS_IMAGES, on, 3 * DS_IMAGES, NULL), n);
+	for (size_t j = 0; j < n; j++)
+		ck_assert(on[j].hash == off[j].hash);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* The cache's options: auto needs a budget and takes what it leaves; a
+ * cache the budget cannot hold is refused with the breakdown. (Its
+ * figures: tests/cache.sh, through tsrun bench.) */
+START_TEST(cache_options)
+{
+	char text[2048];
+	struct ts_pipeline *p = compile_ok(cache_text(text, sizeof(text), 1, "64 MiB"), NULL);
+	struct ts_stream *s = NULL;
+	struct ts_error err = {0};
+	struct ts_stream_opts o = {.epochs = 1, .threads = 2, .cache = TS_STREAM_CACHE_AUTO};
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), TS_E_ARG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "memory budget"));
+	/* the plan's figure counts the serve block's 64 MiB */
+	uint64_t need = ts_pipeline_memory(p, 2);
+	ck_assert_uint_ge(need, 64ull << 20);
+	o.memory_budget = need - (64ull << 20) + (8u << 20);
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	ts_stream_close(s);
+	o.cache = 0; /* the serve block's 64 MiB: over that budget */
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), TS_E_BUDGET);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cache 67108864"));
+	o.cache = TS_STREAM_CACHE_OFF;
+	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* A reload takes over with a cache of its own (empty: the new plan's
+ * decode may differ): the reloaded stream is the uncached one. */
+START_TEST(cache_reload)
+{
+	char a[2048], b[2048];
+	static struct rec r[2][3 * DS_IMAGES];
+	const char *sizes[] = {"0", "64 MiB"};
+	for (int s = 0; s < 2; s++) {
+		/* the ring (16 float32 samples: whole pages) ends with the
+		 * first epoch still running when the reload is asked */
+		snprintf(a, sizeof(a),
+			 "pipeline c = folder(\"%s/train\") | shuffle(seed = 5) | %s | batch(6)\n"
+			 "serve c { epochs = 3 ring = 16 samples cache = %s }\n", ds_dir,
+			 cache_ops[0], sizes[s]);
+		cache_text(b, sizeof(b), 2, sizes[s]);
+		struct ts_pipeline *p = compile_ok(a, NULL);
+		struct ts_stream *st = NULL;
+		struct ts_error err = {0};
+		struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+		ck_assert_int_eq(ts_pipeline_open(p, &o, &st, &err), 0);
+		struct ts_stream_batch bt;
+		size_t n = 0;
+		int rc;
+		while ((rc = ts_stream_next(st, &bt, &err)) == 0) {
+			if (n == 0)
+				ck_assert_int_eq(ts_stream_reload(st, b, strlen(b), "b.ts", NULL, NULL,
+								  NULL, &err), 0);
+			for (size_t k = 0; k < bt.n && n < 3 * DS_IMAGES; k++, n++) {
+				r[s][n].hash = fnv1a(0xcbf29ce484222325ULL,
+						     (const char *)bt.data + k * bt.sample_stride,
+						     bt.sample_bytes);
+				r[s][n].epoch = bt.epoch;
+			}
+		}
+		ck_assert_int_eq(rc, TS_E_EOS);
+		ck_assert_uint_eq(n, 3 * DS_IMAGES);
+		ts_stream_close(st);
+		ts_pipeline_destroy(p);
+	}
+	for (size_t j = 0; j < 3 * DS_IMAGES; j++)
+		ck_assert_msg(r[0][j].hash == r[1][j].hash, "sample %zu (epoch %" PRIu64
+			      ") differs with the cache across a reload", j, r[1][j].epoch);
+}
+END_TEST
+
 /* One compiled pipeline opened from two threads at once. */
 struct opener {
 	const struct ts_pipeline *p;
@@ -688,6 +840,14 @@ static Suite *embed_suite(void)
 	tcase_add_loop_test(tc, threads_same_digest, 0, 2);
 	tcase_add_loop_test(tc, resume_reproduces_tail, 0, 2);
 	tcase_add_test(tc, concurrent_opens);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cache");
+	tcase_set_timeout(tc, 240);
+	tcase_add_loop_test(tc, cache_same_stream, 0,
+			    (int)(sizeof(cache_ops) / sizeof(cache_ops[0])));
+	tcase_add_test(tc, cache_options);
+	tcase_add_test(tc, cache_reload);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("example");

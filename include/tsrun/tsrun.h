@@ -52,8 +52,9 @@ int ts_pipeline_compile(const char *text, size_t len, const char *name,
 			struct ts_pipeline **out, char **diagnostics,
 			struct ts_error *err);
 
-/* Bytes the plan needs (ring + worker scratch + I/O buffers) with the
- * given thread count (0: the pipeline's setting). */
+/* Bytes the plan needs (ring + worker scratch + I/O buffers + the decoded
+ * cache its serve block sets) with the given thread count (0: the
+ * pipeline's setting). */
 uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads);
 
 /* Shape of one sample: height, width, channels, dtype, layout; and the
@@ -90,7 +91,14 @@ struct ts_stream_opts {
 	uint64_t memory_budget; /* 0: the pipeline's; refuse to open above */
 	size_t batch;           /* samples per batch; 0: the pipeline's */
 	int drop_last;          /* drop each epoch's short last batch */
+	/* The decoded cache (tsrun-pipeline(5), cache): its size in bytes;
+	 * 0: the pipeline's setting; TS_STREAM_CACHE_OFF: none;
+	 * TS_STREAM_CACHE_AUTO: what the memory budget leaves. Since symbol
+	 * version TSRUN_0.3 (libtsrun(3)). */
+	uint64_t cache;
 };
+#define TS_STREAM_CACHE_OFF UINT64_MAX
+#define TS_STREAM_CACHE_AUTO (UINT64_MAX - 1)
 
 /* Start producing. opts may be NULL for defaults. Fails with TS_E_BUDGET
  * (with a breakdown in err->msg) when the plan needs more memory than the

@@ -234,6 +234,14 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 			}
 		}
 	}
+	/* The decoded cache: the serve block's (or the caller's) size, for
+	 * the whole data set's items (a node's share changes every epoch). */
+	uint64_t cache = o->cache == UINT64_MAX ? 0 : o->cache ? o->cache : plan->mem_cache;
+	if (cache && ts_engine_cache_applies(plan)) {
+		rc = ts_engine_cache_create(cache, e->ix->n, &e->cache, err);
+		if (rc)
+			goto fail;
+	}
 	*out = e;
 	return 0;
 fail:
@@ -275,6 +283,7 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 	st->idle = smp_load_acquire(&e->live_workers) == 0 &&
 		   (e->threads == 0 || e->workers[0].started);
 	st->done = e->joined;
+	ts_engine_cache_stats(e->cache, st);
 }
 
 uint64_t ts_engine_unordered_digest(const struct ts_engine *e)
@@ -322,6 +331,7 @@ void ts_engine_destroy(struct ts_engine *e)
 			ts_image_free(&w->tmp2);
 			ts_image_free(&w->tmp3);
 			ts_image_free(&w->view);
+			ts_image_free(&w->fill);
 			free(w->stage);
 			free(w->out);
 			ts_trace_fini(w->trace);
@@ -346,6 +356,7 @@ void ts_engine_destroy(struct ts_engine *e)
 	free(e->skip_tab);
 	free(e->reader_note);
 	free(e->done);
+	ts_engine_cache_destroy(e->cache);
 	ts_source_index_destroy(e->ix);
 	pthread_cond_destroy(&e->cv_ready);
 	pthread_cond_destroy(&e->cv_space);

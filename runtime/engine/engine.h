@@ -59,6 +59,9 @@ struct ts_engine_opts {
 	 * order samples finish, each written whole). */
 	bool trace;
 	int trace_fd;
+	/* The decoded cache's size in bytes: 0 the plan's (plan->mem_cache:
+	 * the serve block's cache setting), UINT64_MAX none. */
+	uint64_t cache;
 };
 
 struct ts_engine_stats {
@@ -74,6 +77,14 @@ struct ts_engine_stats {
 	bool uring;             /* the reader uses io_uring */
 	bool idle;              /* every worker has exited */
 	bool done;
+	/* the decoded cache (engine_cache.c; all 0 without one): its size
+	 * and the pixel bytes in use, the items it holds, and its lookups:
+	 * served from it, not in it (read and decoded; the first epoch's
+	 * admissions among them), in it as a full-scale frame but asked at a
+	 * reduced DCT scale (read and decoded) */
+	uint64_t cache_bytes, cache_used, cache_items;
+	uint64_t cache_hits, cache_misses, cache_bypass;
+	bool cache_locked;      /* its pages are locked (never swapped) */
 };
 
 /* Prepare to run plan into ring (both borrowed: they must outlive the

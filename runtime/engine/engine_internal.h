@@ -13,6 +13,8 @@
  *   engine_pool.c    the worker threads, the I/O thread, start/stop/join
  *   engine_reload.c  reload: checking a new plan, handover at the epoch
  *                    boundary, takeover with fallback
+ *   engine_cache.c   the decoded cache: a fixed subset of items' decoded
+ *                    pixels, kept for the run
  */
 #ifndef TS_ENGINE_INTERNAL_H
 #define TS_ENGINE_INTERNAL_H
@@ -67,6 +69,9 @@ struct worker {
 	struct ts_image view;
 	/* ts_engine_opts.trace: the sample's draws, and its line */
 	struct ts_trace *trace, *trace_line;
+	/* the decoded cache (engine_load.c): the full-scale frame being
+	 * admitted, or the image before the op an admission stops at */
+	struct ts_image fill;
 };
 
 struct ts_engine {
@@ -96,6 +101,8 @@ struct ts_engine {
 	bool io_idle;           /* the I/O thread sleeps on cv_space */
 	bool asked_stop;        /* ts_engine_stop() was called */
 	uint64_t freed;         /* window slots freed since it last woke */
+
+	struct ts_engine_cache *cache; /* NULL: none (engine_cache.c) */
 
 	struct perm_cache perms[3];
 	unsigned perm_next;
@@ -144,6 +151,48 @@ struct ts_engine {
 	bool finished;          /* the ring got its end of stream or error */
 	bool joined;
 };
+
+/* engine_cache.c: one item's entry. resume 0: a frame of the whole
+ * image decoded at DCT scale scale/8, before the decode's fused op (the
+ * file's full size and format in full_w, full_h, format: the decode's
+ * geometry); k > 0: the image before ops[k]. */
+struct ts_cache_entry {
+	uint64_t off;             /* pixels at the arena's base + off */
+	uint32_t width, height;   /* of the pixels held */
+	uint16_t full_w, full_h;  /* frames: the file's size */
+	uint16_t resume;
+	uint8_t channels, dtype, format, scale;
+	uint8_t state;            /* through barrier.h (engine_cache.c) */
+};
+#define TS_CACHE_ENTRY_BYTES 32
+_Static_assert(sizeof(struct ts_cache_entry) == TS_CACHE_ENTRY_BYTES,
+	       "the plan's figures and tsrun-pipeline(5) count 32 bytes an item");
+enum { TS_CACHE_HIT, TS_CACHE_MISS, TS_CACHE_BYPASS };
+struct ts_engine_cache;
+/* Whether plan's samples can be cached (files decoded, and not in bands);
+ * an arena of bytes for a data set of items; free it; the READY entry of
+ * item id (NULL: none); claim id's entry for filling (false: another
+ * worker has it, or it is final); give a claim back (the decode failed);
+ * fill a claimed entry with img's pixels (false: it did not fit, and the
+ * item stays uncached); the entry's pixels as a read-only image (never
+ * reserved into or freed); count a lookup; the figures for stats. */
+bool ts_engine_cache_applies(const struct ts_plan *plan);
+int ts_engine_cache_create(uint64_t bytes, uint64_t items,
+			   struct ts_engine_cache **out, struct ts_error *err);
+void ts_engine_cache_destroy(struct ts_engine_cache *c);
+const struct ts_cache_entry *ts_engine_cache_get(const struct ts_engine_cache *c,
+						 uint32_t id);
+bool ts_engine_cache_claim(struct ts_engine_cache *c, uint32_t id);
+void ts_engine_cache_abandon(struct ts_engine_cache *c, uint32_t id);
+struct ts_cache_frame {
+	int full_w, full_h, format, scale; /* a frame's (resume 0); else 0 */
+};
+bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
+			 int resume, const struct ts_cache_frame *fr);
+struct ts_image ts_engine_cache_image(const struct ts_engine_cache *c,
+				      const struct ts_cache_entry *en);
+void ts_engine_cache_count(struct ts_engine_cache *c, int what);
+void ts_engine_cache_stats(const struct ts_engine_cache *c, struct ts_engine_stats *st);
 
 /* engine.c: position p -> (epoch, index); the permutation of an epoch
  * (under e->mu; NULL when out of memory); this machine's online cores. */

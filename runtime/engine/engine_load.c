@@ -4,13 +4,16 @@
  * the decode with the fused crop or resize done as an ROI + DCT-scaled
  * decode and one resample (or only the window a crop after the resize
  * keeps), and the middle ops run on the image; an item that fails under
- * on_error = skip is replaced by the next ones. What the image then
- * becomes (ring slot, staging, digest) is engine_sample.c's.
+ * on_error = skip is replaced by the next ones. With a decoded cache
+ * (engine_cache.c), an item it holds is made from its entry instead (the
+ * same pixels), and one it has room for is admitted the first time. What
+ * the image then becomes (ring slot, staging, digest) is engine_sample.c's.
  */
 #include "engine_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "augment.h"
 #include "kernel.h"
@@ -19,8 +22,9 @@
 #include "barrier.h"
 #include "util.h"
 
-int ts_engine_item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
-		      struct ts_item *it)
+/* The item of (epoch, index) and its number in the data set. */
+static int item_of(struct ts_engine *e, uint64_t epoch, uint64_t index, struct ts_item *it,
+		   uint32_t *idp)
 {
 	pthread_mutex_lock(&e->mu);
 	const uint32_t *perm = ts_engine_perm_get(e, epoch);
@@ -30,7 +34,15 @@ int ts_engine_item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
 	if (!perm)
 		return TS_E_NOMEM;
 	ts_source_item(e->ix, id, it);
+	*idp = id;
 	return 0;
+}
+
+int ts_engine_item_at(struct ts_engine *e, uint64_t epoch, uint64_t index,
+		      struct ts_item *it)
+{
+	uint32_t id;
+	return item_of(e, epoch, index, it, &id);
 }
 
 /* The fused op's work left after the ROI decode: the op itself when the
@@ -155,11 +167,174 @@ int ts_engine_check_header(const struct ts_plan *plan, const struct ts_decode_in
 	return 0;
 }
 
+/* What the decode op asks of the decoder for one sample (its fused op's
+ * box as ROI and target), and what is left to do after it. */
+struct decode_plan {
+	const struct ts_op *f;      /* the fused op, or NULL */
+	struct ts_decode_req req;
+	bool resample, apply_after, windowed, drawn;
+	int tw, th;
+	struct ts_aug_window win;
+	struct ts_kernel_box b;     /* the fused op's box: its resample filter */
+};
+
+static void plan_decode(const struct worker *w, const struct ts_op *op,
+			const struct ts_decode_info *info, uint64_t epoch, uint64_t index,
+			struct decode_plan *dp)
+{
+	const struct ts_plan *plan = w->e->plan;
+	*dp = (struct decode_plan){.f = op->fused,
+				   .req = {.color = op->color, .depth = op->depth}};
+	const struct ts_op *f = op->fused;
+	struct ts_kernel_box cb;
+	if (f) {
+		/* The fused op's box (kernel.h) as the decoder's ROI and
+		 * target size; a box it cannot read (padded, or outside the
+		 * image) leaves the op to run after a full decode. */
+		const struct ts_kernel *k = ts_kernel_find(f->kind);
+		struct ts_kernel_box *b = &dp->b;
+		dp->apply_after = !k || !k->box;
+		if (!dp->apply_after) {
+			struct ts_rng rng;
+			ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
+			k->box(f, info->width, info->height, &rng, b);
+			dp->drawn = b->drawn;
+			dp->apply_after = b->pads || b->x < 0 || b->y < 0 ||
+					  b->x + b->cw > info->width || b->y + b->ch > info->height;
+		}
+		/* A fixed resize of the whole image, then a crop: decode
+		 * and resample only the crop's window. */
+		if (!dp->apply_after && !b->drawn && b->tw > 0 && b->x == 0 && b->y == 0 &&
+		    b->cw == info->width && b->ch == info->height &&
+		    crop_after_resize(plan, b->tw, b->th, &cb))
+			dp->windowed = crop_window(info, b, &cb, b->tw, b->th, &dp->req, &dp->win);
+		if (!dp->apply_after) {
+			dp->resample = b->tw > 0;
+			dp->tw = b->tw;
+			dp->th = b->th;
+		}
+		if (!dp->apply_after && !dp->windowed) {
+			dp->req.roi_x = b->x;
+			dp->req.roi_y = b->y;
+			dp->req.roi_w = b->cw;
+			dp->req.roi_h = b->ch;
+			dp->req.target_w = dp->tw;
+			dp->req.target_h = dp->th;
+		}
+	}
+	dp->req.strided = dp->windowed || dp->resample; /* a resample reads it */
+}
+
+/* Whether the decoded cache keeps this sample's item as a full-scale frame
+ * (its fused op draws, or runs after a full decode) rather than as the
+ * decode's output, which is then the same in every epoch. */
+static bool keeps_frame(const struct decode_plan *dp)
+{
+	return dp->f && (dp->drawn || dp->apply_after);
+}
+
+/* Copy src's pixels into dst (compact rows). */
+static int copy_image(struct ts_image *dst, const struct ts_image *src, struct ts_error *err)
+{
+	if (ts_image_reserve(dst, src->width, src->height, src->channels, src->dtype))
+		return ts_error_set(err, TS_E_NOMEM, "out of memory for a %dx%d image",
+				    src->width, src->height);
+	size_t row = (size_t)src->width * (size_t)src->channels * ts_dtype_size(src->dtype);
+	for (int y = 0; y < src->height; y++)
+		memcpy(dst->data + (size_t)y * dst->stride, src->data + (size_t)y * src->stride,
+		       row);
+	return 0;
+}
+
+/*
+ * The sample from a frame of its item (the decoded cache's: the whole
+ * image at DCT scale fr->scale / 8), as the decoder would have made it
+ * from the file: when the request decodes at that scale, its output is the
+ * frame's window (decode.h, Exactness: scaled columns floor(roi_x * s) ..
+ * ceil((roi_x + roi_w) * s) - 1, clamped), which the fused op's resample
+ * then reads; *served false when it decodes at another scale (the frame
+ * cannot stand in: the caller decodes the file).
+ */
+static int from_frame(struct worker *w, const struct decode_plan *dp,
+		      const struct ts_image *frame, const struct ts_cache_frame *fr,
+		      uint64_t epoch, uint64_t index, bool *served, struct ts_error *err)
+{
+	struct ts_decode_info info = {.format = (enum ts_format)fr->format,
+				      .width = fr->full_w, .height = fr->full_h};
+	struct ts_decode_geom g;
+	*served = false;
+	if (ts_decoder_geometry(&info, &dp->req, &g, NULL) < 0 || g.scale_num != fr->scale)
+		return 0;
+	const struct ts_decode_req *r = &dp->req;
+	bool whole = r->roi_w <= 0 || r->roi_h <= 0;
+	int x0 = whole ? 0 : (int)((long long)r->roi_x * g.scale_num / 8);
+	int y0 = whole ? 0 : (int)((long long)r->roi_y * g.scale_num / 8);
+	if (x0 + g.out_w > frame->width || y0 + g.out_h > frame->height)
+		return 0; /* not this frame's geometry: decode the file */
+	*served = true;
+	if (dp->f && !dp->apply_after)
+		ts_kernel_note_box(dp->f, &dp->b, g.scale_num);
+	struct ts_image v = ts_image_view(frame, x0, y0, g.out_w, g.out_h);
+	uint64_t t = ts_prof_now();
+	int rc;
+	if (!dp->apply_after && dp->resample && (v.width != dp->tw || v.height != dp->th)) {
+		/* What crop_after_decode does, reading the frame in place. */
+		rc = ts_aug_resize(&v, &w->tmp1, dp->tw, dp->th, dp->b.interp, dp->b.antialias);
+		if (rc)
+			rc = ts_error_set(err, rc, "resize to %dx%d failed", dp->tw, dp->th);
+		else
+			ts_image_swap(&w->img, &w->tmp1);
+	} else {
+		rc = copy_image(&w->img, &v, err);
+		if (rc == 0)
+			rc = crop_after_decode(w, dp->f, dp->apply_after, dp->resample, dp->tw,
+					       dp->th, &dp->b, NULL, epoch, index, err);
+	}
+	ts_prof_add(TS_PROF_RESAMPLE, t);
+	return rc;
+}
+
+/* The DCT scale (eighths) a frame of item id is kept at: the one most of
+ * its requests get, from 16 draws of the fused op's box on streams no
+ * sample uses (the item's size decides it, not which draws); the larger
+ * on a tie. PNG: full scale. */
+static int frame_scale(const struct worker *w, const struct ts_op *op,
+		       const struct ts_decode_info *info, uint32_t id)
+{
+	int count[9] = {0};
+	for (uint64_t k = 0; k < 16; k++) {
+		struct decode_plan dp;
+		struct ts_decode_geom g;
+		plan_decode(w, op, info, UINT64_MAX - k, id, &dp);
+		if (ts_decoder_geometry(info, &dp.req, &g, NULL) == 0 && g.scale_num >= 1 &&
+		    g.scale_num <= 8)
+			count[g.scale_num]++;
+	}
+	int best = 8;
+	for (int n = 4; n >= 1; n /= 2)
+		if (count[n] > count[best])
+			best = n;
+	return best;
+}
+
+/* A claim on the decoded cache's entry of the item being decoded. */
+struct cache_fill {
+	uint32_t id;
+	bool claimed;     /* the entry is ours to fill */
+	bool pending;     /* w->img is the entry's image before ops[1] (the
+			     caller admits it, maybe after more ops) */
+};
+
 /* Decode one encoded sample into w->img, with the fused crop or resize of
- * the decode op done as an ROI + DCT-scaled decode and one resample. */
-int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
-			    const uint8_t *buf, size_t len, uint64_t epoch,
-			    uint64_t index, struct ts_error *err)
+ * the decode op done as an ROI + DCT-scaled decode and one resample. With
+ * fc (a claimed cache entry), the item is admitted: as a frame decoded
+ * here at the scale most of its crops get (frame_scale; the sample then
+ * made from it, or decoded from the file when its request is at another
+ * scale), or, when nothing drew, as the decode's output (fc->pending: the
+ * caller admits w->img). */
+static int decode_item(struct worker *w, const struct ts_op *op, const uint8_t *buf,
+		       size_t len, uint64_t epoch, uint64_t index, struct cache_fill *fc,
+		       struct ts_error *err)
 {
 	const struct ts_plan *plan = w->e->plan;
 	struct ts_decode_info info;
@@ -169,60 +344,110 @@ int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
 		return rc;
 	if ((rc = ts_engine_check_header(plan, &info, err)))
 		return rc;
-	struct ts_decode_req req = {.color = op->color, .depth = op->depth};
-	const struct ts_op *f = op->fused;
-	bool resample = false, apply_after = false, windowed = false;
-	int tw = 0, th = 0;
-	struct ts_kernel_box cb, b = {0};
-	struct ts_aug_window win;
-	if (f) {
-		/* The fused op's box (kernel.h) as the decoder's ROI and
-		 * target size; a box it cannot read (padded, or outside the
-		 * image) leaves the op to run after a full decode. */
-		const struct ts_kernel *k = ts_kernel_find(f->kind);
-		apply_after = !k || !k->box;
-		if (!apply_after) {
-			struct ts_rng rng;
-			ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)f->index);
-			k->box(f, info.width, info.height, &rng, &b);
-			apply_after = b.pads || b.x < 0 || b.y < 0 ||
-				      b.x + b.cw > info.width || b.y + b.ch > info.height;
-		}
-		/* A fixed resize of the whole image, then a crop: decode
-		 * and resample only the crop's window. */
-		if (!apply_after && !b.drawn && b.tw > 0 && b.x == 0 && b.y == 0 &&
-		    b.cw == info.width && b.ch == info.height &&
-		    crop_after_resize(plan, b.tw, b.th, &cb))
-			windowed = crop_window(&info, &b, &cb, b.tw, b.th, &req, &win);
-		if (!apply_after) {
-			resample = b.tw > 0;
-			tw = b.tw;
-			th = b.th;
-		}
-		if (!apply_after && !windowed) {
-			req.roi_x = b.x;
-			req.roi_y = b.y;
-			req.roi_w = b.cw;
-			req.roi_h = b.ch;
-			req.target_w = tw;
-			req.target_h = th;
-		}
+	struct decode_plan dp;
+	plan_decode(w, op, &info, epoch, index, &dp);
+	if (fc && fc->claimed && keeps_frame(&dp)) {
+		struct ts_cache_frame fr = {.full_w = info.width, .full_h = info.height,
+					    .format = (int)info.format,
+					    .scale = frame_scale(w, op, &info, fc->id)};
+		struct ts_decode_req whole = {.color = op->color, .depth = op->depth,
+					      .scale_num = fr.scale};
+		rc = ts_decoder_decode(w->dec, buf, len, &whole, &w->fill, NULL, err);
+		ts_prof_add(TS_PROF_DECODE, t);
+		ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats */
+		if (rc)
+			return rc;
+		ts_image_compact(&w->fill);
+		ts_engine_cache_put(w->e->cache, fc->id, &w->fill, 0, &fr);
+		fc->claimed = false;
+		bool served;
+		rc = from_frame(w, &dp, &w->fill, &fr, epoch, index, &served, err);
+		if (rc || served)
+			return rc;
+		t = ts_prof_now();
 	}
 	struct ts_decode_geom geom;
-	req.strided = windowed || resample; /* a resample reads it (crop_after_decode) */
-	rc = ts_decoder_decode(w->dec, buf, len, &req, &w->img, &geom, err);
+	rc = ts_decoder_decode(w->dec, buf, len, &dp.req, &w->img, &geom, err);
 	ts_prof_add(TS_PROF_DECODE, t);
 	ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats (views: one per sample) */
 	if (rc)
 		return rc;
 	/* The rest is crop / resample (ts_prof_add on the way out). */
 	t = ts_prof_now();
-	if (f && !apply_after)
-		ts_kernel_note_box(f, &b, geom.scale_num);
-	rc = crop_after_decode(w, f, apply_after, resample, tw, th, &b,
-			       windowed ? &win : NULL, epoch, index, err);
+	if (dp.f && !dp.apply_after)
+		ts_kernel_note_box(dp.f, &dp.b, geom.scale_num);
+	rc = crop_after_decode(w, dp.f, dp.apply_after, dp.resample, dp.tw, dp.th, &dp.b,
+			       dp.windowed ? &dp.win : NULL, epoch, index, err);
 	ts_prof_add(TS_PROF_RESAMPLE, t);
+	if (rc == 0 && fc && fc->claimed)
+		fc->pending = true;
 	return rc;
+}
+
+int ts_engine_decode_sample(struct worker *w, const struct ts_op *op,
+			    const uint8_t *buf, size_t len, uint64_t epoch,
+			    uint64_t index, struct ts_error *err)
+{
+	return decode_item(w, op, buf, len, epoch, index, NULL, err);
+}
+
+/* The sample from its item's decoded cache entry en: its image copied
+ * (*first_op: the op it was cached before), or made from its frame.
+ * *served false: a frame asked at another scale; decode the file. */
+static int from_cache(struct worker *w, const struct ts_cache_entry *en, uint64_t epoch,
+		      uint64_t index, size_t *first_op, bool *served, struct ts_error *err)
+{
+	const struct ts_engine *e = w->e;
+	struct ts_image v = ts_engine_cache_image(e->cache, en);
+	if (en->resume > 0) {
+		*served = true;
+		*first_op = en->resume;
+		return copy_image(&w->img, &v, err);
+	}
+	struct ts_cache_frame fr = {.full_w = en->full_w, .full_h = en->full_h,
+				    .format = en->format, .scale = en->scale};
+	struct ts_decode_info info = {.format = (enum ts_format)en->format,
+				      .width = en->full_w, .height = en->full_h};
+	struct decode_plan dp;
+	plan_decode(w, &e->plan->ops[0], &info, epoch, index, &dp);
+	*first_op = 1;
+	return from_frame(w, &dp, &v, &fr, epoch, index, served, err);
+}
+
+/* Admit the image of a pending fill: w->img before ops[first], carried
+ * on over the kernel ops after it that draw nothing for this item (their
+ * output is then the same in every epoch; an op with branches forks
+ * streams the draw count does not see, so it ends the run). Returns the
+ * op the sample goes on with; the ops run are the sample's. */
+static size_t admit_image(struct worker *w, uint32_t id, size_t first, uint64_t epoch,
+			  uint64_t index, int *rc, struct ts_error *err)
+{
+	const struct ts_plan *plan = w->e->plan;
+	size_t i = first;
+	bool copied = false;
+	*rc = 0;
+	for (; i < plan->n_ops && i < UINT16_MAX; i++) {
+		const struct ts_op *op = &plan->ops[i];
+		const struct ts_kernel *k = ts_kernel_find(op->kind);
+		if (!k || op->n_branches)
+			break;
+		if ((*rc = copy_image(&w->fill, &w->img, err)))
+			break;
+		copied = true;
+		struct ts_rng rng;
+		ts_rng_init(&rng, plan->source.seed, epoch, index, (uint64_t)op->index);
+		if ((*rc = k->apply(op, &w->img, &w->tmp1, &rng, err)))
+			break;
+		if (rng.ctr != 0) /* it drew: w->fill is before it */
+			break;
+		copied = false;
+	}
+	if (*rc) {
+		ts_engine_cache_abandon(w->e->cache, id);
+		return i;
+	}
+	ts_engine_cache_put(w->e->cache, id, copied ? &w->fill : &w->img, (int)i, NULL);
+	return copied ? i + 1 : i;
 }
 
 /* Everything between the decode (or synthetic source) and the output
@@ -292,16 +517,21 @@ int ts_engine_read_item(struct worker *w, const struct ts_item *it, bool pre,
 /* Load and decode the item of (epoch, index), with replacement under
  * on_error = skip: the next indices of the permutation, deterministically.
  * data/len is the pre-read item (may be NULL: read synchronously). On
- * success w->img holds the decoded image and *label its label. */
+ * success w->img holds the decoded image and *label its label; from the
+ * decoded cache when it holds the item; *fill set when the caller is to
+ * admit the item's image (admit_image). */
 static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 		       const uint8_t *data, size_t len, int read_status,
-		       int32_t *label, size_t *first_op, struct ts_error *err)
+		       int32_t *label, size_t *first_op, struct cache_fill *fill,
+		       struct ts_error *err)
 {
 	struct ts_engine *e = w->e;
 	const struct ts_plan *plan = e->plan;
+	uint64_t key = ts_engine_key(e, index); /* the sample's streams */
 	for (uint64_t k = 0; k < e->n; k++) {
 		struct ts_item it;
-		int rc = ts_engine_item_at(e, epoch, (index + k) % e->n, &it);
+		uint32_t id;
+		int rc = item_of(e, epoch, (index + k) % e->n, &it, &id);
 		if (rc)
 			return ts_error_set(err, rc, "out of memory");
 		*label = it.label;
@@ -309,6 +539,20 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 		if (!ts_source_kind_encoded(plan->source.kind)) {
 			*first_op = 0;
 			return ts_source_synthetic(&plan->source, it.offset, &w->img, label);
+		}
+		const struct ts_cache_entry *en = ts_engine_cache_get(e->cache, id);
+		*fill = (struct cache_fill){.id = id};
+		if (en) {
+			bool served;
+			rc = from_cache(w, en, epoch, key, first_op, &served, err);
+			if (rc || served) {
+				ts_engine_cache_count(e->cache, TS_CACHE_HIT);
+				return rc;
+			}
+			ts_engine_cache_count(e->cache, TS_CACHE_BYPASS);
+		} else if (e->cache) {
+			ts_engine_cache_count(e->cache, TS_CACHE_MISS);
+			fill->claimed = ts_engine_cache_claim(e->cache, id);
 		}
 		uint8_t *own = NULL;
 		const uint8_t *buf = NULL;
@@ -318,14 +562,16 @@ static int load_sample(struct worker *w, uint64_t epoch, uint64_t index,
 					 &blen, &lerr);
 		if (rc == 0) {
 			ATOMIC_ADD(&e->bytes, blen); /* a count for stats */
-			rc = ts_engine_decode_sample(w, &plan->ops[0], buf, blen, epoch,
-						     ts_engine_key(e, index), &lerr);
+			rc = decode_item(w, &plan->ops[0], buf, blen, epoch, key, fill, &lerr);
 		}
 		free(own);
 		if (rc == 0) {
 			*first_op = 1;
 			return 0;
 		}
+		if (fill->claimed)
+			ts_engine_cache_abandon(e->cache, id);
+		*fill = (struct cache_fill){0};
 		if (plan->on_error == TS_ON_ERROR_FAIL || rc == TS_E_NOMEM)
 			return ts_error_set(err, rc, "%s: %s", it.path ? it.path : "(item)",
 					    lerr.msg[0] ? lerr.msg : ts_error_name(rc));
@@ -346,14 +592,23 @@ int ts_engine_prepare(struct worker *w, uint64_t p, const uint8_t *data,
 		      int32_t *label, size_t *op_at, struct ts_error *err)
 {
 	size_t first = 0;
+	struct cache_fill fill = {0};
 	ts_engine_pos_split(w->e, p, epoch, index);
 	*label = 0;
-	int rc = load_sample(w, *epoch, *index, data, len, read_status, label, &first, err);
+	int rc = load_sample(w, *epoch, *index, data, len, read_status, label, &first, &fill,
+			     err);
 	if (rc)
 		return rc;
 	uint64_t t = ts_prof_now();
-	*op_at = ts_engine_apply_middle(w, first, *epoch, ts_engine_key(w->e, *index), &w->img,
-					&rc, err);
+	uint64_t key = ts_engine_key(w->e, *index); /* the sample's streams */
+	if (fill.pending) {
+		first = admit_image(w, fill.id, first, *epoch, key, &rc, err);
+		if (rc) {
+			ts_prof_add(TS_PROF_RESAMPLE, t);
+			return rc;
+		}
+	}
+	*op_at = ts_engine_apply_middle(w, first, *epoch, key, &w->img, &rc, err);
 	ts_prof_add(TS_PROF_RESAMPLE, t);
 	return rc;
 }

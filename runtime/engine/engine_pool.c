@@ -144,13 +144,19 @@ static void *io_main(void *arg)
 			if (!perm)
 				break;
 			struct ts_item it;
-			ts_source_item(e->ix, perm[ts_share_node_pos(&e->node, index)], &it);
-			int rc = ts_reader_submit(e->reader, &it, p);
+			uint32_t id = perm[ts_share_node_pos(&e->node, index)];
+			ts_source_item(e->ix, id, &it);
+			/* An item in the decoded cache is not read: its worker
+			 * gets no bytes (data NULL, status 0) and reads it
+			 * itself in the rare case it needs them (a frame asked
+			 * at a reduced DCT scale). */
+			bool cached = ts_engine_cache_get(e->cache, id) != NULL;
+			int rc = cached ? 0 : ts_reader_submit(e->reader, &it, p);
 			if (rc == -EBUSY)
 				break;
 			struct win_entry *we = &e->win[p % e->wsize];
 			we->pos = p;
-			if (rc) {
+			if (rc || cached) {
 				we->state = WIN_READY;
 				we->status = rc;
 				we->data = NULL;
