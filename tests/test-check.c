@@ -792,7 +792,7 @@ START_TEST(test_registry)
 	ck_assert_ptr_null(ts_registry_of_kind(TS_OP_OUTPUT));
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_OUTPUT), "output");
 	ck_assert_ptr_null(ts_registry_find("flipp"));
-	ck_assert_uint_eq(ns, 13);
+	ck_assert_uint_eq(ns, 14);
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "metrics"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "cache"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));
