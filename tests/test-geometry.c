@@ -2,7 +2,7 @@
  * the values torchvision 0.14 gives on PIL images (the match on real
  * photos is tests/torch-geometry.py's job), the matrices and rotated
  * sizes of dsl/geom.c, the random ops' draws (ranges, distributions,
- * determinism per stream position), ts_geo_apply's refusals, and what the
+ * determinism per stream position), ts_geometry_apply's refusals, and what the
  * checker makes of the operators' text (plan fields, the misuses and
  * where they point). */
 #include <check.h>
@@ -86,7 +86,7 @@ static const struct {
 START_TEST(rotate_pil)
 {
 	struct ts_image img = grid(), tmp = { 0 };
-	ck_assert_int_eq(ts_geo_rotate(&img, &tmp, rotate_cases[_i].angle,
+	ck_assert_int_eq(ts_geometry_rotate(&img, &tmp, rotate_cases[_i].angle,
 				       rotate_cases[_i].interp, rotate_cases[_i].expand,
 				       NULL, fill9), 0);
 	assert_image(&img, rotate_cases[_i].w, rotate_cases[_i].h, rotate_cases[_i].want);
@@ -142,7 +142,7 @@ START_TEST(affine_pil)
 	const double origin[2] = { 0, 0 };
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		struct ts_image img = grid(), tmp = { 0 };
-		ck_assert_int_eq(ts_geo_affine(&img, &tmp, c[i].angle, c[i].t, c[i].scale,
+		ck_assert_int_eq(ts_geometry_affine(&img, &tmp, c[i].angle, c[i].t, c[i].scale,
 					       c[i].shear, c[i].origin ? origin : NULL,
 					       TS_INTERP_NEAREST, fill9), 0);
 		assert_image(&img, 4, 3, c[i].want);
@@ -163,7 +163,7 @@ START_TEST(affine_channels)
 	}
 	struct ts_image img = make_u8(4, 3, 3, px), tmp = { 0 };
 	const uint8_t fill[4] = { 1, 2, 3, 0 };
-	ck_assert_int_eq(ts_geo_rotate(&img, &tmp, 30, TS_INTERP_BILINEAR, false, NULL,
+	ck_assert_int_eq(ts_geometry_rotate(&img, &tmp, 30, TS_INTERP_BILINEAR, false, NULL,
 				       fill), 0);
 	const uint8_t want0[12] = { 9, 31, 72, 116, 25, 74, 122, 171, 80, 124, 165, 9 };
 	for (int i = 0; i < 12; i++) {
@@ -248,7 +248,7 @@ START_TEST(affine_nearest_runs)
 		uint8_t *want = malloc((size_t)ow * oh * C);
 		ck_assert_ptr_nonnull(want);
 		affine_fixed_ref(&src, want, ow, oh, a, fill);
-		ck_assert_int_eq(ts_geo_transform_affine(&src, &dst, ow, oh, a, TS_INTERP_NEAREST,
+		ck_assert_int_eq(ts_geometry_transform_affine(&src, &dst, ow, oh, a, TS_INTERP_NEAREST,
 							 fill), 0);
 		for (int y = 0; y < oh; y++)
 			if (memcmp(dst.data + (size_t)y * dst.stride, want + (size_t)y * ow * C,
@@ -277,7 +277,7 @@ START_TEST(affine_translate_runs)
 	for (size_t t = 0; t < sizeof(shifts) / sizeof(shifts[0]); t++) {
 		const int tx = shifts[t][0], ty = shifts[t][1];
 		const double m[6] = { 1, 0, -tx, 0, 1, -ty };
-		ck_assert_int_eq(ts_geo_transform_affine(&src, &dst, W, H, m, TS_INTERP_NEAREST,
+		ck_assert_int_eq(ts_geometry_transform_affine(&src, &dst, W, H, m, TS_INTERP_NEAREST,
 							 fill), 0);
 		for (int y = 0; y < H; y++)
 			for (int x = 0; x < W; x++)
@@ -318,7 +318,7 @@ START_TEST(perspective_coefficients)
 	const double bad[8] = { 0, 0, 5, 0, 10, 0, 0, 5 };
 	ck_assert_int_eq(ts_geom_perspective(s, bad, c), -1);
 	struct ts_image img = grid(), tmp = { 0 };
-	ck_assert_int_eq(ts_geo_perspective(&img, &tmp, s, bad, TS_INTERP_BILINEAR, fill9),
+	ck_assert_int_eq(ts_geometry_perspective(&img, &tmp, s, bad, TS_INTERP_BILINEAR, fill9),
 			 TS_E_ARG);
 	ts_image_free(&img);
 	ts_image_free(&tmp);
@@ -335,12 +335,12 @@ START_TEST(degenerate_maps)
 	for (int k = 0; k < 3; k++) {
 		struct ts_image img = grid(), tmp = { 0 };
 		const double t[2] = { 0, 0 }, sh[2] = { 90, 0 };
-		ck_assert_int_eq(ts_geo_affine(&img, &tmp, 0, t, 1, sh, NULL, in[k], fill9), 0);
+		ck_assert_int_eq(ts_geometry_affine(&img, &tmp, 0, t, 1, sh, NULL, in[k], fill9), 0);
 		ck_assert_int_eq(img.width, 4);
 		/* a bow tie: the corners crossed */
 		const double s[8] = { 0, 0, 3, 0, 3, 2, 0, 2 };
 		const double e[8] = { 0, 0, 3, 2, 3, 0, 0, 2 };
-		ck_assert_int_eq(ts_geo_perspective(&img, &tmp, s, e, in[k], fill9), 0);
+		ck_assert_int_eq(ts_geometry_perspective(&img, &tmp, s, e, in[k], fill9), 0);
 		ck_assert_int_eq(img.height, 3);
 		ts_image_free(&img);
 		ts_image_free(&tmp);
@@ -367,7 +367,7 @@ START_TEST(pad_modes)
 	struct ts_image img = make_u8(3, 1, 1, px), tmp = { 0 };
 	const int pad[4] = { 7, 0, 7, 0 };
 	const double fill[4] = { 4.9, 0, 0, 0 }; /* int(): 4 */
-	ck_assert_int_eq(ts_geo_pad(&img, &tmp, pad, pad_cases[_i].mode, fill), 0);
+	ck_assert_int_eq(ts_geometry_pad(&img, &tmp, pad, pad_cases[_i].mode, fill), 0);
 	assert_image(&img, 17, 1, pad_cases[_i].want);
 	ts_image_free(&img);
 	ts_image_free(&tmp);
@@ -380,12 +380,12 @@ START_TEST(pad_crop_and_u16)
 	const double fill[4] = { 200, 0, 0, 0 };
 	/* crop one column on the left, pad one row at the bottom */
 	const int pad[4] = { -1, 0, 0, 1 };
-	ck_assert_int_eq(ts_geo_pad(&img, &tmp, pad, TS_PAD_CONSTANT, fill), 0);
+	ck_assert_int_eq(ts_geometry_pad(&img, &tmp, pad, TS_PAD_CONSTANT, fill), 0);
 	const uint8_t want[] = { 22, 39, 56, 90, 107, 124, 158, 175, 192, 200, 200, 200 };
 	assert_image(&img, 3, 4, want);
 	/* cropping it all away is refused */
 	const int all[4] = { -2, 0, -1, 0 };
-	ck_assert_int_eq(ts_geo_pad(&img, &tmp, all, TS_PAD_EDGE, fill), TS_E_ARG);
+	ck_assert_int_eq(ts_geometry_pad(&img, &tmp, all, TS_PAD_EDGE, fill), TS_E_ARG);
 	ts_image_free(&img);
 
 	struct ts_image w = { 0 };
@@ -394,13 +394,13 @@ START_TEST(pad_crop_and_u16)
 	((uint16_t *)(void *)w.data)[1] = 60000;
 	const int p1[4] = { 1, 0, 1, 0 };
 	const double f16[4] = { 65535, 0, 0, 0 };
-	ck_assert_int_eq(ts_geo_pad(&w, &tmp, p1, TS_PAD_CONSTANT, f16), 0);
+	ck_assert_int_eq(ts_geometry_pad(&w, &tmp, p1, TS_PAD_CONSTANT, f16), 0);
 	const uint16_t *r = (const uint16_t *)(const void *)w.data;
 	ck_assert_uint_eq(r[0], 65535);
 	ck_assert_uint_eq(r[1], 1000);
 	ck_assert_uint_eq(r[2], 60000);
 	ck_assert_uint_eq(r[3], 65535);
-	ck_assert_int_eq(ts_geo_pad(&w, &tmp, p1, TS_PAD_REFLECT, f16), 0);
+	ck_assert_int_eq(ts_geometry_pad(&w, &tmp, p1, TS_PAD_REFLECT, f16), 0);
 	r = (const uint16_t *)(const void *)w.data;
 	ck_assert_uint_eq(r[0], 1000);  /* reflect of [65535, 1000, 60000, 65535] */
 	ck_assert_uint_eq(r[5], 60000);
@@ -414,7 +414,7 @@ START_TEST(erase_box)
 	struct ts_image img = grid();
 	const double v[4] = { 3.7, 0, 0, 0 };
 	/* clipped at the right and bottom edges, as a slice is */
-	ts_geo_erase(&img, 1, 2, 10, 10, v);
+	ts_geometry_erase(&img, 1, 2, 10, 10, v);
 	const uint8_t want[] = { 5, 22, 39, 56, 73, 90, 3, 3, 141, 158, 3, 3 };
 	assert_image(&img, 4, 3, want);
 	ts_image_free(&img);
@@ -423,7 +423,7 @@ START_TEST(erase_box)
 	ck_assert_int_eq(ts_image_reserve(&f, 3, 2, 2, TS_DTYPE_F32), 0);
 	memset(f.data, 0, ts_image_bytes(&f));
 	const double fv[4] = { -1.5, 0.25, 0, 0 };
-	ts_geo_erase(&f, 0, 1, 1, 1, fv);
+	ts_geometry_erase(&f, 0, 1, 1, 1, fv);
 	const float *r = (const float *)(const void *)f.data;
 	ck_assert(r[2] == -1.5f && r[3] == 0.25f);
 	ck_assert(r[0] == 0 && r[4] == 0 && r[8] == 0);
@@ -461,7 +461,7 @@ START_TEST(rotation_draws)
 	for (int i = 0; i < n; i++) {
 		struct ts_rng r;
 		ts_rng_init(&r, 7, 0, (uint64_t)i, (uint64_t)op->index);
-		double a = ts_geo_rotation_draw(op, &r);
+		double a = ts_geometry_rotation_draw(op, &r);
 		ck_assert(a >= -10 && a < 30);
 		sum += a;
 		lo = fmin(lo, a);
@@ -488,8 +488,8 @@ START_TEST(affine_draws)
 	for (int i = 0; i < n; i++) {
 		struct ts_rng r;
 		ts_rng_init(&r, 1, 2, (uint64_t)i, (uint64_t)op->index);
-		struct ts_geo_affine_draw a;
-		ts_geo_affine_draw(op, 80, 60, &r, &a);
+		struct ts_geometry_affine_draw a;
+		ts_geometry_affine_draw(op, 80, 60, &r, &a);
 		ck_assert(a.angle >= -5 && a.angle < 5);
 		/* whole pixels, |tx| <= 0.1 * 80, |ty| <= 0.2 * 60 */
 		ck_assert(a.translate[0] == rint(a.translate[0]));
@@ -510,8 +510,8 @@ START_TEST(affine_draws)
 	p = plan_of("random_affine([3, 4])");
 	struct ts_rng r;
 	ts_rng_init(&r, 1, 0, 0, 0);
-	struct ts_geo_affine_draw a;
-	ts_geo_affine_draw(&p->ops[0], 80, 60, &r, &a);
+	struct ts_geometry_affine_draw a;
+	ts_geometry_affine_draw(&p->ops[0], 80, 60, &r, &a);
 	ck_assert(a.translate[0] == 0 && a.translate[1] == 0 && a.scale == 1 &&
 		  a.shear[0] == 0 && a.shear[1] == 0);
 	ts_plan_destroy(p);
@@ -528,7 +528,7 @@ START_TEST(perspective_draws)
 		struct ts_rng r;
 		ts_rng_init(&r, 3, 0, (uint64_t)i, (uint64_t)op->index);
 		double s[8], e[8];
-		if (!ts_geo_perspective_draw(op, 80, 60, &r, s, e))
+		if (!ts_geometry_perspective_draw(op, 80, 60, &r, s, e))
 			continue;
 		applied++;
 		/* half sides 40 and 30: moves of 0..20 and 0..15 */
@@ -553,10 +553,10 @@ START_TEST(draws_deterministic)
 	ts_rng_init(&a, 9, 1, 5, (uint64_t)p->ops[0].index);
 	ts_rng_init(&b, 9, 1, 5, (uint64_t)p->ops[0].index);
 	ts_rng_init(&c, 9, 1, 6, (uint64_t)p->ops[0].index);
-	struct ts_geo_affine_draw da, db, dc;
-	ts_geo_affine_draw(&p->ops[0], 80, 60, &a, &da);
-	ts_geo_affine_draw(&p->ops[0], 80, 60, &b, &db);
-	ts_geo_affine_draw(&p->ops[0], 80, 60, &c, &dc);
+	struct ts_geometry_affine_draw da, db, dc;
+	ts_geometry_affine_draw(&p->ops[0], 80, 60, &a, &da);
+	ts_geometry_affine_draw(&p->ops[0], 80, 60, &b, &db);
+	ts_geometry_affine_draw(&p->ops[0], 80, 60, &c, &dc);
 	ck_assert(memcmp(&da, &db, sizeof(da)) == 0);
 	ck_assert(da.angle != dc.angle);
 	ts_plan_destroy(p);
@@ -613,7 +613,7 @@ START_TEST(perspective_degenerate_draw)
 			memset(img.data, 77, ts_image_bytes(&img));
 			ts_rng_init(&r, 3, 0, (uint64_t)i, (uint64_t)op->index);
 			d = r;
-			ck_assert(ts_geo_perspective_draw(op, n, n, &d, start, end));
+			ck_assert(ts_geometry_perspective_draw(op, n, n, &d, start, end));
 			const bool degen = ts_geom_perspective(start, end, c) < 0;
 			degenerate += degen;
 			ck_assert_int_eq(ts_kernel_apply(op, &img, &tmp, &r, &err), 0);

@@ -407,7 +407,7 @@ static int check_u8(const struct ts_image *img)
 		       : TS_E_ARG;
 }
 
-int ts_geo_transform_affine(const struct ts_image *src, struct ts_image *dst,
+int ts_geometry_transform_affine(const struct ts_image *src, struct ts_image *dst,
 			    int ow, int oh, const double m[6],
 			    enum ts_interp interp, const uint8_t fill[4])
 {
@@ -472,7 +472,7 @@ static int transpose(const struct ts_image *src, struct ts_image *dst,
 	return 0;
 }
 
-int ts_geo_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
+int ts_geometry_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
 		  enum ts_interp interp, bool expand, const double *center,
 		  const uint8_t fill[4])
 {
@@ -485,7 +485,7 @@ int ts_geo_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
 	if (path == TS_GEOM_COPY)
 		return 0;
 	if (path == TS_GEOM_MATRIX)
-		rc = ts_geo_transform_affine(img, tmp, ow, oh, m, interp, fill);
+		rc = ts_geometry_transform_affine(img, tmp, ow, oh, m, interp, fill);
 	else
 		rc = transpose(img, tmp, path);
 	if (rc == 0)
@@ -493,7 +493,7 @@ int ts_geo_rotate(struct ts_image *img, struct ts_image *tmp, double angle,
 	return rc;
 }
 
-int ts_geo_affine(struct ts_image *img, struct ts_image *tmp, double angle,
+int ts_geometry_affine(struct ts_image *img, struct ts_image *tmp, double angle,
 		  const double translate[2], double scale,
 		  const double shear[2], const double *center,
 		  enum ts_interp interp, const uint8_t fill[4])
@@ -504,14 +504,14 @@ int ts_geo_affine(struct ts_image *img, struct ts_image *tmp, double angle,
 		return TS_E_ARG;
 	ts_geom_affine(img->width, img->height, angle, translate, scale, shear,
 		       center, m);
-	rc = ts_geo_transform_affine(img, tmp, img->width, img->height, m, interp,
+	rc = ts_geometry_transform_affine(img, tmp, img->width, img->height, m, interp,
 				     fill);
 	if (rc == 0)
 		ts_image_swap(img, tmp);
 	return rc;
 }
 
-int ts_geo_perspective(struct ts_image *img, struct ts_image *tmp,
+int ts_geometry_perspective(struct ts_image *img, struct ts_image *tmp,
 		       const double start[8], const double end[8],
 		       enum ts_interp interp, const uint8_t fill[4])
 {
@@ -549,7 +549,7 @@ static int pad_index(int i, int n, enum ts_pad_mode mode)
 	return (int)k;
 }
 
-int ts_geo_pad(struct ts_image *img, struct ts_image *tmp, const int pad[4],
+int ts_geometry_pad(struct ts_image *img, struct ts_image *tmp, const int pad[4],
 	       enum ts_pad_mode mode, const double fill[4])
 {
 	const int C = img->channels;
@@ -621,7 +621,7 @@ int ts_geo_pad(struct ts_image *img, struct ts_image *tmp, const int pad[4],
 
 /* ---- erase --------------------------------------------------------- */
 
-void ts_geo_erase(struct ts_image *img, int i, int j, int h, int w,
+void ts_geometry_erase(struct ts_image *img, int i, int j, int h, int w,
 		  const double value[4])
 {
 	const int C = img->channels;
@@ -652,16 +652,16 @@ void ts_geo_erase(struct ts_image *img, int i, int j, int h, int w,
 
 /* ---- the random ops' draws ------------------------------------------ */
 
-double ts_geo_rotation_draw(const struct ts_op *op, struct ts_rng *rng)
+double ts_geometry_rotation_draw(const struct ts_op *op, struct ts_rng *rng)
 {
 	return ts_rng_range(rng, op->geo.degrees[0], op->geo.degrees[1]);
 }
 
-void ts_geo_affine_draw(const struct ts_op *op, int w, int h,
-			struct ts_rng *rng, struct ts_geo_affine_draw *out)
+void ts_geometry_affine_draw(const struct ts_op *op, int w, int h,
+			struct ts_rng *rng, struct ts_geometry_affine_draw *out)
 {
 	const struct ts_op_geometry *g = &op->geo;
-	*out = (struct ts_geo_affine_draw){ .scale = 1.0 };
+	*out = (struct ts_geometry_affine_draw){ .scale = 1.0 };
 	out->angle = ts_rng_range(rng, g->degrees[0], g->degrees[1]);
 	if (g->has_translate) {
 		const double max_dx = g->translate[0] * w;
@@ -684,7 +684,7 @@ static double randint(struct ts_rng *rng, int lo, int hi)
 	return hi > lo ? lo + (double)ts_rng_below(rng, (uint64_t)(hi - lo)) : lo;
 }
 
-bool ts_geo_perspective_draw(const struct ts_op *op, int w, int h,
+bool ts_geometry_perspective_draw(const struct ts_op *op, int w, int h,
 			     struct ts_rng *rng, double start[8], double end[8])
 {
 	if (op->p < 1.0 && !(ts_rng_uniform(rng) < op->p))
@@ -708,7 +708,7 @@ bool ts_geo_perspective_draw(const struct ts_op *op, int w, int h,
 
 /* ---- the family's entry --------------------------------------------- */
 
-void ts_geo_fill_u8(const struct ts_op *op, int channels, uint8_t fill[4])
+void ts_geometry_fill_u8(const struct ts_op *op, int channels, uint8_t fill[4])
 {
 	for (int c = 0; c < 4; c++) {
 		double v = op->geo.n_fill == 0 ? 0.0
@@ -760,8 +760,8 @@ static int k_rotate(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geo_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geo_rotate(img, tmp, op->geo.angle, op->interp,
+	ts_geometry_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geometry_rotate(img, tmp, op->geo.angle, op->interp,
 					op->geo.expand, center_of(op), fill), err);
 }
 
@@ -773,8 +773,8 @@ static int k_affine(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geo_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geo_affine(img, tmp, g->angle, g->translate, g->scale,
+	ts_geometry_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geometry_affine(img, tmp, g->angle, g->translate, g->scale,
 					g->shear, center_of(op), op->interp, fill),
 		      err);
 }
@@ -785,7 +785,7 @@ static int k_pad(const struct ts_op *op, struct ts_image *img,
 	const int *p = op->geo.pad;
 	double fill[4];
 	fill_all(op, fill);
-	int rc = ts_geo_pad(img, tmp, p, op->geo.pad_mode, fill);
+	int rc = ts_geometry_pad(img, tmp, p, op->geo.pad_mode, fill);
 	if (rc == TS_E_ARG && (img->dtype == TS_DTYPE_U8 || img->dtype == TS_DTYPE_U16))
 		return ts_error_set(err, rc,
 				    "pad crops the whole %dx%d image (padding %d, %d, %d, %d)",
@@ -804,7 +804,7 @@ static int k_erase(const struct ts_op *op, struct ts_image *img,
 	if (img->dtype == TS_DTYPE_F16)
 		return ts_error_set(err, TS_E_ARG, "erase cannot run on float16 data");
 	fill_all(op, v);
-	ts_geo_erase(img, g->erase_i, g->erase_j, g->erase_h, g->erase_w, v);
+	ts_geometry_erase(img, g->erase_i, g->erase_j, g->erase_h, g->erase_w, v);
 	return 0;
 }
 
@@ -816,8 +816,8 @@ static int k_random_rotation(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geo_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geo_rotate(img, tmp, ts_geo_rotation_draw(op, rng),
+	ts_geometry_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geometry_rotate(img, tmp, ts_geometry_rotation_draw(op, rng),
 					op->interp, op->geo.expand, center_of(op), fill),
 		      err);
 }
@@ -826,14 +826,14 @@ static int k_random_affine(const struct ts_op *op, struct ts_image *img,
 			   struct ts_image *tmp, struct ts_rng *rng,
 			   struct ts_error *err)
 {
-	struct ts_geo_affine_draw a;
+	struct ts_geometry_affine_draw a;
 	uint8_t fill[4];
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geo_fill_u8(op, img->channels, fill);
-	ts_geo_affine_draw(op, img->width, img->height, rng, &a);
-	return failed(op, ts_geo_affine(img, tmp, a.angle, a.translate, a.scale,
+	ts_geometry_fill_u8(op, img->channels, fill);
+	ts_geometry_affine_draw(op, img->width, img->height, rng, &a);
+	return failed(op, ts_geometry_affine(img, tmp, a.angle, a.translate, a.scale,
 					a.shear, center_of(op), op->interp, fill),
 		      err);
 }
@@ -847,7 +847,7 @@ static int k_random_perspective(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	if (!ts_geo_perspective_draw(op, img->width, img->height, rng, start, end))
+	if (!ts_geometry_perspective_draw(op, img->width, img->height, rng, start, end))
 		return 0;
 	/* Three drawn corners on one line (distortion_scale near 1: 1.6e-4
 	 * of the draws at 224 px, 1% at 32 px) have no warp: torchvision's
@@ -856,8 +856,8 @@ static int k_random_perspective(const struct ts_op *op, struct ts_image *img,
 	double c[8];
 	if (ts_geom_perspective(start, end, c) < 0)
 		return 0;
-	ts_geo_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geo_perspective(img, tmp, start, end, op->interp, fill),
+	ts_geometry_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geometry_perspective(img, tmp, start, end, op->interp, fill),
 		      err);
 }
 
@@ -868,8 +868,8 @@ static int k_perspective(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geo_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geo_perspective(img, tmp, op->geo.start, op->geo.end,
+	ts_geometry_fill_u8(op, img->channels, fill);
+	return failed(op, ts_geometry_perspective(img, tmp, op->geo.start, op->geo.end,
 					     op->interp, fill),
 		      err);
 }

@@ -47,23 +47,23 @@ void ts_outpass_u8_f32(const uint8_t *src, size_t sstride, int W, int H, int C,
 		       bool hflip, bool vflip, bool nchw, const float *mean,
 		       const float *std, float *dst)
 {
-	ts_opass_planar3_fn *planar = NULL;
-	ts_opass_inter_fn *inter = NULL;
+	ts_outpass_planar3_fn *planar = NULL;
+	ts_outpass_inter_fn *inter = NULL;
 	switch (ts_simd_isa()) {
 #if defined(__x86_64__) || defined(__i386__)
 	case TS_SIMD_AVX2:
-		planar = ts_opass_planar3_avx2;
-		inter = ts_opass_inter_avx2;
+		planar = ts_outpass_planar3_avx2;
+		inter = ts_outpass_inter_avx2;
 		break;
 	case TS_SIMD_SSE41:
-		planar = ts_opass_planar3_sse41;
-		inter = ts_opass_inter_sse41;
+		planar = ts_outpass_planar3_sse41;
+		inter = ts_outpass_inter_sse41;
 		break;
 #endif
 #if defined(__aarch64__)
 	case TS_SIMD_NEON:
-		planar = ts_opass_planar3_neon;
-		inter = ts_opass_inter_neon;
+		planar = ts_outpass_planar3_neon;
+		inter = ts_outpass_inter_neon;
 		break;
 #endif
 	default:

@@ -471,7 +471,7 @@ static int affine(struct ts_image *img, struct ts_image *tmp, double tx, double 
 		  const uint8_t fill[4])
 {
 	const double t[2] = { tx, ty }, sh[2] = { shx, shy }, c0[2] = { 0, 0 };
-	return ts_geo_affine(img, tmp, 0.0, t, 1.0, sh, center0 ? c0 : NULL, interp, fill);
+	return ts_geometry_affine(img, tmp, 0.0, t, 1.0, sh, center0 ? c0 : NULL, interp, fill);
 }
 
 int ts_policy_apply_step(const struct ts_policy_step *s, struct ts_image *img,
@@ -500,7 +500,7 @@ int ts_policy_apply_step(const struct ts_policy_step *s, struct ts_image *img,
 		rc = affine(img, tmp, 0, trunc(m), 0, 0, false, interp, fill);
 		break;
 	case TS_PA_ROTATE:
-		rc = ts_geo_rotate(img, tmp, m, interp, false, NULL, fill);
+		rc = ts_geometry_rotate(img, tmp, m, interp, false, NULL, fill);
 		break;
 	case TS_PA_BRIGHTNESS:
 		ts_aug_brightness(img, (float)(1.0 + m));
@@ -559,7 +559,7 @@ static int k_augment_policy(const struct ts_op *op, struct ts_image *img,
 					       steps[i].magnitude);
 		ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"ops\": [%s]", list);
 	}
-	ts_geo_fill_u8(op, img->channels, fill);
+	ts_geometry_fill_u8(op, img->channels, fill);
 	for (int i = 0; i < n; i++) {
 		int rc = ts_policy_apply_step(&steps[i], img, tmp, op->interp, fill, err);
 		if (rc)

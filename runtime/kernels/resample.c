@@ -141,26 +141,26 @@ static void split_v_x86(int32_t *out, int oh, int ksize, int vpairs,
 	}
 }
 
-/* The size of ts_rs_h3t_avx2's table (resample_kernels.h) for ow
+/* The size of ts_resample_h3t_avx2's table (resample_kernels.h) for ow
  * outputs. */
 static size_t h3t_size(int ow, int ksize)
 {
 	const size_t nblk = ((size_t)ow * 3 + 7) / 8;
-	const size_t head = (nblk * sizeof(struct ts_rs_h3t_block) + 31) & ~(size_t)31;
-	return head + nblk * (size_t)((ksize + 1) / 2) * sizeof(struct ts_rs_h3t_entry);
+	const size_t head = (nblk * sizeof(struct ts_resample_h3t_block) + 31) & ~(size_t)31;
+	return head + nblk * (size_t)((ksize + 1) / 2) * sizeof(struct ts_resample_h3t_entry);
 }
 
 /* The table for ow outputs of rows of in_w RGB pixels, in buf (h3t_size
  * bytes, 32-aligned). Returns the number of blocks left to plain C in
  * every row (tail blocks are so only in the last). */
 static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
-		     const int32_t *weights, struct ts_rs_h3t_block **pblk,
-		     struct ts_rs_h3t_entry **ptab)
+		     const int32_t *weights, struct ts_resample_h3t_block **pblk,
+		     struct ts_resample_h3t_entry **ptab)
 {
 	const int n_el = 3 * ow, nblk = (n_el + 7) / 8;
 	const long row_bytes = (long)in_w * 3;
-	struct ts_rs_h3t_block *blk = buf;
-	struct ts_rs_h3t_entry *tab = (struct ts_rs_h3t_entry *)(void *)((char *)buf +
+	struct ts_resample_h3t_block *blk = buf;
+	struct ts_resample_h3t_entry *tab = (struct ts_resample_h3t_entry *)(void *)((char *)buf +
 		(((size_t)nblk * sizeof(*blk) + 31) & ~(size_t)31));
 	int used = 0, slow = 0;
 	for (int b = 0; b < nblk; b++) {
@@ -178,7 +178,7 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 		}
 		bool ok = true, tail = false;
 		for (int j = 0; j < nj && ok; j++) {
-			struct ts_rs_h3t_entry *en = tab + used + j;
+			struct ts_resample_h3t_entry *en = tab + used + j;
 			memset(en->mask, -128, sizeof(en->mask)); /* zero bytes */
 			memset(en->hi, 0, sizeof(en->hi));
 			memset(en->lo, 0, sizeof(en->lo));
@@ -262,17 +262,17 @@ TS_VECTORIZE static void h_generic(const uint8_t *src, size_t sstride, int rows,
 					s1 += p[1] * k[x];
 					s2 += p[2] * k[x];
 				}
-				d[0] = ts_rs_clip8(s0);
-				d[1] = ts_rs_clip8(s1);
-				d[2] = ts_rs_clip8(s2);
+				d[0] = ts_resample_clip8(s0);
+				d[1] = ts_resample_clip8(s1);
+				d[2] = ts_resample_clip8(s2);
 				d += 3;
 			} else if (C == 1) {
 				int32_t s0 = half;
 				for (int x = 0; x < n; x++)
 					s0 += p[x] * k[x];
-				*d++ = ts_rs_clip8(s0);
+				*d++ = ts_resample_clip8(s0);
 			} else {
-				ts_rs_h_pixel(p, n, C, k, d);
+				ts_resample_h_pixel(p, n, C, k, d);
 				d += C;
 			}
 		}
@@ -303,7 +303,7 @@ TS_VECTORIZE static void v_generic(const uint8_t *src, size_t sstride, int n_ele
 					acc[i] += s[i] * ky;
 			}
 			for (int i = 0; i < m; i++)
-				d[i0 + i] = ts_rs_clip8(acc[i]);
+				d[i0 + i] = ts_resample_clip8(acc[i]);
 		}
 	}
 }
@@ -322,10 +322,10 @@ void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 	 * to plain C (downscales by more than 4): then per pixel. */
 	if (isa == TS_SIMD_AVX2) {
 		void *buf = scratch(h3t_size(ow, ksize));
-		struct ts_rs_h3t_block *blk;
-		struct ts_rs_h3t_entry *tab;
+		struct ts_resample_h3t_block *blk;
+		struct ts_resample_h3t_entry *tab;
 		if (buf && h3t_build(buf, in_w, ow, ksize, bounds, weights, &blk, &tab) <= 4) {
-			ts_rs_h3t_avx2(src, sstride, rows, dst, dstride, ow, ksize, bounds,
+			ts_resample_h3t_avx2(src, sstride, rows, dst, dstride, ow, ksize, bounds,
 				       weights, blk, tab);
 			return;
 		}
@@ -351,17 +351,17 @@ void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 	switch (isa) {
 #if defined(__x86_64__) || defined(__i386__)
 	case TS_SIMD_AVX2:
-		ts_rs_h3_avx2(src, sstride, rows, in_w, dst, dstride, ow, ksize,
+		ts_resample_h3_avx2(src, sstride, rows, in_w, dst, dstride, ow, ksize,
 			      bounds, weights, split, gmax);
 		return;
 	case TS_SIMD_SSE41:
-		ts_rs_h3_sse41(src, sstride, rows, in_w, dst, dstride, ow, ksize,
+		ts_resample_h3_sse41(src, sstride, rows, in_w, dst, dstride, ow, ksize,
 			       bounds, weights, split, gmax);
 		return;
 #endif
 #if defined(__aarch64__)
 	case TS_SIMD_NEON:
-		ts_rs_h3_neon(src, sstride, rows, in_w, dst, dstride, ow, ksize,
+		ts_resample_h3_neon(src, sstride, rows, in_w, dst, dstride, ow, ksize,
 			      bounds, weights, split, gmax);
 		return;
 #endif
@@ -383,10 +383,10 @@ void ts_resample_v_u8(const uint8_t *src, size_t sstride, int n_elems,
 		if (pairs) {
 			split_v_x86(pairs, oh, ksize, vpairs, weights);
 			if (isa == TS_SIMD_AVX2)
-				ts_rs_v_avx2(src, sstride, n_elems, dst, dstride, oh,
+				ts_resample_v_avx2(src, sstride, n_elems, dst, dstride, oh,
 					     bounds, pairs, vpairs);
 			else
-				ts_rs_v_sse41(src, sstride, n_elems, dst, dstride, oh,
+				ts_resample_v_sse41(src, sstride, n_elems, dst, dstride, oh,
 					      bounds, pairs, vpairs);
 			return;
 		}
@@ -394,7 +394,7 @@ void ts_resample_v_u8(const uint8_t *src, size_t sstride, int n_elems,
 #endif
 #if defined(__aarch64__)
 	if (isa == TS_SIMD_NEON) {
-		ts_rs_v_neon(src, sstride, n_elems, dst, dstride, oh, ksize, bounds,
+		ts_resample_v_neon(src, sstride, n_elems, dst, dstride, oh, ksize, bounds,
 			     weights);
 		return;
 	}

@@ -1186,10 +1186,38 @@ static int device_range_ok(const void *p, size_t n)
 	return n == 0 || (is_device(p) && is_device((const uint8_t *)p + n - 1));
 }
 
+/* float to IEEE half, rounding to nearest even as __float2half does; by
+ * hand, as clang 14 has no _Float16 on x86-64 (the ASan build's). */
+static uint16_t f32_to_f16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
+	if (e == 0xff)
+		return (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0u));
+	int ee = (int)e - 127 + 15;
+	if (ee >= 0x1f)
+		return (uint16_t)(sign | 0x7c00u);
+	if (ee <= 0) {
+		if (ee < -10)
+			return (uint16_t)sign;
+		m |= 0x800000u;
+		unsigned shift = (unsigned)(14 - ee);
+		uint32_t h = m >> shift, rem = m & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
+		if (rem > mid || (rem == mid && (h & 1u)))
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	uint32_t h = sign | ((uint32_t)ee << 10) | (m >> 13), rem = m & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+		h++; /* a carry into the exponent is the right rounding */
+	return (uint16_t)h;
+}
+
 static void store(void *dst, size_t i, int half, float v)
 {
 	if (half) {
-		_Float16 h = (_Float16)v;
+		uint16_t h = f32_to_f16(v);
 		memcpy((uint8_t *)dst + i * 2, &h, 2);
 	} else {
 		memcpy((uint8_t *)dst + i * 4, &v, 4);

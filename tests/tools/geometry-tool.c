@@ -136,16 +136,16 @@ static int draws(int argc, char **argv)
 		struct ts_rng rng;
 		ts_rng_init(&rng, seed, 0, (uint64_t)i, (uint64_t)op->index);
 		if (op->kind == TS_OP_RANDOM_ROTATION) {
-			printf("%.17g\n", ts_geo_rotation_draw(op, &rng));
+			printf("%.17g\n", ts_geometry_rotation_draw(op, &rng));
 		} else if (op->kind == TS_OP_RANDOM_AFFINE) {
-			struct ts_geo_affine_draw a;
-			ts_geo_affine_draw(op, w, h, &rng, &a);
+			struct ts_geometry_affine_draw a;
+			ts_geometry_affine_draw(op, w, h, &rng, &a);
 			printf("%.17g %.17g %.17g %.17g %.17g %.17g\n", a.angle,
 			       a.translate[0], a.translate[1], a.scale, a.shear[0],
 			       a.shear[1]);
 		} else if (op->kind == TS_OP_RANDOM_PERSPECTIVE) {
 			double s[8], e[8];
-			if (!ts_geo_perspective_draw(op, w, h, &rng, s, e)) {
+			if (!ts_geometry_perspective_draw(op, w, h, &rng, s, e)) {
 				printf("0\n");
 				continue;
 			}

@@ -24,7 +24,7 @@ static inline float32x4_t rev4(float32x4_t v)
 	return vcombine_f32(vget_high_f32(v), vget_low_f32(v));
 }
 
-int ts_opass_planar3_neon(const uint8_t *row, int w, bool hflip,
+int ts_outpass_planar3_neon(const uint8_t *row, int w, bool hflip,
 			  const float *mean, const float *std, float *d0,
 			  float *d1, float *d2)
 {
@@ -50,7 +50,7 @@ int ts_opass_planar3_neon(const uint8_t *row, int w, bool hflip,
 	return x;
 }
 
-size_t ts_opass_inter_neon(const uint8_t *row, size_t n, int C,
+size_t ts_outpass_inter_neon(const uint8_t *row, size_t n, int C,
 			   const float *mean, const float *std, float *d)
 {
 	float32x4_t m[4][2], s[4][2];

@@ -35,7 +35,7 @@ static inline __m128i gather(__m128i lo, __m128i hi, __m128i mlo, __m128i mhi)
 	}
 
 __attribute__((target("avx2")))
-int ts_opass_planar3_avx2(const uint8_t *row, int w, bool hflip,
+int ts_outpass_planar3_avx2(const uint8_t *row, int w, bool hflip,
 			  const float *mean, const float *std, float *d0,
 			  float *d1, float *d2)
 {
@@ -67,7 +67,7 @@ int ts_opass_planar3_avx2(const uint8_t *row, int w, bool hflip,
 }
 
 __attribute__((target("sse4.1")))
-int ts_opass_planar3_sse41(const uint8_t *row, int w, bool hflip,
+int ts_outpass_planar3_sse41(const uint8_t *row, int w, bool hflip,
 			   const float *mean, const float *std, float *d0,
 			   float *d1, float *d2)
 {
@@ -116,7 +116,7 @@ static void lane_params(int C, int start, const float *mean, const float *std,
 }
 
 __attribute__((target("avx2")))
-size_t ts_opass_inter_avx2(const uint8_t *row, size_t n, int C,
+size_t ts_outpass_inter_avx2(const uint8_t *row, size_t n, int C,
 			   const float *mean, const float *std, float *d)
 {
 	/* 8 elements a step: the first channel of step k is 8k mod C, so C
@@ -140,7 +140,7 @@ size_t ts_opass_inter_avx2(const uint8_t *row, size_t n, int C,
 }
 
 __attribute__((target("sse4.1")))
-size_t ts_opass_inter_sse41(const uint8_t *row, size_t n, int C,
+size_t ts_outpass_inter_sse41(const uint8_t *row, size_t n, int C,
 			    const float *mean, const float *std, float *d)
 {
 	__m128 m[4][2], s[4][2];

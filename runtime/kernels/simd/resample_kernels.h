@@ -25,7 +25,7 @@
 
 /* One output pixel of the horizontal pass in plain C (the kernels use it
  * where a vector load would read past the row). */
-static inline uint8_t ts_rs_clip8(int32_t v)
+static inline uint8_t ts_resample_clip8(int32_t v)
 {
 	if (v >= (1 << 30))
 		return 255;
@@ -34,7 +34,7 @@ static inline uint8_t ts_rs_clip8(int32_t v)
 	return (uint8_t)(v >> 22);
 }
 
-static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
+static inline void ts_resample_h_pixel(const uint8_t *p, int n, int C,
 				 const int32_t *k, uint8_t *d)
 {
 	int32_t acc[4] = { 1 << 21, 1 << 21, 1 << 21, 1 << 21 };
@@ -42,11 +42,11 @@ static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
 		for (int c = 0; c < C; c++)
 			acc[c] += p[c] * k[x];
 	for (int c = 0; c < C; c++)
-		d[c] = ts_rs_clip8(acc[c]);
+		d[c] = ts_resample_clip8(acc[c]);
 }
 
 /*
- * The AVX2 three-channel horizontal pass by table (ts_rs_h3t_avx2): a row's
+ * The AVX2 three-channel horizontal pass by table (ts_resample_h3t_avx2): a row's
  * 3 * ow output bytes ("elements", element e = channel e % 3 of output pixel
  * e / 3) in blocks of 8, 4 per 128-bit lane. Per block and pair j of taps
  * (2j, 2j + 1) an entry holds, per lane, the byte offset in the row of a
@@ -62,45 +62,45 @@ static inline void ts_rs_h_pixel(const uint8_t *p, int n, int C,
  * shuffle never picks: every row but the call's last takes it by vector,
  * the last (whose next bytes may not be ours) in plain C.
  */
-struct ts_rs_h3t_entry {
+struct ts_resample_h3t_entry {
 	int8_t mask[32];
 	int16_t hi[16], lo[16];
 	int32_t off[2];
 	int32_t pad[6];
 };
 
-struct ts_rs_h3t_block {
+struct ts_resample_h3t_block {
 	int32_t nj;      /* tap pairs */
 	int32_t first;   /* its first entry, or -1: summed in plain C */
 	int32_t tail;    /* 1: a load reads past the row's end (see above) */
 };
 
 #if defined(__x86_64__) || defined(__i386__)
-void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
+void ts_resample_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		    size_t dstride, int ow, int ksize, const int *bounds,
-		    const int32_t *weights, const struct ts_rs_h3t_block *blk,
-		    const struct ts_rs_h3t_entry *tab);
-void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
+		    const int32_t *weights, const struct ts_resample_h3t_block *blk,
+		    const struct ts_resample_h3t_entry *tab);
+void ts_resample_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 		    uint8_t *dst, size_t dstride, int ow, int ksize,
 		    const int *bounds, const int32_t *weights,
 		    const int16_t *split, int gmax);
-void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
+void ts_resample_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
 		   const int16_t *split, int gmax);
-void ts_rs_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
+void ts_resample_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
 		   uint8_t *dst, size_t dstride, int oh, const int *bounds,
 		   const int32_t *pairs, int vpairs);
-void ts_rs_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
+void ts_resample_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
 		  uint8_t *dst, size_t dstride, int oh, const int *bounds,
 		  const int32_t *pairs, int vpairs);
 #endif
 #if defined(__aarch64__)
-void ts_rs_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
+void ts_resample_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
 		   const int16_t *split, int gmax);
-void ts_rs_v_neon(const uint8_t *src, size_t sstride, int n_elems,
+void ts_resample_v_neon(const uint8_t *src, size_t sstride, int n_elems,
 		  uint8_t *dst, size_t dstride, int oh, int ksize,
 		  const int *bounds, const int32_t *weights);
 #endif

@@ -20,7 +20,7 @@
 
 #define HALF (1 << (TS_RESAMPLE_BITS - 1))
 
-void ts_rs_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
+void ts_resample_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
 		   const int16_t *split, int gmax)
@@ -37,7 +37,7 @@ void ts_rs_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 			const int G = (n + 3) >> 2;
 			const uint8_t *p = s + (size_t)xmin * 3;
 			if ((size_t)xmin * 3 + 12 * (size_t)G + 4 > row_bytes) {
-				ts_rs_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
+				ts_resample_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
 				continue;
 			}
 			const int16_t *kw = split + (size_t)xx * gmax * (TS_RS_NEON_GROUP / 2);
@@ -54,9 +54,9 @@ void ts_rs_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 				gl = vmlal_s16(gl, vget_high_s16(rg), kl);
 				bl = vmlal_s16(bl, b, kl);
 			}
-			d[0] = ts_rs_clip8((int32_t)((uint32_t)vaddvq_s32(rh) << 11) + vaddvq_s32(rl) + HALF);
-			d[1] = ts_rs_clip8((int32_t)((uint32_t)vaddvq_s32(gh) << 11) + vaddvq_s32(gl) + HALF);
-			d[2] = ts_rs_clip8((int32_t)((uint32_t)vaddvq_s32(bh) << 11) + vaddvq_s32(bl) + HALF);
+			d[0] = ts_resample_clip8((int32_t)((uint32_t)vaddvq_s32(rh) << 11) + vaddvq_s32(rl) + HALF);
+			d[1] = ts_resample_clip8((int32_t)((uint32_t)vaddvq_s32(gh) << 11) + vaddvq_s32(gl) + HALF);
+			d[2] = ts_resample_clip8((int32_t)((uint32_t)vaddvq_s32(bh) << 11) + vaddvq_s32(bl) + HALF);
 		}
 	}
 }
@@ -67,7 +67,7 @@ static inline int16x4_t fix4(int32x4_t h, int32x4_t l)
 	return vqmovn_s32(vshrq_n_s32(s, TS_RESAMPLE_BITS));
 }
 
-void ts_rs_v_neon(const uint8_t *src, size_t sstride, int n_elems,
+void ts_resample_v_neon(const uint8_t *src, size_t sstride, int n_elems,
 		  uint8_t *dst, size_t dstride, int oh, int ksize,
 		  const int *bounds, const int32_t *weights)
 {
@@ -81,7 +81,7 @@ void ts_rs_v_neon(const uint8_t *src, size_t sstride, int n_elems,
 				int32_t acc = HALF;
 				for (int y = 0; y < n; y++)
 					acc += base[(size_t)y * sstride + i] * k[y];
-				d[i] = ts_rs_clip8(acc);
+				d[i] = ts_resample_clip8(acc);
 			}
 			continue;
 		}

@@ -5,7 +5,7 @@
  * the file builds with the project's plain x86-64 flags and resample.c
  * calls a kernel only when simd.c found its instructions.
  *
- * Horizontal pass, three channels, AVX2 by table (ts_rs_h3t_avx2, layout
+ * Horizontal pass, three channels, AVX2 by table (ts_resample_h3t_avx2, layout
  * in resample_kernels.h): 8 output bytes per step, each lane's 4 from one
  * 16-byte load per pair of taps, shuffled and pmaddwd'ed against the
  * table's split weights; half the instructions of the per-pixel kernel
@@ -20,7 +20,7 @@
  * (w2, w3) weights gives per channel two taps' products summed, for the hi
  * and the lo halves. Zero weights past a pixel's count make its padding
  * taps vanish; a pixel whose last load would pass the end of the row runs
- * the scalar ts_rs_h_pixel instead.
+ * the scalar ts_resample_h_pixel instead.
  *
  * Vertical pass: two input rows at a time, bytes interleaved into (a, b)
  * int16 pairs and pmaddwd against the rows' packed weight pair, 16 output
@@ -65,7 +65,7 @@ static inline uint32_t combine3_sse41(__m128i h, __m128i l)
 }
 
 __attribute__((target("sse4.1")))
-void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
+void ts_resample_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 		    uint8_t *dst, size_t dstride, int ow, int ksize,
 		    const int *bounds, const int32_t *weights,
 		    const int16_t *split, int gmax)
@@ -83,7 +83,7 @@ void ts_rs_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 			const int G = (n + 3) >> 2;
 			const uint8_t *p = s + (size_t)xmin * 3;
 			if ((size_t)xmin * 3 + 12 * (size_t)G + 4 > row_bytes) {
-				ts_rs_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
+				ts_resample_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
 				continue;
 			}
 			const __m128i *kw = (const __m128i *)(const void *)
@@ -122,7 +122,7 @@ static inline uint32_t h3_pixel_avx2(const uint8_t *p, int G, const __m256i *kw,
 /* Two rows at a time, one per 128-bit lane: the bounds, the weights
  * (broadcast to both lanes) and the final packing serve both rows. */
 __attribute__((target("avx2")))
-void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
+void ts_resample_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
 		   const int16_t *split, int gmax)
@@ -151,8 +151,8 @@ void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 			const size_t off = (size_t)xmin * 3;
 			if (off + 12 * (size_t)G + 4 > row_bytes) {
 				const int32_t *k = weights + (size_t)xx * ksize;
-				ts_rs_h_pixel(s0 + off, n, 3, k, d0);
-				ts_rs_h_pixel(s1 + off, n, 3, k, d1);
+				ts_resample_h_pixel(s0 + off, n, 3, k, d0);
+				ts_resample_h_pixel(s1 + off, n, 3, k, d1);
 				continue;
 			}
 			const __m128i *kw = (const __m128i *)(const void *)
@@ -195,7 +195,7 @@ void ts_rs_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 			const int G = (n + 3) >> 2;
 			const uint8_t *p = s + (size_t)xmin * 3;
 			if ((size_t)xmin * 3 + 12 * (size_t)G + 4 > row_bytes) {
-				ts_rs_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
+				ts_resample_h_pixel(p, n, 3, weights + (size_t)xx * ksize, d);
 				continue;
 			}
 			const __m256i *kw = (const __m256i *)(const void *)
@@ -218,7 +218,7 @@ static void h3t_scalar(const uint8_t *s, uint8_t *d, int e0, int e1, int ksize,
 		int32_t acc = HALF;
 		for (int t = 0; t < n; t++)
 			acc += p[3 * t] * k[t];
-		d[e] = ts_rs_clip8(acc);
+		d[e] = ts_resample_clip8(acc);
 	}
 }
 
@@ -243,7 +243,7 @@ static inline void h3t_store(uint8_t *d, __m256i h, __m256i l, int n)
 
 /* The two 16-byte loads of an entry, one per lane, shuffled into pairs. */
 __attribute__((target("avx2")))
-static inline __m256i h3t_pixels(const uint8_t *s, const struct ts_rs_h3t_entry *e)
+static inline __m256i h3t_pixels(const uint8_t *s, const struct ts_resample_h3t_entry *e)
 {
 	__m256i px = _mm256_inserti128_si256(
 		_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s + e->off[0]))),
@@ -255,7 +255,7 @@ static inline __m256i h3t_pixels(const uint8_t *s, const struct ts_rs_h3t_entry 
  * weights shared). */
 __attribute__((target("avx2")))
 static inline void h3t_block2(const uint8_t *s0, const uint8_t *s1,
-			      const struct ts_rs_h3t_entry *e, int nj, __m256i *h0,
+			      const struct ts_resample_h3t_entry *e, int nj, __m256i *h0,
 			      __m256i *l0, __m256i *h1, __m256i *l1)
 {
 	__m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
@@ -297,10 +297,10 @@ static inline void h3t_store16(uint8_t *d, __m256i ha, __m256i la, __m256i hb,
  * block (resample_kernels.h) is summed in plain C in the call's last row,
  * by vector in the others. */
 __attribute__((target("avx2")))
-void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
+void ts_resample_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		    size_t dstride, int ow, int ksize, const int *bounds,
-		    const int32_t *weights, const struct ts_rs_h3t_block *blk,
-		    const struct ts_rs_h3t_entry *tab)
+		    const int32_t *weights, const struct ts_resample_h3t_block *blk,
+		    const struct ts_resample_h3t_entry *tab)
 {
 	const int n_el = 3 * ow, nblk = (n_el + 7) / 8;
 	int y = 0;
@@ -340,7 +340,7 @@ void ts_rs_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 				h3t_scalar(s, d, e0, e0 + m, ksize, bounds, weights);
 				continue;
 			}
-			const struct ts_rs_h3t_entry *e = tab + blk[b].first;
+			const struct ts_resample_h3t_entry *e = tab + blk[b].first;
 			__m256i h = _mm256_setzero_si256(), l = h;
 			for (int j = 0; j < blk[b].nj; j++, e++) {
 				const __m256i v = h3t_pixels(s, e);
@@ -369,7 +369,7 @@ static void v_row_scalar(const uint8_t *base, size_t sstride, int n_elems,
 			hi += v * wh;
 			lo += v * wl;
 		}
-		d[i] = ts_rs_clip8((int32_t)((uint32_t)hi << 11) + lo + HALF);
+		d[i] = ts_resample_clip8((int32_t)((uint32_t)hi << 11) + lo + HALF);
 	}
 }
 
@@ -382,7 +382,7 @@ static inline __m128i fix4_sse41(__m128i h, __m128i l)
 }
 
 __attribute__((target("sse4.1")))
-void ts_rs_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
+void ts_resample_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
 		   uint8_t *dst, size_t dstride, int oh, const int *bounds,
 		   const int32_t *pairs, int vpairs)
 {
@@ -491,7 +491,7 @@ static void v_row32_avx2(const uint8_t *base, size_t sstride, int n_elems,
 }
 
 __attribute__((target("avx2")))
-void ts_rs_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
+void ts_resample_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
 		  uint8_t *dst, size_t dstride, int oh, const int *bounds,
 		  const int32_t *pairs, int vpairs)
 {
