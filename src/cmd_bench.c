@@ -243,7 +243,18 @@ static void usage(FILE *f)
  * ts_cmd_bench on every way out, after the stream that writes it. */
 static int trace_fd = -1;
 
-static int bench(int argc, char **argv)
+/* What the command line asked. */
+struct bench_args {
+	const char *file, *pipeline, *trace;
+	long epochs, threads, batches, batch;
+	unsigned long long start_epoch, start_index;
+	bool digest, profile;
+	uint64_t cache;
+};
+
+/* The options into *a: TS_EXIT_OK, or the exit status to end with
+ * (usage errors said; --help printed: *done). */
+static int parse_args(int argc, char **argv, struct bench_args *a, bool *done)
 {
 	static const struct option opts[] = {
 		{"pipeline", required_argument, NULL, 'p'},
@@ -259,49 +270,45 @@ static int bench(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *pipeline = NULL;
-	long epochs = 1, threads = 0, batches = -1, batch = 0;
-	unsigned long long start_epoch = 0, start_index = 0;
-	bool digest = true, profile = false;
-	const char *trace = NULL;
-	uint64_t cache = 0;
+	*a = (struct bench_args){ .epochs = 1, .batches = -1, .digest = true };
+	*done = false;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:e:t:n:b:s:DPT:C:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': pipeline = optarg; break;
+		case 'p': a->pipeline = optarg; break;
 		case 'e':
-			if (!ts_cli_opt_long("bench", "--epochs", optarg, 1, &epochs))
+			if (!ts_cli_opt_long("bench", "--epochs", optarg, 1, &a->epochs))
 				return TS_EXIT_USAGE;
 			break;
 		case 't':
-			if (!ts_cli_opt_long("bench", "--threads", optarg, 1, &threads))
+			if (!ts_cli_opt_long("bench", "--threads", optarg, 1, &a->threads))
 				return TS_EXIT_USAGE;
 			break;
 		case 'n':
-			if (!ts_cli_opt_long("bench", "--batches", optarg, 1, &batches))
+			if (!ts_cli_opt_long("bench", "--batches", optarg, 1, &a->batches))
 				return TS_EXIT_USAGE;
 			break;
 		case 'b':
-			if (!ts_cli_opt_long("bench", "--batch", optarg, 1, &batch))
+			if (!ts_cli_opt_long("bench", "--batch", optarg, 1, &a->batch))
 				return TS_EXIT_USAGE;
 			break;
 		case 's':
-			if (!ts_cli_opt_start("bench", optarg, &start_epoch, &start_index))
+			if (!ts_cli_opt_start("bench", optarg, &a->start_epoch, &a->start_index))
 				return TS_EXIT_USAGE;
 			break;
-		case 'D': digest = false; break;
-		case 'P': profile = true; break;
-		case 'T': trace = optarg; break;
+		case 'D': a->digest = false; break;
+		case 'P': a->profile = true; break;
+		case 'T': a->trace = optarg; break;
 		case 'C':
-			if (!parse_cache(optarg, &cache)) {
+			if (!parse_cache(optarg, &a->cache)) {
 				ts_cli_error("bench", "--cache takes a size such as 4GiB or 512MiB, "
 					     "auto or off, not '%s'", optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
-		case 'h': usage(stdout); return TS_EXIT_OK;
+		case 'h': usage(stdout); *done = true; return TS_EXIT_OK;
 		default:
 			ts_cli_bad_option("bench", c, argv, opts);
 			usage(stderr);
@@ -316,102 +323,94 @@ static int bench(int argc, char **argv)
 		usage(stderr);
 		return TS_EXIT_USAGE;
 	}
-	const char *file = argv[optind];
-	struct ts_plan *plan = NULL;
-	if (ts_cli_guard_start(TS_BENCH_STOP_MS, TS_EXIT_INVALID, NULL) < 0) {
-		ts_cli_error("bench", "cannot start the stop watchdog: %s", strerror(errno));
-		return TS_EXIT_INVALID;
+	a->file = argv[optind];
+	return TS_EXIT_OK;
+}
+
+/* Samples of varying size are not batched: --batches N still means N
+ * batches of --batch samples (1 by default), as many source items as a
+ * fixed-size pipeline would run, so that the same command line is a short
+ * run on either (tsrun(1)). */
+static int bench_varying(const struct bench_args *a, const struct ts_plan *pl)
+{
+	uint64_t limit = 0;
+	if (a->batches > 0) {
+		uint64_t m = a->batch > 0 ? (uint64_t)a->batch : 1;
+		limit = (uint64_t)a->batches > UINT64_MAX / m ? UINT64_MAX
+							      : (uint64_t)a->batches * m;
+	} else if (a->batch > 0) {
+		fprintf(stderr, "tsrun bench: note: pipeline '%s' makes samples of varying "
+			"size, which are not batched: --batch only sets the samples "
+			"--batches counts as one batch\n", pl->name);
 	}
-	catch_signals();
-	int st = ts_cli_compile("bench", file, pipeline, &plan);
-	if (st != TS_EXIT_OK)
-		return st;
-	if (trace) {
-		trace_fd = open(trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (trace_fd < 0) {
-			ts_cli_error("bench", "cannot write the trace '%s': %s", trace,
-				     strerror(errno));
-			ts_plan_destroy(plan);
-			return TS_EXIT_INVALID;
+	return bench_discard(a->file, pl, (int)a->threads, a->start_epoch, a->start_index,
+			     (int)(a->start_epoch + (uint64_t)a->epochs), limit, a->digest,
+			     a->profile, trace_fd, a->cache);
+}
+
+/* What the consumer loop measured. */
+struct bench_run {
+	struct ts_digest dg;
+	uint64_t images, nb;
+	double digest_cpu;
+};
+
+/* Read batches until the stream ends, --batches or a signal: the last
+ * ts_stream_next's code (TS_E_EOS at the end). */
+static int consume(struct ts_stream *s, const struct bench_args *a, struct bench_run *r,
+		   struct ts_error *err)
+{
+	struct ts_stream_batch b;
+	int rc = 0;
+	ts_digest_init(&r->dg);
+	while ((a->batches < 0 || r->nb < (uint64_t)a->batches) && !got_signal) {
+		rc = ts_stream_next(s, &b, err);
+		if (rc)
+			break;
+		const unsigned char *d = b.data;
+		if (a->digest) {
+			/* The hashing is bench-only work, done in this thread:
+			 * its CPU time is reported so the figures can leave it
+			 * out. */
+			double h0 = thread_cpu();
+			for (size_t i = 0; i < b.n; i++)
+				ts_digest_sample(&r->dg, d + i * b.sample_stride, b.sample_bytes,
+						 b.labels[i]);
+			r->digest_cpu += thread_cpu() - h0;
 		}
+		r->images += b.n;
+		r->nb++;
 	}
-	struct ts_pipeline *p = ts_pipeline_wrap(plan);
-	if (!p) {
-		ts_cli_error("bench", "out of memory");
-		return TS_EXIT_INVALID;
-	}
-	plan = NULL;
-	ts_pipeline_set_trace(p, trace_fd);
-	const struct ts_plan *pl = ts_pipeline_plan(p);
-	if (profile) {
-		ts_prof_reset();
-		ts_prof_enable(true);
-	}
-	if (pl->sample_bytes == 0) {
-		/* Samples of varying size are not batched: --batches N still
-		 * means N batches of --batch samples (1 by default), as many
-		 * source items as a fixed-size pipeline would run, so that the
-		 * same command line is a short run on either (tsrun(1)). */
-		uint64_t limit = 0;
-		if (batches > 0) {
-			uint64_t m = batch > 0 ? (uint64_t)batch : 1;
-			limit = (uint64_t)batches > UINT64_MAX / m ? UINT64_MAX
-								   : (uint64_t)batches * m;
-		} else if (batch > 0) {
-			fprintf(stderr, "tsrun bench: note: pipeline '%s' makes samples of varying "
-				"size, which are not batched: --batch only sets the samples "
-				"--batches counts as one batch\n", pl->name);
-		}
-		int st2 = bench_discard(file, pl, (int)threads, start_epoch, start_index,
-					(int)(start_epoch + (uint64_t)epochs), limit, digest,
-					profile, trace_fd, cache);
-		ts_pipeline_destroy(p);
-		return st2;
-	}
+	return rc;
+}
+
+/* The stream of a fixed-size pipeline, consumed and reported. */
+static int bench_stream(const struct bench_args *a, struct ts_pipeline *p,
+			const struct ts_plan *pl, bool *opened)
+{
 	struct ts_stream_opts so = {
-		.threads = (int)threads,
-		.epochs = (int)(start_epoch + (uint64_t)epochs),
-		.start_epoch = start_epoch,
-		.start_index = start_index,
-		.batch = (size_t)batch,
-		.cache = cache,
+		.threads = (int)a->threads,
+		.epochs = (int)(a->start_epoch + (uint64_t)a->epochs),
+		.start_epoch = a->start_epoch,
+		.start_index = a->start_index,
+		.batch = (size_t)a->batch,
+		.cache = a->cache,
 	};
 	struct ts_error err = {0};
 	struct ts_stream *s = NULL;
 	double cpu0 = ts_cli_cpu_seconds(), t0 = ts_clock_now(), me0 = thread_cpu();
 	int rc = ts_pipeline_open(p, &so, &s, &err);
+	*opened = rc == 0;
 	if (rc) {
 		ts_cli_error("bench", "%s", err.msg);
-		ts_pipeline_destroy(p);
 		return TS_EXIT_INVALID;
 	}
 	const double me1 = thread_cpu();
 	if (ts_stream_note(s))
 		fprintf(stderr, "tsrun bench: note: %s; using plain reads in the workers\n",
 			ts_stream_note(s));
-	struct ts_digest dg;
-	ts_digest_init(&dg);
-	uint64_t images = 0, nb = 0;
-	double digest_cpu = 0.0;
-	struct ts_stream_batch b;
-	while ((batches < 0 || nb < (uint64_t)batches) && !got_signal) {
-		rc = ts_stream_next(s, &b, &err);
-		if (rc)
-			break;
-		const unsigned char *d = b.data;
-		if (digest) {
-			/* The hashing is bench-only work, done in this thread:
-			 * its CPU time is reported so the figures can leave it
-			 * out. */
-			double h0 = thread_cpu();
-			for (size_t i = 0; i < b.n; i++)
-				ts_digest_sample(&dg, d + i * b.sample_stride, b.sample_bytes,
-						 b.labels[i]);
-			digest_cpu += thread_cpu() - h0;
-		}
-		images += b.n;
-		nb++;
-	}
+	struct bench_run r = {0};
+	rc = consume(s, a, &r, &err);
 	double wall = ts_clock_now() - t0;
 	double setup_cpu = me1 - me0, consumer_cpu = thread_cpu() - me1;
 	struct ts_stream_stats ss;
@@ -423,7 +422,7 @@ static int bench(int argc, char **argv)
 	int status = TS_EXIT_OK;
 	if (got_signal) {
 		ts_cli_error("bench", "%s: stopped after %" PRIu64 " batches", strsignal(got_signal),
-			     nb);
+			     r.nb);
 		status = 128 + got_signal;
 	} else if (rc && rc != TS_E_EOS) {
 		ts_cli_error("bench", "%s", err.msg);
@@ -436,23 +435,70 @@ static int bench(int argc, char **argv)
 	const double close_cpu = thread_cpu() - close0;
 	double cpu = ts_cli_cpu_seconds() - cpu0;
 	char hex[17];
-	ts_digest_hex(&dg, hex);
-	double mb = (double)images * (double)pl->sample_bytes / 1e6;
-	print_common(pl, file, images, wall, mb, ss.bytes_read, cpu);
-	printf("batches: %" PRIu64 "\n", nb);
+	ts_digest_hex(&r.dg, hex);
+	double mb = (double)r.images * (double)pl->sample_bytes / 1e6;
+	print_common(pl, a->file, r.images, wall, mb, ss.bytes_read, cpu);
+	printf("batches: %" PRIu64 "\n", r.nb);
 	printf("threads: %d\n", ss.threads);
 	printf("reader: %s\n", ss.uring ? "io_uring" : !ts_source_kind_encoded(pl->source.kind) ? "none (synthetic)" : "plain reads");
 	printf("skipped: %" PRIu64 "\n", ss.skipped);
-	printf("digest_cpu: %.6f s\n", digest_cpu);
+	printf("digest_cpu: %.6f s\n", r.digest_cpu);
 	printf("cpu/image_no_digest: %.3f ms\n",
-	       images ? (cpu - digest_cpu) * 1e3 / (double)images : 0.0);
-	printf("digest: %s\n", digest ? hex : "off (--no-digest)");
+	       r.images ? (cpu - r.digest_cpu) * 1e3 / (double)r.images : 0.0);
+	printf("digest: %s\n", a->digest ? hex : "off (--no-digest)");
 	print_cache(&es);
-	if (profile)
-		print_profile(images, cpu, setup_cpu, consumer_cpu, digest_cpu, close_cpu);
-	ts_pipeline_destroy(p);
-	ts_cli_guard_done();
+	if (a->profile)
+		print_profile(r.images, cpu, setup_cpu, consumer_cpu, r.digest_cpu, close_cpu);
 	return status;
+}
+
+static int bench(int argc, char **argv)
+{
+	struct bench_args a;
+	bool done;
+	int st = parse_args(argc, argv, &a, &done);
+	if (st != TS_EXIT_OK || done)
+		return st;
+	struct ts_plan *plan = NULL;
+	if (ts_cli_guard_start(TS_BENCH_STOP_MS, TS_EXIT_INVALID, NULL) < 0) {
+		ts_cli_error("bench", "cannot start the stop watchdog: %s", strerror(errno));
+		return TS_EXIT_INVALID;
+	}
+	catch_signals();
+	st = ts_cli_compile("bench", a.file, a.pipeline, &plan);
+	if (st != TS_EXIT_OK)
+		return st;
+	if (a.trace) {
+		trace_fd = open(a.trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (trace_fd < 0) {
+			ts_cli_error("bench", "cannot write the trace '%s': %s", a.trace,
+				     strerror(errno));
+			ts_plan_destroy(plan);
+			return TS_EXIT_INVALID;
+		}
+	}
+	struct ts_pipeline *p = ts_pipeline_wrap(plan);
+	if (!p) {
+		ts_cli_error("bench", "out of memory");
+		return TS_EXIT_INVALID;
+	}
+	ts_pipeline_set_trace(p, trace_fd);
+	const struct ts_plan *pl = ts_pipeline_plan(p);
+	if (a.profile) {
+		ts_prof_reset();
+		ts_prof_enable(true);
+	}
+	if (pl->sample_bytes == 0) {
+		st = bench_varying(&a, pl);
+		ts_pipeline_destroy(p);
+		return st;
+	}
+	bool opened;
+	st = bench_stream(&a, p, pl, &opened);
+	ts_pipeline_destroy(p);
+	if (opened)
+		ts_cli_guard_done();
+	return st;
 }
 
 int ts_cmd_bench(int argc, char **argv)

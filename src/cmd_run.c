@@ -317,7 +317,17 @@ static void usage(FILE *f)
 		"                 [--device N] [--quiet] [--stats-json FILE]\n");
 }
 
-int ts_cmd_run(int argc, char **argv)
+/* What the command line asked. */
+struct run_args {
+	const char *file, *pipeline, *socket_path, *stats_json;
+	long epochs, threads, wait_n, device_ord;
+	unsigned long long start_epoch, start_index;
+	bool quiet;
+};
+
+/* The options into *a: TS_EXIT_OK, or the exit status to end with
+ * (usage errors said; --help printed: *done). */
+static int parse_args(int argc, char **argv, struct run_args *a, bool *done)
 {
 	static const struct option opts[] = {
 		{"pipeline", required_argument, NULL, 'p'},
@@ -332,43 +342,42 @@ int ts_cmd_run(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *pipeline = NULL, *socket_path = NULL, *stats_json = NULL;
-	long epochs = -1, threads = 0, wait_n = 1, device_ord = 0;
-	unsigned long long start_epoch = 0, start_index = 0;
-	bool quiet = false;
+	*a = (struct run_args){ .epochs = -1, .wait_n = 1 };
+	*done = false;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:S:e:t:s:w:qj:d:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': pipeline = optarg; break;
-		case 'S': socket_path = optarg; break;
+		case 'p': a->pipeline = optarg; break;
+		case 'S': a->socket_path = optarg; break;
 		case 'e':
-			if (!ts_cli_opt_long("run", "--epochs", optarg, 0, &epochs))
+			if (!ts_cli_opt_long("run", "--epochs", optarg, 0, &a->epochs))
 				return TS_EXIT_USAGE;
 			break;
 		case 't':
-			if (!ts_cli_opt_long("run", "--threads", optarg, 1, &threads))
+			if (!ts_cli_opt_long("run", "--threads", optarg, 1, &a->threads))
 				return TS_EXIT_USAGE;
 			break;
 		case 's':
-			if (!ts_cli_opt_start("run", optarg, &start_epoch, &start_index))
+			if (!ts_cli_opt_start("run", optarg, &a->start_epoch, &a->start_index))
 				return TS_EXIT_USAGE;
 			break;
 		case 'w':
-			if (!ts_cli_parse_long(optarg, 0, &wait_n) || wait_n > TS_RING_MAX_CONSUMERS) {
+			if (!ts_cli_parse_long(optarg, 0, &a->wait_n) ||
+			    a->wait_n > TS_RING_MAX_CONSUMERS) {
 				ts_cli_error("run", "--wait wants 0..%d trainers, got '%s'",
 					     TS_RING_MAX_CONSUMERS, optarg);
 				return TS_EXIT_USAGE;
 			}
 			break;
 		case 'd':
-			if (!ts_cli_opt_long("run", "--device", optarg, 0, &device_ord))
+			if (!ts_cli_opt_long("run", "--device", optarg, 0, &a->device_ord))
 				return TS_EXIT_USAGE;
 			break;
-		case 'q': quiet = true; break;
-		case 'j': stats_json = optarg; break;
-		case 'h': usage(stdout); return TS_EXIT_OK;
+		case 'q': a->quiet = true; break;
+		case 'j': a->stats_json = optarg; break;
+		case 'h': usage(stdout); *done = true; return TS_EXIT_OK;
 		default:
 			ts_cli_bad_option("run", c, argv, opts);
 			usage(stderr);
@@ -383,49 +392,39 @@ int ts_cmd_run(int argc, char **argv)
 		usage(stderr);
 		return TS_EXIT_USAGE;
 	}
-	const char *file = argv[optind];
-	struct ts_plan *plan = NULL;
-	int st = ts_cli_compile("run", file, pipeline, &plan);
-	if (st != TS_EXIT_OK)
-		return st;
-	if (!pipeline && plan->n_served > 1) {
+	a->file = argv[optind];
+	return TS_EXIT_OK;
+}
+
+/* What only the command can judge of a compiled plan: one served
+ * pipeline chosen, a fixed sample size, --start inside the epochs.
+ * TS_EXIT_OK, or the exit status (said). */
+static int check_plan(const struct run_args *a, const struct ts_plan *plan, int n_epochs)
+{
+	if (!a->pipeline && plan->n_served > 1) {
 		ts_cli_error("run", "%s serves %d pipelines (%s); choose one with --pipeline NAME",
-			     file, plan->n_served, plan->served_names);
-		ts_plan_destroy(plan);
+			     a->file, plan->n_served, plan->served_names);
 		return TS_EXIT_USAGE;
 	}
 	if (plan->sample_bytes == 0) {
 		ts_cli_error("run", "pipeline '%s' has no fixed sample size; end it with a "
 			     "crop or resize and batch(n) to serve it", plan->name);
-		ts_plan_destroy(plan);
 		return TS_EXIT_INVALID;
 	}
-	int n_epochs = epochs >= 0 ? (int)epochs : plan->epochs;
-	if (n_epochs > 0 && start_epoch >= (unsigned long long)n_epochs) {
+	if (n_epochs > 0 && a->start_epoch >= (unsigned long long)n_epochs) {
 		ts_cli_error("run", "--start epoch %llu is at or past the last epoch: the stream "
-			     "has %d epoch%s (0..%d); start earlier or raise --epochs", start_epoch,
-			     n_epochs, n_epochs == 1 ? "" : "s", n_epochs - 1);
-		ts_plan_destroy(plan);
+			     "has %d epoch%s (0..%d); start earlier or raise --epochs",
+			     a->start_epoch, n_epochs, n_epochs == 1 ? "" : "s", n_epochs - 1);
 		return TS_EXIT_USAGE;
 	}
+	return TS_EXIT_OK;
+}
 
-	struct ts_error err = {0};
-	struct ts_serve *srv = NULL;
-	struct ts_status *status = NULL;
-	FILE *json = NULL;
-	int rc, exit_status = TS_EXIT_INVALID;
-	char *cur_file = strdup(file), *pending_file = NULL;
-
-	if (!quiet)
-		print_plan(file, plan);
-	struct ts_serve_opts so = {
-		.socket_path = socket_path, .epochs = n_epochs, .threads = (int)threads,
-		.start_epoch = start_epoch, .start_index = start_index,
-		.wait = (unsigned)wait_n, .device = (int)device_ord,
-	};
-	/* SIGINT and SIGTERM end the run within a second from here on,
-	 * even while the start lists a large source: the main thread stops
-	 * the run in order, and the watchdog ends it if that takes longer. */
+/* SIGINT and SIGTERM end the run within a second from here on, even
+ * while the start lists a large source: the main thread stops the run in
+ * order, and the watchdog ends it if that takes longer. */
+static void catch_signals(void)
+{
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -433,141 +432,191 @@ int ts_cmd_run(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (ts_cli_guard_start(TS_RUN_STOP_MS, TS_EXIT_OK, abort_serve) < 0) {
-		ts_cli_error("run", "cannot start the stop watchdog: %s", strerror(errno));
-		ts_plan_destroy(plan);
-		free(cur_file);
-		return TS_EXIT_INVALID;
-	}
-	rc = ts_serve_create(plan, &so, &srv, &err);
-	plan = NULL; /* the server's now */
-	if (rc == 0)
-		ts_cli_guard_set_arg(srv);
-	if (got_signal && rc == 0) {
-		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
-		goto out;
-	}
-	if (rc == TS_E_NODEV || rc == TS_E_ARG) {
-		/* --device past the GPUs, --start past the epoch */
-		ts_cli_error("run", "%s%s", rc == TS_E_NODEV ? "--" : "", err.msg);
-		exit_status = TS_EXIT_USAGE;
-		goto out;
-	}
-	if (rc)
-		goto fail;
-	struct ts_serve_info si;
-	ts_serve_get_info(srv, &si);
-	print_info(&si, ts_serve_plan(srv), quiet);
-	if (stats_json) {
-		json = fopen(stats_json, "ae");
-		if (!json) {
-			ts_cli_error("run", "cannot write --stats-json file '%s': %s", stats_json,
-				     strerror(errno));
-			exit_status = TS_EXIT_USAGE;
-			goto out;
-		}
-	}
-	rc = ts_status_create(ts_serve_plan(srv), file, si.socket_path, (uint64_t)n_epochs,
-			      start_epoch, quiet, &status);
-	if (rc) {
-		ts_cli_error("run", "out of memory");
-		goto out;
-	}
-	if (!quiet)
-		fprintf(stderr, "tsrun: serving on %s (epochs: %d%s); waiting for %ld trainer%s\n",
-			si.socket_path, n_epochs, n_epochs == 0 ? ", forever" : "",
-			wait_n, wait_n == 1 ? "" : "s");
-	rc = ts_serve_start(srv, &err);
-	if (rc)
-		goto fail;
+}
 
-	/* The main thread only watches: status every 100 ms, a signal, a
-	 * reload, or the end of the stream. */
+/* A served run as the main thread watches it. */
+struct run {
+	const struct run_args *a;
+	struct ts_serve *srv;
+	struct ts_status *status;
+	FILE *json;
+	const char *socket_path;  /* the server's */
+	char *cur_file, *pending_file;
+};
+
+/* A reload's outcome, and the server's notes, on stderr. */
+static void watch_events(struct run *r, enum ts_serve_event ev, const struct ts_error *err)
+{
+	if (ev == TS_SERVE_FELL_BACK) {
+		fprintf(stderr, "tsrun: reload: %s could not start at its epoch: %s; the "
+			"running pipeline carries on\n", r->pending_file, err->msg);
+		free(r->pending_file);
+		r->pending_file = NULL;
+	} else if (ev == TS_SERVE_TOOK_OVER) {
+		ts_status_clear(r->status, stderr);
+		fprintf(stderr, "tsrun: reload: %s took over\n", r->pending_file);
+		free(r->cur_file);
+		r->cur_file = r->pending_file;
+		r->pending_file = NULL;
+		ts_status_set_plan(r->status, ts_serve_plan(r->srv), r->cur_file);
+	}
+	char line[256];
+	while (ts_serve_take_note(r->srv, line, sizeof(line))) {
+		ts_status_clear(r->status, stderr);
+		fprintf(stderr, "tsrun: %s\n", line);
+	}
+}
+
+/* The main thread only watches: status every 100 ms, a signal, a reload,
+ * or the end of the stream. Returns 0 or the error that ended it. */
+static int watch(struct run *r, struct ts_error *err)
+{
 	for (;;) {
 		struct ts_engine_stats es;
 		struct ts_ring_stat rs;
 		if (got_hup) {
 			got_hup = 0;
-			ts_status_clear(status, stderr);
-			on_hup(srv, si.socket_path, pipeline, cur_file, &pending_file, false);
+			ts_status_clear(r->status, stderr);
+			on_hup(r->srv, r->socket_path, r->a->pipeline, r->cur_file, &r->pending_file,
+			       false);
 		}
 		enum ts_serve_event ev;
-		rc = ts_serve_poll(srv, &ev, &err);
+		int rc = ts_serve_poll(r->srv, &ev, err);
 		if (rc)
-			goto fail;
-		if (ev == TS_SERVE_FELL_BACK) {
-			fprintf(stderr, "tsrun: reload: %s could not start at its epoch: %s; the "
-				"running pipeline carries on\n", pending_file, err.msg);
-			free(pending_file);
-			pending_file = NULL;
-		} else if (ev == TS_SERVE_TOOK_OVER) {
-			ts_status_clear(status, stderr);
-			fprintf(stderr, "tsrun: reload: %s took over\n", pending_file);
-			free(cur_file);
-			cur_file = pending_file;
-			pending_file = NULL;
-			ts_status_set_plan(status, ts_serve_plan(srv), cur_file);
-		}
-		char line[256];
-		while (ts_serve_take_note(srv, line, sizeof(line))) {
-			ts_status_clear(status, stderr);
-			fprintf(stderr, "tsrun: %s\n", line);
-		}
-		ts_serve_stats(srv, &es, &rs);
-		ts_status_update(status, &es, &rs, stderr, json);
+			return rc;
+		watch_events(r, ev, err);
+		ts_serve_stats(r->srv, &es, &rs);
+		ts_status_update(r->status, &es, &rs, stderr, r->json);
 		if (got_signal || rs.state != TS_RING_RUNNING)
-			break;
+			return 0;
 		usleep(100 * 1000);
 	}
-	if (got_signal) {
-		ts_status_clear(status, stderr);
-		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
-		ts_serve_stop(srv);
-	}
-	rc = ts_serve_join(srv, &err);
-	if (rc && !got_signal) {
-		ts_status_clear(status, stderr);
-		ts_cli_error("run", "%s", err.msg);
-	} else {
-		exit_status = TS_EXIT_OK;
-	}
-	/* Let trainers drain what is published before the socket goes: they
-	 * already map the ring, so this only keeps `tsrun stat` answering. */
+}
+
+/* Let trainers drain what is published before the socket goes: they
+ * already map the ring, so this only keeps `tsrun stat` answering. */
+static void drain(struct run *r)
+{
 	double t_end = ts_clock_now() + 30.0;
-	while (!got_signal && ts_serve_consumers(srv) > 0 && ts_clock_now() < t_end) {
+	while (!got_signal && ts_serve_consumers(r->srv) > 0 && ts_clock_now() < t_end) {
 		struct ts_engine_stats es;
 		struct ts_ring_stat rs;
 		if (got_hup) {
 			got_hup = 0;
-			on_hup(srv, si.socket_path, pipeline, cur_file, &pending_file, true);
+			on_hup(r->srv, r->socket_path, r->a->pipeline, r->cur_file, &r->pending_file,
+			       true);
 		}
-		ts_serve_stats(srv, &es, &rs);
-		ts_status_update(status, &es, &rs, stderr, json);
+		ts_serve_stats(r->srv, &es, &rs);
+		ts_status_update(r->status, &es, &rs, stderr, r->json);
 		usleep(100 * 1000);
 	}
-	print_summary(srv, status);
-	goto out;
-fail:
-	ts_cli_error("run", "%s", err.msg[0] ? err.msg : ts_error_name(rc));
-	exit_status = TS_EXIT_INVALID;
-out:
+}
+
+/* From a created server to the end of its stream: the status, the
+ * watching, the stop, the drain and the summary. Returns the exit status. */
+static int serve(struct run *r, int n_epochs, struct ts_error *err)
+{
+	const struct run_args *a = r->a;
+	struct ts_serve_info si;
+	int rc;
+	ts_serve_get_info(r->srv, &si);
+	r->socket_path = si.socket_path;
+	print_info(&si, ts_serve_plan(r->srv), a->quiet);
+	if (a->stats_json && !(r->json = fopen(a->stats_json, "ae"))) {
+		ts_cli_error("run", "cannot write --stats-json file '%s': %s", a->stats_json,
+			     strerror(errno));
+		return TS_EXIT_USAGE;
+	}
+	if (ts_status_create(ts_serve_plan(r->srv), a->file, si.socket_path,
+			     (uint64_t)n_epochs, a->start_epoch, a->quiet, &r->status)) {
+		ts_cli_error("run", "out of memory");
+		return TS_EXIT_INVALID;
+	}
+	if (!a->quiet)
+		fprintf(stderr, "tsrun: serving on %s (epochs: %d%s); waiting for %ld trainer%s\n",
+			si.socket_path, n_epochs, n_epochs == 0 ? ", forever" : "", a->wait_n,
+			a->wait_n == 1 ? "" : "s");
+	if ((rc = ts_serve_start(r->srv, err)) || (rc = watch(r, err))) {
+		ts_cli_error("run", "%s", err->msg[0] ? err->msg : ts_error_name(rc));
+		return TS_EXIT_INVALID;
+	}
+	if (got_signal) {
+		ts_status_clear(r->status, stderr);
+		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
+		ts_serve_stop(r->srv);
+	}
+	int exit_status = TS_EXIT_OK;
+	rc = ts_serve_join(r->srv, err);
+	if (rc && !got_signal) {
+		ts_status_clear(r->status, stderr);
+		ts_cli_error("run", "%s", err->msg);
+		exit_status = TS_EXIT_INVALID;
+	}
+	drain(r);
+	print_summary(r->srv, r->status);
+	return exit_status;
+}
+
+int ts_cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	bool done;
+	int st = parse_args(argc, argv, &a, &done);
+	if (st != TS_EXIT_OK || done)
+		return st;
+	struct ts_plan *plan = NULL;
+	if ((st = ts_cli_compile("run", a.file, a.pipeline, &plan)) != TS_EXIT_OK)
+		return st;
+	int n_epochs = a.epochs >= 0 ? (int)a.epochs : plan->epochs;
+	if ((st = check_plan(&a, plan, n_epochs)) != TS_EXIT_OK) {
+		ts_plan_destroy(plan);
+		return st;
+	}
+	struct ts_error err = {0};
+	struct run r = { .a = &a, .cur_file = strdup(a.file) };
+	int exit_status = TS_EXIT_INVALID;
+	if (!a.quiet)
+		print_plan(a.file, plan);
+	struct ts_serve_opts so = {
+		.socket_path = a.socket_path, .epochs = n_epochs, .threads = (int)a.threads,
+		.start_epoch = a.start_epoch, .start_index = a.start_index,
+		.wait = (unsigned)a.wait_n, .device = (int)a.device_ord,
+	};
+	catch_signals();
+	if (ts_cli_guard_start(TS_RUN_STOP_MS, TS_EXIT_OK, abort_serve) < 0) {
+		ts_cli_error("run", "cannot start the stop watchdog: %s", strerror(errno));
+		ts_plan_destroy(plan);
+		free(r.cur_file);
+		return TS_EXIT_INVALID;
+	}
+	int rc = ts_serve_create(plan, &so, &r.srv, &err); /* takes the plan */
+	if (rc == 0)
+		ts_cli_guard_set_arg(r.srv);
+	if (got_signal && rc == 0) {
+		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
+	} else if (rc == TS_E_NODEV || rc == TS_E_ARG) {
+		/* --device past the GPUs, --start past the epoch */
+		ts_cli_error("run", "%s%s", rc == TS_E_NODEV ? "--" : "", err.msg);
+		exit_status = TS_EXIT_USAGE;
+	} else if (rc) {
+		ts_cli_error("run", "%s", err.msg[0] ? err.msg : ts_error_name(rc));
+	} else {
+		exit_status = serve(&r, n_epochs, &err);
+	}
 	ts_cli_guard_set_arg(NULL);  /* srv goes now */
-	{
-		struct ts_error derr = {0};
-		if (ts_serve_destroy(srv, &derr) < 0) {
-			ts_cli_error("run", "device(cuda): %s", derr.msg);
-			exit_status = TS_EXIT_INVALID;
-		}
+	struct ts_error derr = {0};
+	if (ts_serve_destroy(r.srv, &derr) < 0) {
+		ts_cli_error("run", "device(cuda): %s", derr.msg);
+		exit_status = TS_EXIT_INVALID;
 	}
 	/* The last lines' flush: said once, unless a write already failed
 	 * (and was said). */
-	if (json && fclose(json) != 0 && !(status && ts_status_json_failed(status)))
+	if (r.json && fclose(r.json) != 0 && !(r.status && ts_status_json_failed(r.status)))
 		fprintf(stderr, "tsrun: cannot write --stats-json: %s (reported once)\n",
 			strerror(errno));
-	ts_status_destroy(status);
-	ts_plan_destroy(plan);
-	free(cur_file);
-	free(pending_file);
+	ts_status_destroy(r.status);
+	free(r.cur_file);
+	free(r.pending_file);
 	ts_cli_guard_done();
 	return exit_status;
 }
