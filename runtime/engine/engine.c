@@ -85,6 +85,116 @@ int ts_engine_online_cores(void)
 	return n > 0 ? (int)n : 1;
 }
 
+/* The source listed, and this node's share of it (shard). */
+static int open_source(struct ts_engine *e, const struct ts_plan *plan, struct ts_ring *ring,
+		       struct ts_error *err)
+{
+	int rc = ts_source_open(&plan->source, &e->ix, err);
+	if (rc)
+		return rc;
+	if (e->ix->n > UINT32_MAX) {
+		rc = ts_error_set(err, TS_E_SOURCE, "the data source has more than 2^32 items");
+		return rc;
+	}
+	int node = 0, nodes = 1;
+	rc = ts_share_node_resolve(plan->source.shard_index, plan->source.shard_count,
+				   &node, &nodes, NULL, err);
+	if (rc)
+		return rc;
+	e->node = (struct ts_share_node){ e->ix->n, (uint32_t)node, (uint32_t)nodes,
+					  plan->source.shard_drop };
+	e->n = ts_share_node_size(&e->node);
+	if (ring && plan->source.shard_count != 0)
+		ts_ring_set_node(ring, (uint32_t)node, (uint32_t)nodes);
+	if (e->n == 0) {
+		rc = ts_error_set(err, TS_E_SOURCE,
+				  "'%s' has %zu items: too few for one on each of %d nodes with "
+				  "drop_last = true; use shard(drop_last = false), which repeats some",
+				  e->ix->root, e->ix->n, nodes);
+		return rc;
+	}
+	return 0;
+}
+
+/* The workers: a decoder each, the trace's records, and a host per
+ * plugin op; each plugin is loaded once now, in a child of its own, so a
+ * missing .so or symbol fails here. */
+static int create_workers(struct ts_engine *e, const struct ts_plan *plan, struct ts_error *err)
+{
+	int rc = 0;
+	e->done = calloc(e->capacity, 1);
+	e->workers = calloc((size_t)e->threads, sizeof(*e->workers));
+	if (!e->done || !e->workers) {
+		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+		return rc;
+	}
+	for (int i = 0; i < e->threads; i++) {
+		struct worker *w = &e->workers[i];
+		w->e = e;
+		rc = ts_decoder_create(&w->dec, err);
+		if (rc)
+			return rc;
+		if (e->trace) {
+			w->trace = calloc(1, sizeof(*w->trace));
+			w->trace_line = calloc(1, sizeof(*w->trace_line));
+			if (!w->trace || !w->trace_line) {
+				return ts_error_set(err, TS_E_NOMEM, "out of memory");
+			}
+		}
+	}
+	for (size_t i = 0; i < plan->n_ops; i++)
+		e->n_plugins += plan->ops[i].plugin != NULL;
+	for (int i = 0; i < e->threads && e->n_plugins; i++) {
+		struct worker *w = &e->workers[i];
+		w->plugins = calloc(e->n_plugins, sizeof(*w->plugins));
+		if (!w->plugins) {
+			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+			return rc;
+		}
+		for (size_t j = 0, k = 0; j < plan->n_ops; j++) {
+			if (!plan->ops[j].plugin)
+				continue;
+			rc = ts_plugin_host_create(&plan->ops[j], plan->source.base_dir,
+						   &w->plugins[k], err);
+			if (rc == 0 && i == 0)
+				rc = ts_plugin_host_probe(w->plugins[k], err);
+			if (rc)
+				return rc;
+			k++;
+		}
+	}
+	return 0;
+}
+
+/* The reader of an encoded source: io_uring, or plain reads in the
+ * workers (the note says why). */
+static int create_reader(struct ts_engine *e, const struct ts_plan *plan, struct ts_error *err)
+{
+	int rc = 0;
+	if (ts_source_kind_encoded(plan->source.kind)) {
+		unsigned depth = plan->queue_depth > 0 ? (unsigned)plan->queue_depth : 64;
+		rc = ts_reader_create(depth, TS_READER_DEFAULT_BUF, &e->reader, err);
+		if (rc)
+			return rc;
+		ts_reader_set_max_file(e->reader, plan->max_file_size);
+		if (!ts_reader_uses_uring(e->reader)) {
+			const char *why = ts_reader_fallback_reason(e->reader);
+			e->reader_note = ts_strdup(why ? why : "io_uring is not available");
+			/* Plain reads happen in the workers themselves. */
+			ts_reader_destroy(e->reader);
+			e->reader = NULL;
+		} else {
+			e->wsize = depth;
+			e->win = calloc(e->wsize, sizeof(*e->win));
+			if (!e->win) {
+				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
 int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 		     struct ts_ring *ring, struct ts_engine **out,
 		     struct ts_error *err)
@@ -107,30 +217,9 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	pthread_cond_init(&e->cv_ready, NULL);
 	pthread_cond_init(&e->cv_space, NULL);
 	pthread_cond_init(&e->cv_commit, NULL);
-	int rc = ts_source_open(&plan->source, &e->ix, err);
+	int rc = open_source(e, plan, ring, err);
 	if (rc)
 		goto fail;
-	if (e->ix->n > UINT32_MAX) {
-		rc = ts_error_set(err, TS_E_SOURCE, "the data source has more than 2^32 items");
-		goto fail;
-	}
-	int node = 0, nodes = 1;
-	rc = ts_share_node_resolve(plan->source.shard_index, plan->source.shard_count,
-				   &node, &nodes, NULL, err);
-	if (rc)
-		goto fail;
-	e->node = (struct ts_share_node){ e->ix->n, (uint32_t)node, (uint32_t)nodes,
-					  plan->source.shard_drop };
-	e->n = ts_share_node_size(&e->node);
-	if (ring && plan->source.shard_count != 0)
-		ts_ring_set_node(ring, (uint32_t)node, (uint32_t)nodes);
-	if (e->n == 0) {
-		rc = ts_error_set(err, TS_E_SOURCE,
-				  "'%s' has %zu items: too few for one on each of %d nodes with "
-				  "drop_last = true; use shard(drop_last = false), which repeats some",
-				  e->ix->root, e->ix->n, nodes);
-		goto fail;
-	}
 	e->seq_base = o->seq_base;
 	e->out_seq = o->seq_base;
 	e->start_epoch = o->start_epoch;
@@ -169,71 +258,10 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	}
 	if ((uint64_t)e->threads * 2 > e->capacity)
 		e->threads = (int)(e->capacity / 2 > 0 ? e->capacity / 2 : 1);
-	e->done = calloc(e->capacity, 1);
-	e->workers = calloc((size_t)e->threads, sizeof(*e->workers));
-	if (!e->done || !e->workers) {
-		rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
+	if ((rc = create_workers(e, plan, err)))
 		goto fail;
-	}
-	for (int i = 0; i < e->threads; i++) {
-		struct worker *w = &e->workers[i];
-		w->e = e;
-		rc = ts_decoder_create(&w->dec, err);
-		if (rc)
-			goto fail;
-		if (e->trace) {
-			w->trace = calloc(1, sizeof(*w->trace));
-			w->trace_line = calloc(1, sizeof(*w->trace_line));
-			if (!w->trace || !w->trace_line) {
-				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
-				goto fail;
-			}
-		}
-	}
-	/* Plugin ops: a host per worker; each plugin is loaded once now, in
-	 * a child of its own, so a missing .so or symbol fails here. */
-	for (size_t i = 0; i < plan->n_ops; i++)
-		e->n_plugins += plan->ops[i].plugin != NULL;
-	for (int i = 0; i < e->threads && e->n_plugins; i++) {
-		struct worker *w = &e->workers[i];
-		w->plugins = calloc(e->n_plugins, sizeof(*w->plugins));
-		if (!w->plugins) {
-			rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
-			goto fail;
-		}
-		for (size_t j = 0, k = 0; j < plan->n_ops; j++) {
-			if (!plan->ops[j].plugin)
-				continue;
-			rc = ts_plugin_host_create(&plan->ops[j], plan->source.base_dir,
-						   &w->plugins[k], err);
-			if (rc == 0 && i == 0)
-				rc = ts_plugin_host_probe(w->plugins[k], err);
-			if (rc)
-				goto fail;
-			k++;
-		}
-	}
-	if (ts_source_kind_encoded(plan->source.kind)) {
-		unsigned depth = plan->queue_depth > 0 ? (unsigned)plan->queue_depth : 64;
-		rc = ts_reader_create(depth, TS_READER_DEFAULT_BUF, &e->reader, err);
-		if (rc)
-			goto fail;
-		ts_reader_set_max_file(e->reader, plan->max_file_size);
-		if (!ts_reader_uses_uring(e->reader)) {
-			const char *why = ts_reader_fallback_reason(e->reader);
-			e->reader_note = ts_strdup(why ? why : "io_uring is not available");
-			/* Plain reads happen in the workers themselves. */
-			ts_reader_destroy(e->reader);
-			e->reader = NULL;
-		} else {
-			e->wsize = depth;
-			e->win = calloc(e->wsize, sizeof(*e->win));
-			if (!e->win) {
-				rc = ts_error_set(err, TS_E_NOMEM, "out of memory");
-				goto fail;
-			}
-		}
-	}
+	if ((rc = create_reader(e, plan, err)))
+		goto fail;
 	/* The decoded cache: the serve block's (or the caller's) size, for
 	 * the whole data set's items (a node's share changes every epoch). */
 	uint64_t cache = o->cache == UINT64_MAX ? 0 : o->cache ? o->cache : plan->mem_cache;

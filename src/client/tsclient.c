@@ -193,21 +193,122 @@ static int check_producer(int sock, const char *socket_path, struct ts_error *er
 			    socket_path, (unsigned)cr.uid, (unsigned)geteuid(), (unsigned)cr.uid);
 }
 
+/* connect(2) to the producer's socket, saying what a path that is no
+ * socket is. */
+static int connect_socket(struct ts_client *c, const char *socket_path, struct ts_error *err)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->sock < 0)
+		return ts_error_set(err, -errno, "socket: %s", strerror(errno));
+	memcpy(a.sun_path, socket_path, strlen(socket_path) + 1);
+	if (connect(c->sock, (struct sockaddr *)&a, sizeof(a)) == 0)
+		return 0;
+	struct stat st;
+	if (errno == ECONNREFUSED && stat(socket_path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		/* connect(2) on a regular file is "refused": say what it is */
+		return ts_error_set(err, -ENOTSOCK,
+				    "cannot connect to %s: it is not a socket (a pipeline "
+				    "file? start `tsrun run %s` and point the trainer at "
+				    "the socket its serve block names, socket = ...)",
+				    socket_path, socket_path);
+	return ts_error_set(err, -errno, "cannot connect to %s: %s%s", socket_path,
+			    strerror(errno),
+			    errno == ENOENT || errno == ECONNREFUSED ? " (is tsrun serving there?)"
+								     : "");
+}
+
+/* Our hello, and the producer's answer: 0 with its welcome in *w and the
+ * two descriptors it carries in fds (*nfds of them, to close on failure
+ * too), or the refusal or protocol error. */
+static int exchange_hello(struct ts_client *c, const struct ts_client_opts *o,
+			  const struct ts_proto_hello *h, struct ts_proto_welcome *w,
+			  int fds[2], int *nfds, struct ts_error *err)
+{
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	uint16_t type, len;
+	int sent = ts_proto_send(c->sock, buf, ts_proto_put_hello(buf, h), NULL, 0);
+	/* A producer that refuses us at once (permission) may have closed
+	 * before our hello arrived: its refusal is still there to read. */
+	struct ts_error rerr = {0};
+	int rc = ts_proto_recv(c->sock, o->connect_timeout_ms, &type, buf, &len, fds, nfds,
+			       &rerr);
+	if (rc < 0 && sent < 0)
+		return ts_error_set(err, sent, "cannot send hello: %s", strerror(-sent));
+	if (rc < 0) {
+		if (err)
+			*err = rerr;
+		return rc;
+	}
+	if (type == TS_MSG_REFUSE) {
+		struct ts_proto_refuse r;
+		rc = ts_proto_get_refuse(buf, len, &r, err);
+		return rc < 0 ? rc : ts_error_set(err, TS_E_REFUSED, "refused: %s", r.text);
+	}
+	if (type != TS_MSG_WELCOME)
+		return ts_error_set(err, TS_E_PROTOCOL, "expected a welcome");
+	rc = ts_proto_get_welcome(buf, len, w, err);
+	if (rc < 0)
+		return rc;
+	if (*nfds != 2)
+		return ts_error_set(err, TS_E_PROTOCOL, "welcome carried %d descriptors, expected 2",
+				    *nfds);
+	return 0;
+}
+
+/* What the welcome says of the stream, its device ring and a fallback,
+ * into c. */
+static void take_welcome(struct ts_client *c, const struct ts_proto_welcome *w)
+{
+	c->info = (struct ts_client_info){
+		.height = (int)w->height, .width = (int)w->width,
+		.channels = (int)w->channels, .dtype = (int)w->dtype,
+		.layout = (int)w->layout, .sample_bytes = w->sample_bytes,
+		.batch_size = w->batch, .capacity = w->capacity,
+		.samples_per_epoch = w->samples_per_epoch, .epochs = w->epochs,
+		.start = w->start, .start_epoch = w->min_epoch,
+		.producer_pid = (int)w->producer_pid,
+		.sample_stride = c->ring.sample_stride,
+	};
+	if (w->has_device) {
+		const struct ts_proto_device *d = &w->device;
+		c->has_device = true;
+		c->dev = (struct ts_client_device_info){
+			.height = (int)w->height, .width = (int)w->width,
+			.channels = (int)w->channels, .dtype = (int)d->dtype,
+			.layout = (int)d->layout, .sample_bytes = d->sample_bytes,
+			.capacity = d->capacity, .mirror = d->mirror,
+			.producer_device = d->device, .producer_pid = d->pid,
+		};
+		memcpy(c->dev.pci_bus_id, d->pci_bus_id, sizeof(c->dev.pci_bus_id));
+		_Static_assert(sizeof(c->dev.ipc) == sizeof(d->ipc), "IPC handle sizes");
+		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
+		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
+	}
+	if (w->has_fallback) {
+		const struct ts_proto_fallback *f = &w->fallback;
+		c->has_fallback = true;
+		c->fallback.dtype = (int)f->dtype;
+		c->fallback.normalize = (int)f->normalize;
+		memcpy(c->fallback.mean, f->mean, sizeof(f->mean));
+		memcpy(c->fallback.std, f->std, sizeof(f->std));
+		_Static_assert(sizeof(c->fallback.why) == sizeof(f->why), "fallback reason");
+		memcpy(c->fallback.why, f->why, sizeof(f->why));
+	}
+}
+
 TS_EXPORT int ts_client_connect(const char *socket_path,
 				const struct ts_client_opts *opts,
 				struct ts_client **out, struct ts_error *err)
 {
 	struct ts_client_opts o;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct ts_client *c = NULL;
 	int fds[2] = { -1, -1 }, nfds = 0;
-	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
-	uint16_t type, len;
 	int rc;
 
 	if (!socket_path || !out)
 		return ts_error_set(err, TS_E_ARG, "no socket path");
-	if (strlen(socket_path) >= sizeof(a.sun_path))
+	if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return ts_error_set(err, TS_E_ARG, "socket path too long: %s",
 				    socket_path);
 	if (opts)
@@ -223,32 +324,8 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	c->timeout_ms = o.timeout_ms;
 	c->ring_fd = -1;
 	c->pidfd = -1;
-	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->sock < 0) {
-		rc = ts_error_set(err, -errno, "socket: %s", strerror(errno));
-		goto fail;
-	}
-	memcpy(a.sun_path, socket_path, strlen(socket_path) + 1);
-	if (connect(c->sock, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		struct stat st;
-		if (errno == ECONNREFUSED && stat(socket_path, &st) == 0 &&
-		    !S_ISSOCK(st.st_mode)) {
-			/* connect(2) on a regular file is "refused": say what it is */
-			rc = ts_error_set(err, -ENOTSOCK,
-					  "cannot connect to %s: it is not a socket (a pipeline "
-					  "file? start `tsrun run %s` and point the trainer at "
-					  "the socket its serve block names, socket = ...)",
-					  socket_path, socket_path);
-			goto fail;
-		}
-		rc = ts_error_set(err, -errno, "cannot connect to %s: %s%s",
-				  socket_path, strerror(errno),
-				  errno == ENOENT || errno == ECONNREFUSED
-					  ? " (is tsrun serving there?)" : "");
-		goto fail;
-	}
-	rc = check_producer(c->sock, socket_path, err);
-	if (rc)
+	if ((rc = connect_socket(c, socket_path, err)) < 0 ||
+	    (rc = check_producer(c->sock, socket_path, err)) < 0)
 		goto fail;
 	struct ts_proto_hello h = {
 		.version = TS_PROTO_VERSION,
@@ -262,42 +339,9 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	};
 	if (o.job)
 		snprintf(h.job, sizeof(h.job), "%s", o.job);
-	int sent = ts_proto_send(c->sock, buf, ts_proto_put_hello(buf, &h), NULL, 0);
-	/* A producer that refuses us at once (permission) may have closed
-	 * before our hello arrived: its refusal is still there to read. */
-	struct ts_error rerr = {0};
-	rc = ts_proto_recv(c->sock, o.connect_timeout_ms, &type,
-			   buf, &len, fds, &nfds, &rerr);
-	if (rc < 0 && sent < 0) {
-		rc = ts_error_set(err, sent, "cannot send hello: %s", strerror(-sent));
-		goto fail;
-	}
-	if (rc < 0) {
-		if (err)
-			*err = rerr;
-		goto fail;
-	}
-	if (type == TS_MSG_REFUSE) {
-		struct ts_proto_refuse r;
-		rc = ts_proto_get_refuse(buf, len, &r, err);
-		if (rc == 0)
-			rc = ts_error_set(err, TS_E_REFUSED, "refused: %s", r.text);
-		goto fail;
-	}
 	struct ts_proto_welcome w;
-	if (type != TS_MSG_WELCOME) {
-		rc = ts_error_set(err, TS_E_PROTOCOL, "expected a welcome");
+	if ((rc = exchange_hello(c, &o, &h, &w, fds, &nfds, err)) < 0)
 		goto fail;
-	}
-	rc = ts_proto_get_welcome(buf, len, &w, err);
-	if (rc < 0)
-		goto fail;
-	if (nfds != 2) {
-		rc = ts_error_set(err, TS_E_PROTOCOL,
-				  "welcome carried %d descriptors, expected 2",
-				  nfds);
-		goto fail;
-	}
 	struct ts_ring_reader_opts ro = {
 		.batch = w.batch, .drop_last = o.drop_last != 0, .start = w.start,
 		.min_epoch = w.min_epoch,
@@ -312,41 +356,7 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	struct ts_ring_reader_acct acct;
 	ts_ring_reader_acct(c->rd, &acct);
 	c->win_prev.t = c->win_open.t = acct.opened;
-	c->info = (struct ts_client_info){
-		.height = (int)w.height, .width = (int)w.width,
-		.channels = (int)w.channels, .dtype = (int)w.dtype,
-		.layout = (int)w.layout, .sample_bytes = w.sample_bytes,
-		.batch_size = w.batch, .capacity = w.capacity,
-		.samples_per_epoch = w.samples_per_epoch, .epochs = w.epochs,
-		.start = w.start, .start_epoch = w.min_epoch,
-		.producer_pid = (int)w.producer_pid,
-		.sample_stride = c->ring.sample_stride,
-	};
-	if (w.has_device) {
-		const struct ts_proto_device *d = &w.device;
-		c->has_device = true;
-		c->dev = (struct ts_client_device_info){
-			.height = (int)w.height, .width = (int)w.width,
-			.channels = (int)w.channels, .dtype = (int)d->dtype,
-			.layout = (int)d->layout, .sample_bytes = d->sample_bytes,
-			.capacity = d->capacity, .mirror = d->mirror,
-			.producer_device = d->device, .producer_pid = d->pid,
-		};
-		memcpy(c->dev.pci_bus_id, d->pci_bus_id, sizeof(c->dev.pci_bus_id));
-		_Static_assert(sizeof(c->dev.ipc) == sizeof(d->ipc), "IPC handle sizes");
-		memcpy(c->dev.ipc, d->ipc, sizeof(d->ipc));
-		memcpy(c->dev_uuid, d->uuid, sizeof(c->dev_uuid));
-	}
-	if (w.has_fallback) {
-		const struct ts_proto_fallback *f = &w.fallback;
-		c->has_fallback = true;
-		c->fallback.dtype = (int)f->dtype;
-		c->fallback.normalize = (int)f->normalize;
-		memcpy(c->fallback.mean, f->mean, sizeof(f->mean));
-		memcpy(c->fallback.std, f->std, sizeof(f->std));
-		_Static_assert(sizeof(c->fallback.why) == sizeof(f->why), "fallback reason");
-		memcpy(c->fallback.why, f->why, sizeof(f->why));
-	}
+	take_welcome(c, &w);
 	c->pidfd = producer_pidfd(c->sock);
 	/* The mappings keep the memory; the ring's descriptor stays for
 	 * the private mappings of ts_client_span_map. */
