@@ -89,7 +89,7 @@ class StreamOpts(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("epochs", ctypes.c_int),
                 ("start_epoch", ctypes.c_uint64), ("start_index", ctypes.c_uint64),
                 ("memory_budget", ctypes.c_uint64), ("batch", ctypes.c_size_t),
-                ("drop_last", ctypes.c_int)]
+                ("drop_last", ctypes.c_int), ("cache", ctypes.c_uint64)]
 
 
 class Batch(ctypes.Structure):
