@@ -7,22 +7,10 @@
 # and the run succeeds; under on_error = fail it exits 1
 # naming the path and the reason. A missing folder and bad options are
 # refused with their own exit statuses.
-set -u
-tsrun=${TSRUN:?TSRUN not set}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/ts-bench.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-trap 'exit 1' INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-
-out=$(timeout 60 "$tsrun" make-dataset "$dir/ds" --images 30 2>&1)
-case $? in
-0) ;;
-*) case $out in
-   *mate-backgrounds*|*TSRUN_PHOTOS*) echo "skip: no photos: $out"; exit 77 ;;
-   *) echo "make-dataset failed: $out"; exit 1 ;;
-   esac ;;
-esac
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup bench
+dir=$T
+make_dataset "$dir/ds" --images 30
 
 # pipeline FILE FOLDER ON_ERROR
 pipeline() {
@@ -43,13 +31,13 @@ EOF
 field() { sed -n "s|^$1: ||p" "$dir/bench.out"; }
 # run_bench ARGS...: status in $st, stdout in bench.out, stderr in bench.err
 run_bench() {
-	timeout 60 "$tsrun" bench "$@" > "$dir/bench.out" 2> "$dir/bench.err"
+	timeout 60 "$TSRUN" bench "$@" > "$dir/bench.out" 2> "$dir/bench.err"
 	st=$?
 }
 
 pipeline "$dir/val.ts" ds/train fail
 run_bench "$dir/val.ts" --epochs 3 --threads 2
-[ $st = 0 ] || bad "bench exited $st: $(cat "$dir/bench.err")"
+[ $st = 0 ] || fail "bench exited $st: $(cat "$dir/bench.err")"
 cat "$dir/bench.out"
 num='[0-9][0-9]*\(\.[0-9]*\)\{0,1\}'
 for f in 'pipeline:val ('"$dir"'/val.ts)' "images:$num" "batches:$num" "seconds:$num" \
@@ -59,29 +47,29 @@ for f in 'pipeline:val ('"$dir"'/val.ts)' "images:$num" "batches:$num" "seconds:
 	name=${f%%:*}
 	re=${f#*:}
 	v=$(field "$name")
-	[ -n "$v" ] || { bad "no '$name:' line"; continue; }
-	printf '%s\n' "$v" | grep -qx "$re" || bad "$name: '$v' does not match '$re'"
+	[ -n "$v" ] || { fail "no '$name:' line"; continue; }
+	printf '%s\n' "$v" | grep -qx "$re" || fail "$name: '$v' does not match '$re'"
 done
-[ "$(field images)" = 90 ] || bad "images: $(field images), want 3 x 30 = 90"
-[ "$(field batches)" = 12 ] || bad "batches: $(field batches), want 3 x ceil(30 / 8) = 12"
+[ "$(field images)" = 90 ] || fail "images: $(field images), want 3 x 30 = 90"
+[ "$(field batches)" = 12 ] || fail "batches: $(field batches), want 3 x ceil(30 / 8) = 12"
 awk -v r="$(field images/s)" -v m="$(field MB/s)" -v c="$(field cpu | cut -d' ' -f1)" \
 	'BEGIN { x = r * 3 * 64 * 64 * 4 / 1e6; t = x * 0.01 > 0.06 ? x * 0.01 : 0.06;  # 1 %, or the printed 0.1 MB/s
 		 exit !(r > 0 && c > 0 && m > x - t && m < x + t) }' ||
-	bad "images/s, MB/s and cpu disagree: $(field images/s) $(field MB/s) $(field cpu)"
+	fail "images/s, MB/s and cpu disagree: $(field images/s) $(field MB/s) $(field cpu)"
 full=$(field digest)
 awk -v c="$(field cpu | cut -d' ' -f1)" -v d="$(field digest_cpu | cut -d' ' -f1)" \
 	-v a="$(field cpu/image | cut -d' ' -f1)" -v b="$(field cpu/image_no_digest | cut -d' ' -f1)" \
 	'BEGIN { exit !(d > 0 && d < c && b <= a && b > 0) }' ||
-	bad "digest_cpu $(field digest_cpu) and cpu/image_no_digest $(field cpu/image_no_digest) against cpu $(field cpu)"
+	fail "digest_cpu $(field digest_cpu) and cpu/image_no_digest $(field cpu/image_no_digest) against cpu $(field cpu)"
 
 # --profile: a row per stage, in ms/image, that add up to the total, which
 # is cpu/image; decode and crop/resample are there for this recipe.
 run_bench "$dir/val.ts" --epochs 3 --threads 2 --profile
-[ $st = 0 ] || bad "bench --profile exited $st: $(cat "$dir/bench.err")"
+[ $st = 0 ] || fail "bench --profile exited $st: $(cat "$dir/bench.err")"
 rows=""
 for r in read decode crop/resample output ring "worker other" setup consumer digest close other; do
 	v=$(field "profile $r" | sed -n 's/^\([0-9.]*\) ms\/image$/\1/p')
-	[ -n "$v" ] || { bad "--profile: no 'profile $r: N ms/image' line"; continue; }
+	[ -n "$v" ] || { fail "--profile: no 'profile $r: N ms/image' line"; continue; }
 	rows="$rows $v"
 done
 tot=$(field "profile total" | cut -d' ' -f1)
@@ -90,55 +78,55 @@ awk -v rows="$rows" -v tot="$tot" -v cpi="$(field cpu/image | cut -d' ' -f1)" \
 	'BEGIN { n = split(rows, a, " "); for (i = 1; i <= n; i++) s += a[i];
 		 d = s - tot; if (d < 0) d = -d; dc = tot - cpi; if (dc < 0) dc = -dc;
 		 exit !(n == 11 && d <= 0.006 * n && dc <= 0.002 && dec > 0 && rs > 0) }' ||
-	bad "--profile rows ($rows) do not add up to total $tot (cpu/image $(field cpu/image)), or decode/resample is 0"
+	fail "--profile rows ($rows) do not add up to total $tot (cpu/image $(field cpu/image)), or decode/resample is 0"
 
 # --no-digest: the same stream, not hashed.
 run_bench "$dir/val.ts" --epochs 3 --threads 2 --no-digest
-[ $st = 0 ] || bad "bench --no-digest exited $st: $(cat "$dir/bench.err")"
-[ "$(field images)" = 90 ] || bad "--no-digest: images $(field images), want 90"
-[ "$(field digest)" = "off (--no-digest)" ] || bad "--no-digest: digest line '$(field digest)'"
-[ "$(field digest_cpu)" = "0.000000 s" ] || bad "--no-digest: digest_cpu $(field digest_cpu)"
+[ $st = 0 ] || fail "bench --no-digest exited $st: $(cat "$dir/bench.err")"
+[ "$(field images)" = 90 ] || fail "--no-digest: images $(field images), want 90"
+[ "$(field digest)" = "off (--no-digest)" ] || fail "--no-digest: digest line '$(field digest)'"
+[ "$(field digest_cpu)" = "0.000000 s" ] || fail "--no-digest: digest_cpu $(field digest_cpu)"
 
 # A decode-only pipeline (no fixed size: discard mode, unordered digest):
 # its digest, the same on 1 and 2 threads, and none with --no-digest.
 printf 'pipeline d =\n    folder("ds/train")\n    | decode(rgb)\n' > "$dir/dec.ts"
 run_bench "$dir/dec.ts" --threads 1
-[ $st = 0 ] || bad "decode-only bench exited $st: $(cat "$dir/bench.err")"
+[ $st = 0 ] || fail "decode-only bench exited $st: $(cat "$dir/bench.err")"
 d1=$(field digest)
 case "$d1" in
 [0-9a-f]*" (unordered: samples of varying size)") ;;
-*) bad "decode-only: digest line '$d1'" ;;
+*) fail "decode-only: digest line '$d1'" ;;
 esac
 run_bench "$dir/dec.ts" --threads 2
-[ "$(field digest)" = "$d1" ] || bad "decode-only: 2 threads' digest $(field digest) != $d1"
+[ "$(field digest)" = "$d1" ] || fail "decode-only: 2 threads' digest $(field digest) != $d1"
 run_bench "$dir/dec.ts" --threads 2 --no-digest
-[ "$(field images)" = 30 ] || bad "decode-only --no-digest: images $(field images), want 30"
-[ "$(field digest)" = "off (--no-digest)" ] || bad "decode-only --no-digest: digest line '$(field digest)'"
+[ "$(field images)" = 30 ] || fail "decode-only --no-digest: images $(field images), want 30"
+[ "$(field digest)" = "off (--no-digest)" ] || fail "decode-only --no-digest: digest line '$(field digest)'"
 
 # --batches in discard mode: the samples are not batched, so N batches
 # are N x --batch samples (1 each by default), across epochs, the same
 # ones on any thread count; --batch alone changes nothing, and says so.
 run_bench "$dir/dec.ts" --threads 2 --batches 5
-[ $st = 0 ] || bad "decode-only --batches 5 exited $st: $(cat "$dir/bench.err")"
-[ "$(field images)" = 5 ] || bad "decode-only --batches 5: images $(field images), want 5"
+[ $st = 0 ] || fail "decode-only --batches 5 exited $st: $(cat "$dir/bench.err")"
+[ "$(field images)" = 5 ] || fail "decode-only --batches 5: images $(field images), want 5"
 d5=$(field digest)
 run_bench "$dir/dec.ts" --threads 1 --batches 5
-[ "$(field digest)" = "$d5" ] || bad "decode-only --batches 5: 1 thread's digest $(field digest) != $d5"
-[ "$d5" != "$d1" ] || bad "decode-only --batches 5: the digest of the whole epoch"
+[ "$(field digest)" = "$d5" ] || fail "decode-only --batches 5: 1 thread's digest $(field digest) != $d5"
+[ "$d5" != "$d1" ] || fail "decode-only --batches 5: the digest of the whole epoch"
 run_bench "$dir/dec.ts" --threads 2 --epochs 3 --batches 7 --batch 6
-[ "$(field images)" = 42 ] || bad "decode-only --batches 7 --batch 6 over 3 epochs: images $(field images), want 42"
+[ "$(field images)" = 42 ] || fail "decode-only --batches 7 --batch 6 over 3 epochs: images $(field images), want 42"
 run_bench "$dir/dec.ts" --threads 2 --batch 6
-[ $st = 0 ] && [ "$(field images)" = 30 ] || bad "decode-only --batch 6: exit $st, images $(field images), want 0, 30"
+[ $st = 0 ] && [ "$(field images)" = 30 ] || fail "decode-only --batch 6: exit $st, images $(field images), want 0, 30"
 grep -q "^tsrun bench: note: pipeline 'd' makes samples of varying size, which are not batched" "$dir/bench.err" ||
-	bad "decode-only --batch 6: no note that it is not batched: $(cat "$dir/bench.err")"
+	fail "decode-only --batch 6: no note that it is not batched: $(cat "$dir/bench.err")"
 
 run_bench "$dir/val.ts" --epochs 2 --batch 30 --threads 1
 [ "$(field images) $(field batches)" = "60 2" ] ||
-	bad "--batch 30 over 2 epochs: images $(field images) batches $(field batches), want 60 2"
+	fail "--batch 30 over 2 epochs: images $(field images) batches $(field batches), want 60 2"
 run_bench "$dir/val.ts" --epochs 3 --batches 5 --batch 4
 [ "$(field images) $(field batches)" = "20 5" ] ||
-	bad "--batches 5 --batch 4: images $(field images) batches $(field batches), want 20 5"
-[ "$(field digest)" != "$full" ] || bad "--batches 5: the digest of the whole stream"
+	fail "--batches 5 --batch 4: images $(field images) batches $(field batches), want 20 5"
+[ "$(field digest)" != "$full" ] || fail "--batches 5: the digest of the whole stream"
 
 # Bad files in a copy: a garbled JPEG, a JPEG cut short, and a PNG that is
 # not one.
@@ -153,18 +141,18 @@ printf 'this is not a png file\n' > "$notpng"
 
 pipeline "$dir/skip.ts" bad/train skip
 run_bench "$dir/skip.ts" --epochs 2 --threads 2
-[ $st = 0 ] || bad "on_error = skip: exit $st: $(cat "$dir/bench.err")"
+[ $st = 0 ] || fail "on_error = skip: exit $st: $(cat "$dir/bench.err")"
 cat "$dir/bench.err"
-[ "$(field images)" = 62 ] || bad "skip: images $(field images), want 2 x 31 = 62 (replaced, not dropped)"
-[ "$(field skipped)" = 6 ] || bad "skip: skipped $(field skipped), want 2 epochs x 3"
+[ "$(field images)" = 62 ] || fail "skip: images $(field images), want 2 x 31 = 62 (replaced, not dropped)"
+[ "$(field skipped)" = 6 ] || fail "skip: skipped $(field skipped), want 2 epochs x 3"
 for p in "$garbled" "$short" "$notpng"; do
 	n=$(grep -c "^tsrun bench: skipped $p: ..." "$dir/bench.err")
-	[ "$n" = 1 ] || bad "skip: '$p' listed $n times, want once (counted every epoch)"
+	[ "$n" = 1 ] || fail "skip: '$p' listed $n times, want once (counted every epoch)"
 done
 d1=$(field digest)
 run_bench "$dir/skip.ts" --epochs 2 --threads 1
-[ "$(field digest)" = "$d1" ] || bad "skip: digest with 1 thread $(field digest) != 2 threads $d1"
-[ "$d1" != "$full" ] || bad "skip: the digest of the undamaged set"
+[ "$(field digest)" = "$d1" ] || fail "skip: digest with 1 thread $(field digest) != 2 threads $d1"
+[ "$d1" != "$full" ] || fail "skip: the digest of the undamaged set"
 
 # Two bad files next to each other in the epoch's order: the first one's
 # stand-in, the second, fails too. Two samples are skipped an epoch (the
@@ -176,11 +164,11 @@ printf 'GARBAGE' | dd of="$4" bs=1 seek=2 conv=notrunc 2>/dev/null
 pipeline "$dir/pair.ts" pair/train skip
 for t in 1 2; do
 	run_bench "$dir/pair.ts" --epochs 2 --threads $t
-	[ $st = 0 ] || bad "pair, $t threads: exit $st: $(cat "$dir/bench.err")"
+	[ $st = 0 ] || fail "pair, $t threads: exit $st: $(cat "$dir/bench.err")"
 	[ "$(field images) $(field skipped)" = "60 4" ] ||
-		bad "pair, $t threads: images $(field images) skipped $(field skipped), want 60 4 (2 epochs x 2)"
+		fail "pair, $t threads: images $(field images) skipped $(field skipped), want 60 4 (2 epochs x 2)"
 	[ "$(grep -c '^tsrun bench: skipped ' "$dir/bench.err")" = 2 ] ||
-		bad "pair, $t threads: not 2 files listed: $(cat "$dir/bench.err")"
+		fail "pair, $t threads: not 2 files listed: $(cat "$dir/bench.err")"
 done
 
 for t in 1 2; do
@@ -190,9 +178,9 @@ for t in 1 2; do
 		cp "$dir/bad/$rel" "$dir/one/$rel"
 		pipeline "$dir/one.ts" one/train fail
 		run_bench "$dir/one.ts" --threads $t
-		[ $st = 1 ] || bad "fail, $which, $t threads: exit $st, want 1"
+		[ $st = 1 ] || fail "fail, $which, $t threads: exit $st, want 1"
 		grep -q "^tsrun bench: $dir/one/$rel: ..." "$dir/bench.err" ||
-			bad "fail, $which, $t threads: no 'tsrun bench: PATH: reason' in: $(cat "$dir/bench.err")"
+			fail "fail, $which, $t threads: no 'tsrun bench: PATH: reason' in: $(cat "$dir/bench.err")"
 		[ $t = 1 ] && echo "$which: $(head -n 1 "$dir/bench.err")"
 		rm -rf "$dir/one"
 	done
@@ -200,28 +188,27 @@ done
 
 pipeline "$dir/missing.ts" no-such-folder fail
 run_bench "$dir/missing.ts"
-[ $st = 1 ] || bad "missing folder: exit $st, want 1"
-grep -q "no-such-folder" "$dir/bench.err" || bad "missing folder not named: $(cat "$dir/bench.err")"
+[ $st = 1 ] || fail "missing folder: exit $st, want 1"
+grep -q "no-such-folder" "$dir/bench.err" || fail "missing folder not named: $(cat "$dir/bench.err")"
 
 for args in "--threads 0" "--epochs x" "--start 1" "--batches -1"; do
 	run_bench "$dir/val.ts" $args
-	[ $st = 2 ] || bad "bench $args: exit $st, want 2"
-	grep -q "^tsrun bench: " "$dir/bench.err" || bad "bench $args: $(cat "$dir/bench.err")"
+	[ $st = 2 ] || fail "bench $args: exit $st, want 2"
+	grep -q "^tsrun bench: " "$dir/bench.err" || fail "bench $args: $(cat "$dir/bench.err")"
 done
 run_bench "$dir/val.ts" --start 0:30
-[ $st = 1 ] || bad "--start 0:30 (past the epoch's end): exit $st, want 1"
-grep -q "start index 30" "$dir/bench.err" || bad "--start 0:30: $(cat "$dir/bench.err")"
+[ $st = 1 ] || fail "--start 0:30 (past the epoch's end): exit $st, want 1"
+grep -q "start index 30" "$dir/bench.err" || fail "--start 0:30: $(cat "$dir/bench.err")"
 
 # Decode only: samples of varying size go through the engine's discard
 # mode; the unordered digest is the same for any thread count.
 printf 'pipeline d = folder("%s") | decode(rgb)\n' "$dir/ds/train" > "$dir/decode.ts"
 run_bench "$dir/decode.ts" --threads 1
-[ $st = 0 ] || bad "decode only: exit $st: $(cat "$dir/bench.err")"
-grep -q "^images: 30$" "$dir/bench.out" || bad "decode only: $(grep images: "$dir/bench.out")"
+[ $st = 0 ] || fail "decode only: exit $st: $(cat "$dir/bench.err")"
+grep -q "^images: 30$" "$dir/bench.out" || fail "decode only: $(grep images: "$dir/bench.out")"
 d1=$(sed -n 's/^digest: \([0-9a-f]*\) (unordered.*/\1/p' "$dir/bench.out")
 run_bench "$dir/decode.ts" --threads 2
 d2=$(sed -n 's/^digest: \([0-9a-f]*\) (unordered.*/\1/p' "$dir/bench.out")
-[ -n "$d1" ] && [ "$d1" = "$d2" ] || bad "decode only: digests '$d1' (1 thread) and '$d2' (2 threads)"
+[ -n "$d1" ] && [ "$d1" = "$d2" ] || fail "decode only: digests '$d1' (1 thread) and '$d2' (2 threads)"
 
-[ $fail = 0 ] && echo "ok: bench"
-exit $fail
+finish

@@ -3,12 +3,12 @@
 # before start with a breakdown; one within it runs, and its peak RSS
 # stays under the budget. Frames are 16-bit grayscale PNGs, tiled, cloudy
 # tiles filtered out, as examples/cubesat.ts does.
-set -eu
-: "${TSRUN:?}"
-command -v convert > /dev/null || { echo "SKIP: ImageMagick convert missing"; exit 77; }
-dir=$(mktemp -d /tmp/tsrun-budget.XXXXXX)
-trap 'rm -rf "$dir"' EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+set -e
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup budget
+ts_fatal=1
+dir=$T
+need convert
 mkdir -p "$dir/frames/pass1"
 for i in 1 2 3 4 5 6; do
 	convert -size 1100x1030 -depth 16 -seed "$i" plasma:fractal -colorspace gray "$dir/frames/pass1/f$i.png"
@@ -39,8 +39,9 @@ grep -q "budget is 64 MiB" "$dir/over.err" || { cat "$dir/over.err"; fail "refus
 # ring twice; the served case is the one the budget is about.)
 "$TSRUN" run "$dir/ok.ts" 2> "$dir/run.err" &
 run_pid=$!
-i=0; while [ ! -S "$dir/f.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-"$TSRUN" consume "$dir/f.sock" > "$dir/consume.out" || { kill "$run_pid"; fail "consumer failed"; }
+pids="$pids $run_pid"
+wait_for 10 test -S "$dir/f.sock" || :
+"$TSRUN" consume "$dir/f.sock" > "$dir/consume.out" || fail "consumer failed"
 wait "$run_pid" || { cat "$dir/run.err"; fail "tsrun run failed"; }
 images=$(sed -n 's/^images: //p' "$dir/consume.out")
 [ "$images" = 72 ] || fail "expected 72 tiles (6 frames x 4 tiles x 3 epochs, cloud dropped), got $images"
@@ -48,8 +49,9 @@ rss=$(sed -n 's/.*peak memory \([0-9]*\)\.[0-9]* MiB.*/\1/p' "$dir/run.err")
 [ -n "$rss" ] || { cat "$dir/run.err"; fail "no peak memory in the summary"; }
 if [ "${TS_SANITIZE:-none}" != none ]; then
 	# ASan's shadow memory and quarantine count in RSS: no budget to hold.
-	echo "budget: over-budget plan refused with a breakdown; within budget served 72 tiles (peak RSS $rss MiB not checked: sanitizer build)"
-	exit 0
+	pass "over-budget plan refused with a breakdown; within budget served 72 tiles (peak RSS $rss MiB not checked: sanitizer build)"
+	finish
 fi
 [ "$rss" -lt 64 ] || fail "peak RSS $rss MiB is over the 64 MiB budget"
-echo "budget: over-budget plan refused with a breakdown; within budget served 72 tiles at peak RSS $rss MiB < 64 MiB"
+pass "over-budget plan refused with a breakdown; within budget served 72 tiles at peak RSS $rss MiB < 64 MiB"
+finish

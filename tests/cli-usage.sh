@@ -4,23 +4,9 @@
 # argument or a bad option (never getopt's own "bench: ..." text), their
 # --help with one line per option, make-dataset out-of-range numbers, an
 # invalid --color value, and "did you mean" for a mistyped command.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup cli-usage
 
-T=$(mktemp -d /tmp/tsrun-cli-usage.XXXXXX) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-# expect STATUS PATTERN CMD...: CMD exits STATUS and its stderr+stdout
-# matches the grep pattern PATTERN; the output stays in $T/out.
-expect() {
-	want=$1 pat=$2; shift 2
-	"$@" >"$T/out" 2>&1; rc=$?
-	[ "$rc" -eq "$want" ] || { fail "'$*' exited $rc, want $want: $(head -5 "$T/out")"; return; }
-	grep -q -- "$pat" "$T/out" || fail "'$*' did not say '$pat': $(head -5 "$T/out")"
-}
 # lacks PATTERN: the last expect's output does not match PATTERN.
 lacks() {
 	! grep -q -- "$1" "$T/out" || fail "said '$1': $(head -5 "$T/out")"
@@ -106,5 +92,4 @@ expect 2 "^hint: did you mean 'consume'?" "$TSRUN" cosnume s
 expect 2 "^usage: tsrun" "$TSRUN" frobnicate
 lacks "did you mean"
 
-[ "$failed" -eq 0 ] || { echo "$failed failure(s)"; exit 1; }
-echo "ok: cli-usage"
+finish

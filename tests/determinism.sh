@@ -9,27 +9,10 @@
 # compares the tail sample by sample. Here the tail is compared across
 # thread counts, batch sizes and the two ways of running it, and must
 # differ from other tails and from the whole stream.
-set -u
-tsrun=${TSRUN:?TSRUN not set}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/ts-determinism.XXXXXX") || exit 1
-server=
-cleanup() {
-	[ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-
-out=$(timeout 60 "$tsrun" make-dataset "$dir/ds" --images 60 2>&1)
-case $? in
-0) ;;
-*) case $out in
-   *mate-backgrounds*|*TSRUN_PHOTOS*) echo "skip: no photos: $out"; exit 77 ;;
-   *) echo "make-dataset failed: $out"; exit 1 ;;
-   esac ;;
-esac
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup determinism
+dir=$T
+make_dataset "$dir/ds" --images 60
 
 cat > "$dir/train.ts" <<EOF
 pipeline train =
@@ -88,13 +71,13 @@ sed 's/alpha = 0.5/alpha = 0.6/' "$dir/augmix.ts" > "$dir/augmix-a6.ts"
 bench() {
 	f=$1
 	shift
-	timeout 60 "$tsrun" bench "$f" "$@" > "$dir/bench.out" 2> "$dir/bench.err" ||
-		{ bad "bench $* failed: $(cat "$dir/bench.err")"; echo "- -"; return; }
+	timeout 60 "$TSRUN" bench "$f" "$@" > "$dir/bench.out" 2> "$dir/bench.err" ||
+		{ fail "bench $* failed: $(cat "$dir/bench.err")"; echo "- -"; return; }
 	printf '%s %s\n' "$(sed -n 's/^images: //p' "$dir/bench.out")" \
 		"$(sed -n 's/^digest: //p' "$dir/bench.out")"
 }
-same() { [ "$2" = "$3" ] || bad "$1: '$2' != '$3'"; }
-differ() { [ "$2" != "$3" ] || bad "$1: both '$2'"; }
+same() { [ "$2" = "$3" ] || fail "$1: '$2' != '$3'"; }
+differ() { [ "$2" != "$3" ] || fail "$1: both '$2'"; }
 
 empty=243f6a8885a308d3   # the digest of no samples
 t1=$(bench "$dir/train.ts" --epochs 2 --threads 1)
@@ -149,28 +132,25 @@ b=$(bench "$dir/train.ts" --epochs 2 --start 0:23 --threads 1 --batch 1 --batche
 same "resume 0:23: one epoch vs the first 37 of two" "$a" "$b"
 
 # The same tail served by `tsrun run` to `tsrun consume` (run's --epochs
-# is the end epoch; bench's counts from the start).
-timeout 60 "$tsrun" run "$dir/train.ts" --start 1:23 --epochs 2 --threads 2 \
+# is the end epoch; bench's counts from the start). No `timeout` in
+# front: $! must be tsrun's own pid; a watchdog bounds it.
+"$TSRUN" run "$dir/train.ts" --start 1:23 --epochs 2 --threads 2 \
 	--quiet > "$dir/run.out" 2> "$dir/run.err" &
 server=$!
-i=0
-while [ ! -S "$dir/train.sock" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ -S "$dir/train.sock" ]; then
+pids="$pids $server"
+watchdog 60 "$server"
+if wait_for 10 test -S "$dir/train.sock"; then
 	# --join now: the stream begins mid-epoch, and the default (whole
 	# epochs) would skip to the next one.
-	timeout 60 "$tsrun" consume "$dir/train.sock" --batch 9 --join now > "$dir/consume.out" 2>&1 ||
-		bad "consume failed: $(cat "$dir/consume.out")"
+	timeout 60 "$TSRUN" consume "$dir/train.sock" --batch 9 --join now > "$dir/consume.out" 2>&1 ||
+		fail "consume failed: $(cat "$dir/consume.out")"
 	c="$(sed -n 's/^images: //p' "$dir/consume.out") $(sed -n 's/^digest: //p' "$dir/consume.out")"
 	echo "run --start 1:23 + consume: $c"
 	same "resume served to a consumer vs bench" "$c" "$r1"
-	wait "$server" || bad "tsrun run exited $?: $(cat "$dir/run.err")"
+	wait "$server" || fail "tsrun run exited $?: $(cat "$dir/run.err")"
 else
-	bad "tsrun run did not create its socket: $(cat "$dir/run.err")"
+	fail "tsrun run did not create its socket: $(cat "$dir/run.err")"
 fi
-server=
+kill "$watchdog" 2>/dev/null
 
-[ $fail = 0 ] && echo "ok: determinism"
-exit $fail
+finish

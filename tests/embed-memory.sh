@@ -12,16 +12,13 @@
 # In a cross build the example runs under TS_EXE_WRAPPER (qemu-user), whose
 # own memory the figure then includes: it is printed, and still held to
 # the budget.
-set -u
-: "${TS_BUILDDIR:?}" "${TS_SRCDIR:?}"
-if [ "${TS_SANITIZE:-none}" != none ]; then
-	echo "peak RSS means nothing under the sanitizers' shadow memory"; exit 77
-fi
-PY=/usr/bin/python3
-"$PY" -c 'import numpy, PIL' 2>/dev/null || { echo "needs python3-numpy and python3-pil to make frames"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/ts-embed-mem.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT INT TERM
-fail() { echo "embed-memory: FAIL: $*"; exit 1; }
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+: "${TS_BUILDDIR:?TS_BUILDDIR must name the build root}"
+ts_setup embed-memory
+ts_fatal=1
+[ "${TS_SANITIZE:-none}" = none ] || skip "peak RSS means nothing under the sanitizers' shadow memory"
+# numpy and PIL (python3-numpy, python3-pil) make the frames
+need_python numpy PIL
 
 # Three 2048x2048 16-bit frames (a 4 MP camera), textured so that the
 # cloud filter keeps some tiles and drops others.
@@ -135,4 +132,4 @@ if [ -z "${TS_EXE_WRAPPER:-}" ]; then
 	db=$(sed -n 's/^digest: //p' "$T/big1"); dw=$(sed -n 's/^digest: //p' "$T/bigw")
 	[ -n "$db" ] && [ "$db" = "$dw" ] || fail "banded digest $db differs from the whole frame's $dw"
 fi
-echo "embed-memory: ok"
+finish

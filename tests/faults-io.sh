@@ -4,21 +4,10 @@
 # on_error policies, with io_uring and with plain reads; a ring that cannot
 # be allocated; descriptor exhaustion with more trainers than descriptors.
 # Each must end in a clear error or keep serving the others; nothing hangs.
-set -u
-: "${TSRUN:?}"
-dir=$(mktemp -d /tmp/tsrun-faults-io.XXXXXX)
-pids=""
-cleanup() { for p in $pids; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"; }
-trap cleanup EXIT INT TERM
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-
-out=$(timeout 120 "$TSRUN" make-dataset "$dir/ds" --images 40 --quiet 2>&1)
-case $? in
-0) ;;
-77) echo "SKIP: no photos: $out"; exit 77 ;;
-*) echo "make-dataset failed: $out"; exit 1 ;;
-esac
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup faults-io
+dir=$T
+make_dataset "$dir/ds" --images 40 --quiet
 
 pipe() { # file on_error
 	cat > "$1" <<EOT
@@ -42,16 +31,16 @@ for mode in uring plain; do
 		TSRUN_FAULT_READ=$fault timeout 60 "$TSRUN" bench "$dir/fail.ts" --threads 2 \
 			> "$dir/b.out" 2> "$dir/b.err"
 		st=$?
-		[ $st = 1 ] || bad "$mode $fault, on_error=fail: exit $st, want 1"
+		[ $st = 1 ] || fail "$mode $fault, on_error=fail: exit $st, want 1"
 		grep -q "^tsrun bench: $dir/ds/train/.*\.jpg: .*$why" "$dir/b.err" ||
-			bad "$mode $fault, on_error=fail: no 'path: $why' in: $(cat "$dir/b.err")"
+			fail "$mode $fault, on_error=fail: no 'path: $why' in: $(cat "$dir/b.err")"
 		TSRUN_FAULT_READ="$(echo $fault | sed 's/:/:%/')" timeout 60 "$TSRUN" bench "$dir/skip.ts" \
 			--threads 2 > "$dir/b.out" 2> "$dir/b.err"
 		st=$?
-		[ $st = 0 ] || bad "$mode $fault every nth, on_error=skip: exit $st: $(cat "$dir/b.err")"
-		grep -q "^images: 40$" "$dir/b.out" || bad "$mode $fault, skip: $(grep images: "$dir/b.out")"
+		[ $st = 0 ] || fail "$mode $fault every nth, on_error=skip: exit $st: $(cat "$dir/b.err")"
+		grep -q "^images: 40$" "$dir/b.out" || fail "$mode $fault, skip: $(grep images: "$dir/b.out")"
 		n=$(sed -n 's/^skipped: //p' "$dir/b.out")
-		[ "${n:-0}" -gt 0 ] || bad "$mode $fault, skip: nothing counted as skipped"
+		[ "${n:-0}" -gt 0 ] || fail "$mode $fault, skip: nothing counted as skipped"
 		# each distinct path and reason is listed once, every listed
 		# failure has the reason; skipped counts samples, a position
 		# whose own item failed, once, even when its stand-in failed too
@@ -60,7 +49,7 @@ for mode in uring plain; do
 		lines=$(grep -c "^tsrun bench: skipped .*$why" "$dir/b.err")
 		[ "$lines" -ge 1 ] && [ "$n" -le "$lines" ] &&
 			[ "$lines" = "$(grep -c '^tsrun bench: skipped ' "$dir/b.err")" ] ||
-			bad "$mode $fault, skip: $n skipped but the list differs: $(cat "$dir/b.err")"
+			fail "$mode $fault, skip: $n skipped but the list differs: $(cat "$dir/b.err")"
 	done
 	echo "read faults ($mode): fail stops with the path and reason; skip serves all 40 and lists each"
 done
@@ -76,10 +65,10 @@ EOT
 if [ "${TS_SANITIZE:-none}" = none ]; then
 	(ulimit -v 1000000; exec timeout 60 "$TSRUN" run "$dir/big.ts") > "$dir/big.out" 2> "$dir/big.err"
 	st=$?
-	[ $st = 1 ] || bad "ring allocation failure: exit $st, want 1: $(cat "$dir/big.err")"
+	[ $st = 1 ] || fail "ring allocation failure: exit $st, want 1: $(cat "$dir/big.err")"
 	grep -q "^tsrun run: ring: .*Cannot allocate memory" "$dir/big.err" ||
-		bad "ring allocation failure: no clear message: $(cat "$dir/big.err")"
-	[ ! -e "$dir/big.sock" ] || bad "ring allocation failure left a socket behind"
+		fail "ring allocation failure: no clear message: $(cat "$dir/big.err")"
+	[ ! -e "$dir/big.sock" ] || fail "ring allocation failure left a socket behind"
 	echo "ring allocation failure: $(grep '^tsrun run:' "$dir/big.err" | head -n 1)"
 else
 	echo "ring allocation failure: not run under $TS_SANITIZE (address-space limit)"
@@ -95,7 +84,7 @@ EOT
 (ulimit -n 20; exec "$TSRUN" run "$dir/fd.ts" --quiet) 2> "$dir/fd.err" &
 rp=$!
 pids="$pids $rp"
-i=0; while [ ! -S "$dir/fd.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for 10 test -S "$dir/fd.sock" || :
 cpids=""
 for i in $(seq 1 16); do
 	timeout 60 "$TSRUN" consume "$dir/fd.sock" --max-batches 200 --delay-ms 2 > "$dir/c.$i" 2>&1 &
@@ -105,20 +94,19 @@ served=0; refused=0
 for p in $cpids; do
 	wait "$p"
 	st=$?
-	[ $st = 0 ] || [ $st = 1 ] || bad "a trainer ended with $st (hung or crashed)"
+	[ $st = 0 ] || [ $st = 1 ] || fail "a trainer ended with $st (hung or crashed)"
 done
 for i in $(seq 1 16); do
 	# 200 whole batches (a trainer joining mid-epoch gets one short batch
 	# at the epoch's end, so count batches, not images).
 	if grep -q "^batches: 200$" "$dir/c.$i"; then served=$((served + 1));
 	elif grep -q "Too many open files" "$dir/c.$i"; then refused=$((refused + 1));
-	else bad "trainer $i: $(cat "$dir/c.$i")"; fi
+	else fail "trainer $i: $(cat "$dir/c.$i")"; fi
 done
-kill -0 "$rp" 2>/dev/null || bad "tsrun died under descriptor exhaustion"
+kill -0 "$rp" 2>/dev/null || fail "tsrun died under descriptor exhaustion"
 kill -TERM "$rp"; wait "$rp"
 [ $served -ge 1 ] && [ $refused -ge 1 ] ||
-	bad "descriptor exhaustion: $served served in full, $refused refused (want both)"
+	fail "descriptor exhaustion: $served served in full, $refused refused (want both)"
 echo "descriptor exhaustion: $served trainers served in full, $refused refused with the reason"
 
-[ $fail = 0 ] && echo "ok: faults-io"
-exit $fail
+finish

@@ -9,17 +9,10 @@
 #   - a FIFO as the list file itself, and as a tar shard: a clear error
 #     at start, no hang;
 #   - a tar member larger than max_file_size fails under on_error.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup input-files
 
-T=$(mktemp -d /tmp/tsrun-input.XXXXXX) || exit 1
-cleanup() { rm -rf "$T"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-python3 - "$T" <<'EOF' || { echo "FAIL: cannot write test images"; exit 1; }
+python3 - "$T" <<'EOF' || { fail "cannot write test images"; finish; }
 import os, struct, sys, tarfile, zlib
 def png(path, v):
     def chunk(t, d):
@@ -184,5 +177,4 @@ EOF
 		fail "huge: peak memory '$peak' MiB"
 fi
 
-echo "input-files: $failed failed"
-[ "$failed" -eq 0 ]
+finish

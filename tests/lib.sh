@@ -5,11 +5,23 @@
 # It gives:
 #   $T, $pids          the test's folder; processes to SIGKILL at exit
 #   fail MSG           report a failure and go on (ts_fatal=1: stop, after
-#                      printing $ts_log, e.g. the server's stderr, if set)
+#                      printing the files named in $ts_log, e.g. the
+#                      server's stderr, if set)
 #   pass MSG, skip WHY a passed check; skip the whole test (exit 77)
 #   finish             "NAME: all passed" / "NAME: N failed", and the status
 #   watchdog SECS PID  SIGKILL the PIDs after SECS seconds ($watchdog)
 #   wait_for N TEST... poll TEST every 0.1 s for up to N seconds
+#   need PROG...       skip unless every PROG is on PATH
+#   $PY, need_python MODULE...
+#                      /usr/bin/python3 (the one with Debian's torch); skip
+#                      unless it imports every MODULE
+#   make_dataset DIR ARGS...
+#                      tsrun make-dataset DIR ARGS; skip when there are no
+#                      photos to make it from, stop (exit 1) on any other
+#                      failure
+#   expect STATUS PAT CMD...
+#                      CMD exits STATUS and its stdout+stderr, kept in
+#                      $T/out, matches the grep pattern PAT ("": anything)
 # TSRUN and TS_SRCDIR come from the environment meson sets.
 set -u
 : "${TSRUN:?TSRUN must name the tsrun binary}"
@@ -22,6 +34,7 @@ failed=0
 ts_name=test
 ts_fatal=0
 ts_log=""
+PY=/usr/bin/python3
 
 ts_cleanup() {
 	[ -z "$watchdog" ] || kill "$watchdog" 2>/dev/null || :
@@ -41,10 +54,11 @@ fail() {
 	echo "FAIL: $*"
 	failed=$((failed + 1))
 	if [ "$ts_fatal" -eq 1 ]; then
-		if [ -n "$ts_log" ]; then
-			echo "--- $ts_log"
-			cat "$ts_log" 2>/dev/null
-		fi
+		for ts_f in $ts_log; do
+			[ -f "$ts_f" ] || continue
+			echo "--- $ts_f"
+			cat "$ts_f"
+		done
 		exit 1
 	fi
 }
@@ -84,4 +98,41 @@ wait_for() {
 		sleep 0.1; n=$((n - 1))
 	done
 	return 1
+}
+
+# need PROG...: skip the test unless every PROG is installed.
+need() {
+	for ts_p in "$@"; do
+		command -v "$ts_p" >/dev/null 2>&1 || skip "$ts_p is not installed"
+	done
+}
+
+# need_python MODULE...: skip the test unless $PY imports every MODULE.
+need_python() {
+	for ts_m in "$@"; do
+		"$PY" -c "import $ts_m" 2>/dev/null || skip "$PY cannot import $ts_m"
+	done
+}
+
+# make_dataset DIR ARGS...: `tsrun make-dataset DIR ARGS` (2 minutes at
+# most), its output in $T/make-dataset.out. Without photos to make it
+# from (it names mate-backgrounds and TSRUN_PHOTOS) the test cannot run:
+# skip; any other failure stops the test.
+make_dataset() {
+	timeout 120 "$TSRUN" make-dataset "$@" >"$T/make-dataset.out" 2>&1 && return 0
+	if grep -q 'mate-backgrounds\|TSRUN_PHOTOS' "$T/make-dataset.out"; then
+		skip "no photos: $(cat "$T/make-dataset.out")"
+	fi
+	echo "FAIL: make-dataset $*: $(cat "$T/make-dataset.out")"
+	exit 1
+}
+
+# expect STATUS PATTERN CMD...: CMD exits STATUS and its stderr+stdout
+# matches the grep pattern PATTERN ("" matches anything); the output stays
+# in $T/out.
+expect() {
+	want=$1 pat=$2; shift 2
+	"$@" >"$T/out" 2>&1; rc=$?
+	[ "$rc" -eq "$want" ] || { fail "'$*' exited $rc, want $want: $(head -5 "$T/out")"; return; }
+	[ -z "$pat" ] || grep -q -- "$pat" "$T/out" || fail "'$*' did not say '$pat': $(head -5 "$T/out")"
 }

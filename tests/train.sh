@@ -3,13 +3,10 @@
 # side by side from one `tsrun run`: both see every epoch, both losses
 # fall, tsrun ends by itself with exit 0 and a summary naming both.
 # Skips (77) when /usr/bin/python3 has no torch.
-set -u
-: "${TSRUN:?}" "${TS_SRCDIR:?}" "${TS_LIBTSCLIENT:?}"
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-	echo "train.sh: no torch under $PY: skip"
-	exit 77
-fi
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+: "${TS_LIBTSCLIENT:?TS_LIBTSCLIENT must name libtsclient}"
+ts_setup train
+need_python torch
 # In a sanitizer build libtsclient needs the ASan runtime, which Python
 # lacks: preload it (leak checks off: Python's own allocations are not
 # ours); skip when even that does not load it.
@@ -18,32 +15,14 @@ probe() { env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0} \
 preload=""
 if ! probe; then
 	preload=$(clang -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null)
-	[ -f "$preload" ] && probe || {
-		echo "train.sh: $PY cannot load $TS_LIBTSCLIENT: skip"
-		exit 77
-	}
+	[ -f "$preload" ] && probe || skip "$PY cannot load $TS_LIBTSCLIENT"
 fi
-tmp=$(mktemp -d /tmp/tsrun-train.XXXXXX)
-run_pid="" c_pid=""
-cleanup() {
-	[ -n "$c_pid" ] && kill "$c_pid" 2>/dev/null
-	[ -n "$run_pid" ] && kill "$run_pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-	echo "FAIL: $*"
-	for f in run.err train.out train.err c.out; do
-		[ -f "$tmp/$f" ] && { echo "--- $f"; tail -n 30 "$tmp/$f"; }
-	done
-	exit 1
-}
+tmp=$T
+ts_fatal=1
+ts_log="$tmp/run.err $tmp/train.out $tmp/train.err $tmp/c.out"
 
 images=300 epochs=8 batch=32
-"$TSRUN" make-dataset "$tmp/ds" --images $images --quiet >/dev/null ||
-	fail "make-dataset"
+make_dataset "$tmp/ds" --images $images --quiet
 cat >"$tmp/train.ts" <<EOF
 pipeline train =
     folder("$tmp/ds/train")
@@ -67,8 +46,11 @@ consumer="${TS_BUILDDIR:-}/examples/consumer"
 [ -x "$consumer" ] || fail "examples/consumer not built at $consumer"
 
 # --wait 2: start once both trainers are connected, so both see epoch 0.
-timeout 150 "$TSRUN" run "$tmp/train.ts" --wait 2 >"$tmp/run.out" 2>"$tmp/run.err" &
+# No `timeout` in front: $! must be the process itself; a watchdog bounds
+# tsrun run and the C consumer.
+"$TSRUN" run "$tmp/train.ts" --wait 2 >"$tmp/run.out" 2>"$tmp/run.err" &
 run_pid=$!
+pids="$pids $run_pid"
 i=0
 while [ ! -S "$tmp/train.sock" ]; do
 	i=$((i + 1))
@@ -76,8 +58,10 @@ while [ ! -S "$tmp/train.sock" ]; do
 	kill -0 $run_pid 2>/dev/null || fail "tsrun exited early"
 	sleep 0.1
 done
-timeout 120 "$consumer" "$tmp/train.sock" --log-every 20 >"$tmp/c.out" 2>&1 &
+"$consumer" "$tmp/train.sock" --log-every 20 >"$tmp/c.out" 2>&1 &
 c_pid=$!
+pids="$pids $c_pid"
+watchdog 150 "$run_pid" "$c_pid"
 TSRUN_LIBTSCLIENT="$TS_LIBTSCLIENT" timeout 120 \
 	env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0} \
 	"$PY" "$TS_SRCDIR/examples/train.py" \
@@ -86,10 +70,9 @@ TSRUN_LIBTSCLIENT="$TS_LIBTSCLIENT" timeout 120 \
 py_rc=$?
 wait $c_pid
 c_rc=$?
-c_pid=""
 wait $run_pid
 run_rc=$?
-run_pid=""
+kill "$watchdog" 2>/dev/null
 cat "$tmp/train.out" "$tmp/c.out"
 
 [ $py_rc -eq 0 ] || fail "train.py exited $py_rc"
@@ -120,4 +103,4 @@ grep -q "summary: $total images served" "$tmp/run.err" ||
 	fail "no summary with $total images in tsrun's output"
 [ "$(grep -c 'summary: consumer ' "$tmp/run.err")" -eq 2 ] ||
 	fail "the summary does not list two consumers"
-echo "train.sh: ok"
+finish
