@@ -18,6 +18,12 @@ processes, tensorsocket(7)).
    hang; the lone trainer reads on to the end.
 5. Refusals: another world size, a rank connected twice; Loader argument
    errors.
+6. len(loader) of every rank is the batches its pass yields, checked
+   against the count each pass yielded and, for whole epochs, against
+   torch's DistributedSampler (num_samples, then batches of batch_size):
+   2 and 3 ranks, job_drop_last and drop_last both ways, a trainer batch
+   other than the pipeline's, and a job that joins mid-epoch
+   (join="now").
 """
 import json
 import os
@@ -360,10 +366,132 @@ print(refused(job="a b", rank=0, world_size=1))
     prod.wait(timeout=60)
 
 
+LEN_JOB = r'''
+import json, sys, threading
+import tsrun
+sock, out, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+world, passes = args.pop("world_size"), args.pop("passes", 99)
+recs = [None] * world
+done = threading.Barrier(world)  # a rank closing early fails its job
+
+def rank(r):
+    rec = {"passes": [], "error": None}
+    try:
+        loader = tsrun.Loader(sock, rank=r, world_size=world, timeout=120, **args)
+        while len(rec["passes"]) < passes:
+            n = len(loader)
+            got, first = 0, None
+            for images, labels in loader:
+                if first is None:
+                    first = [loader.epoch, loader.index]
+                got += 1
+            if got == 0 and n == 0:
+                break
+            rec["passes"].append([n, got, first])
+        done.wait(timeout=120)
+        loader.close()
+    except tsrun.TsrunError as e:
+        rec["error"] = "%s: %s" % (type(e).__name__, e)
+    recs[r] = rec
+
+ts = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+with open(out, "w") as f:
+    json.dump(recs, f)
+'''
+
+
+def len_job(tmp, sock, name, **args):
+    path = os.path.join(tmp, "len_job.py")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(LEN_JOB)
+    out = os.path.join(tmp, "len-%s.json" % name)
+    p = subprocess.Popen([PY, path, sock, out, json.dumps(dict(args, job=name))],
+                         env=env_clean())
+    return p, out
+
+
+def sampler_batches(m, world, batch, job_drop, drop_last):
+    """Batches per epoch of one rank, from torch's own DistributedSampler."""
+    import torch.utils.data as tud
+    n = len(tud.DistributedSampler(range(m), num_replicas=world, rank=0,
+                                   shuffle=False, drop_last=job_drop))
+    return n // batch if drop_last else -(-n // batch)
+
+
+def lengths(tmp):
+    m, epochs = 203, 2
+    cases = [  # world, trainer batch, job_drop_last, drop_last
+        (2, 8, False, False), (2, 16, True, True),
+        (3, 12, False, True), (3, 8, True, False),
+    ]
+    for half in (cases[:2], cases[2:]):
+        ts, sock = pipeline(tmp, "len%d" % half[0][0], m, epochs, "4 batches", batch=16)
+        prod = start_tsrun(ts, sock, sum(c[0] for c in half))
+        runs = []
+        for w, b, jd, dl in half:
+            name = "w%db%d%s%s" % (w, b, "J" if jd else "", "D" if dl else "")
+            runs.append((name, w, b, jd, dl) +
+                        len_job(tmp, sock, name, world_size=w, batch_size=b,
+                                job_drop_last=jd, drop_last=dl))
+        for name, w, b, jd, dl, p, out in runs:
+            p.wait(timeout=240)
+            recs = load(out)
+            if not recs:
+                continue
+            want = sampler_batches(m, w, b, jd, dl)
+            for r, rec in enumerate(recs):
+                if not check(rec and rec["error"] is None and len(rec["passes"]) == epochs,
+                             "len %s rank %d: %s" % (name, r, rec)):
+                    continue
+                for n, got, first in rec["passes"]:
+                    check(n == got == want, "len %s rank %d epoch %s: len() %d, the pass "
+                          "yielded %d, DistributedSampler gives %d batches"
+                          % (name, r, first, n, got, want))
+        prod.wait(timeout=60)
+        check(prod.returncode == 0, "len: tsrun exited %s" % prod.returncode)
+
+
+def lengths_join(tmp):
+    """A job joining mid-epoch: its first pass is the rest of the epoch."""
+    m = 4000
+    ts, sock = pipeline(tmp, "lenj", m, 0, "8 batches", batch=8)
+    prod = start_tsrun(ts, sock, 1)
+    lone_out = os.path.join(tmp, "lenj-lone.json")
+    lone = trainer(tmp, sock, lone_out, mode="slow", batch_size=8)
+    time.sleep(2.5)
+    p, out = len_job(tmp, sock, "join", world_size=2, batch_size=8, join="now",
+                     job_drop_last=True, passes=2)
+    p.wait(timeout=240)
+    lone.kill()
+    lone.wait()
+    prod.send_signal(signal.SIGINT)
+    prod.wait(timeout=60)
+    recs = load(out)
+    if not recs:
+        return
+    for r, rec in enumerate(recs):
+        if not check(rec["error"] is None and rec["passes"],
+                     "len join rank %d: %s" % (r, rec)):
+            continue
+        for n, got, first in rec["passes"]:
+            check(n == got, "len join rank %d pass from %s: len() %d, yielded %d"
+                  % (r, first, n, got))
+        n0, _, first = rec["passes"][0]
+        check(first[1] > 0 and n0 < m // 16,
+              "len join rank %d: first pass from %s with %d batches, want a mid-epoch start"
+              % (r, first, n0))
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="tsrun-jobs.") as tmp:
         try:
-            parts = (ddp_jobs, equal_shares, late_rank, crash, refusals)
+            parts = (ddp_jobs, equal_shares, late_rank, crash, refusals, lengths,
+                     lengths_join)
             only = sys.argv[1:]
             for part in parts:
                 if only and part.__name__ not in only:
