@@ -127,6 +127,9 @@ static const struct ts_param serve_params[] = {
 	{ .name = "stall_timeout", .type = TS_PT_NUMBER, .def = "120", .def_num = 120,
 	  P_MIN(0), P_MAX(86400),
 	  .doc = "seconds a trainer may hold the ring while others wait; then it is detached; 0 = forever" },
+	{ .name = "job_timeout", .type = TS_PT_NUMBER, .def = "stall_timeout", .def_num = -1,
+	  P_MIN(0), P_MAX(86400),
+	  .doc = "seconds a job waits for all its ranks; then its connected ranks get an error; 0 = forever" },
 	{ .name = "consumers", .type = TS_PT_INT, .def = "64", .def_num = 64, P_MIN(1), P_MAX(64),
 	  .doc = "trainers served at once; more are refused" },
 };

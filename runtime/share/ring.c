@@ -487,8 +487,14 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 	*head = low;
 	struct ts_ring_consumer *slow = NULL;
 
+	unsigned active = 0;
 	for (size_t i = 0; i < r->n_consumers; i++) {
 		struct ts_ring_consumer *c = r->consumers[i];
+		/* A rank whose job waits for its other ranks reads nothing
+		 * yet: it holds nobody back (ts_ring_consumer_start_job). */
+		if (c->job_wait)
+			continue;
+		active++;
 		/* Acquire pairs with the consumer's release store: its reads
 		 * of the released slots are done before we overwrite them. */
 		uint64_t rel = smp_load_acquire(&c->ctl->release);
@@ -497,20 +503,12 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 			slow = c;
 		}
 	}
-	/* A held seq binds like a release, with no consumer to sleep on:
-	 * the unhold wakes the writers. */
-	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++) {
-		if (r->hold_used[i] && r->holds[i] < low) {
-			low = r->holds[i];
-			slow = NULL;
-		}
-	}
 	/* min_consumers holds the start back until that many trainers came;
 	 * once started, one is enough: a trainer that finishes early must
 	 * not stall the others, and with none left the producer pauses for
 	 * the next one rather than running on for nobody. */
 	unsigned need = r->started ? (r->min_consumers > 0) : r->min_consumers;
-	if (r->n_consumers < need)
+	if (active < need)
 		return NULL;
 	r->started = true;
 	uint64_t lim = low + r->capacity;
@@ -656,6 +654,9 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->local = c->local;
 		s->waiting = READ_ONCE(c->ctl->consumer_waiting);
 		s->skipped = READ_ONCE(c->ctl->skipped);
+		s->job_wait = c->job_wait;
+		if (c->job_wait)
+			s->lag = 0;  /* it reads nothing yet, and holds nobody */
 	}
 	size_t nd = r->n_departed < TS_RING_MAX_CONSUMERS ? r->n_departed : TS_RING_MAX_CONSUMERS;
 	for (size_t i = 0; i < nd; i++)

@@ -197,6 +197,18 @@ struct ts_ring_ctl {
 	_Alignas(64) uint32_t detached;
 	uint32_t detached_held_ms;
 	uint32_t detached_timeout_ms;
+	/* Written by the producer, read by a rank of a job while its job
+	 * waits for its other ranks. job_wait is 1 from the welcome until
+	 * every rank has connected; then the job's start (job_start,
+	 * job_min_epoch) is stored first and job_wait = 0 (release). When
+	 * the wait runs out (serve setting job_timeout, job_timeout_ms) the
+	 * ranks that never came (job_missing, bit r for rank r) are stored
+	 * first and job_failed = 2 (release). */
+	_Alignas(64) uint32_t job_wait;
+	uint32_t job_min_epoch;
+	uint64_t job_start;
+	uint64_t job_missing;
+	uint32_t job_timeout_ms;
 };
 _Static_assert(sizeof(struct ts_ring_ctl) <= 4096, "the control page is one page");
 
@@ -263,6 +275,7 @@ struct ts_ring_consumer_stat {
 	bool local;
 	uint64_t waiting;     /* asleep until head reaches this; 0: awake */
 	uint64_t skipped;     /* released without being read (ctl.skipped) */
+	bool job_wait;        /* a rank whose job waits for its other ranks */
 };
 
 struct ts_ring_stat {
@@ -395,11 +408,9 @@ struct ts_ring_join_req {
 	uint32_t batch;            /* 1 .. capacity / 2 */
 	enum ts_ring_join join;
 	pid_t pid;                 /* 0: in-process */
-	/* A later rank of a job: start exactly where its first rank did
-	 * (kept intact by ts_ring_hold), not per the join policy. */
-	bool fixed;
-	uint64_t fixed_start;
-	uint32_t fixed_min_epoch;
+	/* A rank of a job: attached waiting (ctl.job_wait), holding nothing
+	 * and reading nothing, until ts_ring_consumer_start_job. */
+	bool job_wait;
 };
 
 /* Where an attached consumer begins. */
@@ -423,14 +434,20 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c);
 
 /*
- * Hold seq: no writer overwrites it (or anything after it) until
- * ts_ring_unhold(r, *id), as if a consumer had released up to seq. A job
- * holds its first rank's start until every rank has attached there.
- * Returns 0, or TS_E_REFUSED when seq is already gone or there are
- * TS_RING_MAX_CONSUMERS holds. Thread-safe.
+ * Every rank of a job has come: start the n waiting consumers cs (attached
+ * with job_wait) at one position, picked now by the join policy, so they
+ * read and hold the ring from there on; *pos gets it. Until then they held
+ * nothing, so a job short of ranks never stops the others. Thread-safe.
  */
-int ts_ring_hold(struct ts_ring *r, uint64_t seq, int *id, struct ts_error *err);
-void ts_ring_unhold(struct ts_ring *r, int id);
+void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *const *cs,
+				size_t n, enum ts_ring_join join,
+				struct ts_ring_join_pos *pos);
+
+/* Tell a waiting rank c that its job's wait for its other ranks ran out
+ * (missing: bit r for each rank that never came; timeout_ms the serve
+ * setting job_timeout): its reader returns TS_E_JOB from now on. */
+void ts_ring_consumer_job_timeout(struct ts_ring *r, struct ts_ring_consumer *c,
+				  uint64_t missing, uint32_t timeout_ms);
 
 /* Tell consumer c that rank `rank` (process pid) of its job left before
  * the end of the stream: its reader returns TS_E_JOB from now on. */

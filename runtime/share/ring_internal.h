@@ -28,6 +28,9 @@ struct ts_ring_consumer {
 	int slot;            /* index in ring->watch */
 	int refs;            /* producer waiters sleeping on ctl */
 	bool dead;
+	/* A rank of a job still waiting for its other ranks: under the
+	 * lock; it bounds no writer and counts as no trainer. */
+	bool job_wait;
 	uint64_t last_release;
 	double last_time;
 	double rate;
@@ -80,9 +83,6 @@ struct ts_ring {
 	/* Detached consumers' final figures (a ring of the last ones). */
 	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
 	size_t n_departed;
-	/* Held seqs (ts_ring_hold): bounds like releases, under the lock. */
-	uint64_t holds[TS_RING_MAX_CONSUMERS];
-	bool hold_used[TS_RING_MAX_CONSUMERS];
 };
 
 /* Wake writers waiting on prod_seq (after a change to the head, the
