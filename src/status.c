@@ -211,6 +211,25 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* What a trainer still needs (epochs count per trainer, tensorsocket(7)):
+ * whole epochs left, at most the stream's epochs (a "now" joiner's partial
+ * first one does not count), null when endless; and whether it waits for
+ * its job's other ranks. Closes the trainer's object. */
+static void write_epochs_left(FILE *f, const struct ts_ring_consumer_stat *c,
+			      int epochs)
+{
+	if (!c->end_epoch) {
+		fprintf(f, ",\"epochs_left\":null,\"job_waiting\":%s}",
+			c->job_wait ? "true" : "false");
+		return;
+	}
+	uint32_t left = c->done || c->epoch >= c->end_epoch ? 0 : c->end_epoch - c->epoch;
+	if (epochs > 0 && left > (uint32_t)epochs)
+		left = (uint32_t)epochs;
+	fprintf(f, ",\"epochs_left\":%u,\"end_epoch\":%u,\"job_waiting\":%s}", left,
+		c->end_epoch, c->job_wait ? "true" : "false");
+}
+
 static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, FILE *f, double t)
 {
@@ -249,8 +268,9 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 			if (s->seen[j].pid == c->pid && s->seen[j].start == c->start)
 				cv.rate = s->seen[j].rate;
 		fprintf(f, "%s{\"pid\":%d,\"batch\":%u,\"position\":%" PRIu64 ",\"lag\":%" PRIu64
-			",\"images_per_s\":%.1f}", first ? "" : ",", (int)c->pid, c->batch,
+			",\"images_per_s\":%.1f", first ? "" : ",", (int)c->pid, c->batch,
 			c->release, c->lag, c->rate);
+		write_epochs_left(f, c, s->plan->epochs);
 		first = false;
 	}
 	fprintf(f, "]}\n");

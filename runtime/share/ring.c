@@ -492,7 +492,9 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 		struct ts_ring_consumer *c = r->consumers[i];
 		/* A rank whose job waits for its other ranks reads nothing
 		 * yet: it holds nobody back (ts_ring_consumer_start_job). */
-		if (c->job_wait)
+		/* Nor does one that has its epochs. Acquire: pairs with the
+		 * reader's release of done. */
+		if (c->job_wait || smp_load_acquire(&c->ctl->done))
 			continue;
 		active++;
 		/* Acquire pairs with the consumer's release store: its reads
@@ -655,8 +657,15 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->waiting = READ_ONCE(c->ctl->consumer_waiting);
 		s->skipped = READ_ONCE(c->ctl->skipped);
 		s->job_wait = c->job_wait;
-		if (c->job_wait)
-			s->lag = 0;  /* it reads nothing yet, and holds nobody */
+		s->end_epoch = c->end_epoch;
+		/* Acquire: as in recompute_limit. */
+		s->done = smp_load_acquire(&c->ctl->done) != 0;
+		if (rel < out->head)
+			s->epoch = r->meta[rel % r->capacity].epoch;
+		else if (out->head > 0)
+			s->epoch = r->meta[(out->head - 1) % r->capacity].epoch;
+		if (c->job_wait || s->done)
+			s->lag = 0;  /* it reads nothing (yet, or more): holds nobody */
 	}
 	size_t nd = r->n_departed < TS_RING_MAX_CONSUMERS ? r->n_departed : TS_RING_MAX_CONSUMERS;
 	for (size_t i = 0; i < nd; i++)

@@ -34,8 +34,10 @@
  * 3: the control page carries a job failure (job_failed, below);
  * 4: and a detach for holding the ring too long (detached, below);
  * 5: the view table (views(...): a sample of several views, below);
- * 6: sample_stride (slots padded past an odd-sized sample, below). */
-#define TS_RING_VERSION 6u
+ * 6: sample_stride (slots padded past an odd-sized sample, below);
+ * 7: the control page carries a job's wait and start (job_wait, below)
+ *    and the consumer's epochs (end_epoch, done). */
+#define TS_RING_VERSION 7u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
@@ -209,6 +211,14 @@ struct ts_ring_ctl {
 	uint64_t job_start;
 	uint64_t job_missing;
 	uint32_t job_timeout_ms;
+	/* Epochs count per trainer: the epoch this consumer stops before,
+	 * its `epochs` whole epochs from where it joined (0: endless),
+	 * written by the producer before the welcome (a job's ranks: before
+	 * job_wait = 0). done is written by the consumer (release) once it
+	 * reached end_epoch: from then on it holds nobody back and the
+	 * producer serves no epoch for it. */
+	_Alignas(64) uint32_t end_epoch;
+	uint32_t done;
 };
 _Static_assert(sizeof(struct ts_ring_ctl) <= 4096, "the control page is one page");
 
@@ -276,6 +286,9 @@ struct ts_ring_consumer_stat {
 	uint64_t waiting;     /* asleep until head reaches this; 0: awake */
 	uint64_t skipped;     /* released without being read (ctl.skipped) */
 	bool job_wait;        /* a rank whose job waits for its other ranks */
+	uint32_t end_epoch;   /* it reads epochs before this one; 0: endless */
+	uint32_t epoch;       /* the epoch of its next sample */
+	bool done;            /* it has its epochs (ctl.done) */
 };
 
 struct ts_ring_stat {
@@ -442,6 +455,14 @@ int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c);
 void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *const *cs,
 				size_t n, enum ts_ring_join join,
 				struct ts_ring_join_pos *pos);
+
+/*
+ * Does a connected trainer still want epoch `epoch` (one that has not
+ * reached its end_epoch, nor is done)? The engine asks at the end of its
+ * last configured epoch, so it serves until the last connected trainer
+ * has its epochs. Thread-safe.
+ */
+bool ts_ring_epoch_wanted(struct ts_ring *r, uint32_t epoch);
 
 /* Tell a waiting rank c that its job's wait for its other ranks ran out
  * (missing: bit r for each rank that never came; timeout_ms the serve

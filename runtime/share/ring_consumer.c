@@ -48,6 +48,29 @@ static void join_position(struct ts_ring *r, enum ts_ring_join join,
 	}
 }
 
+/*
+ * The epoch a joiner at p stops before: its first whole epoch plus the
+ * stream's epochs (0: endless). A next_epoch joiner's first whole epoch is
+ * p's min_epoch; a "now" joiner's the one after the sample before its
+ * start (its partial first epoch does not count). Joiners at the stream's
+ * start get the epochs as configured (from a run's --start on). Called
+ * with the lock held.
+ */
+static uint32_t end_epoch(const struct ts_ring *r, enum ts_ring_join join,
+			  const struct ts_ring_join_pos *p)
+{
+	uint32_t epochs = r->hdr->epochs;  /* set at create, never changes */
+	if (!epochs)
+		return 0;
+	uint64_t first = 0;
+	if (join == TS_JOIN_NEXT_EPOCH)
+		first = p->min_epoch;
+	else if (p->start > 0)
+		first = (uint64_t)r->meta[(p->start - 1) % r->capacity].epoch + 1;
+	uint64_t end = first + epochs;
+	return end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
+}
+
 int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 		   struct ts_ring_consumer **out, struct ts_ring_join_pos *pos,
 		   struct ts_error *err)
@@ -111,6 +134,8 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 	 * in the page the welcome hands it. */
 	c->job_wait = req->job_wait;
 	c->ctl->job_wait = req->job_wait;
+	c->end_epoch = end_epoch(r, req->join, &p);
+	c->ctl->end_epoch = c->end_epoch;
 	c->start = p.start;
 	c->ctl->start = p.start;
 	/* Release: start is in place before the producer reads release. */
@@ -156,6 +181,7 @@ void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *cons
 	/* Under the lock, as every grant: no writer passes p.start +
 	 * capacity before the ranks' releases below bound it. */
 	join_position(r, join, &p);
+	uint32_t end = end_epoch(r, join, &p);
 	double t = now_s();
 	for (size_t i = 0; i < n; i++) {
 		struct ts_ring_consumer *c = cs[i];
@@ -170,6 +196,8 @@ void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *cons
 		c->stall_release = p.start;
 		c->stall_since = -1.0;
 		c->job_wait = false;
+		c->end_epoch = end;
+		WRITE_ONCE(c->ctl->end_epoch, end);
 		WRITE_ONCE(c->ctl->job_start, p.start);
 		WRITE_ONCE(c->ctl->job_min_epoch, p.min_epoch);
 		/* Release: the start above is in place before the reader,
@@ -184,6 +212,21 @@ void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *cons
 	/* Writers paused for want of a trainer may go on now. */
 	ts_ring_wake_producers(r);
 	*pos = p;
+}
+
+bool ts_ring_epoch_wanted(struct ts_ring *r, uint32_t epoch)
+{
+	bool want = false;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; !want && i < r->n_consumers; i++) {
+		const struct ts_ring_consumer *c = r->consumers[i];
+		/* Acquire: pairs with the reader's release of done (nothing
+		 * rides on it but the flag). */
+		want = !c->job_wait && c->end_epoch > epoch &&
+		       !smp_load_acquire(&c->ctl->done);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return want;
 }
 
 void ts_ring_consumer_job_timeout(struct ts_ring *r, struct ts_ring_consumer *c,
@@ -217,8 +260,10 @@ double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
 {
 	double held = 0.0;
 	pthread_mutex_lock(&r->lock);
-	if (c->job_wait) {
-		/* Waiting for its job's ranks, it holds nobody back. */
+	/* Acquire: as in recompute_limit. */
+	if (c->job_wait || smp_load_acquire(&c->ctl->done)) {
+		/* Waiting for its job's ranks, or done with its epochs, it
+		 * holds nobody back. */
 		c->stall_since = -1.0;
 		pthread_mutex_unlock(&r->lock);
 		return 0.0;

@@ -31,6 +31,7 @@ struct ts_ring_consumer {
 	/* A rank of a job still waiting for its other ranks: under the
 	 * lock; it bounds no writer and counts as no trainer. */
 	bool job_wait;
+	uint32_t end_epoch;  /* ctl.end_epoch, as the producer wrote it */
 	uint64_t last_release;
 	double last_time;
 	double rate;

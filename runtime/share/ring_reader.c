@@ -42,6 +42,8 @@ struct ts_ring_reader {
 	uint64_t data_offset;  /* of the data region in the memfd */
 	struct ts_share_rank share;  /* a rank of a job: world > 0 */
 	bool job_pending;      /* its job's start is not read yet (ctl.job_wait) */
+	uint32_t end_epoch;    /* its epochs end before this one; 0: endless */
+	bool done;             /* it reached end_epoch (ctl.done) */
 	bool data_borrowed;    /* data is the producer's mapping (local) */
 };
 
@@ -158,6 +160,9 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->min_epoch = o->min_epoch;
 	rd->align = o->align || o->align_epoch;
 	rd->align_epoch = o->align_epoch;
+	/* The producer wrote it before the welcome (a job's ranks: read
+	 * again once their job starts). */
+	rd->end_epoch = READ_ONCE(rd->ctl->end_epoch);
 	rd->pos = o->start;
 	rd->released = o->start;
 	rd->pending_end = o->start;
@@ -440,6 +445,30 @@ static int job_resized(const struct ts_ring_reader *rd, uint32_t epoch,
 			    (unsigned long long)rd->share.epoch_size);
 }
 
+/*
+ * This trainer has its epochs (the next sample is of end_epoch): it says
+ * so in its control page, so it holds nobody back from now on and the
+ * producer serves no more epochs for it, and its stream ends here.
+ */
+static int trainer_done(struct ts_ring_reader *rd, struct ts_error *err)
+{
+	if (!rd->done) {
+		rd->done = true;
+		/* Release: our reads of what we were handed are done before
+		 * the producer, which acquires done, stops waiting for us. */
+		smp_store_release(&rd->ctl->done, 1u);
+		/* Dekker with the producer's "producer_waiting++; load", as
+		 * in reader_release_to: wake a writer asleep on us. */
+		smp_mb();
+		if (READ_ONCE(rd->ctl->producer_waiting)) {
+			ATOMIC_ADD(&rd->ctl->wake_seq, 1);
+			futex_wake(&rd->ctl->wake_seq, false);
+		}
+	}
+	return ts_error_set(err, TS_E_EOS, "end of stream (this trainer's epochs are done: "
+			    "it read up to epoch %u)", rd->end_epoch);
+}
+
 /* The job's wait for its ranks ran out (ctl.job_failed 2): which never came. */
 static int job_timed_out(const struct ts_ring_reader *rd, struct ts_error *err)
 {
@@ -480,6 +509,7 @@ static int job_wait_start(struct ts_ring_reader *rd, double deadline, int timeou
 		rd->released = st;
 		rd->pending_end = st;
 		rd->min_epoch = READ_ONCE(rd->ctl->job_min_epoch);
+		rd->end_epoch = READ_ONCE(rd->ctl->end_epoch);
 		/* next_epoch skips to an epoch's start, "now" to a round. */
 		rd->align = rd->align_epoch || st > 0;
 		rd->job_pending = false;
@@ -553,6 +583,8 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 				skip++;
 				continue;
 			}
+			if (rd->end_epoch && m->epoch >= rd->end_epoch)
+				return trainer_done(rd, err);
 			if (rd->align) {
 				if (rd->align_epoch ? m->index == 0 : m->index % round == 0) {
 					rd->align = false;
@@ -635,6 +667,8 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	const struct ts_ring_hdr *hd = rd->hdr;
 	double deadline = timeout_ms < 0 ? -1.0 : now_s() + timeout_ms / 1e3;
 
+	if (rd->done)
+		return trainer_done(rd, err);
 	if (rd->share.world)
 		return job_next(rd, b, deadline, timeout_ms, alive, arg, err);
 	for (;;) {
@@ -674,6 +708,8 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			reader_release_to(rd, skip);
 		}
 		uint64_t avail = h - rd->pos;
+		if (avail > 0 && rd->end_epoch && meta_at(rd, rd->pos)->epoch >= rd->end_epoch)
+			return trainer_done(rd, err);
 		if (avail > 0) {
 			uint32_t e = meta_at(rd, rd->pos)->epoch;
 			size_t lim = avail < rd->batch ? (size_t)avail : rd->batch;
