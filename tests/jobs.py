@@ -336,7 +336,7 @@ def job_timeout(tmp):
               "waited 2 s for its rank 1 of 2, which never connected (serve setting "
               "job_timeout = 2)" in r0["error"] and not r0["batches"],
               "job_timeout: rank 0 got %d batches, %s" % (len(r0["batches"]), r0["error"]))
-        check(1.5 < waited < 10, "job_timeout: rank 0's error came after %.1f s, want "
+        check(1.5 < waited < 30, "job_timeout: rank 0's error came after %.1f s, want "
               "about 2" % waited)
     if rl:
         check(rl["error"] is None and sum(len(x[2]) for x in rl["batches"]) == m,
