@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """sweep-epochs.py - epochs count per trainer (real processes,
 tensorsocket(7) Join policies): tsrun serves epochs = 2 of a synthetic set;
-trainer A is there from the start, B joins about 2 s later (next_epoch) and
-C later still with join="now". Each gets 2 whole epochs from where it
+trainer A is there from the start, B joins once A is past a ring's worth
+of epoch 0 (next_epoch: its first whole epoch is 1) and C once A is in
+epoch 1, with join="now". Each gets 2 whole epochs from where it
 joined (every index of each once, consecutive epochs; C's partial first
 epoch on top), the producer serves until the last of them has its epochs
 and then exits 0, and the status file (tsrun stat --json) says what each
@@ -91,25 +92,36 @@ def main():
                 break
             time.sleep(0.05)
         outs = {k: os.path.join(tmp, k + ".json") for k in "ABC"}
-        # 2 ms a batch: an epoch takes about a second, so B and C join
-        # while the stream is under way
-        procs = {
-            "A": subprocess.Popen([PY, tr, sock, outs["A"], json.dumps(
-                {"batch_size": 8, "pause": 0.002})]),
-            "B": subprocess.Popen([PY, tr, sock, outs["B"], json.dumps(
-                {"batch_size": 8, "pause": 0.002, "delay": 2.0})]),
-            "C": subprocess.Popen([PY, tr, sock, outs["C"], json.dumps(
-                {"batch_size": 8, "pause": 0.002, "delay": 3.0, "join": "now"})]),
-        }
         seen = []  # (pid, epochs_left, end_epoch) from the status file
-        while any(p.poll() is None for p in procs.values()):
+
+        def look():
+            """The status file's trainers, noted in seen; A's position."""
             st = subprocess.run([TSRUN, "stat", sock, "--json"], capture_output=True,
                                 text=True, timeout=30)
             try:
-                for c in json.loads(st.stdout).get("consumers", []):
-                    seen.append((c["pid"], c.get("epochs_left"), c.get("end_epoch")))
+                cs = json.loads(st.stdout).get("consumers", [])
             except ValueError:
-                pass
+                return -1
+            for c in cs:
+                seen.append((c["pid"], c.get("epochs_left"), c.get("end_epoch")))
+            return max((c["position"] for c in cs if c["pid"] == procs["A"].pid),
+                       default=-1)
+
+        def start(k, **args):
+            procs[k] = subprocess.Popen([PY, tr, sock, outs[k], json.dumps(args)])
+
+        # 10 ms a batch: an epoch takes 2.5 s. B is started once A is
+        # past a ring's worth of epoch 0 (so B's first whole epoch is 1),
+        # C once A is in epoch 1 (join now: a partial epoch, then 2).
+        procs = {}
+        start("A", batch_size=8, pause=0.01)
+        for k, at, args in (("B", 600, {}), ("C", m + 600, {"join": "now"})):
+            t_end = time.monotonic() + 120
+            while look() < at and time.monotonic() < t_end and procs["A"].poll() is None:
+                time.sleep(0.1)
+            start(k, batch_size=8, pause=0.01, **args)
+        while any(p.poll() is None for p in procs.values()):
+            look()
             time.sleep(0.3)
         try:
             prod.wait(timeout=60)
