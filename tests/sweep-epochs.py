@@ -110,11 +110,11 @@ def main():
         def start(k, **args):
             procs[k] = subprocess.Popen([PY, tr, sock, outs[k], json.dumps(args)])
 
-        # 10 ms a batch: an epoch takes 2.5 s. B is started once A is
+        # 30 ms a batch: an epoch takes 7.5 s. B is started once A is
         # past a ring's worth of epoch 0 (so B's first whole epoch is 1),
         # C once A is in epoch 1 (join now: a partial epoch, then 2).
         procs = {}
-        start("A", batch_size=8, pause=0.01)
+        start("A", batch_size=8, pause=0.03)
         for k, at, args in (("B", 600, {}), ("C", m + 600, {"join": "now"})):
             t_end = time.monotonic() + 120
             while look() < at and time.monotonic() < t_end and procs["A"].poll() is None:
