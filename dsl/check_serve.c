@@ -61,6 +61,7 @@ void ts_check_serve_defaults(struct ts_plan *plan)
 	plan->max_file_size = 64ull << 20;
 	plan->max_image_pixels = 1ull << 25;
 	plan->stall_timeout_s = 120;
+	plan->job_timeout_s = -1;
 	plan->max_consumers = 64;
 	plan->memory_budget = 0;
 	plan->cache_bytes = 0;
@@ -159,6 +160,13 @@ int ts_check_serve(struct ts_check *c, const struct ts_ast_stmt *st,
 					     "setting 'stall_timeout' is %g s, finer than the producer checks stalled trainers (every 0.25 s)",
 					     v->num);
 			plan->stall_timeout_s = v->num;
+		} else if (strcmp(name, "job_timeout") == 0) {
+			/* As stall_timeout: looked at every 0.25 s. */
+			if (v->given && v->num > 0 && v->num < 0.25)
+				ts_check_err(c, v->loc, "give 0 (wait forever) or at least 0.25",
+					     "setting 'job_timeout' is %g s, finer than the producer checks waiting jobs (every 0.25 s)",
+					     v->num);
+			plan->job_timeout_s = v->given ? v->num : -1;
 		} else if (strcmp(name, "consumers") == 0) {
 			plan->max_consumers = (int)v->num;
 		} else if (strcmp(name, "metrics") == 0 && v->given) {

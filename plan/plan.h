@@ -404,6 +404,8 @@ struct ts_plan {
 	uint64_t max_image_pixels; /* largest image decoded, width x height */
 	double stall_timeout_s;   /* a trainer holding the ring this long while
 				     others wait is detached; 0: never */
+	double job_timeout_s;     /* a job short of ranks this long fails;
+				     0: never; < 0: stall_timeout_s */
 	int max_consumers;        /* trainers served at once */
 	char *metrics;            /* serve { metrics = }: the Prometheus text
 				     file kept current; NULL: none */

@@ -5,9 +5,11 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "cli.h"
 #include "diag.h"
+#include "plugin.h"
 
 #ifndef TS_VERSION
 #define TS_VERSION "unknown"
@@ -109,6 +111,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return TS_EXIT_USAGE;
 	}
+	/* Whatever a plugin starts and leaves behind, even after killing
+	 * its guard, comes to us and is killed when its host ends: nothing
+	 * a plugin starts outlives the pipeline (tsrun-pipeline(5)). */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
+		ts_plugin_reap_orphans(true);
 	cmd = find(argv[i]);
 	if (cmd)
 		return cmd->fn(argc - i, argv + i);

@@ -485,6 +485,25 @@ static void write_json_cache(FILE *f, const struct ts_engine_stats *es)
 		es->cache_locked ? 1 : 0);
 }
 
+/* What a trainer still needs (epochs count per trainer, tensorsocket(7)):
+ * whole epochs left, at most the stream's epochs (a "now" joiner's partial
+ * first one does not count), null when endless; and whether it waits for
+ * its job's other ranks. Closes the trainer's object. */
+static void write_epochs_left(FILE *f, const struct ts_ring_consumer_stat *c,
+			      int epochs)
+{
+	if (!c->end_epoch) {
+		fprintf(f, ",\"epochs_left\":null,\"job_waiting\":%s}",
+			c->job_wait ? "true" : "false");
+		return;
+	}
+	uint32_t left = c->done || c->epoch >= c->end_epoch ? 0 : c->end_epoch - c->epoch;
+	if (epochs > 0 && left > (uint32_t)epochs)
+		left = (uint32_t)epochs;
+	fprintf(f, ",\"epochs_left\":%u,\"end_epoch\":%u,\"job_waiting\":%s}", left,
+		c->end_epoch, c->job_wait ? "true" : "false");
+}
+
 static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 		       const struct ts_ring_stat *rs, FILE *f, double t)
 {
@@ -537,7 +556,7 @@ static void write_json(struct ts_status *s, const struct ts_engine_stats *es,
 				e->at - e->joined);
 		json_frac(f, "wait", e && e->has_acct ? e->wait : -1.0);
 		json_frac(f, "wait_total", e && e->has_acct ? e->wait_total : -1.0);
-		fprintf(f, "}");
+		write_epochs_left(f, c, s->plan->epochs);
 		first = false;
 	}
 	fprintf(f, "]");

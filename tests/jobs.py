@@ -12,12 +12,20 @@ processes, tensorsocket(7)).
    the lone trainer see the same stream.
 2. Equal shares of an odd epoch: pad (ceil, the last ranks' final batches
    overlap) and job_drop_last (floor, the rest read by none).
-3. A rank that connects late: its job's start is held, so it still reads
-   the same epochs as its partner (which waits, as does a lone trainer).
+3. A rank that connects late: its partner waits, holding nobody back, so
+   a lone trainer reads on; then both start at one whole epoch. A rank
+   that never comes: its partner gets JobFailed naming it and the serve
+   setting job_timeout (which follows stall_timeout), the stream goes on.
 4. A rank killed with SIGKILL: its partner gets JobFailed naming it, not a
    hang; the lone trainer reads on to the end.
 5. Refusals: another world size, a rank connected twice; Loader argument
    errors.
+6. len(loader) of every rank is the batches its pass yields, checked
+   against the count each pass yielded and, for whole epochs, against
+   torch's DistributedSampler (num_samples, then batches of batch_size):
+   2 and 3 ranks, job_drop_last and drop_last both ways, a trainer batch
+   other than the pipeline's, and a job that joins mid-epoch
+   (join="now").
 """
 import json
 import os
@@ -65,8 +73,9 @@ sock, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 args = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 delay = args.pop("delay", 0)
 die_after = args.pop("die_after", None)
+pause = args.pop("pause", 0.002)
 time.sleep(delay)
-rec = {"batches": [], "error": None}
+rec = {"batches": [], "error": None, "t0": time.monotonic()}
 try:
     args.setdefault("timeout", 120)
     loader = tsrun.Loader(sock, **args)
@@ -78,9 +87,10 @@ try:
                 json.dump(rec, f)
             os.kill(os.getpid(), 9)
         if args.get("batch_size") and mode == "slow":
-            time.sleep(0.002)
+            time.sleep(pause)
 except tsrun.JobFailed as e:
     rec["error"] = "JobFailed: %s" % e
+    rec["t_error"] = time.monotonic()
 except tsrun.TsrunError as e:
     rec["error"] = "%s: %s" % (type(e).__name__, e)
 with open(out, "w") as f:
@@ -88,14 +98,14 @@ with open(out, "w") as f:
 '''
 
 
-def pipeline(tmp, name, count, epochs, ring, batch=16):
+def pipeline(tmp, name, count, epochs, ring, batch=16, extra=""):
     sock = os.path.join(tmp, name + ".sock")
     path = os.path.join(tmp, name + ".ts")
     with open(path, "w") as f:
         f.write("pipeline p = synthetic(size = 4, count = %d, classes = %d)\n"
                 "    | shuffle(seed = 11) | batch(%d)\n"
-                "serve p { socket = \"%s\" epochs = %d ring = %s }\n"
-                % (count, count, batch, sock, epochs, ring))
+                "serve p { socket = \"%s\" epochs = %d ring = %s %s }\n"
+                % (count, count, batch, sock, epochs, ring, extra))
     return path, sock
 
 
@@ -261,35 +271,77 @@ def equal_shares(tmp):
 
 
 def late_rank(tmp):
-    """The ring is far smaller than an epoch: without the hold, a rank
-    arriving 2 s after its partner would find the job's start gone."""
-    m = 400
-    ts, sock = pipeline(tmp, "late", m, 2, "32 samples", batch=8)
-    # --wait 2: rank 0 and the lone trainer, in either order, start it
-    prod = start_tsrun(ts, sock, 2)
+    """A rank that connects late: its partner waits, holding nobody (the
+    ring is far smaller than an epoch, and the lone trainer reads on);
+    then both start at one position by the job's policy, a whole epoch."""
+    m, epochs = 2000, 4
+    ts, sock = pipeline(tmp, "late", m, epochs, "32 samples", batch=8)
+    # --wait 1: the lone trainer starts it; rank 0 waiting counts for none
+    prod = start_tsrun(ts, sock, 1)
     outs = [os.path.join(tmp, "late-%d.json" % r) for r in range(2)]
-    p0 = trainer(tmp, sock, outs[0], job="late", rank=0, world_size=2, batch_size=8)
     lone_out = os.path.join(tmp, "late-lone.json")
-    lone = trainer(tmp, sock, lone_out, batch_size=8, join="now")
+    lone = trainer(tmp, sock, lone_out, mode="slow", batch_size=8, join="now",
+                   pause=0.01)
+    p0 = trainer(tmp, sock, outs[0], job="late", rank=0, world_size=2, batch_size=8)
     p1 = trainer(tmp, sock, outs[1], job="late", rank=1, world_size=2, batch_size=8,
                  delay=2.0)
     for p in (p0, p1, lone):
         p.wait(timeout=120)
     prod.wait(timeout=60)
     recs = [load(o) for o in outs]
-    if None in recs:
+    rl = load(lone_out)
+    if None in recs or rl is None:
         return
+    check(rl["error"] is None and sum(len(x[2]) for x in rl["batches"]) == m * epochs,
+          "late rank: the lone trainer read %d samples (%s), want %d"
+          % (sum(len(x[2]) for x in rl["batches"]), rl["error"], m * epochs))
     for r, rec in enumerate(recs):
         if not check(rec["error"] is None and rec["batches"],
                      "late rank: rank %d read %d batches: %s" % (r, len(rec["batches"]),
                                                                  rec["error"])):
             return
-    check(recs[0]["batches"][0][:2] == [0, 0] and recs[1]["batches"][0][:2] == [0, 8],
-          "late rank: first batches at %s and %s, want the job's start: [0, 0] and [0, 8]"
+    e = recs[0]["batches"][0][0]
+    check(recs[0]["batches"][0][:2] == [e, 0] and recs[1]["batches"][0][:2] == [e, 8]
+          and e >= 1,
+          "late rank: first batches at %s and %s, want one epoch's start past 0 (the "
+          "stream went on while rank 0 waited): [e, 0] and [e, 8]"
           % (recs[0]["batches"][0][:2], recs[1]["batches"][0][:2]))
-    check(len(recs[0]["batches"]) == len(recs[1]["batches"]) == 2 * m // 16,
-          "late rank: %d and %d batches, want %d each" % (len(recs[0]["batches"]),
-                                                          len(recs[1]["batches"]), 2 * m // 16))
+    n = len(recs[0]["batches"])
+    check(n == len(recs[1]["batches"]) and n > 0 and n % (m // 16) == 0,
+          "late rank: %d and %d batches, want equal whole epochs of %d"
+          % (n, len(recs[1]["batches"]), m // 16))
+
+
+def job_timeout(tmp):
+    """Rank 1 never comes (stall_timeout = 2, which job_timeout follows):
+    the lone trainer reads on meanwhile, rank 0 gets JobFailed naming rank
+    1 and the setting after about 2 s, and the stream goes on to its end."""
+    m = 8000
+    ts, sock = pipeline(tmp, "jt", m, 1, "64 samples", batch=8,
+                        extra="stall_timeout = 2")
+    prod = start_tsrun(ts, sock, 1)
+    out0 = os.path.join(tmp, "jt-0.json")
+    lone_out = os.path.join(tmp, "jt-lone.json")
+    p0 = trainer(tmp, sock, out0, job="jt", rank=0, world_size=2, batch_size=8)
+    lone = trainer(tmp, sock, lone_out, mode="slow", batch_size=8, join="now",
+                   pause=0.004)
+    p0.wait(timeout=60)
+    lone.wait(timeout=60)
+    prod.wait(timeout=60)
+    check(prod.returncode == 0, "job_timeout: tsrun exited %s" % prod.returncode)
+    r0, rl = load(out0), load(lone_out)
+    if r0:
+        waited = r0.get("t_error", 0) - r0["t0"]
+        check(r0["error"] and r0["error"].startswith("JobFailed") and
+              "waited 2 s for its rank 1 of 2, which never connected (serve setting "
+              "job_timeout = 2)" in r0["error"] and not r0["batches"],
+              "job_timeout: rank 0 got %d batches, %s" % (len(r0["batches"]), r0["error"]))
+        check(1.5 < waited < 30, "job_timeout: rank 0's error came after %.1f s, want "
+              "about 2" % waited)
+    if rl:
+        check(rl["error"] is None and sum(len(x[2]) for x in rl["batches"]) == m,
+              "job_timeout: the lone trainer read %d samples (%s), want %d"
+              % (sum(len(x[2]) for x in rl["batches"]), rl["error"], m))
 
 
 def crash(tmp):
@@ -360,10 +412,132 @@ print(refused(job="a b", rank=0, world_size=1))
     prod.wait(timeout=60)
 
 
+LEN_JOB = r'''
+import json, sys, threading
+import tsrun
+sock, out, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+world, passes = args.pop("world_size"), args.pop("passes", 99)
+recs = [None] * world
+done = threading.Barrier(world)  # a rank closing early fails its job
+
+def rank(r):
+    rec = {"passes": [], "error": None}
+    try:
+        loader = tsrun.Loader(sock, rank=r, world_size=world, timeout=120, **args)
+        while len(rec["passes"]) < passes:
+            n = len(loader)
+            got, first = 0, None
+            for images, labels in loader:
+                if first is None:
+                    first = [loader.epoch, loader.index]
+                got += 1
+            if got == 0 and n == 0:
+                break
+            rec["passes"].append([n, got, first])
+        done.wait(timeout=120)
+        loader.close()
+    except tsrun.TsrunError as e:
+        rec["error"] = "%s: %s" % (type(e).__name__, e)
+    recs[r] = rec
+
+ts = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+with open(out, "w") as f:
+    json.dump(recs, f)
+'''
+
+
+def len_job(tmp, sock, name, **args):
+    path = os.path.join(tmp, "len_job.py")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(LEN_JOB)
+    out = os.path.join(tmp, "len-%s.json" % name)
+    p = subprocess.Popen([PY, path, sock, out, json.dumps(dict(args, job=name))],
+                         env=env_clean())
+    return p, out
+
+
+def sampler_batches(m, world, batch, job_drop, drop_last):
+    """Batches per epoch of one rank, from torch's own DistributedSampler."""
+    import torch.utils.data as tud
+    n = len(tud.DistributedSampler(range(m), num_replicas=world, rank=0,
+                                   shuffle=False, drop_last=job_drop))
+    return n // batch if drop_last else -(-n // batch)
+
+
+def lengths(tmp):
+    m, epochs = 203, 2
+    cases = [  # world, trainer batch, job_drop_last, drop_last
+        (2, 8, False, False), (2, 16, True, True),
+        (3, 12, False, True), (3, 8, True, False),
+    ]
+    for half in (cases[:2], cases[2:]):
+        ts, sock = pipeline(tmp, "len%d" % half[0][0], m, epochs, "4 batches", batch=16)
+        prod = start_tsrun(ts, sock, sum(c[0] for c in half))
+        runs = []
+        for w, b, jd, dl in half:
+            name = "w%db%d%s%s" % (w, b, "J" if jd else "", "D" if dl else "")
+            runs.append((name, w, b, jd, dl) +
+                        len_job(tmp, sock, name, world_size=w, batch_size=b,
+                                job_drop_last=jd, drop_last=dl))
+        for name, w, b, jd, dl, p, out in runs:
+            p.wait(timeout=240)
+            recs = load(out)
+            if not recs:
+                continue
+            want = sampler_batches(m, w, b, jd, dl)
+            for r, rec in enumerate(recs):
+                if not check(rec and rec["error"] is None and len(rec["passes"]) == epochs,
+                             "len %s rank %d: %s" % (name, r, rec)):
+                    continue
+                for n, got, first in rec["passes"]:
+                    check(n == got == want, "len %s rank %d epoch %s: len() %d, the pass "
+                          "yielded %d, DistributedSampler gives %d batches"
+                          % (name, r, first, n, got, want))
+        prod.wait(timeout=60)
+        check(prod.returncode == 0, "len: tsrun exited %s" % prod.returncode)
+
+
+def lengths_join(tmp):
+    """A job joining mid-epoch: its first pass is the rest of the epoch."""
+    m = 4000
+    ts, sock = pipeline(tmp, "lenj", m, 0, "8 batches", batch=8)
+    prod = start_tsrun(ts, sock, 1)
+    lone_out = os.path.join(tmp, "lenj-lone.json")
+    lone = trainer(tmp, sock, lone_out, mode="slow", batch_size=8)
+    time.sleep(2.5)
+    p, out = len_job(tmp, sock, "join", world_size=2, batch_size=8, join="now",
+                     job_drop_last=True, passes=2)
+    p.wait(timeout=240)
+    lone.kill()
+    lone.wait()
+    prod.send_signal(signal.SIGINT)
+    prod.wait(timeout=60)
+    recs = load(out)
+    if not recs:
+        return
+    for r, rec in enumerate(recs):
+        if not check(rec["error"] is None and rec["passes"],
+                     "len join rank %d: %s" % (r, rec)):
+            continue
+        for n, got, first in rec["passes"]:
+            check(n == got, "len join rank %d pass from %s: len() %d, yielded %d"
+                  % (r, first, n, got))
+        n0, _, first = rec["passes"][0]
+        check(first[1] > 0 and n0 < m // 16,
+              "len join rank %d: first pass from %s with %d batches, want a mid-epoch start"
+              % (r, first, n0))
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="tsrun-jobs.") as tmp:
         try:
-            parts = (ddp_jobs, equal_shares, late_rank, crash, refusals)
+            parts = (ddp_jobs, equal_shares, late_rank, job_timeout, crash, refusals,
+                     lengths, lengths_join)
             only = sys.argv[1:]
             for part in parts:
                 if only and part.__name__ not in only:

@@ -13,7 +13,9 @@ samples, an epoch 400, so
     at the next batch boundary (index 352);
   - after 38 batches (296 released, 552 published: epoch 1 under way, its
     start still in the ring) a default joiner starts at epoch 1, index 0.
-Every default joiner reads each epoch it sees whole (indices 0..399 in
+Each trainer gets EPOCHS whole epochs from where it joined, so the
+producer serves on past its EPOCHS for the late ones. Every default
+joiner reads each epoch it sees whole (indices 0..399 in
 order, every batch full but the epoch's last), as does the pacer, whom no
 join rewinds; every batch carries its (epoch, index).
 """
@@ -86,12 +88,14 @@ def wait_file(path, secs=60):
 
 def whole_epochs(name, rec, first_epoch, partial_first=None):
     """rec reads epochs first_epoch.. whole (and, with partial_first, its
-    first epoch from that index)."""
+    first epoch from that index): EPOCHS whole ones, however late it
+    joined (epochs count per trainer)."""
     epochs = {}
     for e, i, n in rec:
         epochs.setdefault(e, []).append((i, n))
-    check(sorted(epochs) == list(range(first_epoch, EPOCHS)),
-          "%s: epochs %s, want %d..%d" % (name, sorted(epochs), first_epoch, EPOCHS - 1))
+    end = first_epoch + EPOCHS + (partial_first is not None)
+    check(sorted(epochs) == list(range(first_epoch, end)),
+          "%s: epochs %s, want %d..%d" % (name, sorted(epochs), first_epoch, end - 1))
     for e, batches in epochs.items():
         start = partial_first if (partial_first is not None and e == first_epoch) else 0
         want, ok = start, True

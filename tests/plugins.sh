@@ -6,7 +6,9 @@
 # each failure by plugin and file; under on_error = fail it exits 1 with
 # that message. Hung plugins are killed after timeout_ms. No plugin host
 # is left behind (no zombie while running, no orphan after tsrun exits,
-# even after a SIGKILL). A missing .so and one without the symbol are
+# even after a SIGKILL, nor after a plugin kills its guard: tsrun is the
+# subreaper), and a host that dies on every sample restarts with a
+# backoff. A missing .so and one without the symbol are
 # clear errors at start; the public header compiles alone with -pedantic.
 set -u
 : "${TSRUN:?TSRUN must name the tsrun binary}"
@@ -240,6 +242,31 @@ fi
 pipe spawn skip 'plugin("crash.so", mode = spawn, when = always)'
 run spawn
 expect_served spawn 0 12 0
+
+# a plugin that escapes its guard: fork, setsid, fork, then SIGKILL the
+# guard (same uid) and hang. tsrun is the child subreaper: each sample is
+# a failed one under on_error (the host stopped answering), and nothing
+# it started is left (hosts(), checked by run)
+pipe escape skip 'plugin("crash.so", mode = escape, when = always, timeout_ms = 300)'
+run escape
+expect_served escape 0 0 12
+grep -q "^tsrun: skipped .*data/a/00.png: plugin 'crash.so' timed out after 300 ms\$" "$T/escape.err" ||
+	{ fail "escape: no 'timed out' line for 00.png"; cat "$T/escape.err"; }
+
+# a host that dies on every sample restarts with a backoff (10 ms doubling
+# to 200 ms), not at once for every sample: an endless stream of such
+# samples for 3 s on 2 threads fails about 30 of them, not hundreds (the
+# summary counts them)
+cat >"$T/backoff.ts" <<EOF
+pipeline p = folder("data") | decode(gray) | center_crop(32)
+    | plugin("crash.so", mode = segv, when = always) | batch(1)
+serve p { socket = "$T/backoff.sock"  epochs = 0  on_error = skip  threads = 2 }
+EOF
+timeout -s INT 3 "$TSRUN" run "$T/backoff.ts" --wait 0 >/dev/null 2>"$T/backoff.err"
+nb=$(sed -n 's/^tsrun: summary: .*, skipped \([0-9]*\)$/\1/p' "$T/backoff.err")
+[ -n "$nb" ] && [ "$nb" -ge 2 ] && [ "$nb" -le 60 ] ||
+	{ fail "backoff: '$nb' samples failed in 3 s, want 2..60 (a restart per sample?)"; tail -3 "$T/backoff.err"; }
+[ "$(hosts)" -eq 0 ] || fail "backoff: plugin hosts left after tsrun exited"
 
 # --- no zombies while running, no orphans after a SIGKILL ---------------------
 cat >"$T/forever.ts" <<EOF

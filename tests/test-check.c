@@ -239,7 +239,7 @@ START_TEST(test_serve)
 		"pipeline b = synthetic(16) | batch(10)\n"
 		"serve b { ring = 3 batches threads = 2 epochs = 0 on_error = skip"
 		" group = \"ml\" queue_depth = 8 memory = 2 GiB stall_timeout = 2.5"
-		" consumers = 3 }\n");
+		" consumers = 3 job_timeout = 7 }\n");
 	/* the served pipeline is chosen when none is named */
 	ck_assert_str_eq(p->name, "b");
 	ck_assert(p->served);
@@ -253,6 +253,7 @@ START_TEST(test_serve)
 	ck_assert_int_eq(p->queue_depth, 8);
 	ck_assert_uint_eq(p->memory_budget, 2ull << 30);
 	ck_assert_double_eq(p->stall_timeout_s, 2.5);
+	ck_assert_double_eq(p->job_timeout_s, 7);
 	ck_assert_int_eq(p->max_consumers, 3);
 	/* the default socket: in a folder of this user's only */
 	char want[128];
@@ -295,6 +296,7 @@ START_TEST(test_serve)
 	ck_assert_int_eq(p->epochs, 1);
 	ck_assert_int_eq(p->threads, 0);
 	ck_assert_double_eq(p->stall_timeout_s, 120);
+	ck_assert_double_eq(p->job_timeout_s, -1);  /* follows stall_timeout */
 	ck_assert_int_eq(p->max_consumers, 64);
 	ck_assert_ptr_null(p->group);
 	ts_plan_destroy(p);
@@ -586,6 +588,8 @@ static const struct {
 	  "setting 'group' is empty" },
 	{ "pipeline p = synthetic(8) | batch(1)\nserve p { memory = -5 GiB }", 1, 2, 20,
 	  "setting 'memory' must not be negative, got -5 GiB" },
+	{ "pipeline p = synthetic(8) | batch(1)\nserve p { job_timeout = 0.1 }", 1, 2, 25,
+	  "setting 'job_timeout' is 0.1 s, finer than the producer checks waiting jobs" },
 	/* every error, not only the first */
 	{ "pipeline p = synthetic(8) | flipp | resize(x) | batch(0)", 3, 1, 29, "unknown operator" },
 };
@@ -792,11 +796,13 @@ START_TEST(test_registry)
 	ck_assert_ptr_null(ts_registry_of_kind(TS_OP_OUTPUT));
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_OUTPUT), "output");
 	ck_assert_ptr_null(ts_registry_find("flipp"));
-	ck_assert_uint_eq(ns, 14);
+	ck_assert_uint_eq(ns, 15);
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "metrics"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "cache"));
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "job_timeout"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "queue_depth"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "stall_timeout"));
+	ck_assert_ptr_nonnull(ts_registry_param(NULL, "job_timeout"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "consumers"));
 	ck_assert_ptr_nonnull(ts_registry_param(NULL, "max_file_size"));
 	ck_assert_ptr_nonnull(ts_registry_param(ts_registry_find("resize"), "antialias"));

@@ -14,6 +14,9 @@
  *   mode = garbage write 5 bytes of garbage to tsrun's socket (fd 3)
  *   mode = spawn   start a process that calls setsid and sleeps (a
  *                  daemon tsrun must still clean up), then go on
+ *   mode = escape  start a process that calls setsid, forks one that sleeps,
+ *                  then SIGKILLs the guard (its parent's parent: the
+ *                  worker's parent) and sleeps: an attempt to outlive tsrun
  *   mode = attack  try to ftruncate, grow, fallocate, reseal and write
  *                  past the end of the pixel memfd (fd 4), and mprotect
  *                  its mapping; return -9 if any of the memfd attacks
@@ -23,6 +26,7 @@
  * that the plugin's output reaches the ring.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +82,19 @@ int tsrun_plugin_process(const struct tsrun_plugin_image *in,
 				_exit(0);
 			}
 			goto keep;
+		} else if (strcmp(mode, "escape") == 0) {
+			pid_t guard = getppid();
+			if (fork() == 0) {
+				setsid();
+				if (fork() == 0)
+					for (;;)
+						pause();
+				kill(guard, SIGKILL);
+				for (;;)
+					pause();
+			}
+			for (;;)
+				pause();
 		} else if (strcmp(mode, "attack") == 0) {
 			struct stat st;
 			int worked = 0;

@@ -84,6 +84,8 @@ struct ts_engine {
 	uint64_t start_epoch, start_index;
 	uint64_t seq_base;      /* ring sequence of position 0 */
 	bool handover;          /* ending early for a new plan: keep the ring */
+	bool per_trainer;       /* finite epochs into a ring: serve more while a
+				   trainer still wants them (claim) */
 	int threads;
 	uint64_t capacity;
 

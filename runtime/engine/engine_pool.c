@@ -35,6 +35,17 @@ static bool claim(struct ts_engine *e, uint64_t *p, uint8_t **data,
 		  size_t *len, int *status)
 {
 	pthread_mutex_lock(&e->mu);
+	/* The last epoch asked for is claimed: another, while a connected
+	 * trainer still wants it (it joined late). Under mu, as every change
+	 * of total; total stays at an epoch's end. */
+	if (e->per_trainer && !e->handover && e->next_claim >= e->total &&
+	    e->total < UINT64_MAX - e->n && !smp_load_acquire(&e->stop)) {
+		uint64_t epoch, index;
+		ts_engine_pos_split(e, e->total, &epoch, &index);
+		if (index == 0 && epoch < UINT32_MAX &&
+		    ts_ring_epoch_wanted(e->ring, (uint32_t)epoch))
+			e->total += e->n;
+	}
 	/* acquire: pairs with the release of whoever stopped us */
 	if (smp_load_acquire(&e->stop) || e->next_claim >= e->total) {
 		pthread_mutex_unlock(&e->mu);

@@ -6,10 +6,12 @@
  */
 #include "plugin.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -30,6 +32,10 @@
 #define START_TIMEOUT_MS 10000  /* spawn + dlopen + the plugin's constructors */
 #define STOP_TIMEOUT_MS 2000    /* the guard kills and reaps the plugin's processes */
 #define PAGE 4096u
+#define BACKOFF_MIN_MS 10       /* a host that failed restarts after this, */
+#define BACKOFF_MAX_MS 200      /* doubling per failure in a row, up to this
+				   (within tsrun run's 400 ms to stop) */
+#define MAX_GUARDS 1024
 
 extern char **environ;
 
@@ -44,7 +50,94 @@ struct ts_plugin_host {
 	size_t map_bytes;
 	pid_t pid;              /* 0: no child */
 	int sock;               /* -1: no child */
+	unsigned fails;         /* hosts in a row that ended in a failure */
+	int64_t failed_at;      /* when the last one did (ms, monotonic) */
 };
+
+/* The live guards of this process (ts_plugin_reap_orphans): a child not
+ * among them is a plugin's orphan. Spawning holds the lock, so a guard is
+ * listed before any sweep can see it. */
+static pthread_mutex_t guards_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t guards[MAX_GUARDS];
+static size_t n_guards;
+static bool reaper;
+
+void ts_plugin_reap_orphans(bool on)
+{
+	reaper = on;
+}
+
+static bool is_guard(pid_t pid)
+{
+	for (size_t i = 0; i < n_guards; i++)
+		if (guards[i] == pid)
+			return true;
+	return false;
+}
+
+/* The children of every thread of this process (reparented orphans go to
+ * one of them), at most max, from /proc/self/task/T/children. */
+static size_t list_children(pid_t *out, size_t max)
+{
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/task");  /* O_CLOEXEC in glibc */
+	if (!d)
+		return 0;
+	struct dirent *t;
+	while (n < max && (t = readdir(d))) {
+		if (t->d_name[0] == '.')
+			continue;
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/children", t->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		long v;
+		while (n < max && fscanf(f, "%ld", &v) == 1)
+			out[n++] = (pid_t)v;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* SIGKILL and reap every child that is no live guard, until none is left
+ * (an orphan's own children come to us once it dies). Called with
+ * guards_lock held, only where ts_plugin_reap_orphans is on. */
+static void sweep_orphans(void)
+{
+	pid_t kids[256];
+	for (int round = 0; round < 64; round++) {
+		size_t n = list_children(kids, TS_ARRAY_LEN(kids)), killed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (is_guard(kids[i]))
+				continue;
+			kill(kids[i], SIGKILL);
+			pid_t r;
+			do
+				r = waitpid(kids[i], NULL, 0);
+			while (r < 0 && errno == EINTR);
+			killed++;
+		}
+		if (!killed)
+			return;
+	}
+}
+
+/* A host ended: forget its guard, and sweep what its plugin left. */
+static void guard_gone(pid_t pid)
+{
+	pthread_mutex_lock(&guards_lock);
+	for (size_t i = 0; i < n_guards; i++) {
+		if (guards[i] == pid) {
+			guards[i] = guards[--n_guards];
+			break;
+		}
+	}
+	if (reaper)
+		sweep_orphans();
+	pthread_mutex_unlock(&guards_lock);
+}
 
 static int grow(struct ts_plugin_host *h, size_t need, struct ts_error *err);
 static void stop_child(struct ts_plugin_host *h);
@@ -165,6 +258,7 @@ static void reap(struct ts_plugin_host *h, char *why, size_t n)
 	if (h->pid <= 0)
 		return;
 	r = wait_child(h->pid, &st, STOP_TIMEOUT_MS);
+	guard_gone(h->pid);
 	h->pid = 0;
 	if (!why)
 		return;
@@ -282,7 +376,12 @@ static int start_child(struct ts_plugin_host *h, struct ts_error *err)
 	posix_spawnattr_setpgroup(&attr, 0);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
 				 POSIX_SPAWN_SETPGROUP);
-	int e = posix_spawn(&pid, h->exe, &fa, &attr, h->argv, environ);
+	pthread_mutex_lock(&guards_lock);
+	int e = n_guards < MAX_GUARDS ? posix_spawn(&pid, h->exe, &fa, &attr, h->argv, environ)
+				      : EAGAIN;
+	if (e == 0)
+		guards[n_guards++] = pid;
+	pthread_mutex_unlock(&guards_lock);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (e != 0) {
@@ -371,8 +470,50 @@ static int grow(struct ts_plugin_host *h, size_t need, struct ts_error *err)
 	return 0;
 }
 
+/* The host ended in a failure (crash, timeout, garbage, a failed start):
+ * the next one starts after a backoff. */
+static void host_failed(struct ts_plugin_host *h)
+{
+	h->fails++;
+	h->failed_at = ts_clock_ms();
+}
+
+/* Before a host restarts after failures in a row: wait out the backoff
+ * (BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS), so a plugin that dies on
+ * every sample costs a bounded rate of restarts, not one per sample. */
+static void backoff(const struct ts_plugin_host *h)
+{
+	if (!h->fails)
+		return;
+	int64_t ms = BACKOFF_MIN_MS;
+	for (unsigned i = 1; i < h->fails && ms < BACKOFF_MAX_MS; i++)
+		ms *= 2;
+	if (ms > BACKOFF_MAX_MS)
+		ms = BACKOFF_MAX_MS;
+	int64_t left = h->failed_at + ms - ts_clock_ms();
+	if (left > 0) {
+		struct timespec ts = { (time_t)(left / 1000), (long)(left % 1000) * 1000000 };
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}
+
+static int run_one(struct ts_plugin_host *h, struct ts_image *img, struct ts_error *err);
+
 int ts_plugin_host_run(struct ts_plugin_host *h, struct ts_image *img,
 		       struct ts_error *err)
+{
+	if (h->pid <= 0)
+		backoff(h);
+	int rc = run_one(h, img, err);
+	if (h->pid <= 0 && rc < 0)
+		host_failed(h);  /* it ended (or never started) failing */
+	else if (h->pid > 0)
+		h->fails = 0;    /* a host that answers is good again */
+	return rc;
+}
+
+static int run_one(struct ts_plugin_host *h, struct ts_image *img, struct ts_error *err)
 {
 	if (img->dtype != TS_DTYPE_U8 && img->dtype != TS_DTYPE_U16)
 		return ts_error_set(err, TS_E_PLUGIN, "plugin '%s' takes uint8 or uint16 "

@@ -103,4 +103,16 @@ void ts_plugin_host_stop(struct ts_plugin_host *h);
 /* Stop the child (SIGKILL), reap it, free everything. NULL is a no-op. */
 void ts_plugin_host_destroy(struct ts_plugin_host *h);
 
+/*
+ * For a process that is a child subreaper (PR_SET_CHILD_SUBREAPER) whose
+ * only children are plugin hosts: the tsrun CLI. A plugin that kills its
+ * guard leaves its processes to the nearest subreaper; with this on,
+ * whenever a host ends every child of the process that is not a live
+ * host's guard is such an orphan, and is SIGKILLed and reaped (and so are
+ * its own, reparented in turn), so nothing a plugin starts outlives its
+ * pipeline. Call once, before any host starts. Off by default: an
+ * embedder's other children are its own.
+ */
+void ts_plugin_reap_orphans(bool on);
+
 #endif

@@ -176,6 +176,8 @@ int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
 	}
 	rc = ts_server_set_limits(s->srv, plan->stall_timeout_s,
 				  (unsigned)plan->max_consumers, err);
+	if (rc == 0)
+		rc = ts_server_set_job_timeout(s->srv, plan->job_timeout_s, err);
 	if (rc)
 		goto fail;
 	s->info.socket_path = ts_server_path(s->srv);

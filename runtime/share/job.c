@@ -1,5 +1,6 @@
-/* job.c - the server's table of data-parallel jobs: admission of ranks at
- * their job's start, the hold on that start, and a rank's departure. */
+/* job.c - the server's table of data-parallel jobs: admission of ranks,
+ * the job's start once all have come (or the end of its wait), and a
+ * rank's departure. */
 #include "job.h"
 
 #include <stdio.h>
@@ -14,12 +15,14 @@
 struct job {
 	bool used;
 	uint32_t gen;              /* bumped when the slot is freed */
+	uid_t uid;                 /* a job is its user's: (uid, name) */
 	char name[TS_PROTO_JOB_MAX + 1];
 	uint32_t world, batch;
 	enum ts_ring_join join;
 	bool drop_last, job_drop;
+	bool started;              /* every rank came; the stream is theirs */
+	double since;              /* the first rank waiting came then */
 	struct ts_ring_join_pos start;
-	int hold;                  /* ts_ring_hold id until complete; -1 */
 	unsigned present;          /* members attached now */
 	struct ts_ring_consumer *member[TS_RING_MAX_CONSUMERS];
 	uint32_t pid[TS_RING_MAX_CONSUMERS];
@@ -34,29 +37,19 @@ int ts_jobs_create(struct ts_jobs **out, struct ts_error *err)
 	struct ts_jobs *t = calloc(1, sizeof(*t));
 	if (!t)
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
-	for (size_t i = 0; i < MAX_JOBS; i++)
-		t->jobs[i].hold = -1;
 	*out = t;
 	return 0;
 }
 
-static void job_free(struct ts_ring *r, struct job *j)
+static void job_free(struct job *j)
 {
-	if (j->hold >= 0)
-		ts_ring_unhold(r, j->hold);
 	uint32_t gen = j->gen + 1;
 	memset(j, 0, sizeof(*j));
 	j->gen = gen;
-	j->hold = -1;
 }
 
-void ts_jobs_destroy(struct ts_jobs *t, struct ts_ring *r)
+void ts_jobs_destroy(struct ts_jobs *t)
 {
-	if (!t)
-		return;
-	for (size_t i = 0; i < MAX_JOBS; i++)
-		if (t->jobs[i].used)
-			job_free(r, &t->jobs[i]);
 	free(t);
 }
 
@@ -103,9 +96,8 @@ static int job_matches(const struct job *j, const struct ts_job_req *jr,
 
 int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
 		   const struct ts_job_req *jr, const struct ts_ring_join_req *req,
-		   bool drop_last, struct ts_ring_consumer **out,
-		   struct ts_ring_join_pos *pos, struct ts_job_ticket *ticket,
-		   struct ts_error *err)
+		   bool drop_last, double now, struct ts_ring_consumer **out,
+		   struct ts_job_ticket *ticket, struct ts_error *err)
 {
 	struct job *j = NULL, *free_slot = NULL;
 	int rc;
@@ -116,12 +108,11 @@ int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
 				    jr->rank, jr->world, TS_RING_MAX_CONSUMERS);
 	for (size_t i = 0; i < MAX_JOBS; i++) {
 		struct job *x = &t->jobs[i];
-		if (x->used && strcmp(x->name, jr->name) == 0)
+		if (x->used && x->uid == jr->uid && strcmp(x->name, jr->name) == 0)
 			j = x;
 		else if (!x->used && !free_slot)
 			free_slot = x;
 	}
-	struct ts_ring_join_req rq = *req;
 	if (j) {
 		rc = job_matches(j, jr, req, drop_last, err);
 		if (rc)
@@ -131,49 +122,47 @@ int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
 					    "rank %u of job '%s' is already connected (pid %u); "
 					    "give each process of the job its own rank",
 					    jr->rank, jr->name, j->pid[jr->rank]);
-		rq.fixed = true;
-		rq.fixed_start = j->start.start;
-		rq.fixed_min_epoch = j->start.min_epoch;
+		if (j->started)
+			return ts_error_set(err, TS_E_REFUSED,
+					    "job '%s' has started without rank %u; start its "
+					    "ranks again, or give this one another job name",
+					    jr->name, jr->rank);
 	} else if (!free_slot) {
 		return ts_error_set(err, TS_E_REFUSED, "too many jobs (at most %d)", MAX_JOBS);
 	}
+	/* Every rank waits, holding nothing, until the last one comes; the
+	 * job's start is picked then (ts_ring_consumer_start_job). */
+	struct ts_ring_join_req rq = *req;
+	rq.job_wait = true;
 	struct ts_ring_consumer *c = NULL;
-	struct ts_ring_join_pos p;
-	rc = ts_ring_attach(r, &rq, &c, &p, err);
+	rc = ts_ring_attach(r, &rq, &c, NULL, err);
 	if (rc < 0)
 		return rc;
 	if (!j) {
 		j = free_slot;
-		int hold = -1;
-		/* The first rank: the job starts where it does, and the ring
-		 * keeps that start until the others are there. Before the
-		 * welcome, so this rank has released nothing yet. */
-		if (jr->world > 1 && (rc = ts_ring_hold(r, p.start, &hold, err)) < 0) {
-			ts_ring_detach(r, c);
-			return rc;
-		}
 		uint32_t gen = j->gen;
 		memset(j, 0, sizeof(*j));
 		j->used = true;
 		j->gen = gen;
+		j->uid = jr->uid;
 		snprintf(j->name, sizeof(j->name), "%s", jr->name);
 		j->world = jr->world;
 		j->batch = req->batch;
 		j->join = req->join;
 		j->drop_last = drop_last;
 		j->job_drop = jr->job_drop;
-		j->start = p;
-		j->hold = hold;
 	}
+	if (j->present == 0)
+		j->since = now;
 	j->member[jr->rank] = c;
 	j->pid[jr->rank] = req->pid > 0 ? (uint32_t)req->pid : 0;
-	if (++j->present == j->world && j->hold >= 0) {
-		/* Every rank is in: they hold the ring themselves now. */
-		ts_ring_unhold(r, j->hold);
-		j->hold = -1;
+	if (++j->present == j->world) {
+		/* Every rank is in: they start together, at the first rank's
+		 * policy applied now. */
+		ts_ring_consumer_start_job(r, j->member, j->world, j->join, &j->start);
+		j->started = true;
 	}
 	*out = c;
-	*pos = p;
 	*ticket = (struct ts_job_ticket){ (int)(j - t->jobs), j->gen, jr->rank,
 					  j->pid[jr->rank] };
 	return 0;
@@ -189,13 +178,53 @@ void ts_jobs_leave(struct ts_jobs *t, struct ts_ring *r,
 		return;
 	j->member[tk->rank] = NULL;
 	j->present--;
-	if (early) {
+	if (early && j->started) {
 		for (uint32_t k = 0; k < j->world; k++)
 			if (j->member[k])
 				ts_ring_consumer_fail_job(r, j->member[k], tk->rank, tk->pid);
-		job_free(r, j);
+		job_free(j);
 		return;
 	}
+	/* A rank that leaves a job still waiting fails nothing: its place
+	 * is free for a new process (the waiting clock runs on). */
 	if (j->present == 0)
-		job_free(r, j);
+		job_free(j);
+}
+
+bool ts_jobs_expire(struct ts_jobs *t, struct ts_ring *r, double now,
+		    uint32_t timeout_ms, char *note, size_t note_len)
+{
+	for (size_t i = 0; i < MAX_JOBS; i++) {
+		struct job *j = &t->jobs[i];
+		if (!j->used || j->started || j->present == 0 ||
+		    (now - j->since) * 1e3 < timeout_ms)
+			continue;
+		uint64_t missing = 0;
+		char miss[160] = "", came[160] = "";
+		size_t nm = 0, nc = 0;
+		for (uint32_t k = 0; k < j->world; k++) {
+			if (!j->member[k]) {
+				missing |= 1ull << k;
+				if (nm < sizeof(miss))
+					nm += (size_t)snprintf(miss + nm, sizeof(miss) - nm,
+							       "%s%u", nm ? ", " : "", k);
+			} else if (nc < sizeof(came)) {
+				nc += (size_t)snprintf(came + nc, sizeof(came) - nc,
+						       "%s%u (pid %u)", nc ? ", " : "", k,
+						       j->pid[k]);
+			}
+		}
+		for (uint32_t k = 0; k < j->world; k++)
+			if (j->member[k])
+				ts_ring_consumer_job_timeout(r, j->member[k], missing, timeout_ms);
+		snprintf(note, note_len,
+			 "job '%s' (uid %u): rank%s %s of %u did not connect within %g s "
+			 "(serve setting job_timeout); its rank%s %s get%s an error",
+			 j->name, (unsigned)j->uid, j->world - j->present > 1 ? "s" : "", miss,
+			 j->world, timeout_ms / 1e3, j->present > 1 ? "s" : "", came,
+			 j->present > 1 ? "" : "s");
+		job_free(j);
+		return true;
+	}
+	return false;
 }

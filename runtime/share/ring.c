@@ -497,8 +497,16 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 	*head = low;
 	struct ts_ring_consumer *slow = NULL;
 
+	unsigned active = 0;
 	for (size_t i = 0; i < r->n_consumers; i++) {
 		struct ts_ring_consumer *c = r->consumers[i];
+		/* A rank whose job waits for its other ranks reads nothing
+		 * yet: it holds nobody back (ts_ring_consumer_start_job). */
+		/* Nor does one that has its epochs. Acquire: pairs with the
+		 * reader's release of done. */
+		if (c->job_wait || smp_load_acquire(&c->ctl->done))
+			continue;
+		active++;
 		/* Acquire pairs with the consumer's release store: its reads
 		 * of the released slots are done before we overwrite them. */
 		uint64_t rel = smp_load_acquire(&c->ctl->release);
@@ -507,20 +515,12 @@ static struct ts_ring_consumer *recompute_limit(struct ts_ring *r,
 			slow = c;
 		}
 	}
-	/* A held seq binds like a release, with no consumer to sleep on:
-	 * the unhold wakes the writers. */
-	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++) {
-		if (r->hold_used[i] && r->holds[i] < low) {
-			low = r->holds[i];
-			slow = NULL;
-		}
-	}
 	/* min_consumers holds the start back until that many trainers came;
 	 * once started, one is enough: a trainer that finishes early must
 	 * not stall the others, and with none left the producer pauses for
 	 * the next one rather than running on for nobody. */
 	unsigned need = r->started ? (r->min_consumers > 0) : r->min_consumers;
-	if (r->n_consumers < need)
+	if (active < need)
 		return NULL;
 	r->started = true;
 	uint64_t lim = low + r->capacity;
@@ -555,7 +555,7 @@ static void prefault(struct ts_ring *r, uint64_t seq)
 
 /*
  * What a writer that may not write seq waits for (under the lock, after
- * recompute_limit gave slow): a consumer's release or a job's hold (a
+ * recompute_limit gave slow): a consumer's release (a
  * free slot: the trainers bind the producer), a consumer at all (idle:
  * fewer attached than it waits for), or else its own head (the other
  * writers' samples before seq, committed in order: work). The counter
@@ -569,9 +569,6 @@ static uint64_t *wait_kind(struct ts_ring *r, uint64_t seq,
 	unsigned need = r->started ? (r->min_consumers > 0) : r->min_consumers;
 	if (r->n_consumers < need)
 		return &r->wait_idle_ns;
-	for (size_t i = 0; i < TS_RING_MAX_CONSUMERS; i++)
-		if (r->hold_used[i] && r->holds[i] + r->capacity <= seq)
-			return &r->wait_slot_ns;
 	return &r->wait_self_ns;
 }
 
@@ -696,6 +693,16 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 		s->at = t;
 		memcpy(s->job, c->job, sizeof(s->job));
 		ts_ring_ctl_read_acct(c->ctl, t, s);
+		s->job_wait = c->job_wait;
+		s->end_epoch = c->end_epoch;
+		/* Acquire: as in recompute_limit. */
+		s->done = smp_load_acquire(&c->ctl->done) != 0;
+		if (rel < out->head)
+			s->epoch = r->meta[rel % r->capacity].epoch;
+		else if (out->head > 0)
+			s->epoch = r->meta[(out->head - 1) % r->capacity].epoch;
+		if (c->job_wait || s->done)
+			s->lag = 0;  /* it reads nothing (yet, or more): holds nobody */
 	}
 	/* Relaxed: statistics (barrier.h's ATOMIC_ADD_RELAXED). */
 	out->wait_slot_s = (double)__atomic_load_n(&r->wait_slot_ns, __ATOMIC_RELAXED) * 1e-9;

@@ -36,8 +36,10 @@
  * 5: the view table (views(...): a sample of several views, below);
  * 6: sample_stride (slots padded past an odd-sized sample, below);
  * 7: the control page carries the trainer's own time accounting (its
- *    waits for batches and what it was handed: struct ts_ring_ctl). */
-#define TS_RING_VERSION 7u
+ *    waits for batches and what it was handed: struct ts_ring_ctl).
+ * 8: the control page carries a job's wait and start (job_wait, below)
+ *    and the consumer's epochs (end_epoch, done). */
+#define TS_RING_VERSION 8u
 #define TS_RING_CTL_MAGIC 0x43525354u  /* "TSRC" */
 #define TS_RING_MAX_CONSUMERS 64
 #define TS_RING_MAX_DIMS 8             /* of a sample or label tensor */
@@ -226,6 +228,26 @@ struct ts_ring_ctl {
 	uint64_t handed;            /* samples handed to the trainer (less the
 				       ones it said it did not use) */
 	uint64_t batches;           /* batches handed */
+	/* Version 8. Written by the producer, read by a rank of a job while its job
+	 * waits for its other ranks. job_wait is 1 from the welcome until
+	 * every rank has connected; then the job's start (job_start,
+	 * job_min_epoch) is stored first and job_wait = 0 (release). When
+	 * the wait runs out (serve setting job_timeout, job_timeout_ms) the
+	 * ranks that never came (job_missing, bit r for rank r) are stored
+	 * first and job_failed = 2 (release). */
+	_Alignas(64) uint32_t job_wait;
+	uint32_t job_min_epoch;
+	uint64_t job_start;
+	uint64_t job_missing;
+	uint32_t job_timeout_ms;
+	/* Epochs count per trainer: the epoch this consumer stops before,
+	 * its `epochs` whole epochs from where it joined (0: endless),
+	 * written by the producer before the welcome (a job's ranks: before
+	 * job_wait = 0). done is written by the consumer (release) once it
+	 * reached end_epoch: from then on it holds nobody back and the
+	 * producer serves no epoch for it. */
+	_Alignas(64) uint32_t end_epoch;
+	uint32_t done;
 };
 _Static_assert(sizeof(struct ts_ring_ctl) <= 4096, "the control page is one page");
 
@@ -304,6 +326,10 @@ struct ts_ring_consumer_stat {
 	uint64_t handed, batches;
 	double at;            /* ts_clock_now() of the snapshot */
 	char job[TS_RING_JOB_MAX + 1];  /* its job's name; "" without */
+	bool job_wait;        /* a rank whose job waits for its other ranks */
+	uint32_t end_epoch;   /* it reads epochs before this one; 0: endless */
+	uint32_t epoch;       /* the epoch of its next sample */
+	bool done;            /* it has its epochs (ctl.done) */
 };
 
 struct ts_ring_stat {
@@ -448,11 +474,9 @@ struct ts_ring_join_req {
 	uint32_t batch;            /* 1 .. capacity / 2 */
 	enum ts_ring_join join;
 	pid_t pid;                 /* 0: in-process */
-	/* A later rank of a job: start exactly where its first rank did
-	 * (kept intact by ts_ring_hold), not per the join policy. */
-	bool fixed;
-	uint64_t fixed_start;
-	uint32_t fixed_min_epoch;
+	/* A rank of a job: attached waiting (ctl.job_wait), holding nothing
+	 * and reading nothing, until ts_ring_consumer_start_job. */
+	bool job_wait;
 	const char *job;           /* its job's name, for figures; NULL: none */
 };
 
@@ -477,14 +501,28 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c);
 
 /*
- * Hold seq: no writer overwrites it (or anything after it) until
- * ts_ring_unhold(r, *id), as if a consumer had released up to seq. A job
- * holds its first rank's start until every rank has attached there.
- * Returns 0, or TS_E_REFUSED when seq is already gone or there are
- * TS_RING_MAX_CONSUMERS holds. Thread-safe.
+ * Every rank of a job has come: start the n waiting consumers cs (attached
+ * with job_wait) at one position, picked now by the join policy, so they
+ * read and hold the ring from there on; *pos gets it. Until then they held
+ * nothing, so a job short of ranks never stops the others. Thread-safe.
  */
-int ts_ring_hold(struct ts_ring *r, uint64_t seq, int *id, struct ts_error *err);
-void ts_ring_unhold(struct ts_ring *r, int id);
+void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *const *cs,
+				size_t n, enum ts_ring_join join,
+				struct ts_ring_join_pos *pos);
+
+/*
+ * Does a connected trainer still want epoch `epoch` (one that has not
+ * reached its end_epoch, nor is done)? The engine asks at the end of its
+ * last configured epoch, so it serves until the last connected trainer
+ * has its epochs. Thread-safe.
+ */
+bool ts_ring_epoch_wanted(struct ts_ring *r, uint32_t epoch);
+
+/* Tell a waiting rank c that its job's wait for its other ranks ran out
+ * (missing: bit r for each rank that never came; timeout_ms the serve
+ * setting job_timeout): its reader returns TS_E_JOB from now on. */
+void ts_ring_consumer_job_timeout(struct ts_ring *r, struct ts_ring_consumer *c,
+				  uint64_t missing, uint32_t timeout_ms);
 
 /* Tell consumer c that rank `rank` (process pid) of its job left before
  * the end of the stream: its reader returns TS_E_JOB from now on. */

@@ -1,7 +1,7 @@
 /*
  * ring_consumer.c - the ring's side of each attached trainer: where it
- * joins (ts_ring_attach and its control page), the holds, a job's failed
- * rank, the stall clock and detaching (the stall_timeout policy).
+ * joins (ts_ring_attach and its control page), a job's start and its
+ * failed rank, the stall clock and detaching (the stall_timeout policy).
  */
 #include "ring.h"
 
@@ -46,6 +46,29 @@ static void join_position(struct ts_ring *r, enum ts_ring_join join,
 	} else {
 		pos->min_epoch = e + 1;
 	}
+}
+
+/*
+ * The epoch a joiner at p stops before: its first whole epoch plus the
+ * stream's epochs (0: endless). A next_epoch joiner's first whole epoch is
+ * p's min_epoch; a "now" joiner's the one after the sample before its
+ * start (its partial first epoch does not count). Joiners at the stream's
+ * start get the epochs as configured (from a run's --start on). Called
+ * with the lock held.
+ */
+static uint32_t end_epoch(const struct ts_ring *r, enum ts_ring_join join,
+			  const struct ts_ring_join_pos *p)
+{
+	uint32_t epochs = r->hdr->epochs;  /* set at create, never changes */
+	if (!epochs)
+		return 0;
+	uint64_t first = 0;
+	if (join == TS_JOIN_NEXT_EPOCH)
+		first = p->min_epoch;
+	else if (p->start > 0)
+		first = (uint64_t)r->meta[(p->start - 1) % r->capacity].epoch + 1;
+	uint64_t end = first + epochs;
+	return end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
 }
 
 int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
@@ -108,22 +131,14 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 		goto fail;
 	}
 	struct ts_ring_join_pos p;
-	if (req->fixed) {
-		/* A later rank of a job: its first rank's start, held intact
-		 * since (ts_ring_hold). */
-		uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
-		if (req->fixed_start < lo) {
-			pthread_mutex_unlock(&r->lock);
-			rc = ts_error_set(err, TS_E_REFUSED,
-					  "the job's start (sample %llu) is no longer in the ring",
-					  (unsigned long long)req->fixed_start);
-			goto fail;
-		}
-		p.start = req->fixed_start;
-		p.min_epoch = req->fixed_min_epoch;
-	} else {
-		join_position(r, req->join, &p);
-	}
+	join_position(r, req->join, &p);
+	/* A waiting rank's start is its job's, picked when the job is
+	 * complete (ts_ring_consumer_start_job); the reader sees job_wait
+	 * in the page the welcome hands it. */
+	c->job_wait = req->job_wait;
+	c->ctl->job_wait = req->job_wait;
+	c->end_epoch = end_epoch(r, req->join, &p);
+	c->ctl->end_epoch = c->end_epoch;
 	c->start = p.start;
 	c->ctl->start = p.start;
 	/* Release: start is in place before the producer reads release. */
@@ -160,40 +175,74 @@ int ts_ring_consumer_ctl_fd(const struct ts_ring_consumer *c)
 	return c->ctl_fd;
 }
 
-int ts_ring_hold(struct ts_ring *r, uint64_t seq, int *id, struct ts_error *err)
+void ts_ring_consumer_start_job(struct ts_ring *r, struct ts_ring_consumer *const *cs,
+				size_t n, enum ts_ring_join join,
+				struct ts_ring_join_pos *pos)
 {
-	int rc = 0;
+	struct ts_ring_join_pos p;
 	pthread_mutex_lock(&r->lock);
-	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
-	size_t i = 0;
-	while (i < TS_RING_MAX_CONSUMERS && r->hold_used[i])
-		i++;
-	if (seq < lo) {
-		rc = ts_error_set(err, TS_E_REFUSED, "sample %llu is no longer in the ring",
-				  (unsigned long long)seq);
-	} else if (i == TS_RING_MAX_CONSUMERS) {
-		rc = ts_error_set(err, TS_E_REFUSED, "too many jobs waiting for their ranks "
-				  "(at most %d)", TS_RING_MAX_CONSUMERS);
-	} else {
-		/* Under the lock, as every limit grant: from now on no grant
-		 * passes seq + capacity. */
-		r->holds[i] = seq;
-		r->hold_used[i] = true;
-		*id = (int)i;
+	/* Under the lock, as every grant: no writer passes p.start +
+	 * capacity before the ranks' releases below bound it. */
+	join_position(r, join, &p);
+	uint32_t end = end_epoch(r, join, &p);
+	double t = ts_clock_now();
+	for (size_t i = 0; i < n; i++) {
+		struct ts_ring_consumer *c = cs[i];
+		c->start = p.start;
+		c->ctl->start = p.start;
+		/* Release: the start is in place before a writer, which
+		 * acquires release, bounds itself by it. The reader writes
+		 * release only once it sees job_wait 0 (below). */
+		smp_store_release(&c->ctl->release, p.start);
+		c->last_release = p.start;
+		c->last_time = t;
+		c->stall_release = p.start;
+		c->stall_since = -1.0;
+		c->job_wait = false;
+		c->end_epoch = end;
+		WRITE_ONCE(c->ctl->end_epoch, end);
+		WRITE_ONCE(c->ctl->job_start, p.start);
+		WRITE_ONCE(c->ctl->job_min_epoch, p.min_epoch);
+		/* Release: the start above is in place before the reader,
+		 * which acquires job_wait, reads it. */
+		smp_store_release(&c->ctl->job_wait, 0u);
 	}
 	pthread_mutex_unlock(&r->lock);
-	return rc;
+	/* Wake the ranks asleep on the head (they re-check job_wait). Full
+	 * barrier: the flags are visible before the futex value changes. */
+	ATOMIC_ADD(&r->hdr->head_seq, 1);
+	futex_wake(&r->hdr->head_seq, false);
+	/* Writers paused for want of a trainer may go on now. */
+	ts_ring_wake_producers(r);
+	*pos = p;
 }
 
-void ts_ring_unhold(struct ts_ring *r, int id)
+bool ts_ring_epoch_wanted(struct ts_ring *r, uint32_t epoch)
 {
-	if (id < 0 || id >= TS_RING_MAX_CONSUMERS)
-		return;
+	bool want = false;
 	pthread_mutex_lock(&r->lock);
-	r->hold_used[id] = false;
+	for (size_t i = 0; !want && i < r->n_consumers; i++) {
+		const struct ts_ring_consumer *c = r->consumers[i];
+		/* Acquire: pairs with the reader's release of done (nothing
+		 * rides on it but the flag). */
+		want = !c->job_wait && c->end_epoch > epoch &&
+		       !smp_load_acquire(&c->ctl->done);
+	}
 	pthread_mutex_unlock(&r->lock);
-	/* Writers bound by the hold sleep on prod_seq. */
-	ts_ring_wake_producers(r);
+	return want;
+}
+
+void ts_ring_consumer_job_timeout(struct ts_ring *r, struct ts_ring_consumer *c,
+				  uint64_t missing, uint32_t timeout_ms)
+{
+	WRITE_ONCE(c->ctl->job_missing, missing);
+	WRITE_ONCE(c->ctl->job_timeout_ms, timeout_ms);
+	/* Release: the ranks and the setting are in place before the
+	 * reader, which acquires job_failed, reads them. */
+	smp_store_release(&c->ctl->job_failed, 2u);
+	/* As in fail_job: wake a reader asleep on the head. */
+	ATOMIC_ADD(&r->hdr->head_seq, 1);
+	futex_wake(&r->hdr->head_seq, false);
 }
 
 void ts_ring_consumer_fail_job(struct ts_ring *r, struct ts_ring_consumer *c,
@@ -214,6 +263,14 @@ double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
 {
 	double held = 0.0;
 	pthread_mutex_lock(&r->lock);
+	/* Acquire: as in recompute_limit. */
+	if (c->job_wait || smp_load_acquire(&c->ctl->done)) {
+		/* Waiting for its job's ranks, or done with its epochs, it
+		 * holds nobody back. */
+		c->stall_since = -1.0;
+		pthread_mutex_unlock(&r->lock);
+		return 0.0;
+	}
 	/* Acquire both: positions the two sides really reached (we only
 	 * compare them). */
 	uint64_t head = smp_load_acquire(&r->hdr->head);
@@ -232,7 +289,8 @@ double ts_ring_consumer_held(struct ts_ring *r, struct ts_ring_consumer *c)
 	for (size_t i = 0; holding && !waited_on && i < r->n_consumers; i++) {
 		struct ts_ring_consumer *o = r->consumers[i];
 		/* Acquire: as rel above. */
-		waited_on = o != c && smp_load_acquire(&o->ctl->release) + o->batch > head;
+		waited_on = o != c && !o->job_wait &&
+			    smp_load_acquire(&o->ctl->release) + o->batch > head;
 	}
 	holding = holding && waited_on;
 	double t = ts_clock_now();

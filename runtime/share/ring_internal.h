@@ -28,6 +28,10 @@ struct ts_ring_consumer {
 	int slot;            /* index in ring->watch */
 	int refs;            /* producer waiters sleeping on ctl */
 	bool dead;
+	/* A rank of a job still waiting for its other ranks: under the
+	 * lock; it bounds no writer and counts as no trainer. */
+	bool job_wait;
+	uint32_t end_epoch;  /* ctl.end_epoch, as the producer wrote it */
 	uint64_t last_release;
 	double last_time;
 	double rate;
@@ -82,9 +86,6 @@ struct ts_ring {
 	/* Detached consumers' final figures (a ring of the last ones). */
 	struct ts_ring_consumer_stat departed[TS_RING_MAX_CONSUMERS];
 	size_t n_departed;
-	/* Held seqs (ts_ring_hold): bounds like releases, under the lock. */
-	uint64_t holds[TS_RING_MAX_CONSUMERS];
-	bool hold_used[TS_RING_MAX_CONSUMERS];
 	/* Writers' time blocked, ns summed over threads (ts_ring_stat's
 	 * wait_*_s): statistics, relaxed adds. */
 	uint64_t wait_slot_ns, wait_idle_ns, wait_self_ns;

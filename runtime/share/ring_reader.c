@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -40,6 +41,9 @@ struct ts_ring_reader {
 	uint64_t floor;        /* first seq of the oldest batch held */
 	uint64_t data_offset;  /* of the data region in the memfd */
 	struct ts_share_rank share;  /* a rank of a job: world > 0 */
+	bool job_pending;      /* its job's start is not read yet (ctl.job_wait) */
+	uint32_t end_epoch;    /* its epochs end before this one; 0: endless */
+	bool done;             /* it reached end_epoch (ctl.done) */
 	bool data_borrowed;    /* data is the producer's mapping (local) */
 	/* Time accounting (ts_ring_reader_acct), the copy this reader
 	 * trusts; the control page gets the same through its seqlock. */
@@ -215,12 +219,16 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 		}
 		rd->share = (struct ts_share_rank){ spe, o->rank, o->world, o->batch,
 						    o->job_drop };
+		rd->job_pending = true;
 	}
 	rd->batch = o->batch;
 	rd->drop_last = o->drop_last;
 	rd->min_epoch = o->min_epoch;
 	rd->align = o->align || o->align_epoch;
 	rd->align_epoch = o->align_epoch;
+	/* The producer wrote it before the welcome (a job's ranks: read
+	 * again once their job starts). */
+	rd->end_epoch = READ_ONCE(rd->ctl->end_epoch);
 	rd->pos = o->start;
 	rd->released = o->start;
 	rd->pending_end = o->start;
@@ -419,6 +427,10 @@ static bool wait_done(struct ts_ring_reader *rd, uint64_t *seen, uint64_t want,
 	 * head_seq). Acquire: pairs with its release. */
 	if (rd->share.world && smp_load_acquire(&rd->ctl->job_failed))
 		return true;
+	/* And for its job's start (start_job bumps head_seq). Acquire:
+	 * pairs with its release. */
+	if (rd->job_pending && !smp_load_acquire(&rd->ctl->job_wait))
+		return true;
 	/* So does a detach (mark_stalled bumps head_seq). Acquire: pairs
 	 * with its release. */
 	if (smp_load_acquire(&rd->ctl->detached))
@@ -518,6 +530,91 @@ static int job_resized(const struct ts_ring_reader *rd, uint32_t epoch,
 }
 
 /*
+ * This trainer has its epochs (the next sample is of end_epoch): it says
+ * so in its control page, so it holds nobody back from now on and the
+ * producer serves no more epochs for it, and its stream ends here.
+ */
+static int trainer_done(struct ts_ring_reader *rd, struct ts_error *err)
+{
+	if (!rd->done) {
+		rd->done = true;
+		/* Release: our reads of what we were handed are done before
+		 * the producer, which acquires done, stops waiting for us. */
+		smp_store_release(&rd->ctl->done, 1u);
+		/* Dekker with the producer's "producer_waiting++; load", as
+		 * in reader_release_to: wake a writer asleep on us. */
+		smp_mb();
+		if (READ_ONCE(rd->ctl->producer_waiting)) {
+			ATOMIC_ADD(&rd->ctl->wake_seq, 1);
+			futex_wake(&rd->ctl->wake_seq, false);
+		}
+	}
+	return ts_error_set(err, TS_E_EOS, "end of stream (this trainer's epochs are done: "
+			    "it read up to epoch %u)", rd->end_epoch);
+}
+
+/* The job's wait for its ranks ran out (ctl.job_failed 2): which never came. */
+static int job_timed_out(const struct ts_ring_reader *rd, struct ts_error *err)
+{
+	uint64_t missing = READ_ONCE(rd->ctl->job_missing);
+	double tmo = READ_ONCE(rd->ctl->job_timeout_ms) / 1e3;
+	char list[160] = "";
+	size_t n = 0, count = 0;
+	for (uint32_t k = 0; k < rd->share.world && k < 64; k++) {
+		if (!(missing >> k & 1))
+			continue;
+		count++;
+		if (n < sizeof(list))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%u",
+					      n ? ", " : "", k);
+	}
+	return ts_error_set(err, TS_E_JOB,
+			    "this trainer's job waited %g s for its rank%s %s of %u, which "
+			    "never connected (serve setting job_timeout = %g): start every "
+			    "rank of the job (torchrun: the same --nproc_per_node on this "
+			    "host), or raise job_timeout",
+			    tmo, count > 1 ? "s" : "", list, rd->share.world, tmo);
+}
+
+/*
+ * Wait for the job's start: its ranks read nothing until every rank has
+ * connected; then the start the producer picked is in the control page.
+ * 0 once it is read, 1 to look again (woken, or the wait may go on), or
+ * an error (the deadline, alive(), the stream over).
+ */
+static int job_wait_start(struct ts_ring_reader *rd, double deadline, int timeout_ms,
+			  int (*alive)(void *), void *arg, struct ts_error *err)
+{
+	const struct ts_ring_hdr *hd = rd->hdr;
+	/* Acquire: pairs with start_job's release; the start is in place. */
+	if (!smp_load_acquire(&rd->ctl->job_wait)) {
+		uint64_t st = READ_ONCE(rd->ctl->job_start);
+		rd->pos = st;
+		rd->released = st;
+		rd->pending_end = st;
+		rd->min_epoch = READ_ONCE(rd->ctl->job_min_epoch);
+		rd->end_epoch = READ_ONCE(rd->ctl->end_epoch);
+		/* next_epoch skips to an epoch's start, "now" to a round. */
+		rd->align = rd->align_epoch || st > 0;
+		rd->job_pending = false;
+		return 0;
+	}
+	/* Acquire: as in job_next. */
+	uint64_t h = smp_load_acquire(&hd->head);
+	uint32_t state = smp_load_acquire(&hd->state);
+	if (state != TS_RING_RUNNING)
+		return stream_over(rd, state, h, err);
+	int rc = reader_wait(rd, h, UINT64_MAX, smp_load_acquire(&hd->closed), deadline,
+			     alive, arg);
+	if (rc == -ETIMEDOUT)
+		return ts_error_set(err, rc, "no batch within %d ms (this trainer's job is "
+				    "still waiting for its other ranks to connect)", timeout_ms);
+	if (rc < 0)
+		return ts_error_set(err, rc, "%s", ts_error_name(rc));
+	return 1;
+}
+
+/*
  * A rank of a job: its next span of the epoch (share.h), passing over the
  * other ranks' samples, which it releases unread and counts as skipped
  * (so the producer's summary counts what each rank read). The ranks share
@@ -537,13 +634,22 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			return drc;
 		/* Acquire: pairs with the producer's release in fail_job;
 		 * the rank and pid below are in place. */
-		if (smp_load_acquire(&rd->ctl->job_failed))
+		uint32_t failed = smp_load_acquire(&rd->ctl->job_failed);
+		if (failed == 2)
+			return job_timed_out(rd, err);
+		if (failed)
 			return ts_error_set(err, TS_E_JOB,
 					    "rank %u (pid %u) of this trainer's job left before the "
 					    "end of the stream: the job's shares can no longer be "
 					    "equal, so its ranks stop",
 					    READ_ONCE(rd->ctl->job_failed_rank),
 					    READ_ONCE(rd->ctl->job_failed_pid));
+		if (rd->job_pending) {
+			int wrc = job_wait_start(rd, deadline, timeout_ms, alive, arg, err);
+			if (wrc < 0)
+				return wrc;
+			continue;
+		}
 		/* Acquire: slots and metadata below h are complete. */
 		uint64_t h = smp_load_acquire(&hd->head);
 		/* Acquire: as in ts_ring_reader_next (a job's epochs have a
@@ -561,6 +667,8 @@ static int job_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 				skip++;
 				continue;
 			}
+			if (rd->end_epoch && m->epoch >= rd->end_epoch)
+				return trainer_done(rd, err);
 			if (rd->align) {
 				if (rd->align_epoch ? m->index == 0 : m->index % round == 0) {
 					rd->align = false;
@@ -643,6 +751,8 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 	const struct ts_ring_hdr *hd = rd->hdr;
 	double deadline = timeout_ms < 0 ? -1.0 : ts_clock_now() + timeout_ms / 1e3;
 
+	if (rd->done)
+		return trainer_done(rd, err);
 	if (rd->share.world)
 		return job_next(rd, b, deadline, timeout_ms, alive, arg, err);
 	for (;;) {
@@ -682,6 +792,8 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			reader_release_to(rd, skip);
 		}
 		uint64_t avail = h - rd->pos;
+		if (avail > 0 && rd->end_epoch && meta_at(rd, rd->pos)->epoch >= rd->end_epoch)
+			return trainer_done(rd, err);
 		if (avail > 0) {
 			uint32_t e = meta_at(rd, rd->pos)->epoch;
 			size_t lim = avail < rd->batch ? (size_t)avail : rd->batch;

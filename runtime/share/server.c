@@ -67,6 +67,8 @@ struct ts_server {
 	unsigned n_welcomed;   /* atomic */
 	/* Limits (ts_server_set_limits): read by the server thread. */
 	uint32_t stall_ms;     /* 0: never detach */
+	uint32_t job_ms;       /* a job's wait for its ranks; 0: forever;
+				  UINT32_MAX: stall_ms */
 	uint32_t max_consumers;
 	/* Log lines for the host (ts_server_take_note), oldest first. */
 	pthread_mutex_t note_lock;
@@ -280,14 +282,15 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 		refuse(c->fd, TS_REFUSE_BATCH, text);
 		return false;
 	}
+	/* The pid is the kernel's (SO_PEERCRED), never the hello's: another
+	 * process could claim any. 0 (a peer in another pid namespace) is
+	 * -1 here, never mistaken for an in-process consumer. */
 	struct ts_ring_join_req req = { .batch = h.batch,
 					.join = (enum ts_ring_join)h.join,
-					.pid = (pid_t)h.pid };
+					.pid = c->pid > 0 ? c->pid : -1 };
 	req.job = h.world ? h.job : NULL;  /* a label of its figures */
-	struct ts_ring_join_pos pos;
+	struct ts_ring_join_pos pos = { 0 };
 	struct ts_ring_consumer *rc = NULL;
-	if (req.pid == 0)
-		req.pid = -1;  /* remote: never mistaken for local */
 	int arc;
 	if (h.world) {
 		/* A rank of a job: its share needs the epoch's size. */
@@ -298,9 +301,11 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 			       "without a job");
 			return false;
 		}
-		struct ts_job_req jr = { h.job, h.rank, h.world, h.job_drop != 0 };
-		arc = ts_jobs_attach(s->jobs, s->ring, &jr, &req, h.drop_last != 0, &rc,
-				     &pos, &c->job, &e);
+		/* A rank's start is its job's, in its control page once
+		 * every rank came; the welcome's is not read. */
+		struct ts_job_req jr = { h.job, c->uid, h.rank, h.world, h.job_drop != 0 };
+		arc = ts_jobs_attach(s->jobs, s->ring, &jr, &req, h.drop_last != 0,
+				     ts_clock_now(), &rc, &c->job, &e);
 	} else {
 		arc = ts_ring_attach(s->ring, &req, &rc, &pos, &e);
 	}
@@ -333,7 +338,8 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 	int fds[2] = { s->ro_fd, ts_ring_consumer_ctl_fd(rc) };
 	if (ts_proto_send(c->fd, buf, ts_proto_put_welcome(buf, &w), fds, 2) < 0) {
-		ts_jobs_leave(s->jobs, s->ring, &c->job, false);
+		/* A started job's rank that never got its welcome fails it. */
+		ts_jobs_leave(s->jobs, s->ring, &c->job, ts_ring_running(s->ring));
 		c->job.slot = -1;
 		ts_ring_detach(s->ring, rc);
 		return false;
@@ -433,6 +439,14 @@ static void *server_main(void *arg)
 		}
 		if (pr > 0 && pfd[1].revents)
 			on_accept(s);
+		/* Jobs that waited too long for their ranks end. */
+		uint32_t job_ms = READ_ONCE(s->job_ms); /* a setting; orders nothing */
+		if (job_ms == UINT32_MAX)
+			job_ms = stall_ms;
+		char line[256];
+		while (job_ms && ts_jobs_expire(s->jobs, s->ring, ts_clock_now(), job_ms, line,
+						sizeof(line)))
+			note(s, "%s", line);
 	}
 	return NULL;
 }
@@ -544,6 +558,7 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 	s->lfd = s->evfd = s->ro_fd = -1;
 	s->ring = ring;
 	s->stall_ms = (uint32_t)(TS_SERVER_STALL_TIMEOUT_S * 1000);
+	s->job_ms = UINT32_MAX;
 	s->max_consumers = TS_RING_MAX_CONSUMERS;
 	pthread_mutex_init(&s->note_lock, NULL);
 	rc = ts_jobs_create(&s->jobs, err);
@@ -691,7 +706,7 @@ void ts_server_destroy(struct ts_server *s)
 		close(s->evfd);
 	if (s->ro_fd >= 0)
 		close(s->ro_fd);
-	ts_jobs_destroy(s->jobs, s->ring);
+	ts_jobs_destroy(s->jobs);
 	pthread_mutex_destroy(&s->note_lock);
 	free(s->path);
 	free(s);
@@ -718,6 +733,23 @@ int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
 	uint32_t ms = (uint32_t)(stall_timeout_s * 1000 + 0.5);
 	WRITE_ONCE(s->stall_ms, stall_timeout_s > 0 && ms == 0 ? 1 : ms);
 	WRITE_ONCE(s->max_consumers, max_consumers);
+	return 0;
+}
+
+int ts_server_set_job_timeout(struct ts_server *s, double job_timeout_s,
+			      struct ts_error *err)
+{
+	if (!(job_timeout_s <= TS_SERVER_STALL_TIMEOUT_MAX_S))
+		return ts_error_set(err, TS_E_ARG, "job timeout %g s: want 0 (never) .. %d s",
+				    job_timeout_s, TS_SERVER_STALL_TIMEOUT_MAX_S);
+	uint32_t ms = UINT32_MAX;
+	if (job_timeout_s >= 0) {
+		/* A positive timeout stays positive (0 means never). */
+		ms = (uint32_t)(job_timeout_s * 1000 + 0.5);
+		if (job_timeout_s > 0 && ms == 0)
+			ms = 1;
+	}
+	WRITE_ONCE(s->job_ms, ms); /* an untorn word the server thread reads */
 	return 0;
 }
 

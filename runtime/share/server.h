@@ -86,6 +86,18 @@ int ts_server_set_limits(struct ts_server *s, double stall_timeout_s,
 int ts_server_set_fallback(struct ts_server *s, const struct ts_proto_fallback *fb,
 			   struct ts_error *err);
 
+/*
+ * The serve setting job_timeout: a job whose ranks have not all connected
+ * job_timeout_s seconds after its first waiting rank came ends; its
+ * connected ranks' readers return TS_E_JOB naming the ranks that never
+ * came and the setting, and the server queues a note. The waiting ranks
+ * hold nobody back meanwhile. 0 waits forever; below 0 (the default)
+ * follows stall_timeout. Thread-safe; applies from the server's next
+ * poll. Returns 0 or TS_E_ARG (over TS_SERVER_STALL_TIMEOUT_MAX_S).
+ */
+int ts_server_set_job_timeout(struct ts_server *s, double job_timeout_s,
+			      struct ts_error *err);
+
 /* The next line for the producer's log (a trainer detached for stalling),
  * into buf (n bytes, NUL-terminated): true, or false when there is none.
  * Thread-safe. */

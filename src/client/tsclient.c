@@ -297,6 +297,35 @@ static void take_welcome(struct ts_client *c, const struct ts_proto_welcome *w)
 	}
 }
 
+/*
+ * The seals the protocol promises (tensorsocket(7), Access): the ring's
+ * and the control page's memfds cannot shrink or grow, so a producer (one
+ * trusted through TSRUN_PRODUCER_UID, say) cannot truncate them under this
+ * trainer's mappings (SIGBUS). F_SEAL_FUTURE_WRITE is not asked: kernels
+ * before 5.1 lack it, and the ring descriptor is read-only anyway.
+ */
+static int check_seals(int ring_fd, int ctl_fd, struct ts_error *err)
+{
+	const int want = F_SEAL_SHRINK | F_SEAL_GROW;
+	int fds[2] = { ring_fd, ctl_fd };
+	static const char *const what[2] = { "ring", "control page" };
+	for (int i = 0; i < 2; i++) {
+		int seals = fcntl(fds[i], F_GET_SEALS);
+		char got[64];
+		if (seals < 0)
+			snprintf(got, sizeof(got), "F_GET_SEALS: %s", strerror(errno));
+		else
+			snprintf(got, sizeof(got), "F_GET_SEALS %#x", (unsigned)seals);
+		if (seals < 0 || (seals & want) != want)
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "refusing the producer's %s descriptor: it is not sealed "
+					    "against shrinking and growing (%s), as the protocol "
+					    "promises, so the producer could truncate it under this "
+					    "trainer; is this a tsrun producer?", what[i], got);
+	}
+	return 0;
+}
+
 TS_EXPORT int ts_client_connect(const char *socket_path,
 				const struct ts_client_opts *opts,
 				struct ts_client **out, struct ts_error *err)
@@ -340,7 +369,8 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	if (o.job)
 		snprintf(h.job, sizeof(h.job), "%s", o.job);
 	struct ts_proto_welcome w;
-	if ((rc = exchange_hello(c, &o, &h, &w, fds, &nfds, err)) < 0)
+	if ((rc = exchange_hello(c, &o, &h, &w, fds, &nfds, err)) < 0 ||
+	    (rc = check_seals(fds[0], fds[1], err)) < 0)
 		goto fail;
 	struct ts_ring_reader_opts ro = {
 		.batch = w.batch, .drop_last = o.drop_last != 0, .start = w.start,

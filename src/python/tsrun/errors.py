@@ -44,7 +44,9 @@ class Timeout(TsrunError, TimeoutError):
 class JobFailed(TsrunError):
     """Another rank of this trainer's job left before the end of the
     stream (the message names it): the job's shares can no longer be
-    equal, so every rank stops rather than wait in a collective."""
+    equal, so every rank stops rather than wait in a collective; or the
+    job waited past the serve setting ``job_timeout`` for ranks that
+    never connected (the message names them)."""
 
 
 class Detached(TsrunError):

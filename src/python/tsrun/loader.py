@@ -249,7 +249,7 @@ class Loader:
                 LOCAL_WORLD_SIZE as torchrun sets them (the ranks on this
                 node, which read this node's tsrun). Every rank must give
                 the same batch_size, join, drop_last and job_drop_last.
-                When another rank leaves before the end, iteration raises
+                len(loader) counts this rank's batches. When another rank leaves before the end, iteration raises
                 JobFailed
     mixup       None, or a tsrun.Mixup: every batch is mixed (Mixup,
                 CutMix, label smoothing) as it is handed out, its draws
@@ -327,6 +327,7 @@ class Loader:
             opts.rank = rank
             opts.world_size = world_size
             opts.job_drop_last = 1 if job_drop_last else 0
+        self._job_drop = bool(job_drop_last)
         self.socket = os.fspath(socket)
         client = ctypes.c_void_p()
         err = _lib.Error()
@@ -394,10 +395,31 @@ class Loader:
         """Batches a pass yields when it starts at sample index of an epoch
         (a batch boundary: the reader aligns joiners to one)."""
         spe = self.info.samples_per_epoch
+        if self.job is not None:
+            return self._job_batches(index)
         left = max(spe - index, 0)
         if self.drop_last:
             return left // self.batch_size
         return -(-left // self.batch_size)
+
+    def _job_batches(self, index):
+        """A rank's batches from index of an epoch: its spans (the rule of
+        runtime/share/share.h) that start there or later. Full round j
+        (j < R) gives rank r the batch at (j * w + r) * B; the rest m of
+        the epoch gives each rank one span of q = m // w (job_drop_last)
+        or ceil(m / w) samples at min(R * w * B + r * q, M - q), which
+        drop_last drops when it is short."""
+        spe, b = self.info.samples_per_epoch, self.batch_size
+        w, r = self.world_size, self.rank
+        rounds = spe // (w * b)
+        m = spe - rounds * w * b
+        q = m // w if self._job_drop else -(-m // w)
+        first = max(-(-(index - r * b) // (w * b)), 0)  # first round at or after index
+        n = max(rounds - first, 0)
+        if q and not (self.drop_last and q < b) and \
+                min(rounds * w * b + r * q, spe - q) >= index:
+            n += 1
+        return n
 
     def __len__(self):
         """Batches of the current pass (or of the next one, between
