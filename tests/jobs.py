@@ -178,7 +178,12 @@ def ddp_jobs(tmp):
         # -r 1 -t 1: torch 1.13's torchrun under Python 3.11 cannot map
         # its default redirect "0" (Std.NONE is no longer iterated as a
         # member) and fails at start; an explicit stdout redirect works.
-        p = subprocess.Popen([PY, "-m", "torch.distributed.run", "--standalone",
+        # Two jobs at once: each its own rendezvous on a free port
+        # (torchrun's "stacked single-node" recipe); --standalone would
+        # put both on port 29400, where the second joins the first's
+        # store and fails when that job ends first.
+        p = subprocess.Popen([PY, "-m", "torch.distributed.run", "--rdzv_backend", "c10d",
+                              "--rdzv_endpoint", "localhost:0", "--nnodes", "1",
                               "--nproc_per_node", "2", "-r", "1", "-t", "1", example,
                               "--socket", sock, "--job", job, "--batch-size", "16",
                               "--record", os.path.join(tmp, job + "-%d.json")],
