@@ -47,7 +47,7 @@ static void on_signal(int sig)
  * not a crash, before the process goes. */
 static void abort_serve(void *srv)
 {
-	ts_serve_abort(srv);
+	ts_session_abort(srv);
 }
 
 /* The files of `tsrun reload SOCKET FILE` with pid P: it writes the
@@ -137,7 +137,7 @@ static size_t take_requests(const char *socket_path, struct reload_req *out, siz
 
 /*
  * SIGHUP: compile the pipeline named in the reload file (or the running
- * file again); ts_serve_reload checks it against the running one and
+ * file again); ts_session_reload checks it against the running one and
  * opens its source. `tsrun reload` writes "PATH\nPID\n" and waits for our
  * answer in "<socket>.reload.PID". Returns the plan, or NULL with why[].
  */
@@ -197,7 +197,7 @@ static void reload_answer(const char *socket_path, long asker, const char *fmt, 
 /* One request (asker 0: a bare SIGHUP): the new plan is offered to s; the
  * outcome goes to the log and to the asking `tsrun reload`. *pending_file
  * names the accepted one. */
-static void reload(struct ts_serve *s, const char *socket_path, const char *pipeline,
+static void reload(struct ts_session *s, const char *socket_path, const char *pipeline,
 		   const char *path, long asker, char **pending_file)
 {
 	char why[512] = "";
@@ -205,7 +205,7 @@ static void reload(struct ts_serve *s, const char *socket_path, const char *pipe
 	struct ts_error err = {0};
 	uint64_t epoch = 0;
 	bool replaced = false;
-	if (next && ts_serve_reload(s, next, &epoch, &replaced, &err) != 0)
+	if (next && ts_session_reload(s, next, &epoch, &replaced, &err) != 0)
 		snprintf(why, sizeof(why), "%s", err.msg);
 	else if (next) {
 		if (replaced)
@@ -227,7 +227,7 @@ static void reload(struct ts_serve *s, const char *socket_path, const char *pipe
 /* SIGHUP: every pending request in arrival order (the last valid one
  * wins, each asker told), or, with none, the running file again. Once the
  * stream has ended (draining), each is refused. */
-static void on_hup(struct ts_serve *s, const char *socket_path, const char *pipeline,
+static void on_hup(struct ts_session *s, const char *socket_path, const char *pipeline,
 		   const char *cur_file, char **pending_file, bool ended)
 {
 	static struct reload_req reqs[MAX_REQUESTS];
@@ -275,7 +275,7 @@ static void print_plan(const char *file, const struct ts_plan *plan)
 }
 
 /* What serving set up: the device ring (or why not) and the reader. */
-static void print_info(const struct ts_serve_info *si, const struct ts_plan *plan, bool quiet)
+static void print_info(const struct ts_session_info *si, const struct ts_plan *plan, bool quiet)
 {
 	if (si->device_fallback)
 		fprintf(stderr, "tsrun run: device(cuda): %s; serving uint8 NHWC batches from "
@@ -292,20 +292,20 @@ static void print_info(const struct ts_serve_info *si, const struct ts_plan *pla
 			si->reader_note);
 }
 
-static void print_summary(struct ts_serve *srv, struct ts_status *status)
+static void print_summary(struct ts_session *srv, struct ts_status *status)
 {
 	struct ts_engine_stats es;
 	struct ts_ring_stat rs;
-	ts_serve_stats(srv, &es, &rs);
+	ts_session_stats(srv, &es, &rs);
 	const char *const *skipped = NULL;
-	size_t n_skipped = ts_serve_skipped(srv, &skipped);
+	size_t n_skipped = ts_session_skipped(srv, &skipped);
 	ts_status_summary(status, &es, &rs, skipped, n_skipped, stderr);
 	struct ts_devserve_stats ds;
-	if (ts_serve_device_stats(srv, &ds))
+	if (ts_session_device_stats(srv, &ds))
 		fprintf(stderr, "device: %llu samples finished on GPU %d in %.2f s of copies "
 			"and kernels (host ring %s)\n", (unsigned long long)ds.samples, ds.device,
 			ds.fill_s, ds.pinned ? "page-locked" : "pageable");
-	if (ts_serve_device_stats(srv, &ds) && ds.pin_note[0])
+	if (ts_session_device_stats(srv, &ds) && ds.pin_note[0])
 		fprintf(stderr, "tsrun: note: %s\n", ds.pin_note);
 }
 
@@ -437,7 +437,7 @@ static void catch_signals(void)
 /* A served run as the main thread watches it. */
 struct run {
 	const struct run_args *a;
-	struct ts_serve *srv;
+	struct ts_session *srv;
 	struct ts_status *status;
 	FILE *json;
 	const char *socket_path;  /* the server's */
@@ -445,23 +445,23 @@ struct run {
 };
 
 /* A reload's outcome, and the server's notes, on stderr. */
-static void watch_events(struct run *r, enum ts_serve_event ev, const struct ts_error *err)
+static void watch_events(struct run *r, enum ts_session_event ev, const struct ts_error *err)
 {
-	if (ev == TS_SERVE_FELL_BACK) {
+	if (ev == TS_SESSION_FELL_BACK) {
 		fprintf(stderr, "tsrun: reload: %s could not start at its epoch: %s; the "
 			"running pipeline carries on\n", r->pending_file, err->msg);
 		free(r->pending_file);
 		r->pending_file = NULL;
-	} else if (ev == TS_SERVE_TOOK_OVER) {
+	} else if (ev == TS_SESSION_TOOK_OVER) {
 		ts_status_clear(r->status, stderr);
 		fprintf(stderr, "tsrun: reload: %s took over\n", r->pending_file);
 		free(r->cur_file);
 		r->cur_file = r->pending_file;
 		r->pending_file = NULL;
-		ts_status_set_plan(r->status, ts_serve_plan(r->srv), r->cur_file);
+		ts_status_set_plan(r->status, ts_session_plan(r->srv), r->cur_file);
 	}
 	char line[256];
-	while (ts_serve_take_note(r->srv, line, sizeof(line))) {
+	while (ts_session_take_note(r->srv, line, sizeof(line))) {
 		ts_status_clear(r->status, stderr);
 		fprintf(stderr, "tsrun: %s\n", line);
 	}
@@ -480,12 +480,12 @@ static int watch(struct run *r, struct ts_error *err)
 			on_hup(r->srv, r->socket_path, r->a->pipeline, r->cur_file, &r->pending_file,
 			       false);
 		}
-		enum ts_serve_event ev;
-		int rc = ts_serve_poll(r->srv, &ev, err);
+		enum ts_session_event ev;
+		int rc = ts_session_poll(r->srv, &ev, err);
 		if (rc)
 			return rc;
 		watch_events(r, ev, err);
-		ts_serve_stats(r->srv, &es, &rs);
+		ts_session_stats(r->srv, &es, &rs);
 		ts_status_update(r->status, &es, &rs, stderr, r->json);
 		if (got_signal || rs.state != TS_RING_RUNNING)
 			return 0;
@@ -498,7 +498,7 @@ static int watch(struct run *r, struct ts_error *err)
 static void drain(struct run *r)
 {
 	double t_end = ts_clock_now() + 30.0;
-	while (!got_signal && ts_serve_consumers(r->srv) > 0 && ts_clock_now() < t_end) {
+	while (!got_signal && ts_session_consumers(r->srv) > 0 && ts_clock_now() < t_end) {
 		struct ts_engine_stats es;
 		struct ts_ring_stat rs;
 		if (got_hup) {
@@ -506,7 +506,7 @@ static void drain(struct run *r)
 			on_hup(r->srv, r->socket_path, r->a->pipeline, r->cur_file, &r->pending_file,
 			       true);
 		}
-		ts_serve_stats(r->srv, &es, &rs);
+		ts_session_stats(r->srv, &es, &rs);
 		ts_status_update(r->status, &es, &rs, stderr, r->json);
 		usleep(100 * 1000);
 	}
@@ -517,17 +517,17 @@ static void drain(struct run *r)
 static int serve(struct run *r, int n_epochs, struct ts_error *err)
 {
 	const struct run_args *a = r->a;
-	struct ts_serve_info si;
+	struct ts_session_info si;
 	int rc;
-	ts_serve_get_info(r->srv, &si);
+	ts_session_get_info(r->srv, &si);
 	r->socket_path = si.socket_path;
-	print_info(&si, ts_serve_plan(r->srv), a->quiet);
+	print_info(&si, ts_session_plan(r->srv), a->quiet);
 	if (a->stats_json && !(r->json = fopen(a->stats_json, "ae"))) {
 		ts_cli_error("run", "cannot write --stats-json file '%s': %s", a->stats_json,
 			     strerror(errno));
 		return TS_EXIT_USAGE;
 	}
-	if (ts_status_create(ts_serve_plan(r->srv), a->file, si.socket_path,
+	if (ts_status_create(ts_session_plan(r->srv), a->file, si.socket_path,
 			     (uint64_t)n_epochs, a->start_epoch, a->quiet, &r->status)) {
 		ts_cli_error("run", "out of memory");
 		return TS_EXIT_INVALID;
@@ -536,17 +536,17 @@ static int serve(struct run *r, int n_epochs, struct ts_error *err)
 		fprintf(stderr, "tsrun: serving on %s (epochs: %d%s); waiting for %ld trainer%s\n",
 			si.socket_path, n_epochs, n_epochs == 0 ? ", forever" : "", a->wait_n,
 			a->wait_n == 1 ? "" : "s");
-	if ((rc = ts_serve_start(r->srv, err)) || (rc = watch(r, err))) {
+	if ((rc = ts_session_start(r->srv, err)) || (rc = watch(r, err))) {
 		ts_cli_error("run", "%s", err->msg[0] ? err->msg : ts_error_name(rc));
 		return TS_EXIT_INVALID;
 	}
 	if (got_signal) {
 		ts_status_clear(r->status, stderr);
 		fprintf(stderr, "tsrun: %s: stopping\n", strsignal(got_signal));
-		ts_serve_stop(r->srv);
+		ts_session_stop(r->srv);
 	}
 	int exit_status = TS_EXIT_OK;
-	rc = ts_serve_join(r->srv, err);
+	rc = ts_session_join(r->srv, err);
 	if (rc && !got_signal) {
 		ts_status_clear(r->status, stderr);
 		ts_cli_error("run", "%s", err->msg);
@@ -577,7 +577,7 @@ int ts_cmd_run(int argc, char **argv)
 	int exit_status = TS_EXIT_INVALID;
 	if (!a.quiet)
 		print_plan(a.file, plan);
-	struct ts_serve_opts so = {
+	struct ts_session_opts so = {
 		.socket_path = a.socket_path, .epochs = n_epochs, .threads = (int)a.threads,
 		.start_epoch = a.start_epoch, .start_index = a.start_index,
 		.wait = (unsigned)a.wait_n, .device = (int)a.device_ord,
@@ -589,7 +589,7 @@ int ts_cmd_run(int argc, char **argv)
 		free(r.cur_file);
 		return TS_EXIT_INVALID;
 	}
-	int rc = ts_serve_create(plan, &so, &r.srv, &err); /* takes the plan */
+	int rc = ts_session_create(plan, &so, &r.srv, &err); /* takes the plan */
 	if (rc == 0)
 		ts_cli_guard_set_arg(r.srv);
 	if (got_signal && rc == 0) {
@@ -605,7 +605,7 @@ int ts_cmd_run(int argc, char **argv)
 	}
 	ts_cli_guard_set_arg(NULL);  /* srv goes now */
 	struct ts_error derr = {0};
-	if (ts_serve_destroy(r.srv, &derr) < 0) {
+	if (ts_session_destroy(r.srv, &derr) < 0) {
 		ts_cli_error("run", "device(cuda): %s", derr.msg);
 		exit_status = TS_EXIT_INVALID;
 	}

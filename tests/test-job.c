@@ -44,14 +44,14 @@ struct rank {
 	struct ts_job_ticket tk;
 };
 
-static int join_as(struct ts_jobs *t, struct ts_ring *r, uid_t uid, double now,
+static int join_as(struct ts_job_table *t, struct ts_ring *r, uid_t uid, double now,
 		   const char *name, uint32_t rank, uint32_t world, uint32_t batch,
 		   struct rank *out, struct ts_error *err)
 {
 	struct ts_job_req jr = { name, uid, rank, world, false };
 	struct ts_ring_join_req req = { .batch = batch, .join = TS_JOIN_NOW,
 					.pid = (pid_t)(100 + rank) };
-	int rc = ts_jobs_attach(t, r, &jr, &req, false, now, &out->c, &out->tk, err);
+	int rc = ts_job_attach(t, r, &jr, &req, false, now, &out->c, &out->tk, err);
 	if (rc < 0)
 		return rc;
 	/* The welcome's start is not read: the job's is in the page. */
@@ -61,15 +61,15 @@ static int join_as(struct ts_jobs *t, struct ts_ring *r, uid_t uid, double now,
 	return 0;
 }
 
-static int join(struct ts_jobs *t, struct ts_ring *r, const char *name, uint32_t rank,
+static int join(struct ts_job_table *t, struct ts_ring *r, const char *name, uint32_t rank,
 		uint32_t world, uint32_t batch, struct rank *out, struct ts_error *err)
 {
 	return join_as(t, r, 1000, 0.0, name, rank, world, batch, out, err);
 }
 
-static void leave(struct ts_jobs *t, struct ts_ring *r, struct rank *k, bool early)
+static void leave(struct ts_job_table *t, struct ts_ring *r, struct rank *k, bool early)
 {
-	ts_jobs_leave(t, r, &k->tk, early);
+	ts_job_leave(t, r, &k->tk, early);
 	ts_ring_reader_destroy(k->rd);
 	ts_ring_detach(r, k->c);
 }
@@ -107,8 +107,8 @@ static struct ts_ring_reader *lone(struct ts_ring *r, struct ts_ring_consumer **
 START_TEST(test_wait_and_shares)
 {
 	struct ts_ring *r = make_ring(64);
-	struct ts_jobs *t;
-	ck_assert_int_eq(ts_jobs_create(&t, NULL), 0);
+	struct ts_job_table *t;
+	ck_assert_int_eq(ts_job_create(&t, NULL), 0);
 	struct ts_ring_consumer *lc;
 	struct ts_ring_reader *lrd = lone(r, &lc);
 	struct rank k0, k1, lk = { 0 };
@@ -157,7 +157,7 @@ START_TEST(test_wait_and_shares)
 	leave(t, r, &k1, false);
 	ts_ring_reader_destroy(lrd);
 	ts_ring_detach(r, lc);
-	ts_jobs_destroy(t);
+	ts_job_destroy(t);
 	ts_ring_destroy(r);
 }
 END_TEST
@@ -167,28 +167,28 @@ END_TEST
 START_TEST(test_wait_times_out)
 {
 	struct ts_ring *r = make_ring(64);
-	struct ts_jobs *t;
-	ck_assert_int_eq(ts_jobs_create(&t, NULL), 0);
+	struct ts_job_table *t;
+	ck_assert_int_eq(ts_job_create(&t, NULL), 0);
 	struct rank k0, again;
 	char note[256];
 	struct ts_ring_batch b;
 	struct ts_error err;
 	ck_assert_int_eq(join_as(t, r, 1000, 10.0, "j", 0, 3, B, &k0, NULL), 0);
-	ck_assert(!ts_jobs_expire(t, r, 10.5, 1000, note, sizeof(note)));
+	ck_assert(!ts_job_expire(t, r, 10.5, 1000, note, sizeof(note)));
 	ck_assert_int_eq(ts_ring_reader_next(k0.rd, &b, 20, NULL, NULL, &err), -ETIMEDOUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "still waiting for its other ranks"));
-	ck_assert(ts_jobs_expire(t, r, 11.0, 1000, note, sizeof(note)));
+	ck_assert(ts_job_expire(t, r, 11.0, 1000, note, sizeof(note)));
 	ck_assert_ptr_nonnull(strstr(note, "job 'j' (uid 1000): ranks 1, 2 of 3 did not "
 				     "connect within 1 s (serve setting job_timeout); its "
 				     "rank 0 (pid 100) gets an error"));
-	ck_assert(!ts_jobs_expire(t, r, 99.0, 1000, note, sizeof(note)));
+	ck_assert(!ts_job_expire(t, r, 99.0, 1000, note, sizeof(note)));
 	ck_assert_int_eq(ts_ring_reader_next(k0.rd, &b, 1000, NULL, NULL, &err), TS_E_JOB);
 	ck_assert_ptr_nonnull(strstr(err.msg, "waited 1 s for its ranks 1, 2 of 3, which "
 				     "never connected (serve setting job_timeout = 1)"));
 	ck_assert_int_eq(join(t, r, "j", 0, 3, B, &again, NULL), 0);
 	leave(t, r, &k0, true);
 	leave(t, r, &again, true);
-	ts_jobs_destroy(t);
+	ts_job_destroy(t);
 	ts_ring_destroy(r);
 }
 END_TEST
@@ -198,8 +198,8 @@ END_TEST
 START_TEST(test_jobs_per_user)
 {
 	struct ts_ring *r = make_ring(64);
-	struct ts_jobs *t;
-	ck_assert_int_eq(ts_jobs_create(&t, NULL), 0);
+	struct ts_job_table *t;
+	ck_assert_int_eq(ts_job_create(&t, NULL), 0);
 	struct rank a0, b0, b1, a1;
 	struct ts_ring_batch b;
 	struct ts_error err;
@@ -217,14 +217,14 @@ START_TEST(test_jobs_per_user)
 	/* uid 1000's rank 0 leaves while waiting, and comes back. */
 	leave(t, r, &a0, true);
 	ck_assert_int_eq(join_as(t, r, 1000, 5.0, "ddp", 0, 2, B, &a0, NULL), 0);
-	ck_assert(!ts_jobs_expire(t, r, 5.5, 1000, note, sizeof(note)));
+	ck_assert(!ts_job_expire(t, r, 5.5, 1000, note, sizeof(note)));
 	ck_assert_int_eq(join_as(t, r, 1000, 5.6, "ddp", 1, 2, B, &a1, NULL), 0);
-	ck_assert(!ts_jobs_expire(t, r, 99.0, 1000, note, sizeof(note)));
+	ck_assert(!ts_job_expire(t, r, 99.0, 1000, note, sizeof(note)));
 	leave(t, r, &a0, false);
 	leave(t, r, &a1, false);
 	leave(t, r, &b0, false);
 	leave(t, r, &b1, false);
-	ts_jobs_destroy(t);
+	ts_job_destroy(t);
 	ts_ring_destroy(r);
 }
 END_TEST
@@ -232,8 +232,8 @@ END_TEST
 START_TEST(test_refusals)
 {
 	struct ts_ring *r = make_ring(64);
-	struct ts_jobs *t;
-	ck_assert_int_eq(ts_jobs_create(&t, NULL), 0);
+	struct ts_job_table *t;
+	ck_assert_int_eq(ts_job_create(&t, NULL), 0);
 	struct rank k0, x;
 	struct ts_error err;
 	ck_assert_int_eq(join(t, r, "j", 0, 2, B, &k0, NULL), 0);
@@ -249,7 +249,7 @@ START_TEST(test_refusals)
 	ts_ring_stat(r, &st);
 	ck_assert_uint_eq(st.n_consumers, 1);
 	leave(t, r, &k0, false);
-	ts_jobs_destroy(t);
+	ts_job_destroy(t);
 	ts_ring_destroy(r);
 }
 END_TEST
@@ -259,8 +259,8 @@ END_TEST
 START_TEST(test_departure_fails_job)
 {
 	struct ts_ring *r = make_ring(64);
-	struct ts_jobs *t;
-	ck_assert_int_eq(ts_jobs_create(&t, NULL), 0);
+	struct ts_job_table *t;
+	ck_assert_int_eq(ts_job_create(&t, NULL), 0);
 	struct rank k0, k1, again;
 	ck_assert_int_eq(join(t, r, "j", 0, 2, B, &k0, NULL), 0);
 	ck_assert_int_eq(join(t, r, "j", 1, 2, B, &k1, NULL), 0);
@@ -277,7 +277,7 @@ START_TEST(test_departure_fails_job)
 	leave(t, r, &k0, true);
 	ck_assert_int_eq(ts_ring_reader_next(again.rd, &b, 50, NULL, NULL, &err), -ETIMEDOUT);
 	leave(t, r, &again, false);
-	ts_jobs_destroy(t);
+	ts_job_destroy(t);
 	ts_ring_destroy(r);
 }
 END_TEST

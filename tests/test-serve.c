@@ -92,16 +92,16 @@ static void teardown(void)
 
 START_TEST(test_serve_reload)
 {
-	struct ts_serve_opts o = { .socket_path = sock, .epochs = -1, .wait = 1 };
-	struct ts_serve *s = NULL;
+	struct ts_session_opts o = { .socket_path = sock, .epochs = -1, .wait = 1 };
+	struct ts_session *s = NULL;
 	struct ts_error err;
-	ck_assert_int_eq(ts_serve_create(plan_with(0.0, 8, "synthetic"), &o, &s, &err), 0);
-	struct ts_serve_info si;
-	ts_serve_get_info(s, &si);
+	ck_assert_int_eq(ts_session_create(plan_with(0.0, 8, "synthetic"), &o, &s, &err), 0);
+	struct ts_session_info si;
+	ts_session_get_info(s, &si);
 	ck_assert_str_eq(si.socket_path, sock);
 	ck_assert_int_eq(si.epochs, 4);
 	ck_assert(!si.device);
-	ck_assert_int_eq(ts_serve_start(s, &err), 0);
+	ck_assert_int_eq(ts_session_start(s, &err), 0);
 	struct trainer t = { .hold = 1 };
 	pthread_t th;
 	pthread_create(&th, NULL, train, &t);
@@ -115,7 +115,7 @@ START_TEST(test_serve_reload)
 	/* Refused, and nothing changes: another shape, a folder not there. */
 	uint64_t epoch = 0;
 	bool replaced = true;
-	ck_assert_int_eq(ts_serve_reload(s, plan_with(0.5, 4, "synthetic"), &epoch, &replaced,
+	ck_assert_int_eq(ts_session_reload(s, plan_with(0.5, 4, "synthetic"), &epoch, &replaced,
 					 &err), TS_E_CHECK);
 	ck_assert_ptr_nonnull(strstr(err.msg, "cannot change the sample shape"));
 	ck_assert(!replaced);
@@ -123,15 +123,15 @@ START_TEST(test_serve_reload)
 	snprintf(missing, sizeof(missing),
 		 "pipeline s = folder(\"%s/none\") | decode(rgb) | resize(8, 8)"
 		 " | normalize([0, 0, 0], [1, 1, 1]) | to(float32, nchw) | batch(10)\n", dir);
-	ck_assert_int_ne(ts_serve_reload(s, compile(missing), &epoch, &replaced, &err), 0);
+	ck_assert_int_ne(ts_session_reload(s, compile(missing), &epoch, &replaced, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "/none"));
 
 	/* Accepted, then replaced before the boundary by a second one. */
-	ck_assert_int_eq(ts_serve_reload(s, plan_with(0.25, 8, "synthetic"), &epoch, &replaced,
+	ck_assert_int_eq(ts_session_reload(s, plan_with(0.25, 8, "synthetic"), &epoch, &replaced,
 					 &err), 0);
 	ck_assert(!replaced);
 	uint64_t first_epoch = epoch;
-	ck_assert_int_eq(ts_serve_reload(s, plan_with(0.75, 8, "synthetic"), &epoch, &replaced,
+	ck_assert_int_eq(ts_session_reload(s, plan_with(0.75, 8, "synthetic"), &epoch, &replaced,
 					 &err), 0);
 	ck_assert(replaced);
 	ck_assert_uint_eq(epoch, first_epoch);
@@ -139,21 +139,21 @@ START_TEST(test_serve_reload)
 	ck_assert_uint_lt(epoch, 4);
 
 	__atomic_store_n(&t.go, 1, __ATOMIC_RELEASE);
-	const struct ts_plan *before = ts_serve_plan(s);
+	const struct ts_plan *before = ts_session_plan(s);
 	bool took = false;
-	for (int i = 0; i < 2000 && !ts_serve_ended(s); i++) {
-		enum ts_serve_event ev;
-		ck_assert_int_eq(ts_serve_poll(s, &ev, &err), 0);
-		ck_assert_int_ne(ev, TS_SERVE_FELL_BACK);
-		if (ev == TS_SERVE_TOOK_OVER) {
+	for (int i = 0; i < 2000 && !ts_session_ended(s); i++) {
+		enum ts_session_event ev;
+		ck_assert_int_eq(ts_session_poll(s, &ev, &err), 0);
+		ck_assert_int_ne(ev, TS_SESSION_FELL_BACK);
+		if (ev == TS_SESSION_TOOK_OVER) {
 			ck_assert(!took);
 			took = true;
-			ck_assert_ptr_ne(ts_serve_plan(s), before);
+			ck_assert_ptr_ne(ts_session_plan(s), before);
 		}
 		usleep(5000);
 	}
 	ck_assert(took);
-	ck_assert_int_eq(ts_serve_join(s, &err), 0);
+	ck_assert_int_eq(ts_session_join(s, &err), 0);
 	pthread_join(th, NULL);
 	ck_assert_int_eq(t.rc, TS_E_EOS);
 	ck_assert_uint_eq(t.samples, 4 * 40);
@@ -168,29 +168,29 @@ START_TEST(test_serve_reload)
 		else
 			ck_assert_float_eq_tol(t.first[e], v0 - 0.75f, 1e-6);
 	}
-	ck_assert_int_eq(ts_serve_destroy(s, &err), 0);
+	ck_assert_int_eq(ts_session_destroy(s, &err), 0);
 }
 END_TEST
 
 START_TEST(test_serve_stop)
 {
-	struct ts_serve_opts o = { .socket_path = sock, .epochs = 0, .wait = 1 };
-	struct ts_serve *s = NULL;
+	struct ts_session_opts o = { .socket_path = sock, .epochs = 0, .wait = 1 };
+	struct ts_session *s = NULL;
 	struct ts_error err;
-	ck_assert_int_eq(ts_serve_create(plan_with(0.0, 8, "synthetic"), &o, &s, &err), 0);
-	ck_assert_int_eq(ts_serve_start(s, &err), 0);
+	ck_assert_int_eq(ts_session_create(plan_with(0.0, 8, "synthetic"), &o, &s, &err), 0);
+	ck_assert_int_eq(ts_session_start(s, &err), 0);
 	struct trainer t = {0};
 	pthread_t th;
 	pthread_create(&th, NULL, train, &t);
 	while (__atomic_load_n(&t.batches, __ATOMIC_RELAXED) < 5)
 		usleep(1000);
-	ck_assert_uint_eq(ts_serve_consumers(s), 1);
-	ts_serve_stop(s);
-	ck_assert_int_eq(ts_serve_join(s, &err), 0);
+	ck_assert_uint_eq(ts_session_consumers(s), 1);
+	ts_session_stop(s);
+	ck_assert_int_eq(ts_session_join(s, &err), 0);
 	pthread_join(th, NULL);
 	ck_assert_int_eq(t.rc, TS_E_PRODUCER);
-	ck_assert(ts_serve_ended(s));
-	ck_assert_int_eq(ts_serve_destroy(s, &err), 0);
+	ck_assert(ts_session_ended(s));
+	ck_assert_int_eq(ts_session_destroy(s, &err), 0);
 }
 END_TEST
 

@@ -18,9 +18,9 @@
 
 /* How long the end of a device(cuda) stream waits for trainers to close
  * the device ring (tsrun(1), "device(cuda)"). */
-#define TS_SERVE_DEVICE_WAIT_MS 10000
+#define TS_SESSION_DEVICE_WAIT_MS 10000
 
-struct ts_serve {
+struct ts_session {
 	struct ts_plan *plan;          /* running */
 	struct ts_engine_reload reload;   /* a plan waiting for the boundary */
 	struct ts_engine_opts eo;
@@ -28,16 +28,16 @@ struct ts_serve {
 	struct ts_devserve *dsv;
 	struct ts_engine *eng;
 	struct ts_server *srv;
-	struct ts_serve_info info;
+	struct ts_session_info info;
 	char *socket_path;
 };
 
-const struct ts_plan *ts_serve_plan(const struct ts_serve *s)
+const struct ts_plan *ts_session_plan(const struct ts_session *s)
 {
 	return s->plan;
 }
 
-void ts_serve_get_info(const struct ts_serve *s, struct ts_serve_info *out)
+void ts_session_get_info(const struct ts_session *s, struct ts_session_info *out)
 {
 	*out = s->info;
 	out->reader_note = s->eng ? ts_engine_reader_note(s->eng) : NULL;
@@ -45,7 +45,7 @@ void ts_serve_get_info(const struct ts_serve *s, struct ts_serve_info *out)
 
 /* device(cuda) asked for: is the GPU there? Sets *want, or returns
  * TS_E_ARG for an ordinal past the devices this process sees. */
-static int probe_device(struct ts_serve *s, int dev, bool *want, struct ts_error *err)
+static int probe_device(struct ts_session *s, int dev, bool *want, struct ts_error *err)
 {
 	struct ts_error derr = {0};
 	int ndev = 0;
@@ -66,7 +66,7 @@ static int probe_device(struct ts_serve *s, int dev, bool *want, struct ts_error
 /* The host ring, and behind it the device ring when want_device (falling
  * back to a plain host ring, with the reason in the info, when the
  * device ring cannot start). */
-static int make_rings(struct ts_serve *s, const struct ts_serve_opts *o, bool want_device,
+static int make_rings(struct ts_session *s, const struct ts_session_opts *o, bool want_device,
 		      struct ts_error *err)
 {
 	const struct ts_plan *plan = s->plan;
@@ -104,10 +104,10 @@ static int make_rings(struct ts_serve *s, const struct ts_serve_opts *o, bool wa
 	return 0;
 }
 
-int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
-		    struct ts_serve **out, struct ts_error *err)
+int ts_session_create(struct ts_plan *plan, const struct ts_session_opts *o,
+		    struct ts_session **out, struct ts_error *err)
 {
-	struct ts_serve *s = calloc(1, sizeof(*s));
+	struct ts_session *s = calloc(1, sizeof(*s));
 	if (!s) {
 		ts_plan_destroy(plan);
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
@@ -184,22 +184,22 @@ int ts_serve_create(struct ts_plan *plan, const struct ts_serve_opts *o,
 	*out = s;
 	return 0;
 fail:
-	ts_serve_destroy(s, NULL);
+	ts_session_destroy(s, NULL);
 	return rc;
 }
 
-int ts_serve_start(struct ts_serve *s, struct ts_error *err)
+int ts_session_start(struct ts_session *s, struct ts_error *err)
 {
 	return ts_engine_start(s->eng, err);
 }
 
-void ts_serve_stats(struct ts_serve *s, struct ts_engine_stats *es, struct ts_ring_stat *rs)
+void ts_session_stats(struct ts_session *s, struct ts_engine_stats *es, struct ts_ring_stat *rs)
 {
 	ts_engine_stats(s->eng, es);
 	ts_server_stat(s->srv, rs);
 }
 
-int ts_serve_reload(struct ts_serve *s, struct ts_plan *next, uint64_t *epoch,
+int ts_session_reload(struct ts_session *s, struct ts_plan *next, uint64_t *epoch,
 		    bool *replaced, struct ts_error *err)
 {
 	int rc = ts_engine_reload_offer(&s->reload, s->eng, s->plan, next, &s->eo, replaced,
@@ -209,18 +209,18 @@ int ts_serve_reload(struct ts_serve *s, struct ts_plan *next, uint64_t *epoch,
 	return rc;
 }
 
-int ts_serve_poll(struct ts_serve *s, enum ts_serve_event *ev, struct ts_error *err)
+int ts_session_poll(struct ts_session *s, enum ts_session_event *ev, struct ts_error *err)
 {
 	enum ts_engine_reload_event rev;
 	struct ts_plan *taken = NULL;
-	*ev = TS_SERVE_NOTHING;
+	*ev = TS_SESSION_NOTHING;
 	int rc = ts_engine_reload_poll(&s->reload, &s->eng, s->plan, &s->eo, &rev, &taken, err);
 	if (rc)
 		/* With the old engine there, its error ended the ring:
-		 * ts_serve_ended() says so and ts_serve_join() why. */
+		 * ts_session_ended() says so and ts_session_join() why. */
 		return s->eng ? 0 : rc;
 	if (rev == TS_RELOAD_FELL_BACK) {
-		*ev = TS_SERVE_FELL_BACK;
+		*ev = TS_SESSION_FELL_BACK;
 	} else if (rev == TS_RELOAD_TOOK_OVER) {
 		ts_plan_destroy(s->plan);
 		s->plan = taken;
@@ -228,50 +228,50 @@ int ts_serve_poll(struct ts_serve *s, enum ts_serve_event *ev, struct ts_error *
 		 * size (0: unknown, for tile or filter). */
 		ts_ring_set_samples_per_epoch(s->ring, s->plan->expands ? 0
 						       : ts_engine_epoch_size(s->eng));
-		*ev = TS_SERVE_TOOK_OVER;
+		*ev = TS_SESSION_TOOK_OVER;
 	}
 	return 0;
 }
 
-bool ts_serve_ended(struct ts_serve *s)
+bool ts_session_ended(struct ts_session *s)
 {
 	struct ts_ring_stat rs;
 	ts_server_stat(s->srv, &rs);
 	return rs.state != TS_RING_RUNNING;
 }
 
-void ts_serve_stop(struct ts_serve *s)
+void ts_session_stop(struct ts_session *s)
 {
 	ts_engine_stop(s->eng);
 }
 
-int ts_serve_join(struct ts_serve *s, struct ts_error *err)
+int ts_session_join(struct ts_session *s, struct ts_error *err)
 {
 	return s->eng ? ts_engine_join(s->eng, err) : 0;
 }
 
-void ts_serve_abort(struct ts_serve *s)
+void ts_session_abort(struct ts_session *s)
 {
 	ts_ring_fail(s->ring, TS_E_STOPPED, NULL);
 	ts_server_unlink(s->srv);
 }
 
-bool ts_serve_take_note(struct ts_serve *s, char *buf, size_t n)
+bool ts_session_take_note(struct ts_session *s, char *buf, size_t n)
 {
 	return ts_server_take_note(s->srv, buf, n);
 }
 
-unsigned ts_serve_consumers(struct ts_serve *s)
+unsigned ts_session_consumers(struct ts_session *s)
 {
 	return ts_server_consumers(s->srv);
 }
 
-size_t ts_serve_skipped(const struct ts_serve *s, const char *const **list)
+size_t ts_session_skipped(const struct ts_session *s, const char *const **list)
 {
 	return ts_engine_skipped(s->eng, list);
 }
 
-bool ts_serve_device_stats(struct ts_serve *s, struct ts_devserve_stats *out)
+bool ts_session_device_stats(struct ts_session *s, struct ts_devserve_stats *out)
 {
 	if (!s->dsv)
 		return false;
@@ -284,20 +284,20 @@ static unsigned serve_importers(void *arg)
 	return ts_server_consumers(arg);
 }
 
-int ts_serve_destroy(struct ts_serve *s, struct ts_error *err)
+int ts_session_destroy(struct ts_session *s, struct ts_error *err)
 {
 	if (!s)
 		return 0;
 	/* Trainers may have the device ring open (CUDA IPC): end the stream
 	 * (the engine's join finishes the ring, also after a signal), then
-	 * give them TS_SERVE_DEVICE_WAIT_MS to close it and hang up before
+	 * give them TS_SESSION_DEVICE_WAIT_MS to close it and hang up before
 	 * it is freed (ts_devserve_wait_importers). */
 	unsigned importers = 0;
 	if (s->dsv && s->srv) {
 		ts_engine_destroy(s->eng);
 		s->eng = NULL;
 		importers = ts_devserve_wait_importers(serve_importers, s->srv,
-						       TS_SERVE_DEVICE_WAIT_MS);
+						       TS_SESSION_DEVICE_WAIT_MS);
 	}
 	ts_server_destroy(s->srv);
 	ts_engine_destroy(s->eng);

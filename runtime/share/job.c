@@ -28,13 +28,13 @@ struct job {
 	uint32_t pid[TS_RING_MAX_CONSUMERS];
 };
 
-struct ts_jobs {
+struct ts_job_table {
 	struct job jobs[MAX_JOBS];
 };
 
-int ts_jobs_create(struct ts_jobs **out, struct ts_error *err)
+int ts_job_create(struct ts_job_table **out, struct ts_error *err)
 {
-	struct ts_jobs *t = calloc(1, sizeof(*t));
+	struct ts_job_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	*out = t;
@@ -48,7 +48,7 @@ static void job_free(struct job *j)
 	j->gen = gen;
 }
 
-void ts_jobs_destroy(struct ts_jobs *t)
+void ts_job_destroy(struct ts_job_table *t)
 {
 	free(t);
 }
@@ -94,7 +94,7 @@ static int job_matches(const struct job *j, const struct ts_job_req *jr,
 			    jr->rank, jr->name, what, mine, theirs);
 }
 
-int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
+int ts_job_attach(struct ts_job_table *t, struct ts_ring *r,
 		   const struct ts_job_req *jr, const struct ts_ring_join_req *req,
 		   bool drop_last, double now, struct ts_ring_consumer **out,
 		   struct ts_job_ticket *ticket, struct ts_error *err)
@@ -168,7 +168,7 @@ int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
 	return 0;
 }
 
-void ts_jobs_leave(struct ts_jobs *t, struct ts_ring *r,
+void ts_job_leave(struct ts_job_table *t, struct ts_ring *r,
 		   const struct ts_job_ticket *tk, bool early)
 {
 	if (tk->slot < 0 || tk->slot >= MAX_JOBS)
@@ -191,7 +191,7 @@ void ts_jobs_leave(struct ts_jobs *t, struct ts_ring *r,
 		job_free(j);
 }
 
-bool ts_jobs_expire(struct ts_jobs *t, struct ts_ring *r, double now,
+bool ts_job_expire(struct ts_job_table *t, struct ts_ring *r, double now,
 		    uint32_t timeout_ms, char *note, size_t note_len)
 {
 	for (size_t i = 0; i < MAX_JOBS; i++) {

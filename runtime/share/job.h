@@ -24,7 +24,7 @@
 #include "error.h"
 #include "ring.h"
 
-struct ts_jobs;
+struct ts_job_table;
 
 /* What a rank asks for, from its hello. */
 struct ts_job_req {
@@ -42,9 +42,9 @@ struct ts_job_ticket {
 	uint32_t pid;
 };
 
-int ts_jobs_create(struct ts_jobs **out, struct ts_error *err);
+int ts_job_create(struct ts_job_table **out, struct ts_error *err);
 /* Drops the jobs (their consumers are the server's). NULL is a no-op. */
-void ts_jobs_destroy(struct ts_jobs *t);
+void ts_job_destroy(struct ts_job_table *t);
 
 /*
  * Admit a rank of user jr->uid's job jr->name: attach it to r waiting
@@ -54,10 +54,10 @@ void ts_jobs_destroy(struct ts_jobs *t);
  * world size, batch size, join policy, trainer drop_last and job drop; the
  * rank must not be connected already. TS_E_REFUSED (err says what
  * differs) otherwise; then nothing is attached. On success *out as
- * ts_ring_attach, *ticket for ts_jobs_leave. now: the monotonic clock, for
+ * ts_ring_attach, *ticket for ts_job_leave. now: the monotonic clock, for
  * the wait.
  */
-int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
+int ts_job_attach(struct ts_job_table *t, struct ts_ring *r,
 		   const struct ts_job_req *jr, const struct ts_ring_join_req *req,
 		   bool drop_last, double now, struct ts_ring_consumer **out,
 		   struct ts_job_ticket *ticket, struct ts_error *err);
@@ -69,7 +69,7 @@ int ts_jobs_attach(struct ts_jobs *t, struct ts_ring *r,
  * waiting only frees the rank's place. Otherwise the job is forgotten
  * with its last member. A stale ticket is a no-op.
  */
-void ts_jobs_leave(struct ts_jobs *t, struct ts_ring *r,
+void ts_job_leave(struct ts_job_table *t, struct ts_ring *r,
 		   const struct ts_job_ticket *ticket, bool early);
 
 /*
@@ -80,7 +80,7 @@ void ts_jobs_leave(struct ts_jobs *t, struct ts_ring *r,
  * true when it ended one (call again for the next), false when none is
  * due.
  */
-bool ts_jobs_expire(struct ts_jobs *t, struct ts_ring *r, double now,
+bool ts_job_expire(struct ts_job_table *t, struct ts_ring *r, double now,
 		    uint32_t timeout_ms, char *note, size_t note_len);
 
 #endif

@@ -61,7 +61,7 @@ struct ts_server {
 	bool has_fallback;            /* ts_server_set_fallback */
 	struct ts_proto_fallback fallback;
 	struct conn conns[MAX_CONNS];
-	struct ts_jobs *jobs;
+	struct ts_job_table *jobs;
 	bool closing;          /* destroy: conns close, no rank "left early" */
 	size_t n_conns;
 	unsigned n_welcomed;   /* atomic */
@@ -99,7 +99,7 @@ static void conn_close(struct ts_server *s, size_t i)
 	if (c->c) {
 		/* A rank that leaves while the stream runs fails its job:
 		 * the others are told before this one stops holding. */
-		ts_jobs_leave(s->jobs, s->ring, &c->job,
+		ts_job_leave(s->jobs, s->ring, &c->job,
 			      !s->closing && ts_ring_running(s->ring));
 		/* Detach first: from here on the consumer no longer holds
 		 * the ring back, and a producer waiting on it is woken. */
@@ -304,7 +304,7 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 		/* A rank's start is its job's, in its control page once
 		 * every rank came; the welcome's is not read. */
 		struct ts_job_req jr = { h.job, c->uid, h.rank, h.world, h.job_drop != 0 };
-		arc = ts_jobs_attach(s->jobs, s->ring, &jr, &req, h.drop_last != 0,
+		arc = ts_job_attach(s->jobs, s->ring, &jr, &req, h.drop_last != 0,
 				     ts_clock_now(), &rc, &c->job, &e);
 	} else {
 		arc = ts_ring_attach(s->ring, &req, &rc, &pos, &e);
@@ -339,7 +339,7 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 	int fds[2] = { s->ro_fd, ts_ring_consumer_ctl_fd(rc) };
 	if (ts_proto_send(c->fd, buf, ts_proto_put_welcome(buf, &w), fds, 2) < 0) {
 		/* A started job's rank that never got its welcome fails it. */
-		ts_jobs_leave(s->jobs, s->ring, &c->job, ts_ring_running(s->ring));
+		ts_job_leave(s->jobs, s->ring, &c->job, ts_ring_running(s->ring));
 		c->job.slot = -1;
 		ts_ring_detach(s->ring, rc);
 		return false;
@@ -444,7 +444,7 @@ static void *server_main(void *arg)
 		if (job_ms == UINT32_MAX)
 			job_ms = stall_ms;
 		char line[256];
-		while (job_ms && ts_jobs_expire(s->jobs, s->ring, ts_clock_now(), job_ms, line,
+		while (job_ms && ts_job_expire(s->jobs, s->ring, ts_clock_now(), job_ms, line,
 						sizeof(line)))
 			note(s, "%s", line);
 	}
@@ -561,7 +561,7 @@ int ts_server_create_device(struct ts_ring *ring, const char *socket_path,
 	s->job_ms = UINT32_MAX;
 	s->max_consumers = TS_RING_MAX_CONSUMERS;
 	pthread_mutex_init(&s->note_lock, NULL);
-	rc = ts_jobs_create(&s->jobs, err);
+	rc = ts_job_create(&s->jobs, err);
 	if (rc < 0) {
 		free(s);
 		return rc;
@@ -706,7 +706,7 @@ void ts_server_destroy(struct ts_server *s)
 		close(s->evfd);
 	if (s->ro_fd >= 0)
 		close(s->ro_fd);
-	ts_jobs_destroy(s->jobs);
+	ts_job_destroy(s->jobs);
 	pthread_mutex_destroy(&s->note_lock);
 	free(s->path);
 	free(s);
