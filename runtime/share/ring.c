@@ -24,6 +24,149 @@
 #include "ring_shm.h"
 #include "util.h"
 
+/* Where the ring's parts lie in its memfd: the header page, the data,
+ * the per-sample metadata, the labels. */
+struct ring_layout {
+	uint64_t page, data_off, meta_off, label_off, file_bytes;
+};
+
+/* The memfd, every page allocated, and its mappings (the data twice,
+ * back to back). */
+static int map_ring(struct ts_ring *r, const struct ring_layout *l, struct ts_error *err)
+{
+	const uint64_t page = l->page, file_bytes = l->file_bytes;
+	const uint64_t data_off = l->data_off, meta_off = l->meta_off, label_off = l->label_off;
+	uint64_t cap = r->capacity;
+	int rc;
+	r->fd = memfd_create("tsrun-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->fd < 0) {
+		rc = ts_error_set(err, -errno, "ring: memfd_create: %s",
+				  strerror(errno));
+		return rc;
+	}
+	if (ftruncate(r->fd, (off_t)file_bytes) < 0) {
+		rc = ts_error_set(err, -errno, "ring: cannot size %llu bytes: %s",
+				  (unsigned long long)file_bytes, strerror(errno));
+		return rc;
+	}
+	/* Allocate every page now: the memory figure is honoured from the
+	 * start, and a machine without that much shared memory says so here
+	 * rather than with SIGBUS mid-run. */
+	rc = posix_fallocate(r->fd, 0, (off_t)file_bytes);
+	if (rc != 0) {
+		rc = ts_error_set(err, -rc, "ring: cannot allocate %llu bytes of shared "
+				  "memory: %s; use a smaller ring or free memory",
+				  (unsigned long long)file_bytes, strerror(rc));
+		return rc;
+	}
+	r->hdr = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	r->meta = mmap(NULL, r->meta_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->fd, (off_t)meta_off);
+	if (r->label_region_bytes)
+		r->label_region = mmap(NULL, r->label_region_bytes, PROT_READ | PROT_WRITE,
+				       MAP_SHARED, r->fd, (off_t)label_off);
+	if (r->hdr == MAP_FAILED || r->meta == MAP_FAILED ||
+	    (r->label_region_bytes && r->label_region == MAP_FAILED)) {
+		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
+		return rc;
+	}
+	rc = map_double(r->fd, data_off, r->data_bytes, PROT_READ | PROT_WRITE, 0,
+			&r->data);
+	if (rc < 0)
+		return ts_error_set(err, rc, "ring: double map of %zu bytes: %s",
+				    r->data_bytes, strerror(-rc));
+	/* The pages are allocated (above) but not yet zeroed nor mapped:
+	 * that is most of a fresh ring's cost (some 2.5 us a page), and
+	 * done here it runs on one core before any worker starts. The
+	 * writers do it instead, each for the slots it is about to write
+	 * on the first lap (prefault, from ts_ring_wait_writable), in one
+	 * madvise a slot rather than a fault a page, on every worker's
+	 * core. A kernel without MADV_POPULATE_WRITE (before 5.14) gets
+	 * the old way: every page faulted in now. */
+	if (madvise(r->data, (size_t)page, MADV_POPULATE_WRITE) != 0) {
+		r->populated = cap;
+		for (uint64_t off = 0; off < r->data_bytes; off += page)
+			((volatile uint8_t *)r->data)[off] = 0; /* zero already */
+	}
+
+	return 0;
+}
+
+/* The shared header: the layout and the sample's shape, then state
+ * RUNNING (release). */
+static void write_header(struct ts_ring *r, const struct ts_ring_params *p,
+			 const struct ring_layout *l)
+{
+	const uint64_t sb = r->sample_bytes, stride = r->sample_stride, cap = r->capacity;
+	const uint64_t data_off = l->data_off, meta_off = l->meta_off, label_off = l->label_off;
+	const uint64_t file_bytes = l->file_bytes;
+	struct ts_ring_hdr *h = r->hdr;
+	h->magic = TS_RING_MAGIC;
+	h->version = TS_RING_VERSION;
+	h->height = (uint32_t)p->height;
+	h->width = (uint32_t)p->width;
+	h->channels = (uint32_t)p->channels;
+	h->dtype = (uint32_t)p->dtype;
+	h->layout = (uint32_t)p->layout;
+	h->epochs = p->epochs;
+	h->sample_bytes = sb;
+	h->sample_stride = stride;
+	h->capacity = cap;
+	h->samples_per_epoch = p->samples_per_epoch;
+	h->data_offset = data_off;
+	h->data_bytes = r->data_bytes;
+	h->meta_offset = meta_off;
+	h->meta_bytes = r->meta_bytes;
+	h->file_bytes = file_bytes;
+	h->producer_pid = (uint32_t)getpid();
+	h->default_batch = p->default_batch;
+	h->n_views = (uint32_t)p->n_views;
+	for (int i = 0; i < p->n_views; i++)
+		h->views[i] = (struct ts_ring_view){
+			.height = (uint32_t)p->views[i].height, .width = (uint32_t)p->views[i].width,
+			.channels = (uint32_t)p->views[i].channels,
+			.dtype = (uint32_t)p->views[i].dtype, .layout = (uint32_t)p->views[i].layout,
+			.group = (uint32_t)p->views[i].group, .offset = p->views[i].offset,
+			.bytes = p->views[i].bytes,
+		};
+	h->ndim = (uint32_t)p->ndim;
+	for (int i = 0; i < p->ndim; i++)
+		h->dims[i] = p->dims[i];
+	if (p->label_bytes) {
+		h->label_ndim = (uint32_t)p->label_ndim;
+		for (int i = 0; i < p->label_ndim; i++)
+			h->label_dims[i] = p->label_dims[i];
+		h->label_dtype = (uint32_t)p->label_dtype;
+		h->label_bytes = p->label_bytes;
+		h->label_offset = label_off;
+		h->label_region_bytes = r->label_region_bytes;
+	}
+	/* Orders the layout fields above before any later reader of state
+	 * (the fd reaches consumers only after this anyway). */
+	smp_store_release(&h->state, (uint32_t)TS_RING_RUNNING);
+
+}
+
+static int seal_ring(struct ts_ring *r, struct ts_error *err)
+{
+	int rc = 0;
+	/* No new writable mapping from now on, by anyone: a consumer that
+	 * reopens /proc/PID/fd/N read-write still cannot map it writable.
+	 * A kernel without F_SEAL_FUTURE_WRITE (before 5.1, some sandboxes
+	 * such as gVisor) says EINVAL: seal the size alone there; consumers
+	 * still get a read-only descriptor. */
+	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL;
+	int sr = fcntl(r->fd, F_ADD_SEALS, seals);
+	if (sr < 0 && errno == EINVAL)
+		sr = fcntl(r->fd, F_ADD_SEALS, seals & ~F_SEAL_FUTURE_WRITE);
+	if (sr < 0) {
+		rc = ts_error_set(err, -errno, "ring: cannot seal memfd: %s",
+				  strerror(errno));
+		return rc;
+	}
+	return 0;
+}
+
 int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 		   struct ts_error *err)
 {
@@ -75,118 +218,12 @@ int ts_ring_create(const struct ts_ring_params *p, struct ts_ring **out,
 	uint64_t label_off = meta_off + r->meta_bytes;
 	uint64_t file_bytes = label_off + r->label_region_bytes;
 
-	r->fd = memfd_create("tsrun-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (r->fd < 0) {
-		rc = ts_error_set(err, -errno, "ring: memfd_create: %s",
-				  strerror(errno));
+	struct ring_layout l = { page, data_off, meta_off, label_off, file_bytes };
+	if ((rc = map_ring(r, &l, err)) < 0)
 		goto fail;
-	}
-	if (ftruncate(r->fd, (off_t)file_bytes) < 0) {
-		rc = ts_error_set(err, -errno, "ring: cannot size %llu bytes: %s",
-				  (unsigned long long)file_bytes, strerror(errno));
+	write_header(r, p, &l);
+	if ((rc = seal_ring(r, err)) < 0)
 		goto fail;
-	}
-	/* Allocate every page now: the memory figure is honoured from the
-	 * start, and a machine without that much shared memory says so here
-	 * rather than with SIGBUS mid-run. */
-	rc = posix_fallocate(r->fd, 0, (off_t)file_bytes);
-	if (rc != 0) {
-		rc = ts_error_set(err, -rc, "ring: cannot allocate %llu bytes of shared "
-				  "memory: %s; use a smaller ring or free memory",
-				  (unsigned long long)file_bytes, strerror(rc));
-		goto fail;
-	}
-	r->hdr = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-	r->meta = mmap(NULL, r->meta_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       r->fd, (off_t)meta_off);
-	if (r->label_region_bytes)
-		r->label_region = mmap(NULL, r->label_region_bytes, PROT_READ | PROT_WRITE,
-				       MAP_SHARED, r->fd, (off_t)label_off);
-	if (r->hdr == MAP_FAILED || r->meta == MAP_FAILED ||
-	    (r->label_region_bytes && r->label_region == MAP_FAILED)) {
-		rc = ts_error_set(err, -errno, "ring: mmap: %s", strerror(errno));
-		goto fail;
-	}
-	rc = map_double(r->fd, data_off, r->data_bytes, PROT_READ | PROT_WRITE, 0,
-			&r->data);
-	if (rc < 0) {
-		ts_error_set(err, rc, "ring: double map of %zu bytes: %s",
-			     r->data_bytes, strerror(-rc));
-		goto fail;
-	}
-	/* The pages are allocated (above) but not yet zeroed nor mapped:
-	 * that is most of a fresh ring's cost (some 2.5 us a page), and
-	 * done here it runs on one core before any worker starts. The
-	 * writers do it instead, each for the slots it is about to write
-	 * on the first lap (prefault, from ts_ring_wait_writable), in one
-	 * madvise a slot rather than a fault a page, on every worker's
-	 * core. A kernel without MADV_POPULATE_WRITE (before 5.14) gets
-	 * the old way: every page faulted in now. */
-	if (madvise(r->data, (size_t)page, MADV_POPULATE_WRITE) != 0) {
-		r->populated = cap;
-		for (uint64_t off = 0; off < r->data_bytes; off += page)
-			((volatile uint8_t *)r->data)[off] = 0; /* zero already */
-	}
-
-	struct ts_ring_hdr *h = r->hdr;
-	h->magic = TS_RING_MAGIC;
-	h->version = TS_RING_VERSION;
-	h->height = (uint32_t)p->height;
-	h->width = (uint32_t)p->width;
-	h->channels = (uint32_t)p->channels;
-	h->dtype = (uint32_t)p->dtype;
-	h->layout = (uint32_t)p->layout;
-	h->epochs = p->epochs;
-	h->sample_bytes = sb;
-	h->sample_stride = stride;
-	h->capacity = cap;
-	h->samples_per_epoch = p->samples_per_epoch;
-	h->data_offset = data_off;
-	h->data_bytes = r->data_bytes;
-	h->meta_offset = meta_off;
-	h->meta_bytes = r->meta_bytes;
-	h->file_bytes = file_bytes;
-	h->producer_pid = (uint32_t)getpid();
-	h->default_batch = p->default_batch;
-	h->n_views = (uint32_t)p->n_views;
-	for (int i = 0; i < p->n_views; i++)
-		h->views[i] = (struct ts_ring_view){
-			.height = (uint32_t)p->views[i].height, .width = (uint32_t)p->views[i].width,
-			.channels = (uint32_t)p->views[i].channels,
-			.dtype = (uint32_t)p->views[i].dtype, .layout = (uint32_t)p->views[i].layout,
-			.group = (uint32_t)p->views[i].group, .offset = p->views[i].offset,
-			.bytes = p->views[i].bytes,
-		};
-	h->ndim = (uint32_t)p->ndim;
-	for (int i = 0; i < p->ndim; i++)
-		h->dims[i] = p->dims[i];
-	if (p->label_bytes) {
-		h->label_ndim = (uint32_t)p->label_ndim;
-		for (int i = 0; i < p->label_ndim; i++)
-			h->label_dims[i] = p->label_dims[i];
-		h->label_dtype = (uint32_t)p->label_dtype;
-		h->label_bytes = p->label_bytes;
-		h->label_offset = label_off;
-		h->label_region_bytes = r->label_region_bytes;
-	}
-	/* Orders the layout fields above before any later reader of state
-	 * (the fd reaches consumers only after this anyway). */
-	smp_store_release(&h->state, (uint32_t)TS_RING_RUNNING);
-
-	/* No new writable mapping from now on, by anyone: a consumer that
-	 * reopens /proc/PID/fd/N read-write still cannot map it writable.
-	 * A kernel without F_SEAL_FUTURE_WRITE (before 5.1, some sandboxes
-	 * such as gVisor) says EINVAL: seal the size alone there; consumers
-	 * still get a read-only descriptor. */
-	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL;
-	int sr = fcntl(r->fd, F_ADD_SEALS, seals);
-	if (sr < 0 && errno == EINVAL)
-		sr = fcntl(r->fd, F_ADD_SEALS, seals & ~F_SEAL_FUTURE_WRITE);
-	if (sr < 0) {
-		rc = ts_error_set(err, -errno, "ring: cannot seal memfd: %s",
-				  strerror(errno));
-		goto fail;
-	}
 	*out = r;
 	return 0;
 fail:
