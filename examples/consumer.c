@@ -137,7 +137,16 @@ static void usage(FILE *f)
 		   "                [--lr F] [--log-every N] [--join now|next_epoch]\n");
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+	const char *path;
+	struct ts_client_opts co;
+	long batch, max_batches, classes, log_every;
+	double lr;
+};
+
+/* The options into *a: -1 to go on, else the exit status (usage said). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{"batch", required_argument, NULL, 'b'},
@@ -149,44 +158,31 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct ts_client_opts co;
-	ts_client_opts_init(&co);
-	co.timeout_ms = 60000;
-	long batch = 0, max_batches = 0, classes = 10, log_every = 25;
-	double lr = 0.5;
+	ts_client_opts_init(&a->co);
+	a->co.timeout_ms = 60000;
+	a->batch = 0, a->max_batches = 0, a->classes = 10, a->log_every = 25;
+	a->lr = 0.5;
 	int c;
 	while ((c = getopt_long(argc, argv, "b:n:k:l:L:J:h", opts, NULL)) != -1) {
+		bool ok = true;
 		switch (c) {
-		case 'b':
-			if (parse_long(optarg, 1, 1 << 20, &batch))
-				goto bad;
-			break;
-		case 'n':
-			if (parse_long(optarg, 1, INT32_MAX, &max_batches))
-				goto bad;
-			break;
-		case 'k':
-			if (parse_long(optarg, 2, MAX_CLASSES, &classes))
-				goto bad;
-			break;
-		case 'L':
-			if (parse_long(optarg, 1, INT32_MAX, &log_every))
-				goto bad;
-			break;
+		case 'b': ok = !parse_long(optarg, 1, 1 << 20, &a->batch); break;
+		case 'n': ok = !parse_long(optarg, 1, INT32_MAX, &a->max_batches); break;
+		case 'k': ok = !parse_long(optarg, 2, MAX_CLASSES, &a->classes); break;
+		case 'L': ok = !parse_long(optarg, 1, INT32_MAX, &a->log_every); break;
 		case 'l': {
 			char *end;
-			lr = strtod(optarg, &end);
-			if (end == optarg || *end || !(lr > 0))
-				goto bad;
+			a->lr = strtod(optarg, &end);
+			ok = end != optarg && !*end && a->lr > 0;
 			break;
 		}
 		case 'J':
 			if (strcmp(optarg, "now") == 0)
-				co.join = TS_CLIENT_JOIN_NOW;
+				a->co.join = TS_CLIENT_JOIN_NOW;
 			else if (strcmp(optarg, "next_epoch") == 0)
-				co.join = TS_CLIENT_JOIN_NEXT_EPOCH;
+				a->co.join = TS_CLIENT_JOIN_NEXT_EPOCH;
 			else
-				goto bad;
+				ok = false;
 			break;
 		case 'h':
 			usage(stdout);
@@ -195,19 +191,114 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+		if (!ok) {
+			fprintf(stderr, "consumer: bad value for --%s: '%s'\n",
+				c == 'b' ? "batch" : c == 'n' ? "max-batches" : c == 'k' ? "classes" :
+				c == 'L' ? "log-every" : c == 'l' ? "lr" : "join", optarg);
+			usage(stderr);
+			return 2;
+		}
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
 		return 2;
 	}
-	const char *path = argv[optind];
-	co.batch_size = (uint32_t)batch;
+	a->path = argv[optind];
+	a->co.batch_size = (uint32_t)a->batch;
+	return -1;
+}
 
+/* What the training loop saw. */
+struct run {
+	double first[WINDOW], last[WINDOW];
+	uint64_t images, steps, label_sum;
+	uint32_t epoch_lo, epoch_hi;
+};
+
+/* Train on batches until the end of the stream or --max-batches: 0, or
+ * 1 after saying what went wrong. */
+static int train(struct ts_client *cl, const struct args *a, struct model *m, struct run *r)
+{
+	struct ts_error err = {0};
+	struct ts_batch b;
+	double run = 0;
+	r->epoch_lo = UINT32_MAX;
+	while (a->max_batches == 0 || r->steps < (uint64_t)a->max_batches) {
+		int rc = ts_client_next(cl, &b, &err);
+		if (rc == TS_E_EOS)
+			return 0;
+		if (rc) {
+			fprintf(stderr, "consumer: %s: %s\n", a->path,
+				err.msg[0] ? err.msg : ts_client_strerror(rc));
+			return 1;
+		}
+		for (size_t i = 0; i < b.n; i++) {
+			if (b.labels[i] < 0 || b.labels[i] >= m->classes) {
+				fprintf(stderr, "consumer: label %d outside 0..%d (use --classes)\n",
+					b.labels[i], m->classes - 1);
+				return 1;
+			}
+			r->label_sum += (uint64_t)b.labels[i];
+		}
+		double loss = train_step(m, &b);
+		if (!isfinite(loss)) {
+			fprintf(stderr, "consumer: loss is %g at step %" PRIu64 "\n", loss,
+				r->steps + 1);
+			return 1;
+		}
+		if (r->steps < WINDOW)
+			r->first[r->steps] = loss;
+		r->last[r->steps % WINDOW] = loss;
+		run += loss;
+		r->images += b.n;
+		r->steps++;
+		if (b.epoch < r->epoch_lo)
+			r->epoch_lo = b.epoch;
+		if (b.epoch > r->epoch_hi)
+			r->epoch_hi = b.epoch;
+		if (r->steps % (uint64_t)a->log_every == 0) {
+			printf("consumer: step %" PRIu64 " epoch %u loss %.3f\n", r->steps, b.epoch,
+			       run / (double)a->log_every);
+			fflush(stdout);
+			run = 0;
+		}
+	}
+	return 0;
+}
+
+/* The images, batches, epochs and rate, and the loss of the first and
+ * last windows of up to WINDOW steps (at most half the run each). */
+static void report(const struct run *r, double wall)
+{
+	printf("consumer: images %" PRIu64 " batches %" PRIu64 " epochs %u..%u label_sum %" PRIu64
+	       " %.0f images/s\n",
+	       r->images, r->steps, r->epoch_lo == UINT32_MAX ? 0 : r->epoch_lo, r->epoch_hi,
+	       r->label_sum, wall > 0 ? (double)r->images / wall : 0.0);
+	if (r->steps) {
+		uint64_t w = r->steps / 2 < WINDOW ? r->steps / 2 : WINDOW;
+		if (w == 0)
+			w = 1;
+		double f = 0, l = 0;
+		for (uint64_t i = 0; i < w; i++) {
+			f += r->first[i];
+			l += r->last[(r->steps - 1 - i) % WINDOW];
+		}
+		printf("loss: first %.2f last %.2f\n", f / (double)w, l / (double)w);
+	}
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	int st = parse_args(argc, argv, &a);
+	if (st >= 0)
+		return st;
 	struct ts_client *cl = NULL;
 	struct ts_error err = {0};
-	int rc = ts_client_connect(path, &co, &cl, &err);
+	int rc = ts_client_connect(a.path, &a.co, &cl, &err);
 	if (rc) {
-		fprintf(stderr, "consumer: %s: %s\n", path,
+		fprintf(stderr, "consumer: %s: %s\n", a.path,
 			err.msg[0] ? err.msg : ts_client_strerror(rc));
 		return 1;
 	}
@@ -216,16 +307,17 @@ int main(int argc, char **argv)
 	if (info.channels < 1 || info.channels > MAX_CHANNELS ||
 	    (info.dtype != TS_CLIENT_FLOAT32 && info.dtype != TS_CLIENT_UINT8)) {
 		fprintf(stderr, "consumer: %s: want 1..%d channels of float32 or uint8\n",
-			path, MAX_CHANNELS);
+			a.path, MAX_CHANNELS);
 		ts_client_close(cl);
 		return 1;
 	}
-	printf("consumer: %s: %dx%dx%d %s, batch %u, pid %d\n", path, info.channels,
+	printf("consumer: %s: %dx%dx%d %s, batch %u, pid %d\n", a.path, info.channels,
 	       info.height, info.width, info.dtype == TS_CLIENT_FLOAT32 ? "float32" : "uint8",
 	       info.batch_size, info.producer_pid);
 	fflush(stdout);
 
-	struct model m = {.classes = (int)classes, .features = 2 * info.channels + 1, .lr = lr};
+	struct model m = {.classes = (int)a.classes, .features = 2 * info.channels + 1,
+			  .lr = a.lr};
 	m.w = calloc((size_t)m.classes * (size_t)m.features, sizeof(double));
 	m.grad = calloc((size_t)m.classes * (size_t)m.features, sizeof(double));
 	if (!m.w || !m.grad) {
@@ -235,83 +327,14 @@ int main(int argc, char **argv)
 		ts_client_close(cl);
 		return 1;
 	}
-	double first[WINDOW], last[WINDOW], run = 0;
-	uint64_t images = 0, steps = 0, label_sum = 0;
-	uint32_t epoch_lo = UINT32_MAX, epoch_hi = 0;
-	int status = 0;
+	struct run r = {0};
 	double t0 = now_s();
-	struct ts_batch b;
-	while (max_batches == 0 || steps < (uint64_t)max_batches) {
-		rc = ts_client_next(cl, &b, &err);
-		if (rc == TS_E_EOS)
-			break;
-		if (rc) {
-			fprintf(stderr, "consumer: %s: %s\n", path,
-				err.msg[0] ? err.msg : ts_client_strerror(rc));
-			status = 1;
-			break;
-		}
-		for (size_t i = 0; i < b.n; i++) {
-			if (b.labels[i] < 0 || b.labels[i] >= m.classes) {
-				fprintf(stderr, "consumer: label %d outside 0..%d (use --classes)\n",
-					b.labels[i], m.classes - 1);
-				status = 1;
-				goto done;
-			}
-			label_sum += (uint64_t)b.labels[i];
-		}
-		double loss = train_step(&m, &b);
-		if (!isfinite(loss)) {
-			fprintf(stderr, "consumer: loss is %g at step %" PRIu64 "\n", loss, steps + 1);
-			status = 1;
-			break;
-		}
-		if (steps < WINDOW)
-			first[steps] = loss;
-		last[steps % WINDOW] = loss;
-		run += loss;
-		images += b.n;
-		steps++;
-		if (b.epoch < epoch_lo)
-			epoch_lo = b.epoch;
-		if (b.epoch > epoch_hi)
-			epoch_hi = b.epoch;
-		if (steps % (uint64_t)log_every == 0) {
-			printf("consumer: step %" PRIu64 " epoch %u loss %.3f\n", steps, b.epoch,
-			       run / (double)log_every);
-			fflush(stdout);
-			run = 0;
-		}
-	}
-done:;
-	double wall = now_s() - t0;
-	printf("consumer: images %" PRIu64 " batches %" PRIu64 " epochs %u..%u label_sum %" PRIu64
-	       " %.0f images/s\n",
-	       images, steps, epoch_lo == UINT32_MAX ? 0 : epoch_lo, epoch_hi, label_sum,
-	       wall > 0 ? (double)images / wall : 0.0);
-	if (steps) {
-		/* Windows of up to WINDOW steps, at most half the run each. */
-		uint64_t w = steps / 2 < WINDOW ? steps / 2 : WINDOW;
-		if (w == 0)
-			w = 1;
-		double f = 0, l = 0;
-		for (uint64_t i = 0; i < w; i++) {
-			f += first[i];
-			l += last[(steps - 1 - i) % WINDOW];
-		}
-		printf("loss: first %.2f last %.2f\n", f / (double)w, l / (double)w);
-	}
-	fflush(stdout);
+	int status = train(cl, &a, &m, &r);
+	report(&r, now_s() - t0);
 	/* Close after reporting: tsrun's summary, printed once every trainer
 	 * has gone, then comes last. */
 	ts_client_close(cl);
 	free(m.w);
 	free(m.grad);
 	return status;
-bad:
-	fprintf(stderr, "consumer: bad value for --%s: '%s'\n",
-		c == 'b' ? "batch" : c == 'n' ? "max-batches" : c == 'k' ? "classes" :
-		c == 'L' ? "log-every" : c == 'l' ? "lr" : "join", optarg);
-	usage(stderr);
-	return 2;
 }
