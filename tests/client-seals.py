@@ -10,6 +10,7 @@ next is another error). A real tsrun's descriptors pass (the other tests).
 """
 import fcntl
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -43,6 +44,13 @@ def memfd(size, sealed):
     return fd
 
 
+def proto_version():
+    """TS_PROTO_VERSION of runtime/share/proto.h: the welcome must carry it."""
+    src = os.environ.get("TS_SRCDIR", os.path.join(os.path.dirname(__file__), ".."))
+    text = open(os.path.join(src, "runtime", "share", "proto.h")).read()
+    return int(re.search(r"#define TS_PROTO_VERSION (\d+)u", text).group(1))
+
+
 def fake_producer(path, ring_sealed, ctl_sealed, n):
     """Answer n hellos with a welcome carrying the two memfds."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -53,7 +61,7 @@ def fake_producer(path, ring_sealed, ctl_sealed, n):
         for _ in range(n):
             c, _ = srv.accept()
             c.recv(4096)  # the hello
-            body = struct.pack("<IIIIIIIIQQQQIIQ", 2, os.getpid(), 4, 4, 1, 0, 0, 1,
+            body = struct.pack("<IIIIIIIIQQQQIIQ", proto_version(), os.getpid(), 4, 4, 1, 0, 0, 1,
                                16, 64, 100, 0, 0, 8, 0)
             msg = struct.pack("<IHH", 0x4b535354, 2, len(body)) + body
             fds = [memfd(1 << 20, ring_sealed), memfd(4096, ctl_sealed)]
