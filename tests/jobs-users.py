@@ -21,6 +21,7 @@ otherwise.
 import grp
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,7 +77,7 @@ with open(out, "w") as f:
 RAW = r'''
 import array, os, socket, struct, sys, time
 sock, job, rank, world = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), int(sys.argv[4])
-body = struct.pack("<IIBBHIIIB3x", 2, 8, 1, 0, 0, 4242, rank, world, 0) + job.ljust(64, b"\0")
+body = struct.pack("<IIBBHIIIB3x", int(sys.argv[6]), 8, 1, 0, 0, 4242, rank, world, 0) + job.ljust(64, b"\0")
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sock)
 s.sendall(struct.pack("<IHH", 0x4b535354, 1, len(body)) + body)
@@ -86,6 +87,13 @@ kind = struct.unpack("<IHH", msg[:8])[1]
 print("welcome" if kind == 2 else "refused: %r" % msg[8:], os.getpid(), flush=True)
 time.sleep(float(sys.argv[5]))
 '''
+
+
+def proto_version():
+    """TS_PROTO_VERSION of runtime/share/proto.h: a hello must carry it."""
+    src = os.environ.get("TS_SRCDIR", os.path.join(os.path.dirname(__file__), ".."))
+    text = open(os.path.join(src, "runtime", "share", "proto.h")).read()
+    return int(re.search(r"#define TS_PROTO_VERSION (\d+)u", text).group(1))
 
 
 def write(tmp, name, text):
@@ -211,7 +219,7 @@ def kernel_pid(tmp):
             break
         time.sleep(0.1)
     raw_path = write(tmp, "raw.py", RAW)
-    raw = subprocess.Popen([PY, raw_path, sock, "x", "1", "2", "3"],
+    raw = subprocess.Popen([PY, raw_path, sock, "x", "1", "2", "3", str(proto_version())],
                            stdout=subprocess.PIPE, text=True)
     line = raw.stdout.readline().split()
     check(line[:1] == ["welcome"], "the raw rank: %s" % line)

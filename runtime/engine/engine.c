@@ -244,6 +244,7 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	 * late still gets its epochs, so the stream grows an epoch at a
 	 * time while one wants it. Not with a limit (bench). */
 	e->per_trainer = ring && epochs > 0 && !o->limit;
+	e->planned_total = e->total;
 	e->sink = o->sink;
 	e->sink_arg = o->sink_arg;
 	e->no_digest = o->no_digest;

@@ -86,6 +86,7 @@ struct ts_engine {
 	bool handover;          /* ending early for a new plan: keep the ring */
 	bool per_trainer;       /* finite epochs into a ring: serve more while a
 				   trainer still wants them (claim) */
+	uint64_t planned_total; /* total before any such epoch was added */
 	int threads;
 	uint64_t capacity;
 

@@ -25,6 +25,30 @@
 
 #include <unistd.h>
 
+/*
+ * An epoch served past the planned ones for trainers that wanted it
+ * (claim) that none of the connected trainers wants any more (they left
+ * before its end): the stream ends here, normally, rather than wait for
+ * trainers to read it. Checked by a writer blocked on slot seq. True when
+ * it ended the stream (claims stop at once).
+ */
+static bool cut_unwanted(struct ts_engine *e, uint64_t seq)
+{
+	if (!e->per_trainer || seq < e->seq_base)
+		return false;
+	uint64_t p = seq - e->seq_base, epoch, index;
+	if (p < e->planned_total)
+		return false;
+	ts_engine_pos_split(e, p, &epoch, &index);
+	if (epoch >= UINT32_MAX || ts_ring_epoch_wanted(e->ring, (uint32_t)epoch))
+		return false;
+	pthread_mutex_lock(&e->mu);
+	if (e->total > e->next_claim)
+		e->total = e->next_claim;
+	pthread_mutex_unlock(&e->mu);
+	return true;
+}
+
 /* Wait until ring slot seq may be written, or the engine stops. */
 static int wait_slot(struct ts_engine *e, uint64_t seq)
 {
@@ -34,6 +58,8 @@ static int wait_slot(struct ts_engine *e, uint64_t seq)
 		int rc = ts_ring_wait_writable(e->ring, seq, 100);
 		if (rc == 0)
 			return 0;
+		if (rc == -ETIMEDOUT && cut_unwanted(e, seq))
+			return -ECANCELED;
 		if (rc != -ETIMEDOUT && rc != -EAGAIN && rc != -EINTR)
 			return rc;
 	}
