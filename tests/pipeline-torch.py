@@ -81,32 +81,8 @@ def check(name, ok, detail=""):
 
 # ---- libtsrun over ctypes (src/tsrun.h) ----------------------------------
 
-class Loc(ctypes.Structure):
-    _fields_ = [("first_line", ctypes.c_int), ("first_column", ctypes.c_int),
-                ("last_line", ctypes.c_int), ("last_column", ctypes.c_int)]
-
-
-class Error(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("loc", Loc), ("msg", ctypes.c_char * 256)]
-
-
-class StreamOpts(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("epochs", ctypes.c_int),
-                ("start_epoch", ctypes.c_uint64), ("start_index", ctypes.c_uint64),
-                ("memory_budget", ctypes.c_uint64), ("batch", ctypes.c_size_t),
-                ("drop_last", ctypes.c_int), ("cache", ctypes.c_uint64)]
-
-
-class Batch(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("labels", ctypes.POINTER(ctypes.c_int32)),
-                ("n", ctypes.c_size_t), ("height", ctypes.c_int), ("width", ctypes.c_int),
-                ("channels", ctypes.c_int), ("dtype", ctypes.c_int), ("layout", ctypes.c_int),
-                ("sample_bytes", ctypes.c_size_t), ("epoch", ctypes.c_uint64),
-                ("index", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
-
-
-TS_E_EOS = -5009
-DTYPES = {0: np.uint8, 1: np.uint16, 2: np.float16, 3: np.float32}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tsrun_embed import DTYPES, TS_E_EOS, Batch, Error, StreamOpts  # noqa: E402,F401
 
 lib = ctypes.CDLL(LIB)
 lib.ts_pipeline_compile.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
