@@ -10,13 +10,15 @@ next is another error). A real tsrun's descriptors pass (the other tests).
 """
 import fcntl
 import os
-import re
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tsproto import proto_version  # noqa: E402
 
 TSRUN = os.environ.get("TSRUN")
 if not TSRUN:
@@ -42,13 +44,6 @@ def memfd(size, sealed):
     if sealed:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
     return fd
-
-
-def proto_version():
-    """TS_PROTO_VERSION of runtime/share/proto.h: the welcome must carry it."""
-    src = os.environ.get("TS_SRCDIR", os.path.join(os.path.dirname(__file__), ".."))
-    text = open(os.path.join(src, "runtime", "share", "proto.h")).read()
-    return int(re.search(r"#define TS_PROTO_VERSION (\d+)u", text).group(1))
 
 
 def fake_producer(path, ring_sealed, ctl_sealed, n):

@@ -21,12 +21,14 @@ otherwise.
 import grp
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tsproto import proto_version  # noqa: E402
 
 TSRUN = os.environ.get("TSRUN")
 PY = "/usr/bin/python3"
@@ -87,13 +89,6 @@ kind = struct.unpack("<IHH", msg[:8])[1]
 print("welcome" if kind == 2 else "refused: %r" % msg[8:], os.getpid(), flush=True)
 time.sleep(float(sys.argv[5]))
 '''
-
-
-def proto_version():
-    """TS_PROTO_VERSION of runtime/share/proto.h: a hello must carry it."""
-    src = os.environ.get("TS_SRCDIR", os.path.join(os.path.dirname(__file__), ".."))
-    text = open(os.path.join(src, "runtime", "share", "proto.h")).read()
-    return int(re.search(r"#define TS_PROTO_VERSION (\d+)u", text).group(1))
 
 
 def write(tmp, name, text):
