@@ -64,9 +64,9 @@ static double pixel(const struct ts_batch *b, const unsigned char *p, size_t k,
 		    int ch)
 {
 	size_t hw = (size_t)b->height * (size_t)b->width;
-	size_t at = b->layout == TS_CLIENT_NCHW ? (size_t)ch * hw + k
+	size_t at = b->layout == TS_LAYOUT_NCHW ? (size_t)ch * hw + k
 						: k * (size_t)b->channels + (size_t)ch;
-	if (b->dtype == TS_CLIENT_FLOAT32) {
+	if (b->dtype == TS_DTYPE_F32) {
 		float f;
 		memcpy(&f, p + at * sizeof(float), sizeof(f));
 		return f;
@@ -306,14 +306,14 @@ int main(int argc, char **argv)
 	struct ts_client_info info;
 	ts_client_info(cl, &info);
 	if (info.channels < 1 || info.channels > MAX_CHANNELS ||
-	    (info.dtype != TS_CLIENT_FLOAT32 && info.dtype != TS_CLIENT_UINT8)) {
+	    (info.dtype != TS_DTYPE_F32 && info.dtype != TS_DTYPE_U8)) {
 		fprintf(stderr, "consumer: %s: want 1..%d channels of float32 or uint8\n",
 			a.path, MAX_CHANNELS);
 		ts_client_close(cl);
 		return 1;
 	}
 	printf("consumer: %s: %dx%dx%d %s, batch %u, pid %d\n", a.path, info.channels,
-	       info.height, info.width, info.dtype == TS_CLIENT_FLOAT32 ? "float32" : "uint8",
+	       info.height, info.width, info.dtype == TS_DTYPE_F32 ? "float32" : "uint8",
 	       info.batch_size, info.producer_pid);
 	fflush(stdout);
 

@@ -89,7 +89,7 @@ static int parse_num(const char *s, long min, long *out)
 	return 0;
 }
 
-static const char *dtype_name(enum ts_stream_dtype d)
+static const char *dtype_name(enum ts_dtype d)
 {
 	static const char *const names[] = {"uint8", "uint16", "float16", "float32"};
 	return (unsigned)d < 4 ? names[d] : "?";
@@ -168,13 +168,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	int h, w, c, batch;
-	enum ts_stream_dtype dt;
-	enum ts_stream_layout lay;
+	enum ts_dtype dt;
+	enum ts_layout lay;
 	ts_pipeline_shape(p, &h, &w, &c, &dt, &lay, &batch);
 	printf("shape: %dx%dx%d %s %s, batch %d, memory %" PRIu64 " bytes\n",
-	       lay == TS_STREAM_NCHW ? c : h, lay == TS_STREAM_NCHW ? h : w,
-	       lay == TS_STREAM_NCHW ? w : c, dtype_name(dt),
-	       lay == TS_STREAM_NCHW ? "nchw" : "nhwc", batch,
+	       lay == TS_LAYOUT_NCHW ? c : h, lay == TS_LAYOUT_NCHW ? h : w,
+	       lay == TS_LAYOUT_NCHW ? w : c, dtype_name(dt),
+	       lay == TS_LAYOUT_NCHW ? "nchw" : "nhwc", batch,
 	       ts_pipeline_memory(p, (int)threads));
 
 	/* 2. Open: workers start producing into the stream's own ring. */

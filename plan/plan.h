@@ -27,13 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "error.h"
+#include "types.h"
 
-/* dtype and layout cross processes (the ring header's fields) and the
- * public headers (tsclient.h's enum ts_client_dtype and tsrun.h's enum
- * ts_stream_dtype, also read by the Python client): the values are fixed,
- * and tsclient.c and tsrun.c assert that theirs are the same. */
-enum ts_dtype { TS_DTYPE_U8 = 0, TS_DTYPE_U16 = 1, TS_DTYPE_F16 = 2, TS_DTYPE_F32 = 3 };
-enum ts_layout { TS_LAYOUT_NHWC = 0, TS_LAYOUT_NCHW = 1 };
+/* enum ts_dtype and enum ts_layout are public (types.h): they cross
+ * processes (the ring header's fields) and every public header uses them. */
 enum ts_source_kind {
 #define TS_SOURCE_KIND(k, name, encoded) TS_SRC_##k,
 #include "ops.def"

@@ -174,7 +174,7 @@ int ts_cmd_consume(int argc, char **argv)
 	static const char *const dtypes[] = {"uint8", "uint16", "float16", "float32"};
 	for (int v = 0; v < n_views; v++) {
 		const struct ts_client_view *w = &views[v];
-		bool nchw = w->layout == TS_CLIENT_NCHW;
+		bool nchw = w->layout == TS_LAYOUT_NCHW;
 		printf("view %d: %dx%dx%d %s %s, group %d, offset %zu, bytes %zu, byte sum %" PRIu64
 		       "\n", v, nchw ? w->channels : w->height, nchw ? w->height : w->width,
 		       nchw ? w->width : w->channels, dtypes[w->dtype & 3], nchw ? "nchw" : "nhwc",

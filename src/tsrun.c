@@ -15,13 +15,6 @@
 #include "ring.h"
 #include "util.h"
 
-/* The embedding API's element types and layouts are the plan's values. */
-_Static_assert((int)TS_STREAM_UINT8 == (int)TS_DTYPE_U8 && (int)TS_STREAM_UINT16 == (int)TS_DTYPE_U16 &&
-	       (int)TS_STREAM_FLOAT16 == (int)TS_DTYPE_F16 && (int)TS_STREAM_FLOAT32 == (int)TS_DTYPE_F32,
-	       "enum ts_stream_dtype must match enum ts_dtype");
-_Static_assert((int)TS_STREAM_NHWC == (int)TS_LAYOUT_NHWC && (int)TS_STREAM_NCHW == (int)TS_LAYOUT_NCHW,
-	       "enum ts_stream_layout must match enum ts_layout");
-
 struct ts_pipeline {
 	struct ts_plan *plan;
 	int trace_fd;                  /* ts_pipeline_set_trace; -1: none */
@@ -135,8 +128,8 @@ TS_EXPORT int ts_pipeline_views(const struct ts_pipeline *p, int i,
 		const struct ts_plan_view *v = &pl->views[i];
 		*out = (struct ts_stream_view){
 			.height = v->height, .width = v->width, .channels = v->channels,
-			.dtype = (enum ts_stream_dtype)v->dtype,
-			.layout = (enum ts_stream_layout)v->layout,
+			.dtype = v->dtype,
+			.layout = v->layout,
 			.group = v->group, .offset = v->offset, .bytes = v->bytes,
 		};
 	}
@@ -145,8 +138,8 @@ TS_EXPORT int ts_pipeline_views(const struct ts_pipeline *p, int i,
 
 TS_EXPORT void ts_pipeline_shape(const struct ts_pipeline *p, int *height,
 				 int *width, int *channels,
-				 enum ts_stream_dtype *dtype,
-				 enum ts_stream_layout *layout, int *batch)
+				 enum ts_dtype *dtype,
+				 enum ts_layout *layout, int *batch)
 {
 	const struct ts_plan *pl = p->plan;
 	if (height)
@@ -156,9 +149,9 @@ TS_EXPORT void ts_pipeline_shape(const struct ts_pipeline *p, int *height,
 	if (channels)
 		*channels = pl->channels;
 	if (dtype)
-		*dtype = (enum ts_stream_dtype)pl->dtype;
+		*dtype = pl->dtype;
 	if (layout)
-		*layout = (enum ts_stream_layout)pl->layout;
+		*layout = pl->layout;
 	if (batch)
 		*batch = pl->batch;
 }
@@ -386,8 +379,8 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 	b->height = pl->height;
 	b->width = pl->width;
 	b->channels = pl->channels;
-	b->dtype = (enum ts_stream_dtype)pl->dtype;
-	b->layout = (enum ts_stream_layout)pl->layout;
+	b->dtype = pl->dtype;
+	b->layout = pl->layout;
 	b->sample_bytes = pl->sample_bytes;
 	b->sample_stride = s->cur.sample_stride;
 	b->epoch = s->cur.epoch;

@@ -3,6 +3,7 @@
  * and together in strict ISO C99 with -pedantic-errors: nothing of ours
  * (GNU extensions, internal headers) leaks into an embedder's build.
  */
+#include "types.h"
 #include "tsrun.h"
 #include "tsclient.h"
 #include "tsclient_cuda.h"

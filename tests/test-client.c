@@ -343,8 +343,8 @@ START_TEST(test_device_section)
 	ck_assert_int_eq(ts_server_create_device(ring, dsock, NULL, &pd, &s2, &err), 0);
 	ck_assert_int_eq(ts_client_connect(dsock, NULL, &c, &err), 0);
 	ck_assert_int_eq(ts_client_device_info(c, &di, &err), 0);
-	ck_assert_int_eq(di.dtype, TS_CLIENT_FLOAT16);
-	ck_assert_int_eq(di.layout, TS_CLIENT_NCHW);
+	ck_assert_int_eq(di.dtype, TS_DTYPE_F16);
+	ck_assert_int_eq(di.layout, TS_LAYOUT_NCHW);
 	ck_assert_int_eq(di.height, 8);
 	ck_assert_int_eq(di.channels, 3);
 	ck_assert_uint_eq(di.sample_bytes, 384);

@@ -85,8 +85,8 @@ static size_t collect(const struct ts_pipeline *p, const struct ts_stream_opts *
 	int rc = ts_pipeline_open(p, o, &s, &err);
 	ck_assert_msg(rc == 0, "open: %d %s", rc, err.msg);
 	int h, w, c, batch;
-	enum ts_stream_dtype dt;
-	enum ts_stream_layout lay;
+	enum ts_dtype dt;
+	enum ts_layout lay;
 	ts_pipeline_shape(p, &h, &w, &c, &dt, &lay, &batch);
 	size_t want = o && o->batch ? o->batch : (size_t)batch;
 	uint64_t e = o ? o->start_epoch : 0, i = o ? o->start_index : 0;
@@ -151,14 +151,14 @@ START_TEST(synthetic_shape)
 {
 	struct ts_pipeline *p = compile_ok(synth_text, NULL);
 	int h = 0, w = 0, c = 0, batch = 0;
-	enum ts_stream_dtype dt = TS_STREAM_UINT8;
-	enum ts_stream_layout lay = TS_STREAM_NHWC;
+	enum ts_dtype dt = TS_DTYPE_U8;
+	enum ts_layout lay = TS_LAYOUT_NHWC;
 	ts_pipeline_shape(p, &h, &w, &c, &dt, &lay, &batch);
 	ck_assert_int_eq(h, 16);
 	ck_assert_int_eq(w, 16);
 	ck_assert_int_eq(c, 3);
-	ck_assert_int_eq(dt, TS_STREAM_FLOAT32);
-	ck_assert_int_eq(lay, TS_STREAM_NCHW);
+	ck_assert_int_eq(dt, TS_DTYPE_F32);
+	ck_assert_int_eq(lay, TS_LAYOUT_NCHW);
 	ck_assert_int_eq(batch, 16);
 	ts_pipeline_shape(p, NULL, NULL, NULL, NULL, NULL, NULL);
 	/* The ring alone holds at least 8 batches of 3x16x16 floats. */
@@ -185,12 +185,12 @@ START_TEST(views_table)
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(ts_pipeline_views(p, i, &v[i]), 3);
 	ck_assert_int_eq(v[0].height, 16);
-	ck_assert_int_eq(v[0].layout, TS_STREAM_NCHW);
-	ck_assert_int_eq(v[0].dtype, TS_STREAM_FLOAT32);
+	ck_assert_int_eq(v[0].layout, TS_LAYOUT_NCHW);
+	ck_assert_int_eq(v[0].dtype, TS_DTYPE_F32);
 	ck_assert_uint_eq(v[1].offset, 16 * 16 * 3 * 4);
 	ck_assert_int_eq(v[2].group, 1);
 	ck_assert_int_eq(v[2].width, 8);
-	ck_assert_int_eq(v[2].dtype, TS_STREAM_UINT8);
+	ck_assert_int_eq(v[2].dtype, TS_DTYPE_U8);
 	ck_assert_uint_eq(v[2].offset, 2 * 16 * 16 * 3 * 4);
 	ck_assert_uint_eq(v[2].bytes, 8 * 8 * 3);
 	struct ts_stream *s = NULL;

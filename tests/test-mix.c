@@ -44,7 +44,7 @@ static void fixture_init(struct fixture *f, int layout)
 	f->b.height = H;
 	f->b.width = W;
 	f->b.channels = C;
-	f->b.dtype = TS_CLIENT_FLOAT32;
+	f->b.dtype = TS_DTYPE_F32;
 	f->b.layout = layout;
 	f->b.sample_bytes = C * H * W * sizeof(float);
 	f->b.epoch = 2;
@@ -102,7 +102,7 @@ START_TEST(bad_parameter)
 	ck_assert_msg(strstr(err.msg, bad_params[_i].says), "'%s' lacks '%s'", err.msg,
 		      bad_params[_i].says);
 	struct fixture f;
-	fixture_init(&f, TS_CLIENT_NCHW);
+	fixture_init(&f, TS_LAYOUT_NCHW);
 	float out[N * C * H * W], t[N * K];
 	ck_assert_int_eq(ts_client_mix_batch(&m, &f.b, out, t, &err), TS_E_ARG);
 }
@@ -130,7 +130,7 @@ START_TEST(bad_batch)
 {
 	struct ts_client_mix m = both(TS_CLIENT_MIX_ELEM);
 	struct fixture f;
-	fixture_init(&f, TS_CLIENT_NCHW);
+	fixture_init(&f, TS_LAYOUT_NCHW);
 	float out[N * C * H * W], t[N * K];
 	for (size_t i = 0; i < N * K; i++)
 		t[i] = -7;
@@ -146,10 +146,10 @@ START_TEST(bad_batch)
 	f.labels[3] = -1;
 	ck_assert_int_eq(ts_client_mix_batch(&m, &f.b, out, t, &err), TS_E_ARG);
 	f.labels[3] = 0;
-	f.b.dtype = TS_CLIENT_UINT8;
+	f.b.dtype = TS_DTYPE_U8;
 	ck_assert_int_eq(ts_client_mix_batch(&m, &f.b, out, t, &err), TS_E_ARG);
 	ck_assert_msg(strstr(err.msg, "not float32"), "%s", err.msg);
-	f.b.dtype = TS_CLIENT_FLOAT32;
+	f.b.dtype = TS_DTYPE_F32;
 	f.b.n = 0;
 	ck_assert_int_eq(ts_client_mix_batch(&m, &f.b, out, t, &err), TS_E_ARG);
 	ck_assert_int_eq(ts_client_mix_params(&m, &f.b, NULL, &err), TS_E_ARG);
@@ -169,7 +169,7 @@ START_TEST(same_position_same_bytes)
 {
 	struct ts_client_mix m = both(_i);
 	struct fixture f;
-	fixture_init(&f, TS_CLIENT_NCHW);
+	fixture_init(&f, TS_LAYOUT_NCHW);
 	float a[N * C * H * W], b[N * C * H * W], ta[N * K], tb[N * K];
 	mix(&m, &f.b, a, ta);
 	mix(&m, &f.b, b, tb);
@@ -219,8 +219,8 @@ START_TEST(nhwc_is_nchw)
 {
 	struct ts_client_mix m = both(_i);
 	struct fixture f, g;
-	fixture_init(&f, TS_CLIENT_NCHW);
-	fixture_init(&g, TS_CLIENT_NHWC);
+	fixture_init(&f, TS_LAYOUT_NCHW);
+	fixture_init(&g, TS_LAYOUT_NHWC);
 	for (int i = 0; i < N; i++)
 		for (int c = 0; c < C; c++)
 			for (int y = 0; y < H; y++)
@@ -255,7 +255,7 @@ START_TEST(pixels_from_params)
 {
 	struct ts_client_mix m = both(_i);
 	struct fixture f;
-	fixture_init(&f, TS_CLIENT_NCHW);
+	fixture_init(&f, TS_LAYOUT_NCHW);
 	float out[N * C * H * W], t[N * K];
 	double off = OFF, on = ON;
 	for (uint64_t idx = 0; idx < 50 * N; idx += N) {
@@ -305,7 +305,7 @@ START_TEST(odd_batch_middle_unchanged)
 	struct ts_client_mix m = both(_i);
 	m.prob = 1;
 	struct fixture f;
-	fixture_init(&f, TS_CLIENT_NCHW);
+	fixture_init(&f, TS_LAYOUT_NCHW);
 	f.b.n = 5;
 	float out[N * C * H * W], t[N * K];
 	for (uint64_t idx = 0; idx < 20; idx++) {
@@ -330,7 +330,7 @@ START_TEST(smoothing_alone)
 		m.enabled = 0;
 	}
 	struct fixture f;
-	fixture_init(&f, TS_CLIENT_NCHW);
+	fixture_init(&f, TS_LAYOUT_NCHW);
 	float out[N * C * H * W], t[N * K];
 	mix(&m, &f.b, out, t);
 	ck_assert(memcmp(out, f.in, sizeof(out)) == 0);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "error.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,16 +39,6 @@ enum ts_client_join {
 					  start is still in the ring (nobody
 					  is rewound), else the next */
 };
-
-/* Element type and layout of samples (same values as the ring header and
- * the embedding API's enum ts_stream_dtype / ts_stream_layout). */
-enum ts_client_dtype {
-	TS_CLIENT_UINT8 = 0,
-	TS_CLIENT_UINT16 = 1,
-	TS_CLIENT_FLOAT16 = 2,
-	TS_CLIENT_FLOAT32 = 3,
-};
-enum ts_client_layout { TS_CLIENT_NHWC = 0, TS_CLIENT_NCHW = 1 };
 
 struct ts_client_opts {
 	uint32_t batch_size;     /* 0: the pipeline's batch(n) */
@@ -100,8 +91,8 @@ struct ts_batch {
 	size_t n;                /* samples in this batch (1..batch_size) */
 	const int32_t *labels;   /* n labels */
 	int height, width, channels;
-	int dtype;               /* enum ts_client_dtype */
-	int layout;              /* enum ts_client_layout */
+	int dtype;               /* enum ts_dtype */
+	int layout;              /* enum ts_layout */
 	size_t sample_bytes;
 	uint32_t epoch;          /* epoch of every sample in the batch */
 	uint64_t index;          /* index within the epoch of the first */
@@ -119,8 +110,8 @@ struct ts_batch {
 /* What the producer told us at connect time. */
 struct ts_client_info {
 	int height, width, channels;
-	int dtype;               /* enum ts_client_dtype */
-	int layout;              /* enum ts_client_layout */
+	int dtype;               /* enum ts_dtype */
+	int layout;              /* enum ts_layout */
 	size_t sample_bytes;
 	uint32_t batch_size;     /* granted (the pipeline's when 0 asked) */
 	uint64_t capacity;       /* ring size in samples */
@@ -137,8 +128,8 @@ struct ts_client_info {
  * same seq numbers as the host ring. Open it with tsclient_cuda.h. */
 struct ts_client_device_info {
 	int height, width, channels;
-	int dtype;               /* TS_CLIENT_FLOAT32 or TS_CLIENT_FLOAT16 */
-	int layout;              /* TS_CLIENT_NCHW */
+	int dtype;               /* TS_DTYPE_F32 or TS_DTYPE_F16 */
+	int layout;              /* TS_LAYOUT_NCHW */
 	size_t sample_bytes;     /* one finished sample */
 	uint64_t capacity;       /* slots, as the host ring */
 	uint64_t mirror;         /* slots repeated after the last: batches of
@@ -153,7 +144,7 @@ struct ts_client_device_info {
 #define TS_CLIENT_MAX_DIMS 8
 struct ts_client_tensor {
 	int ndim;                /* 1 .. TS_CLIENT_MAX_DIMS (0: a scalar) */
-	int dtype;               /* enum ts_client_dtype */
+	int dtype;               /* enum ts_dtype */
 	int64_t dims[TS_CLIENT_MAX_DIMS];
 	size_t bytes;            /* of one sample's tensor */
 };
@@ -195,7 +186,7 @@ int ts_client_device_uuid(const struct ts_client *c, unsigned char uuid[16],
  * the pipeline promised, and why it is not served. The batches are then
  * the host ring's uint8 NHWC samples, not the promised float NCHW ones. */
 struct ts_client_fallback {
-	int dtype;               /* promised: TS_CLIENT_FLOAT32 or TS_CLIENT_FLOAT16 */
+	int dtype;               /* promised: TS_DTYPE_F32 or TS_DTYPE_F16 */
 	int normalize;           /* 1: y = (x / 255 - mean[c]) / std[c]; 0: x / 255 */
 	float mean[4], std[4];
 	char why[128];           /* the producer's reason, NUL-terminated */
@@ -228,8 +219,8 @@ int ts_client_label_tensor(const struct ts_client *c,
  * offset), bytes long, from the views() group group (0, 1, ...). */
 struct ts_client_view {
 	int height, width, channels;
-	int dtype;               /* enum ts_client_dtype */
-	int layout;              /* enum ts_client_layout */
+	int dtype;               /* enum ts_dtype */
+	int layout;              /* enum ts_layout */
 	int group;
 	size_t offset;
 	size_t bytes;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "error.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,15 +31,6 @@ extern "C" {
 
 struct ts_pipeline;
 struct ts_stream;
-
-/* Element types and layouts of a batch (same values as the ring header). */
-enum ts_stream_dtype {
-	TS_STREAM_UINT8 = 0,
-	TS_STREAM_UINT16 = 1,
-	TS_STREAM_FLOAT16 = 2,
-	TS_STREAM_FLOAT32 = 3,
-};
-enum ts_stream_layout { TS_STREAM_NHWC = 0, TS_STREAM_NCHW = 1 };
 
 /* Compile pipeline text. name is shown in diagnostics ("pipe.ts");
  * pipeline selects one pipeline by name (NULL: the served one, or the only
@@ -62,8 +54,8 @@ uint64_t ts_pipeline_memory(const struct ts_pipeline *p, int threads);
  * API runs the CPU stages only: with a device(cuda) stage, this is the
  * uint8 NHWC sample before it, and so are the batches. */
 void ts_pipeline_shape(const struct ts_pipeline *p, int *height, int *width,
-		       int *channels, enum ts_stream_dtype *dtype,
-		       enum ts_stream_layout *layout, int *batch);
+		       int *channels, enum ts_dtype *dtype,
+		       enum ts_layout *layout, int *batch);
 
 /* views(...) (tsrun-pipeline(5), VIEWS): a pipeline that makes several
  * views of each image holds them one after another in every sample
@@ -72,8 +64,8 @@ void ts_pipeline_shape(const struct ts_pipeline *p, int *height, int *width,
  * sample and its bytes; group is its views() group, from 0. */
 struct ts_stream_view {
 	int height, width, channels;
-	enum ts_stream_dtype dtype;
-	enum ts_stream_layout layout;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
 	int group;
 	size_t offset, bytes;
 };
@@ -114,8 +106,8 @@ struct ts_stream_batch {
 	const int32_t *labels;  /* n labels */
 	size_t n;
 	int height, width, channels;
-	enum ts_stream_dtype dtype;
-	enum ts_stream_layout layout;
+	enum ts_dtype dtype;
+	enum ts_layout layout;
 	size_t sample_bytes;
 	uint64_t epoch;         /* epoch of every sample of the batch */
 	uint64_t index;         /* index in the epoch of the first sample */

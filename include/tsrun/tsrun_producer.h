@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "error.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,7 +40,7 @@ extern "C" {
 
 struct ts_producer;
 
-/* One sample's (or one label's) tensor. dtype is an enum ts_stream_dtype
+/* One sample's (or one label's) tensor. dtype is an enum ts_dtype
  * value (tsrun.h): 0 uint8, 1 uint16 (int16 bits), 2 float16, 3 float32. */
 struct ts_producer_tensor {
 	int ndim;                          /* 0 .. TS_PRODUCER_MAX_DIMS */

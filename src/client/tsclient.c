@@ -20,13 +20,6 @@
 #include "ring.h"
 #include "util.h"
 
-/* The client's element types and layouts are the ring header's values. */
-_Static_assert((int)TS_CLIENT_UINT8 == (int)TS_DTYPE_U8 && (int)TS_CLIENT_UINT16 == (int)TS_DTYPE_U16 &&
-	       (int)TS_CLIENT_FLOAT16 == (int)TS_DTYPE_F16 && (int)TS_CLIENT_FLOAT32 == (int)TS_DTYPE_F32,
-	       "enum ts_client_dtype must match enum ts_dtype (ring header)");
-_Static_assert((int)TS_CLIENT_NHWC == (int)TS_LAYOUT_NHWC && (int)TS_CLIENT_NCHW == (int)TS_LAYOUT_NCHW,
-	       "enum ts_client_layout must match enum ts_layout (ring header)");
-
 /* Linux 5.14's madvise advice values, for older headers. */
 #ifdef MADV_POPULATE_READ
 #define TS_MADV_POPULATE_READ MADV_POPULATE_READ
@@ -423,7 +416,7 @@ TS_EXPORT int ts_client_device_info(const struct ts_client *c,
 				    "the producer serves no device ring (its pipeline has no "
 				    "device(cuda) stage, or it found no GPU); batches are the "
 				    "host ring's %s samples",
-				    c->info.dtype == TS_CLIENT_UINT8 ? "uint8" : "CPU");
+				    c->info.dtype == TS_DTYPE_U8 ? "uint8" : "CPU");
 	*out = c->dev;
 	return 0;
 }
@@ -557,7 +550,7 @@ TS_EXPORT void ts_client_sample_tensor(const struct ts_client *c,
 		return;
 	}
 	out->ndim = 3;
-	bool nchw = c->info.layout == TS_CLIENT_NCHW;
+	bool nchw = c->info.layout == TS_LAYOUT_NCHW;
 	out->dims[0] = nchw ? c->info.channels : c->info.height;
 	out->dims[1] = nchw ? c->info.height : c->info.width;
 	out->dims[2] = nchw ? c->info.width : c->info.channels;

@@ -343,7 +343,7 @@ static void mix_pair(const struct ts_batch *b, const float *in, size_t in_per, f
 		     const struct ts_client_mix_sample *sj)
 {
 	size_t h = (size_t)b->height, w = (size_t)b->width, c = (size_t)b->channels;
-	int nchw = b->layout == TS_CLIENT_NCHW;
+	int nchw = b->layout == TS_LAYOUT_NCHW;
 	size_t rows = nchw ? c * h : h, len = nchw ? w : w * c, per_col = nchw ? 1 : c;
 	for (size_t r = 0; r < rows; r++) {
 		const float *a = in + i * in_per + r * len, *bb = in + j * in_per + r * len;
@@ -387,10 +387,10 @@ TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts
 	int rc = check_batch(m, b, err);
 	if (rc < 0)
 		return rc;
-	if (b->dtype != TS_CLIENT_FLOAT32)
+	if (b->dtype != TS_DTYPE_F32)
 		return ts_error_set(err, TS_E_ARG, "mix: samples are not float32 (dtype %d): "
 				    "end the pipeline with to(float32, ...)", b->dtype);
-	if (b->layout != TS_CLIENT_NCHW && b->layout != TS_CLIENT_NHWC)
+	if (b->layout != TS_LAYOUT_NCHW && b->layout != TS_LAYOUT_NHWC)
 		return ts_error_set(err, TS_E_ARG, "mix: layout %d is neither NHWC nor NCHW",
 				    b->layout);
 	size_t per = (size_t)b->height * (size_t)b->width * (size_t)b->channels;
@@ -417,7 +417,7 @@ TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts
 					    c, m->num_classes - 1);
 	}
 	struct ts_client_mix_sample *p = malloc(b->n * sizeof(*p));
-	size_t len = b->layout == TS_CLIENT_NCHW ? (size_t)b->width :
+	size_t len = b->layout == TS_LAYOUT_NCHW ? (size_t)b->width :
 			 (size_t)b->width * (size_t)b->channels;
 	float *tmp = malloc(len * sizeof(float));
 	if (!p || !tmp) {

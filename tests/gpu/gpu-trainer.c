@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 		ts_client_device_hold(d);
 	struct ts_finish_params p = { .height = di.height, .width = di.width,
 				      .channels = di.channels,
-				      .dtype = di.dtype == TS_CLIENT_FLOAT16 ? TS_DTYPE_F16
+				      .dtype = di.dtype == TS_DTYPE_F16 ? TS_DTYPE_F16
 									 : TS_DTYPE_F32,
 				      .normalize = true };
 	for (int k = 0; k < 4; k++) {

@@ -66,7 +66,7 @@ class Batch(ctypes.Structure):
                 ("seq", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
 
 
-# enum ts_dtype and enum ts_layout of tsclient.h, for the reprs
+# enum ts_dtype and enum ts_layout of types.h, for the reprs
 _DTYPE_NAMES = {0: "uint8", 1: "int16", 2: "float16", 3: "float32"}
 _LAYOUT_NAMES = {0: "nhwc", 1: "nchw"}
 

@@ -105,7 +105,7 @@ def _load():
 
 
 def _dtypes(torch):
-    # the ring's element types (enum ts_stream_dtype); uint16 travels as
+    # the ring's element types (enum ts_dtype); uint16 travels as
     # int16 bits, which is what tsrun.Loader hands back
     return {torch.uint8: 0, torch.int16: 1, torch.float16: 2, torch.float32: 3}
 
