@@ -1,6 +1,7 @@
 """ctypes-layout.py CC - the Python client's ctypes structures
 (src/python/tsrun/_lib.py, _tensors.py, serve.py) match the C layouts of
-tsclient.h, tsclient_cuda.h and tsrun_producer.h: for every structure,
+tsclient.h, tsclient_cuda.h, src/client/tsclient_private.h and
+tsrun_producer.h: for every structure,
 its size, and for every field the ctypes class names, its offset and size
 as the C compiler lays them out. The fields are copied by hand into the
 package; this is what catches a header
@@ -66,7 +67,7 @@ def mirror(mods, cls):
 def c_layouts(cc, lib, tmp):
     """{(ctype, field or None): (offset, size)} from the C compiler."""
     lines = ["#include <stddef.h>", "#include <stdio.h>",
-             '#include "tsclient.h"', '#include "tsclient_cuda.h"',
+             '#include "tsclient_private.h"',
              '#include "tsrun_producer.h"',
              "int main(void) {"]
     for cls, ctype in MIRRORS.items():
@@ -81,6 +82,7 @@ def c_layouts(cc, lib, tmp):
     with open(c, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     r = subprocess.run([cc, "-std=c99", "-I", os.path.join(SRC, "include", "tsrun"),
+                        "-I", os.path.join(SRC, "src", "client"),
                         c, "-o", exe], capture_output=True, text=True)
     if r.returncode != 0:
         # a field the header does not have fails here, by name

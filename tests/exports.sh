@@ -1,8 +1,10 @@
 #!/bin/sh
 # exports.sh CC - each shared library exports exactly the functions its
-# public headers declare: libtsrun.so what src/tsrun.h,
-# src/tsrun_plugin.h and src/tsrun_producer.h declare, libtsclient.so what src/tsclient.h and
-# src/tsclient_cuda.h declare. An undeclared symbol that leaks, or a
+# headers declare, node by node: libtsrun.so what include/tsrun/tsrun.h,
+# tsrun_plugin.h and tsrun_producer.h declare; libtsclient.so in its public
+# nodes (TSCLIENT_<n>) what tsclient.h and tsclient_cuda.h declare, in its
+# private node (TSCLIENT_PRIVATE_<n>) what src/client/tsclient_private.h
+# adds for the Python client. An undeclared symbol that leaks, or a
 # declared function that is not exported (its header grew but the version
 # script, src/lib*.sym, did not), fails with both lists.
 cc=${1:?usage: exports.sh CC}
@@ -10,23 +12,31 @@ cc=${1:?usage: exports.sh CC}
 ts_setup exports
 command -v nm >/dev/null 2>&1 || skip "nm (binutils) is not installed"
 
-check_lib() { # LIB HEADER...
-	lib=$1; shift
+declared() { # INCLUDE_DIR HEADER_PATH... : the functions they declare
+	inc=$1; shift
 	for h in "$@"; do
-		"$cc" -E -P -I"$TS_SRCDIR/include/tsrun" "$TS_SRCDIR/include/tsrun/$h" ||
-			fail "cannot preprocess include/tsrun/$h"
-	done | grep -oE '\bts_[a-z0-9_]+ *\(' | tr -d '( ' | sort -u >"$T/declared"
-	[ -s "$T/declared" ] || fail "no functions found in $*"
-	# defined dynamic symbols, versions stripped (ts_x@@TSRUN_0.1)
-	nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVWiu]$/ { sub(/@.*/, "", $3); print $3 }' |
-		grep -v '^TS[A-Z]*_[0-9.]*$' | sort -u >"$T/exported"
-	leaked=$(comm -23 "$T/exported" "$T/declared" | tr '\n' ' ')
-	missing=$(comm -13 "$T/exported" "$T/declared" | tr '\n' ' ')
+		"$cc" -E -P -I"$TS_SRCDIR/include/tsrun" -I"$inc" "$h" ||
+			fail "cannot preprocess $h"
+	done | grep -oE '\bts_[a-z0-9_]+ *\(' | tr -d '( ' | sort -u
+}
+
+check_lib() { # LIB NODES DECLARED_FILE WHAT
+	lib=$1 nodes=$2 decl=$3 what=$4
+	[ -s "$decl" ] || fail "no functions found in $what"
+	# defined dynamic symbols of the nodes that match NODES (an extended
+	# regex), versions stripped (ts_x@@TSRUN_0.1)
+	nm -D --defined-only "$lib" |
+		awk -v nodes="^($nodes)\$" '$2 ~ /^[TDBRVWiu]$/ {
+			v = $3; sub(/^[^@]*@+/, "", v); sub(/@.*/, "", $3)
+			if (v ~ nodes) print $3 }' |
+		grep -v '^TS[A-Z_]*_[0-9.]*$' | sort -u >"$T/exported"
+	leaked=$(comm -23 "$T/exported" "$decl" | tr '\n' ' ')
+	missing=$(comm -13 "$T/exported" "$decl" | tr '\n' ' ')
 	[ -z "$leaked" ] ||
-		fail "$(basename "$lib") exports what $* do not declare: $leaked(hide it, or declare it and add it to the version script)"
+		fail "$(basename "$lib") exports in $nodes what $what do not declare: $leaked(hide it, or declare it and add it to the version script)"
 	[ -z "$missing" ] ||
-		fail "$(basename "$lib") does not export what $* declare: $missing(add them to src/$(basename "$lib" | sed 's/\.so.*//').sym)"
-	pass "$(basename "$lib"): exports exactly the $(wc -l <"$T/declared") functions of $*"
+		fail "$(basename "$lib") does not export in $nodes what $what declare: $missing(add them to the version script's $nodes node)"
+	pass "$(basename "$lib"): exports in $nodes exactly the $(wc -l <"$decl") functions of $what"
 }
 
 # One version: meson's project version, major.minor, is tsrun.h's
@@ -42,6 +52,18 @@ newest=$(grep -ohE '^TS(RUN|CLIENT)_[0-9]+\.[0-9]+' "$TS_SRCDIR/src/libtsrun.sym
 	fail "the newest symbol node is $newest, meson.build's version $v (bump the project with a new node)"
 pass "one version: meson $v, tsrun.h $hv, the newest symbol node $newest"
 
-check_lib "${TS_LIBTSRUN:?}" tsrun.h tsrun_plugin.h tsrun_producer.h
-check_lib "${TS_LIBTSCLIENT:?}" tsclient.h tsclient_cuda.h
+I=$TS_SRCDIR/include/tsrun
+declared "$I" "$I/tsrun.h" "$I/tsrun_plugin.h" "$I/tsrun_producer.h" >"$T/tsrun.decl"
+check_lib "${TS_LIBTSRUN:?}" 'TSRUN_[0-9.]+' "$T/tsrun.decl" "tsrun.h, tsrun_plugin.h, tsrun_producer.h"
+# libtsclient: the public nodes hold the public headers' functions; the
+# private node, those of src/client/tsclient_private.h that no public
+# header declares (the Python client's), and none leaks across.
+declared "$I" "$I/tsclient.h" "$I/tsclient_cuda.h" >"$T/client.decl"
+check_lib "${TS_LIBTSCLIENT:?}" 'TSCLIENT_[0-9.]+' "$T/client.decl" "tsclient.h, tsclient_cuda.h"
+P=$TS_SRCDIR/src/client
+declared "$P" "$P/tsclient_private.h" | comm -23 - "$T/client.decl" >"$T/private.decl"
+check_lib "$TS_LIBTSCLIENT" 'TSCLIENT_PRIVATE_[0-9.]+' "$T/private.decl" "tsclient_private.h"
+# and no installed header includes the private one
+! grep -l 'tsclient_private' "$I"/*.h >/dev/null 2>&1 ||
+	fail "an installed header includes tsclient_private.h: $(grep -l tsclient_private "$I"/*.h)"
 finish

@@ -24,7 +24,7 @@
 #include "ring.h"
 #include "server.h"
 #include "tsclient.h"
-#include "tsclient_cuda.h"
+#include "tsclient_private.h"
 #include "tscuda.h"
 
 #define H 8

@@ -18,7 +18,7 @@
 #include "proto.h"
 #include "ring.h"
 #include "server.h"
-#include "tsclient.h"
+#include "tsclient_private.h"
 #include "tsclient_cuda.h"
 
 static char dir[64], sock_path[128];

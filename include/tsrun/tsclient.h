@@ -270,60 +270,11 @@ int ts_client_next(struct ts_client *c, struct ts_batch *b,
  * must not be read afterwards. Optional: ts_client_next implies it. */
 void ts_client_release(struct ts_client *c, const struct ts_batch *b);
 
-/* ---- batches that outlive the next call (the Python client) ------------
- *
- * ts_client_next_held is ts_client_next without the implied release: the
- * batches it hands out stay held, in any number and released in any
- * order, until ts_client_release_below(c, seq) says that no batch from
- * seq on is still in use (the first seq of the oldest one still held, or
- * UINT64_MAX for none): everything below seq goes back, skipped samples
- * included. It returns -EAGAIN, instead of waiting forever, when the
- * next batch cannot be published while the oldest held batch keeps its
- * slots: release (or copy out) that one and call again. A ts_client_next
- * afterwards ends hold mode and releases everything handed out.
- *
- * ts_client_span_map gives a batch its own mapping of its samples:
- * private (copy on write) and writable, of the ring's pages, so reading
- * it is zero-copy, a write copies only the pages it touches into this
- * process and never reaches the ring, and the mapping outlives the
- * client, the producer and the batch's release. Until the batch is
- * released, its bytes are the ring's; ts_client_span_own copies the
- * pages not yet copied, after which the span no longer depends on the
- * ring and the batch may be released. ts_client_span_unmap frees it.
- */
-struct ts_client_span {
-	void *base;     /* the mapping (page aligned) */
-	size_t len;     /* its length */
-	void *data;     /* the batch's first sample; n samples, sample_stride
-			   apart */
-};
-
-int ts_client_next_held(struct ts_client *c, struct ts_batch *b,
-			struct ts_error *err);
-void ts_client_release_below(struct ts_client *c, uint64_t seq);
-
-/* 0 and *out, or -errno (mmap refused: err says why; copy the batch
- * instead). b comes from ts_client_next_held on c and is still held. */
-int ts_client_span_map(struct ts_client *c, const struct ts_batch *b,
-		       struct ts_client_span *out, struct ts_error *err);
-/* 0, or -errno when the pages cannot all be copied (out of memory). Safe
- * while other threads read or write the span. */
-int ts_client_span_own(const struct ts_client_span *s, struct ts_error *err);
-/* Unmap; any thread; a zeroed span is a no-op. */
-void ts_client_span_unmap(struct ts_client_span *s);
-
-/* 1 when no page of s is this process's own (none written, none owned:
- * every page still the ring's, so the span may serve a later batch of
- * the same ring range without being mapped again), 0 when some is, or
- * -errno (no /proc/self/pagemap). Any thread; s must not be written
- * meanwhile. */
-int ts_client_span_clean(const struct ts_client_span *s);
-
 /* ---- who waits: this trainer's own figures ------------------------------
  *
- * The client counts the time spent inside ts_client_next and
- * ts_client_next_held (waiting for a batch; one already published costs
- * microseconds) and what it handed out, and publishes both in its control
+ * The client counts the time spent inside ts_client_next (and the
+ * Python client's calls for held batches) waiting for a batch (one
+ * already published costs microseconds) and what it handed out, and publishes both in its control
  * page for the producer's status file, `tsrun stat` and summary. The cost
  * is two clock reads (vDSO, no system call) and a dozen stores to a cache
  * line of its own per batch. The window is the last 5 to 10 s (two
@@ -337,18 +288,14 @@ struct ts_client_stats {
 	double window_s;          /* the window's length */
 	double window_wait_fraction;  /* waited in the window / window_s */
 	double window_samples_per_s;  /* handed out in the window / window_s */
-	uint64_t samples;         /* handed out (less ts_client_unused) */
+	uint64_t samples;         /* handed out (less what the Python client
+				     read ahead and did not use) */
 	uint64_t batches;
 };
 
 /* This trainer's figures now. Thread safety: as ts_client_next (call it
  * from the thread that reads batches, or between calls). */
 void ts_client_stats(const struct ts_client *c, struct ts_client_stats *out);
-
-/* n samples handed out were never used (a loader that read a batch ahead
- * and then stopped): this trainer's counts, and the producer's summary
- * of it, leave them out. */
-void ts_client_unused(struct ts_client *c, size_t n);
 
 /* Disconnect (the producer stops waiting for us at once) and free.
  * NULL is a no-op. Spans stay valid. */

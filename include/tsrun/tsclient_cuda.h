@@ -100,9 +100,9 @@ void ts_client_cuda_versions(int *driver, int *runtime);
  * Teardown. The producer frees its device ring only once no trainer holds
  * it (it waits, bounded, for its consumers to hang up). At the end of the
  * stream, ts_client_device_next closes the IPC mapping itself when no
- * hold (ts_client_device_hold) remains, and the closing hold does it
- * otherwise: hosts whose views outlive a batch (a framework tensor)
- * hold the mapping while such a view exists. Device calls after the
+ * hold remains, and the closing hold does it otherwise: the Python
+ * client, whose views outlive a batch (a framework tensor), holds the
+ * mapping while such a view exists. Device calls after the
  * mapping closed return TS_E_EOS.
  */
 struct ts_client_device;
@@ -172,42 +172,16 @@ int ts_client_device_wait_uses(struct ts_client_device *d, struct ts_error *err)
 int ts_client_device_next(struct ts_client_device *d, struct ts_batch *b,
 			  struct ts_error *err);
 
-/*
- * Keep up to k (1..8, default 1) batches outstanding, so that the host
- * runs ahead of the GPU: ts_client_device_next then takes batches with
- * ts_client_next_held and gives each back (ts_client_release_below) at
- * the first ts_client_device_next after the uses recorded on it have
- * finished (cudaEventQuery, without waiting), waiting only for the
- * oldest when k are out, or when its slots keep the producer from
- * publishing the next batch. A batch's device view is then valid until
- * its recorded uses are done and a later ts_client_device_next ran (one
- * without recorded uses: until the next call, as with k = 1). On another
- * GPU each outstanding batch has its own peer-copy buffer (k batches'
- * worth are allocated). Set before the first batch. 0, TS_E_ARG or
- * TS_E_NOMEM.
- */
-int ts_client_device_set_outstanding(struct ts_client_device *d, unsigned k,
-				     struct ts_error *err);
-
-/* How many batches are outstanding now (outstanding mode). */
-unsigned ts_client_device_outstanding(const struct ts_client_device *d);
-
-/* Holds on the mapping: a view that may outlive its batch takes one and
- * gives it back when it goes. The mapping stays open while holds remain;
- * after the end of the stream, the last unhold closes it. */
-void ts_client_device_hold(struct ts_client_device *d);
-void ts_client_device_unhold(struct ts_client_device *d);
-
 /* Whether the IPC mapping is still open (0 after the end of the stream
  * closed it). */
 int ts_client_device_mapped(const struct ts_client_device *d);
 
 /* Close the mapping (waiting for recorded uses, then for all work queued
  * on the mapping's device, first) and free the copy buffer and events.
- * With holds remaining, the handle is detached instead: it no longer
- * touches its client (ts_client_close may follow at once), the mapping
- * stays valid for the views that hold it, and the last
- * ts_client_device_unhold closes and frees it; d must not be used
+ * With holds remaining (the Python client's views), the handle is
+ * detached instead: it no longer touches its client (ts_client_close may
+ * follow at once), the mapping stays valid for the views that hold it,
+ * and the last hold given back closes and frees it; d must not be used
  * otherwise after close. A second close of a detached handle is a no-op.
  * NULL is a no-op. Call before ts_client_close. */
 void ts_client_device_close(struct ts_client_device *d);

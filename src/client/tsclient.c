@@ -1,6 +1,6 @@
 /* tsclient.c - libtsclient: connect, hello/welcome, and batches cut from
  * the mapped ring by the shared reader (runtime/ring.c). */
-#include "tsclient.h"
+#include "tsclient_private.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
  * by cudaGetLastError (through rt_fail), or its error would stick and be
  * reported by the host's next kernel launch.
  */
-#include "tsclient_cuda.h"
+#include "tsclient_private.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>

@@ -24,7 +24,7 @@
 
 #include "gpu-common.h"
 #include "tsclient.h"
-#include "tsclient_cuda.h"
+#include "tsclient_private.h"
 
 static double wall(void)
 {
