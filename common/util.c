@@ -134,3 +134,43 @@ int64_t ts_clock_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* Past this a size is taken for uninitialised memory, not a struct. */
+#define TS_SIZED_MAX 4096
+
+int ts_sized_in(void *dst, size_t dst_size, const void *src, const char *type,
+		const char *init, struct ts_error *err)
+{
+	size_t size;
+	memcpy(&size, src, sizeof(size));
+	if (size < sizeof(size_t))
+		return ts_error_set(err, TS_E_ARG,
+				    "%s: its size field is %zu: set it to sizeof(%s) "
+				    "(%s), so that the library knows which fields "
+				    "the caller's header has", type, size, type, init);
+	if (size > TS_SIZED_MAX)
+		return ts_error_set(err, TS_E_ARG,
+				    "%s: its size field is %zu, more than any version of "
+				    "it (uninitialised?): set it to sizeof(%s) (%s)",
+				    type, size, type, init);
+	for (size_t i = dst_size; i < size; i++)
+		if (((const unsigned char *)src)[i])
+			return ts_error_set(err, TS_E_ARG,
+					    "%s is %zu bytes, from a newer header than this "
+					    "library's (%zu bytes), and sets a field past "
+					    "byte %zu that this library does not know: use "
+					    "the library of that header, or leave the newer "
+					    "fields zero", type, size, dst_size, i);
+	memcpy(dst, src, size < dst_size ? size : dst_size);
+	memcpy(dst, &dst_size, sizeof(dst_size));
+	return 0;
+}
+
+void ts_sized_init(void *o, size_t size, const void *def, size_t def_size)
+{
+	if (size > def_size)
+		memset((char *)o + def_size, 0, size - def_size);
+	memcpy(o, def, size < def_size ? size : def_size);
+	if (size >= sizeof(size_t))
+		memcpy(o, &size, sizeof(size));
+}

@@ -45,4 +45,24 @@ char *ts_strdup(const char *s);
 double ts_clock_now(void);
 int64_t ts_clock_ms(void);
 
+/*
+ * A caller's sized struct (a public options struct whose first field is
+ * its size_t size, libtsrun(3), Sized structs) into dst, dst_size bytes,
+ * which holds the defaults: the fields that fit in the caller's size are
+ * copied over them, the rest keep their defaults, and dst's size becomes
+ * dst_size. 0, or TS_E_ARG with err naming the struct (type, "struct
+ * ts_client_opts") and how to set it (init, "ts_client_opts_init sets it"): size
+ * unset or too small to hold itself, implausibly large (uninitialised
+ * memory), or larger than dst_size with a non-zero byte past it (fields
+ * of a newer header that this library cannot honour). dst is unchanged
+ * on failure.
+ */
+int ts_sized_in(void *dst, size_t dst_size, const void *src, const char *type,
+		const char *init, struct ts_error *err);
+
+/* The caller's side of an _init for a sized struct of size bytes: the
+ * defaults in def (def_size bytes, its size field already def_size) as
+ * far as size reaches, the bytes past def_size zeroed, and its size. */
+void ts_sized_init(void *o, size_t size, const void *def, size_t def_size);
+
 #endif

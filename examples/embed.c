@@ -179,6 +179,7 @@ int main(int argc, char **argv)
 
 	/* 2. Open: workers start producing into the stream's own ring. */
 	struct ts_stream_opts o = {
+		.size = sizeof(struct ts_stream_opts),
 		.threads = (int)threads, .epochs = (int)epochs,
 		.start_epoch = start_epoch, .start_index = start_index,
 		.memory_budget = (uint64_t)memory_mib << 20,

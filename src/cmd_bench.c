@@ -389,6 +389,7 @@ static int bench_stream(const struct bench_args *a, struct ts_pipeline *p,
 			const struct ts_plan *pl, bool *opened)
 {
 	struct ts_stream_opts so = {
+		.size = sizeof(struct ts_stream_opts),
 		.threads = (int)a->threads,
 		.epochs = (int)(a->start_epoch + (uint64_t)a->epochs),
 		.start_epoch = a->start_epoch,

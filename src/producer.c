@@ -52,14 +52,24 @@ struct ts_producer {
 	bool stop;
 };
 
-TS_EXPORT void ts_producer_opts_init(struct ts_producer_opts *o)
+static void opts_defaults(struct ts_producer_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	o->status_fd = -1;
 	o->ring = 8;
 	o->wait = 1;
 	o->stall_timeout = TS_SERVER_STALL_TIMEOUT_S;
 	o->consumers = TS_RING_MAX_CONSUMERS;
+}
+
+/* size is the caller's sizeof (ts_producer_opts_init passes it): no byte
+ * past it is written. */
+TS_EXPORT void ts_producer_opts_init_size(struct ts_producer_opts *o, size_t size)
+{
+	struct ts_producer_opts d;
+	opts_defaults(&d);
+	ts_sized_init(o, size, &d, sizeof(d));
 }
 
 static size_t elem_bytes(int dtype)
@@ -182,10 +192,20 @@ static int ring_shape(const struct ts_producer_tensor *t, struct ts_ring_params 
 	return 0;
 }
 
-TS_EXPORT int ts_producer_create(const struct ts_producer_opts *o, struct ts_producer **out,
+TS_EXPORT int ts_producer_create(const struct ts_producer_opts *opts, struct ts_producer **out,
 		       struct ts_error *err)
 {
-	if (!o || !out || !o->socket_path || !o->socket_path[0])
+	struct ts_producer_opts known;
+	if (!opts || !out)
+		return ts_error_set(err, TS_E_ARG, "ts_producer_create: opts and out are required");
+	/* the fields the caller's header has; defaults for the rest */
+	opts_defaults(&known);
+	int src = ts_sized_in(&known, sizeof(known), opts, "struct ts_producer_opts",
+			      "ts_producer_opts_init sets it", err);
+	if (src)
+		return src;
+	const struct ts_producer_opts *o = &known;
+	if (!o->socket_path || !o->socket_path[0])
 		return ts_error_set(err, TS_E_ARG, "no socket path");
 	uint64_t sb = tensor_bytes(&o->sample, "sample", err);
 	if (!sb)

@@ -194,11 +194,17 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 			       const struct ts_stream_opts *opts,
 			       struct ts_stream **out, struct ts_error *err)
 {
-	struct ts_stream_opts def = {.epochs = -1};
+	struct ts_stream_opts known = {.size = sizeof(known), .epochs = -1};
 	if (!p || !out)
 		return ts_error_set(err, TS_E_ARG, "ts_pipeline_open: pipeline and out are required");
-	if (!opts)
-		opts = &def;
+	/* the fields the caller's header has; defaults for the rest */
+	if (opts) {
+		int src = ts_sized_in(&known, sizeof(known), opts, "struct ts_stream_opts",
+				      "struct ts_stream_opts o = { .size = sizeof o }", err);
+		if (src)
+			return src;
+	}
+	opts = &known;
 	const struct ts_plan *pl = p->plan;
 	uint64_t budget = opts->memory_budget ? opts->memory_budget : pl->memory_budget;
 	uint64_t cache;
@@ -373,6 +379,7 @@ TS_EXPORT int ts_stream_next(struct ts_stream *s, struct ts_stream_batch *b,
 	}
 	s->have_cur = true;
 	const struct ts_plan *pl = s->plan;
+	memset(b, 0, sizeof(*b)); /* the reserved words too */
 	b->data = s->cur.data;
 	b->labels = s->cur.labels;
 	b->n = s->cur.n;

@@ -1,6 +1,7 @@
-"""ctypes-layout.py CC - the Python client's ctypes structures
-(src/python/tsrun/_lib.py, _tensors.py, serve.py) match the C layouts of
-tsclient.h, tsclient_cuda.h, src/client/tsclient_private.h and
+"""ctypes-layout.py CC - every ctypes mirror of a C structure, the Python
+client's (src/python/tsrun/_lib.py, _tensors.py, serve.py) and the tests'
+(tests/tsrun_embed.py, libtsrun's embedding API), matches the C layouts of
+tsclient.h, tsclient_cuda.h, src/client/tsclient_private.h, tsrun.h and
 tsrun_producer.h: for every structure,
 its size, and for every field the ctypes class names, its offset and size
 as the C compiler lays them out. The fields are copied by hand into the
@@ -32,6 +33,9 @@ MIRRORS = {
     "_lib.Span": "struct ts_client_span",
     "_lib.Pinned": "struct ts_client_pinned",
     "_lib.Mix": "struct ts_client_mix",
+    "_lib.Tensor": "struct ts_client_tensor",
+    "_lib.ProducerTensor": "struct ts_producer_tensor",
+    "_lib.ProducerOpts": "struct ts_producer_opts",
     "_lib.MixSample": "struct ts_client_mix_sample",
     "_tensors._Tensor": "struct ts_client_tensor",
     "_tensors._Error": "struct ts_error",
@@ -40,7 +44,14 @@ MIRRORS = {
     "serve._Error": "struct ts_error",
     "serve._Tensor": "struct ts_producer_tensor",
     "serve._Opts": "struct ts_producer_opts",
+    "tsrun_embed.Loc": "struct ts_loc",
+    "tsrun_embed.Error": "struct ts_error",
+    "tsrun_embed.StreamOpts": "struct ts_stream_opts",
+    "tsrun_embed.Batch": "struct ts_stream_batch",
 }
+# Every ctypes.Structure of these modules must be in MIRRORS (a mirror
+# added without its entry here would go unchecked).
+MODULES = ("_lib", "_tensors", "serve", "tsrun_embed")
 
 
 def load_lib():
@@ -55,6 +66,12 @@ def load_lib():
         mod = importlib.util.module_from_spec(spec)
         sys.modules["tsrun." + name] = mod
         spec.loader.exec_module(mod)
+    # the tests' mirrors of libtsrun's embedding API
+    spec = importlib.util.spec_from_file_location(
+        "tsrun.tsrun_embed", os.path.join(SRC, "tests", "tsrun_embed.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["tsrun.tsrun_embed"] = mod
+    spec.loader.exec_module(mod)
     return sys.modules
 
 
@@ -68,7 +85,7 @@ def c_layouts(cc, lib, tmp):
     """{(ctype, field or None): (offset, size)} from the C compiler."""
     lines = ["#include <stddef.h>", "#include <stdio.h>",
              '#include "tsclient_private.h"',
-             '#include "tsrun_producer.h"',
+             '#include "tsrun_producer.h"', '#include "tsrun.h"',
              "int main(void) {"]
     for cls, ctype in MIRRORS.items():
         lines.append(f'printf("{cls} - 0 %zu\\n", sizeof({ctype}));')
@@ -102,6 +119,16 @@ def main():
         return 77
     lib = load_lib()
     failed = 0
+    # a Structure class defined in one of the modules and not listed
+    listed = {id(mirror(lib, cls)) for cls in MIRRORS}
+    for m in MODULES:
+        mod = lib["tsrun." + m]
+        for name, k in vars(mod).items():
+            if (isinstance(k, type) and issubclass(k, ctypes.Structure)
+                    and k.__module__ == mod.__name__ and id(k) not in listed):
+                print(f"FAIL: {m}.{name} mirrors a C structure that MIRRORS does not "
+                      "name: add it, so that its layout is checked")
+                failed += 1
     with tempfile.TemporaryDirectory(prefix="tsrun-ctypes.") as tmp:
         c = c_layouts(cc, lib, tmp)
     for cls, ctype in MIRRORS.items():

@@ -125,7 +125,7 @@ pids=""
 
 # --- libtsrun.3 ---------------------------------------------------------------
 mkdir -p "$T/inc/tsrun" "$T/c"
-ln -s "$TS_SRCDIR/include/tsrun/tsrun.h" "$TS_SRCDIR/include/tsrun/tsclient.h" "$TS_SRCDIR/include/tsrun/error.h" "$T/inc/tsrun/"
+ln -s "$TS_SRCDIR/include/tsrun/tsrun.h" "$TS_SRCDIR/include/tsrun/tsclient.h" "$TS_SRCDIR/include/tsrun/error.h" "$TS_SRCDIR/include/tsrun/types.h" "$T/inc/tsrun/"
 examples "$MAN/libtsrun.3" | awk -v dir="$T/c" '
 	/^@@END$/ { if (buf ~ /int main\(/) { n++; f = dir "/prog" n ".c"; printf "%s", buf > f; close(f) } buf = ""; next }
 	{ buf = buf $0 "\n" }'

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +423,42 @@ START_TEST(test_held_spans)
 }
 END_TEST
 
+/* Sized structs (libtsrun(3)): ts_client_connect checks the options'
+ * size before it connects. A shorter (older) struct, without the job
+ * fields, passes the check (and meets no producer: -ENOENT); an unset
+ * size and a newer struct that sets a field this library does not know
+ * are refused by name. ts_client_opts_init writes no byte past the size. */
+START_TEST(test_sized_opts)
+{
+	union { struct ts_client_opts o; unsigned char b[sizeof(struct ts_client_opts) + 16]; } u;
+	size_t old = offsetof(struct ts_client_opts, job);
+	struct ts_client *c = NULL;
+	struct ts_error err = {0};
+	const char *nowhere = "/nonexistent-tsrun-dir/x.sock";
+	memset(&u, 0xaa, sizeof(u));
+	ts_client_opts_init_size(&u.o, old);
+	ck_assert_uint_eq(u.o.size, old);
+	ck_assert_int_eq(u.o.connect_timeout_ms, 5000);
+	for (size_t i = old; i < sizeof(u.b); i++)
+		ck_assert_msg(u.b[i] == 0xaa, "byte %zu past the caller's size written", i);
+	/* the job pointer (0xaa...) past the size is not read */
+	ck_assert_int_eq(ts_client_connect(nowhere, &u.o, &c, &err), -ENOENT);
+	struct ts_client_opts zero = {0};
+	ck_assert_int_eq(ts_client_connect(nowhere, &zero, &c, &err), TS_E_ARG);
+	ck_assert_msg(strstr(err.msg, "struct ts_client_opts: its size field is 0") &&
+		      strstr(err.msg, "ts_client_opts_init"), "%s", err.msg);
+	struct { struct ts_client_opts o; uint64_t newer; } big;
+	ts_client_opts_init(&big.o);
+	big.o.size = sizeof(big);
+	big.newer = 3;
+	ck_assert_int_eq(ts_client_connect(nowhere, &big.o, &c, &err), TS_E_ARG);
+	ck_assert_msg(strstr(err.msg, "from a newer header"), "%s", err.msg);
+	big.newer = 0;
+	ck_assert_int_eq(ts_client_connect(nowhere, &big.o, &c, &err), -ENOENT);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
 	Suite *s = suite_create("client");
@@ -438,6 +475,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_socket_files);
 	tcase_add_test(tc, test_peer_credentials);
 	tcase_add_test(tc, test_device_section);
+	tcase_add_test(tc, test_sized_opts);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tsrun.h"
+#include "tsrun_producer.h"
 
 /* A data set made once by `tsrun make-dataset` (main), for folder tests. */
 
@@ -195,7 +196,7 @@ START_TEST(views_table)
 	ck_assert_uint_eq(v[2].bytes, 8 * 8 * 3);
 	struct ts_stream *s = NULL;
 	struct ts_error err = {0};
-	struct ts_stream_opts o = {.epochs = 1, .threads = 2};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = 1, .threads = 2};
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
 	struct ts_stream_batch b;
 	size_t n = 0;
@@ -309,7 +310,7 @@ START_TEST(epochs_and_batches)
 	struct ts_pipeline *p = compile_ok(synth_text, NULL);
 	static struct rec r[400];
 	size_t nb = 0;
-	struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2};
 	/* 100 per epoch in batches of 16: 6 full and one of 4, twice. */
 	ck_assert_uint_eq(collect(p, &o, 100, r, 400, &nb), 200);
 	ck_assert_uint_eq(nb, 14);
@@ -334,7 +335,7 @@ START_TEST(epochs_and_batches)
 	ck_assert_int_lt(same, 100);
 
 	/* Options: 3 epochs, batch 32, drop_last: 3 batches of 32 a epoch. */
-	o = (struct ts_stream_opts){.epochs = 3, .batch = 32, .drop_last = 1, .threads = 1};
+	o = (struct ts_stream_opts){.size = sizeof(struct ts_stream_opts), .epochs = 3, .batch = 32, .drop_last = 1, .threads = 1};
 	ck_assert_uint_eq(collect(p, &o, 100, r, 400, &nb), 3 * 96);
 	ck_assert_uint_eq(nb, 9);
 	ts_pipeline_destroy(p);
@@ -361,7 +362,7 @@ END_TEST
 START_TEST(close_early)
 {
 	struct ts_pipeline *p = compile_ok(synth_text, NULL);
-	struct ts_stream_opts o = {.epochs = 0, .threads = 2}; /* forever */
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = 0, .threads = 2}; /* forever */
 	struct ts_stream *s = NULL;
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, NULL), 0);
 	struct ts_stream_batch b;
@@ -386,7 +387,7 @@ START_TEST(memory_budget)
 {
 	struct ts_pipeline *p = compile_ok(synth_text, NULL);
 	uint64_t need = ts_pipeline_memory(p, 2);
-	struct ts_stream_opts o = {.epochs = -1, .threads = 2, .memory_budget = need - 1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2, .memory_budget = need - 1};
 	struct ts_stream *s = NULL;
 	struct ts_error err = {0};
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), TS_E_BUDGET);
@@ -481,7 +482,7 @@ START_TEST(folder_stream)
 	static struct rec r[2 * DS_IMAGES];
 	size_t nb;
 	/* 40 a epoch in batches of 6: 6 full and one of 4, twice. */
-	struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2};
 	ck_assert_uint_eq(collect(p, &o, DS_IMAGES, r, 2 * DS_IMAGES, &nb), 2 * DS_IMAGES);
 	ck_assert_uint_eq(nb, 14);
 	/* Labels are the sorted class folders' indices, as many of each as
@@ -510,8 +511,8 @@ START_TEST(threads_same_digest)
 	uint64_t sizes[] = {100, DS_IMAGES};
 	struct ts_pipeline *p = compile_ok(texts[_i], NULL);
 	static struct rec a[400], b[400];
-	struct ts_stream_opts o1 = {.epochs = 2, .threads = 1};
-	struct ts_stream_opts o2 = {.epochs = 2, .threads = 2, .batch = 7};
+	struct ts_stream_opts o1 = {.size = sizeof(struct ts_stream_opts), .epochs = 2, .threads = 1};
+	struct ts_stream_opts o2 = {.size = sizeof(struct ts_stream_opts), .epochs = 2, .threads = 2, .batch = 7};
 	size_t na = collect(p, &o1, sizes[_i], a, 400, NULL);
 	size_t nb = collect(p, &o2, sizes[_i], b, 400, NULL);
 	ck_assert_uint_eq(na, 2 * sizes[_i]);
@@ -532,12 +533,12 @@ START_TEST(resume_reproduces_tail)
 	uint64_t n = _i == 0 ? 100 : DS_IMAGES;
 	struct ts_pipeline *p = compile_ok(texts[_i], NULL);
 	static struct rec full[400], tail[400];
-	struct ts_stream_opts o = {.epochs = 3, .threads = 2};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = 3, .threads = 2};
 	ck_assert_uint_eq(collect(p, &o, n, full, 400, NULL), 3 * n);
 	/* Resume mid-epoch 1, and at the start of epoch 2. */
 	const uint64_t starts[][2] = {{1, 13}, {0, n - 1}, {2, 0}};
 	for (size_t k = 0; k < 3; k++) {
-		struct ts_stream_opts r = {.epochs = 3, .threads = 1,
+		struct ts_stream_opts r = {.size = sizeof(struct ts_stream_opts), .epochs = 3, .threads = 1,
 					   .start_epoch = starts[k][0],
 					   .start_index = starts[k][1]};
 		uint64_t from = starts[k][0] * n + starts[k][1];
@@ -593,7 +594,7 @@ START_TEST(cache_same_stream)
 	char text[2048];
 	static struct rec off[3 * DS_IMAGES], on[3 * DS_IMAGES];
 	struct ts_pipeline *p = compile_ok(cache_text(text, sizeof(text), (size_t)_i, "0"), NULL);
-	struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2};
 	size_t n = collect(p, &o, DS_IMAGES, off, 3 * DS_IMAGES, NULL);
 	ck_assert_uint_eq(n, 2 * DS_IMAGES);
 	ts_pipeline_destroy(p);
@@ -603,7 +604,7 @@ START_TEST(cache_same_stream)
 	for (int s = 0; s < 2; s++) {
 		p = compile_ok(cache_text(text, sizeof(text), (size_t)_i, sizes[s]), NULL);
 		for (int threads = 2 - (s == 0); threads <= 2; threads++) {
-			struct ts_stream_opts oc = {.epochs = -1, .threads = threads, .batch = 4};
+			struct ts_stream_opts oc = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = threads, .batch = 4};
 			ck_assert_uint_eq(collect(p, &oc, DS_IMAGES, on, 3 * DS_IMAGES, NULL), n);
 			for (size_t j = 0; j < n; j++)
 				ck_assert_msg(on[j].hash == off[j].hash && on[j].label == off[j].label,
@@ -616,7 +617,7 @@ START_TEST(cache_same_stream)
 			ts_pipeline_destroy(p);
 			continue;
 		}
-		struct ts_stream_opts r = {.epochs = -1, .threads = 2, .start_epoch = 1,
+		struct ts_stream_opts r = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2, .start_epoch = 1,
 					   .start_index = 7};
 		size_t got = collect(p, &r, DS_IMAGES, on, 3 * DS_IMAGES, NULL);
 		ck_assert_uint_eq(got, n - DS_IMAGES - 7);
@@ -627,7 +628,7 @@ START_TEST(cache_same_stream)
 	}
 	/* ts_stream_opts.cache overrides the serve block both ways. */
 	p = compile_ok(cache_text(text, sizeof(text), (size_t)_i, "0"), NULL);
-	struct ts_stream_opts oc = {.epochs = -1, .threads = 2, .cache = 64ull << 20};
+	struct ts_stream_opts oc = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2, .cache = 64ull << 20};
 	ck_assert_uint_eq(collect(p, &oc, DS_IMAGES, on, 3 * DS_IMAGES, NULL), n);
 	for (size_t j = 0; j < n; j++)
 		ck_assert(on[j].hash == off[j].hash);
@@ -644,7 +645,7 @@ START_TEST(cache_options)
 	struct ts_pipeline *p = compile_ok(cache_text(text, sizeof(text), 1, "64 MiB"), NULL);
 	struct ts_stream *s = NULL;
 	struct ts_error err = {0};
-	struct ts_stream_opts o = {.epochs = 1, .threads = 2, .cache = TS_STREAM_CACHE_AUTO};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = 1, .threads = 2, .cache = TS_STREAM_CACHE_AUTO};
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), TS_E_ARG);
 	ck_assert_ptr_nonnull(strstr(err.msg, "memory budget"));
 	/* the plan's figure counts the serve block's 64 MiB */
@@ -681,7 +682,7 @@ START_TEST(cache_reload)
 		struct ts_pipeline *p = compile_ok(a, NULL);
 		struct ts_stream *st = NULL;
 		struct ts_error err = {0};
-		struct ts_stream_opts o = {.epochs = -1, .threads = 2};
+		struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 2};
 		ck_assert_int_eq(ts_pipeline_open(p, &o, &st, &err), 0);
 		struct ts_stream_batch bt;
 		size_t n = 0;
@@ -718,10 +719,78 @@ struct opener {
 static void *open_and_read(void *arg)
 {
 	struct opener *op = arg;
-	struct ts_stream_opts o = {.epochs = -1, .threads = 1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1, .threads = 1};
 	op->n = collect(op->p, &o, 100, op->r, 200, NULL);
 	return NULL;
 }
+
+/* Sized structs (libtsrun(3)): ts_stream_opts carries its size. A caller
+ * of an older, shorter layout still opens, with the defaults for what it lacks; an unset
+ * size, or a newer layout that sets a field this library does not know,
+ * is refused by name; a newer layout whose extra fields are zero opens. */
+START_TEST(sized_stream_opts)
+{
+	struct ts_pipeline *p = compile_ok(synth_text, NULL);
+	struct ts_error err = {0};
+	struct ts_stream *s = NULL;
+	struct ts_stream_batch b;
+	/* older: up to memory_budget; its batch of 3 lies past its size and
+	 * must not be read (the pipeline's 16 then) */
+	struct ts_stream_opts old = {.size = offsetof(struct ts_stream_opts, batch),
+				     .epochs = 1, .threads = 1, .batch = 3};
+	ck_assert_int_eq(ts_pipeline_open(p, &old, &s, &err), 0);
+	ck_assert_int_eq(ts_stream_next(s, &b, &err), 0);
+	ck_assert_uint_eq(b.n, 16);
+	ts_stream_close(s);
+	s = NULL;
+	/* unset */
+	struct ts_stream_opts zero = {.epochs = 1};
+	ck_assert_int_eq(ts_pipeline_open(p, &zero, &s, &err), TS_E_ARG);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err.msg, "struct ts_stream_opts: its size field is 0") &&
+		      strstr(err.msg, "sizeof"), "%s", err.msg);
+	/* newer: 8 bytes more, set */
+	struct { struct ts_stream_opts o; uint64_t newer; } big = {
+		.o = {.size = sizeof(big), .epochs = 1, .threads = 1}, .newer = 7};
+	ck_assert_int_eq(ts_pipeline_open(p, &big.o, &s, &err), TS_E_ARG);
+	ck_assert_msg(strstr(err.msg, "from a newer header") &&
+		      strstr(err.msg, "does not know"), "%s", err.msg);
+	/* newer, its extra field zero */
+	big.newer = 0;
+	ck_assert_int_eq(ts_pipeline_open(p, &big.o, &s, &err), 0);
+	ck_assert_int_eq(ts_stream_next(s, &b, &err), 0);
+	for (size_t i = 0; i < sizeof(b.reserved) / sizeof(b.reserved[0]); i++)
+		ck_assert_uint_eq(b.reserved[i], 0);
+	ts_stream_close(s);
+	ts_pipeline_destroy(p);
+}
+END_TEST
+
+/* ts_producer_opts_init writes no byte past the size its caller passes
+ * (a program built against a shorter header), and ts_producer_create
+ * refuses an unset size before it touches anything. */
+START_TEST(sized_producer_opts)
+{
+	union { struct ts_producer_opts o; unsigned char b[sizeof(struct ts_producer_opts) + 16]; } u;
+	size_t old = offsetof(struct ts_producer_opts, consumers);
+	memset(&u, 0xaa, sizeof(u));
+	ts_producer_opts_init_size(&u.o, old);
+	ck_assert_uint_eq(u.o.size, old);
+	ck_assert_int_eq(u.o.status_fd, -1);
+	for (size_t i = old; i < sizeof(u.b); i++)
+		ck_assert_msg(u.b[i] == 0xaa, "byte %zu past the caller's size written", i);
+	ts_producer_opts_init(&u.o);
+	ck_assert_uint_eq(u.o.size, sizeof(u.o));
+	ck_assert_uint_eq(u.o.consumers, 64);
+	struct ts_producer_opts zero = {.socket_path = "/nonexistent/x.sock"};
+	struct ts_producer *pr = NULL;
+	struct ts_error err = {0};
+	ck_assert_int_eq(ts_producer_create(&zero, &pr, &err), TS_E_ARG);
+	ck_assert_ptr_null(pr);
+	ck_assert_msg(strstr(err.msg, "struct ts_producer_opts: its size field is 0") &&
+		      strstr(err.msg, "ts_producer_opts_init"), "%s", err.msg);
+}
+END_TEST
 
 START_TEST(concurrent_opens)
 {
@@ -833,6 +902,11 @@ static Suite *embed_suite(void)
 	tcase_add_test(tc, missing_folder);
 	tcase_add_test(tc, variable_size_refused);
 	tcase_add_test(tc, empty_folder);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sized");
+	tcase_add_test(tc, sized_stream_opts);
+	tcase_add_test(tc, sized_producer_opts);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("determinism");

@@ -6,6 +6,7 @@
  * the Python and C clients with each other. */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,6 +481,48 @@ START_TEST(boxes)
 }
 END_TEST
 
+/* Sized structs (libtsrun(3)): ts_client_mix_init writes no byte past
+ * the size its caller passes; a shorter (older) struct is read up to its
+ * size, the defaults taken for the rest; an unset size, or a newer one
+ * that sets a field this library does not know, is refused by name. */
+START_TEST(sized_mix)
+{
+	union { struct ts_client_mix m; unsigned char b[sizeof(struct ts_client_mix) + 16]; } u;
+	size_t old = offsetof(struct ts_client_mix, seed);
+	struct ts_error err = {0};
+	memset(&u, 0xaa, sizeof(u));
+	ts_client_mix_init_size(&u.m, old);
+	ck_assert_uint_eq(u.m.size, old);
+	ck_assert_uint_eq(u.m.num_classes, 1000);
+	for (size_t i = old; i < sizeof(u.b); i++)
+		ck_assert_msg(u.b[i] == 0xaa, "byte %zu past the caller's size written", i);
+	/* seed and enabled lie past the size: garbage there is not read */
+	ck_assert_int_eq(ts_client_mix_check(&u.m, &err), 0);
+	u.m.size = 0;
+	ck_assert_int_eq(ts_client_mix_check(&u.m, &err), TS_E_ARG);
+	ck_assert_msg(strstr(err.msg, "struct ts_client_mix: its size field is 0") &&
+		      strstr(err.msg, "ts_client_mix_init"), "%s", err.msg);
+	/* a bad value past the size is not read: num_classes 0 is refused
+	 * only when the caller's struct has it */
+	struct ts_client_mix m;
+	ts_client_mix_init(&m);
+	m.num_classes = 0;
+	m.size = offsetof(struct ts_client_mix, num_classes);
+	ck_assert_int_eq(ts_client_mix_check(&m, &err), 0);
+	m.size = sizeof(m);
+	ck_assert_int_eq(ts_client_mix_check(&m, &err), TS_E_ARG);
+	/* newer: 8 bytes more */
+	struct { struct ts_client_mix m; uint64_t newer; } big;
+	ts_client_mix_init(&big.m);
+	big.m.size = sizeof(big);
+	big.newer = 1;
+	ck_assert_int_eq(ts_client_mix_check(&big.m, &err), TS_E_ARG);
+	ck_assert_msg(strstr(err.msg, "from a newer header"), "%s", err.msg);
+	big.newer = 0;
+	ck_assert_int_eq(ts_client_mix_check(&big.m, &err), 0);
+}
+END_TEST
+
 static Suite *mix_suite(void)
 {
 	Suite *s = suite_create("mix");
@@ -487,6 +530,7 @@ static Suite *mix_suite(void)
 	tcase_add_loop_test(tc, bad_parameter, 0, (int)(sizeof(bad_params) / sizeof(bad_params[0])));
 	tcase_add_test(tc, defaults_are_timms);
 	tcase_add_test(tc, bad_batch);
+	tcase_add_test(tc, sized_mix);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("determinism");
 	tcase_add_loop_test(tc, same_position_same_bytes, 0, 3);

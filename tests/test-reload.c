@@ -45,7 +45,7 @@ START_TEST(test_reload_takes_over_at_epoch)
 {
 	struct ts_pipeline *p = compile(A);
 	struct ts_stream *s = NULL;
-	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1};
 	struct ts_error err;
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
 	struct ts_stream_batch b;
@@ -114,7 +114,7 @@ START_TEST(test_reload_views)
 		"pipeline s = synthetic(size = 8, count = 100) | center_crop(4) | to(uint8) | batch(10)\n";
 	struct ts_pipeline *p = compile(V);
 	struct ts_stream *s = NULL;
-	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1};
 	struct ts_error err;
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
 	struct ts_stream_batch b;
@@ -145,7 +145,7 @@ START_TEST(test_reload_in_last_epoch_refused)
 			  " | to(float32, nchw) | batch(10)\nserve s { epochs = 1 }\n";
 	struct ts_pipeline *p = compile(one);
 	struct ts_stream *s = NULL;
-	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1};
 	struct ts_error err;
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
 	struct ts_stream_batch b;
@@ -192,7 +192,7 @@ START_TEST(test_reload_missing_source_refused)
 {
 	struct ts_pipeline *p = compile(A);
 	struct ts_stream *s = NULL;
-	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1};
 	struct ts_error err;
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
 	struct ts_stream_batch b;
@@ -226,7 +226,7 @@ START_TEST(test_reload_source_gone_falls_back)
 
 	struct ts_pipeline *p = compile(A);
 	struct ts_stream *s = NULL;
-	struct ts_stream_opts o = {.epochs = -1};
+	struct ts_stream_opts o = {.size = sizeof(struct ts_stream_opts), .epochs = -1};
 	struct ts_error err;
 	ck_assert_int_eq(ts_pipeline_open(p, &o, &s, &err), 0);
 	struct ts_stream_batch b;

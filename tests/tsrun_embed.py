@@ -17,10 +17,16 @@ class Error(ctypes.Structure):
 
 
 class StreamOpts(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("epochs", ctypes.c_int),
+    """struct ts_stream_opts, its size set as a C caller sets it"""
+    _fields_ = [("size", ctypes.c_size_t), ("threads", ctypes.c_int), ("epochs", ctypes.c_int),
                 ("start_epoch", ctypes.c_uint64), ("start_index", ctypes.c_uint64),
                 ("memory_budget", ctypes.c_uint64), ("batch", ctypes.c_size_t),
                 ("drop_last", ctypes.c_int), ("cache", ctypes.c_uint64)]
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        if "size" not in kw:
+            self.size = ctypes.sizeof(self)
 
 
 class Batch(ctypes.Structure):
@@ -28,7 +34,8 @@ class Batch(ctypes.Structure):
                 ("n", ctypes.c_size_t), ("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int), ("layout", ctypes.c_int),
                 ("sample_bytes", ctypes.c_size_t), ("epoch", ctypes.c_uint64),
-                ("index", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
+                ("index", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t),
+                ("reserved", ctypes.c_uint64 * 4)]
 
 
 TS_E_EOS = -5009

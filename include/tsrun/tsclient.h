@@ -41,6 +41,14 @@ enum ts_client_join {
 };
 
 struct ts_client_opts {
+	/* sizeof(struct ts_client_opts) as the caller's header declares it:
+	 * set by ts_client_opts_init (a caller that fills the struct itself
+	 * sets it). The library reads the fields that fit in size and
+	 * takes the defaults for the rest, so a program built against an
+	 * older header keeps working; it refuses size 0 (unset) and, from
+	 * a newer header, a size whose fields past its own are not zero
+	 * (libtsrun(3), Sized structs). */
+	size_t size;
 	uint32_t batch_size;     /* 0: the pipeline's batch(n) */
 	int join;                /* enum ts_client_join */
 	int drop_last;           /* nonzero: drop each epoch's short last
@@ -71,8 +79,12 @@ struct ts_client_opts {
 };
 
 /* Fill o with defaults: batch 0, join next_epoch (whole epochs), keep the
- * last batch, no timeout, 5 s to connect, no job. */
-void ts_client_opts_init(struct ts_client_opts *o);
+ * last batch, no timeout, 5 s to connect, no job; and its size. Call it
+ * as ts_client_opts_init(o), which passes sizeof *o: the library writes
+ * no byte past the caller's struct (from a newer header, it zeroes the
+ * fields it does not know). */
+void ts_client_opts_init_size(struct ts_client_opts *o, size_t size);
+#define ts_client_opts_init(o) ts_client_opts_init_size((o), sizeof *(o))
 
 /*
  * Make o a rank of job `job` as torchrun started this process: rank from
@@ -105,6 +117,8 @@ struct ts_batch {
 	 * (tensorsocket(7), RING). A batch built by hand with 0 here reads
 	 * as packed. */
 	size_t sample_stride;
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[4];
 };
 
 /* What the producer told us at connect time. */
@@ -121,6 +135,8 @@ struct ts_client_info {
 	uint32_t start_epoch;    /* first epoch it will see (next_epoch) */
 	int producer_pid;
 	size_t sample_stride;    /* as struct ts_batch */
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[8];
 };
 
 /* The device ring of a producer whose pipeline ends in device(cuda) and
@@ -138,6 +154,8 @@ struct ts_client_device_info {
 	int producer_pid;
 	char pci_bus_id[16];     /* the GPU, "0000:3b:00.0" */
 	unsigned char ipc[64];   /* cudaIpcMemHandle_t of the slots */
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[4];
 };
 
 /* A tensor's description: one sample's, or one label's (tsrun.serve). */
@@ -147,6 +165,8 @@ struct ts_client_tensor {
 	int dtype;               /* enum ts_dtype */
 	int64_t dims[TS_CLIENT_MAX_DIMS];
 	size_t bytes;            /* of one sample's tensor */
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[2];
 };
 
 /*
@@ -190,6 +210,8 @@ struct ts_client_fallback {
 	int normalize;           /* 1: y = (x / 255 - mean[c]) / std[c]; 0: x / 255 */
 	float mean[4], std[4];
 	char why[128];           /* the producer's reason, NUL-terminated */
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[2];
 };
 
 /* 1 and *out (out may be NULL) when the producer fell back from its
@@ -224,6 +246,8 @@ struct ts_client_view {
 	int group;
 	size_t offset;
 	size_t bytes;
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[2];
 };
 
 /* The producer's node share when its pipeline has shard() (tsrun-
@@ -291,6 +315,8 @@ struct ts_client_stats {
 	uint64_t samples;         /* handed out (less what the Python client
 				     read ahead and did not use) */
 	uint64_t batches;
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[4];
 };
 
 /* This trainer's figures now. Thread safety: as ts_client_next (call it
@@ -336,6 +362,14 @@ enum ts_client_mix_mode {
 };
 
 struct ts_client_mix {
+	/* sizeof(struct ts_client_mix) as the caller's header declares it:
+	 * set by ts_client_mix_init (a caller that fills the struct itself
+	 * sets it). The library reads the fields that fit in size and
+	 * takes the defaults for the rest, so a program built against an
+	 * older header keeps working; it refuses size 0 (unset) and, from
+	 * a newer header, a size whose fields past its own are not zero
+	 * (libtsrun(3), Sized structs). */
+	size_t size;
 	double mixup_alpha;      /* > 0: Mixup on (default 1.0, as timm) */
 	double cutmix_alpha;     /* > 0: CutMix on (default 0) */
 	/* cutmix_max 0 (the default): a square-ratio box from lam; else
@@ -373,7 +407,8 @@ struct ts_client_mix_sample {
 };
 
 /* Fill m with timm.data.Mixup's defaults (label_smoothing 0.1, num_classes 1000). */
-void ts_client_mix_init(struct ts_client_mix *m);
+void ts_client_mix_init_size(struct ts_client_mix *m, size_t size);
+#define ts_client_mix_init(m) ts_client_mix_init_size((m), sizeof *(m))
 
 /* 0, or TS_E_ARG with err naming the field, its value and its range. */
 int ts_client_mix_check(const struct ts_client_mix *m, struct ts_error *err);

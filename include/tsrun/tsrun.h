@@ -27,7 +27,7 @@ extern "C" {
 /* The project's version (meson.build), major.minor: the libraries' symbol
  * nodes are TSRUN_<major>.<minor> and TSCLIENT_<major>.<minor> */
 #define TSRUN_VERSION_MAJOR 0
-#define TSRUN_VERSION_MINOR 3
+#define TSRUN_VERSION_MINOR 4
 
 struct ts_pipeline;
 struct ts_stream;
@@ -68,6 +68,8 @@ struct ts_stream_view {
 	enum ts_layout layout;
 	int group;
 	size_t offset, bytes;
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[2];
 };
 /* The number of views of each sample (0: one image per sample); when
  * 0 <= i < that number and out is not NULL, view i into *out. */
@@ -76,9 +78,18 @@ int ts_pipeline_views(const struct ts_pipeline *p, int i, struct ts_stream_view 
 void ts_pipeline_destroy(struct ts_pipeline *p);
 
 struct ts_stream_opts {
+	/* sizeof(struct ts_stream_opts) as the caller's header declares
+	 * it, set by the caller: struct ts_stream_opts o = { .size =
+	 * sizeof o, ... }. The library reads the fields that fit in size
+	 * and takes the defaults for the rest, so a program built against
+	 * an older header keeps working; it refuses size 0 (unset) and,
+	 * from a newer header, a size whose fields past its own are not
+	 * zero (libtsrun(3), Sized structs). */
+	size_t size;
 	int threads;            /* 0: the pipeline's setting */
 	int epochs;             /* -1: the pipeline's setting; 0: forever */
-	uint64_t start_epoch;   /* resume position */
+	uint64_t start_epoch;   /* resume position (at most UINT32_MAX: the
+				   ring holds 32 bits; TS_E_ARG above) */
 	uint64_t start_index;
 	uint64_t memory_budget; /* 0: the pipeline's; refuse to open above */
 	size_t batch;           /* samples per batch; 0: the pipeline's */
@@ -115,6 +126,8 @@ struct ts_stream_batch {
 	 * (the batch contiguous), or more when the ring pads the slots of an
 	 * odd-sized sample (libtsrun(3)). */
 	size_t sample_stride;
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[4];
 };
 
 /* The next batch of up to opts.batch samples. A batch never spans two
@@ -152,6 +165,8 @@ struct ts_stream_stats {
 	uint64_t reloads_failed; /* accepted reloads that could not start at
 				    their epoch boundary (their source went
 				    away since); the running pipeline went on */
+	/* Zero: later versions add fields here, so the size stays. */
+	uint64_t reserved[4];
 };
 void ts_stream_stats(const struct ts_stream *s, struct ts_stream_stats *st);
 

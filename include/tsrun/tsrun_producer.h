@@ -49,6 +49,14 @@ struct ts_producer_tensor {
 };
 
 struct ts_producer_opts {
+	/* sizeof(struct ts_producer_opts) as the caller's header declares it:
+	 * set by ts_producer_opts_init (a caller that fills the struct itself
+	 * sets it). The library reads the fields that fit in size and
+	 * takes the defaults for the rest, so a program built against an
+	 * older header keeps working; it refuses size 0 (unset) and, from
+	 * a newer header, a size whose fields past its own are not zero
+	 * (libtsrun(3), Sized structs). */
+	size_t size;
 	const char *socket_path;     /* where trainers connect (required) */
 	const char *name;            /* shown by the status line, the summary
 					and `tsrun stat` ("loader" if NULL) */
@@ -77,8 +85,10 @@ struct ts_producer_opts {
 };
 
 /* Zero opts with status_fd -1, ring 8, wait 1, stall_timeout 120,
- * consumers 64. */
-void ts_producer_opts_init(struct ts_producer_opts *o);
+ * consumers 64, and its size. Call it as ts_producer_opts_init(o), which
+ * passes sizeof *o (as ts_client_opts_init). */
+void ts_producer_opts_init_size(struct ts_producer_opts *o, size_t size);
+#define ts_producer_opts_init(o) ts_producer_opts_init_size((o), sizeof *(o))
 
 /*
  * Create the ring (allocated now: a machine without that much shared

@@ -54,14 +54,24 @@ struct ts_client {
 
 #define WINDOW_S 5.0
 
-TS_EXPORT void ts_client_opts_init(struct ts_client_opts *o)
+static void opts_defaults(struct ts_client_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	/* Whole epochs: trainers of a sweep start seconds apart (importing
 	 * torch alone takes that), and each should train on whole epochs. */
 	o->join = TS_CLIENT_JOIN_NEXT_EPOCH;
 	o->timeout_ms = -1;
 	o->connect_timeout_ms = 5000;
+}
+
+/* size is the caller's sizeof (ts_client_opts_init passes it): no byte
+ * past it is written. */
+TS_EXPORT void ts_client_opts_init_size(struct ts_client_opts *o, size_t size)
+{
+	struct ts_client_opts d;
+	opts_defaults(&d);
+	ts_sized_init(o, size, &d, sizeof(d));
 }
 
 static int env_uint(const char *name, uint32_t *out, struct ts_error *err)
@@ -333,10 +343,14 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return ts_error_set(err, TS_E_ARG, "socket path too long: %s",
 				    socket_path);
-	if (opts)
-		o = *opts;
-	else
-		ts_client_opts_init(&o);
+	/* the fields the caller's header has; defaults for the rest */
+	opts_defaults(&o);
+	if (opts) {
+		rc = ts_sized_in(&o, sizeof(o), opts, "struct ts_client_opts",
+				 "ts_client_opts_init sets it", err);
+		if (rc)
+			return rc;
+	}
 	rc = check_job(&o, err);
 	if (rc)
 		return rc;
@@ -508,6 +522,7 @@ static int client_next(struct ts_client *c, struct ts_batch *b,
 	c->label_data = rb.label_data;
 	c->label_seq = rb.seq;
 	c->label_n = rb.n;
+	memset(b, 0, sizeof(*b)); /* the reserved words too */
 	b->data = rb.data;
 	b->n = rb.n;
 	b->labels = rb.labels;

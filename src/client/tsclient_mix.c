@@ -24,9 +24,10 @@
  * the pipeline's own streams by the tag. */
 #define MIX_STREAM_TAG 0x6d69787570ULL /* "mixup" */
 
-TS_EXPORT void ts_client_mix_init(struct ts_client_mix *m)
+static void mix_defaults(struct ts_client_mix *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->size = sizeof(*m);
 	m->mixup_alpha = 1.0;
 	m->prob = 1.0;
 	m->switch_prob = 0.5;
@@ -37,15 +38,33 @@ TS_EXPORT void ts_client_mix_init(struct ts_client_mix *m)
 	m->enabled = 1;
 }
 
+/* size is the caller's sizeof (ts_client_mix_init passes it). */
+TS_EXPORT void ts_client_mix_init_size(struct ts_client_mix *m, size_t size)
+{
+	struct ts_client_mix d;
+	mix_defaults(&d);
+	ts_sized_init(m, size, &d, sizeof(d));
+}
+
+/* The caller's parameters as this library lays them out (the fields its
+ * header has; defaults for the rest) into *known. */
+static int mix_known(const struct ts_client_mix *m, struct ts_client_mix *known,
+		     struct ts_error *err)
+{
+	if (!m)
+		return ts_error_set(err, TS_E_ARG, "mix: no parameters");
+	mix_defaults(known);
+	return ts_sized_in(known, sizeof(*known), m, "struct ts_client_mix",
+			   "ts_client_mix_init sets it", err);
+}
+
 static int bad_unit(struct ts_error *err, const char *name, double v)
 {
 	return ts_error_set(err, TS_E_ARG, "mix: %s = %g is outside 0 .. 1", name, v);
 }
 
-TS_EXPORT int ts_client_mix_check(const struct ts_client_mix *m, struct ts_error *err)
+static int mix_check(const struct ts_client_mix *m, struct ts_error *err)
 {
-	if (!m)
-		return ts_error_set(err, TS_E_ARG, "mix: no parameters");
 	if (!(m->mixup_alpha >= 0) || isinf(m->mixup_alpha))
 		return ts_error_set(err, TS_E_ARG, "mix: mixup_alpha = %g must be a finite "
 				    "number >= 0 (0: no Mixup)", m->mixup_alpha);
@@ -263,10 +282,17 @@ static void params(const struct ts_client_mix *m, const struct ts_batch *b,
 	}
 }
 
+TS_EXPORT int ts_client_mix_check(const struct ts_client_mix *m, struct ts_error *err)
+{
+	struct ts_client_mix known;
+	int rc = mix_known(m, &known, err);
+	return rc < 0 ? rc : mix_check(&known, err);
+}
+
 static int check_batch(const struct ts_client_mix *m, const struct ts_batch *b,
 		       struct ts_error *err)
 {
-	int rc = ts_client_mix_check(m, err);
+	int rc = mix_check(m, err);
 	if (rc < 0)
 		return rc;
 	if (!b || b->n < 1)
@@ -277,10 +303,14 @@ static int check_batch(const struct ts_client_mix *m, const struct ts_batch *b,
 	return 0;
 }
 
-TS_EXPORT int ts_client_mix_params(const struct ts_client_mix *m, const struct ts_batch *b,
+TS_EXPORT int ts_client_mix_params(const struct ts_client_mix *mix, const struct ts_batch *b,
 				   struct ts_client_mix_sample *out, struct ts_error *err)
 {
-	int rc = check_batch(m, b, err);
+	struct ts_client_mix known;
+	const struct ts_client_mix *m = &known;
+	int rc = mix_known(mix, &known, err);
+	if (rc == 0)
+		rc = check_batch(m, b, err);
 	if (rc < 0)
 		return rc;
 	if (!out)
@@ -381,10 +411,14 @@ static void targets_of(const struct ts_client_mix *m, const struct ts_batch *b,
 	}
 }
 
-TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *m, const struct ts_batch *b,
+TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *mix, const struct ts_batch *b,
 				  float *images, float *targets, struct ts_error *err)
 {
-	int rc = check_batch(m, b, err);
+	struct ts_client_mix known;
+	const struct ts_client_mix *m = &known;
+	int rc = mix_known(mix, &known, err);
+	if (rc == 0)
+		rc = check_batch(m, b, err);
 	if (rc < 0)
 		return rc;
 	if (b->dtype != TS_DTYPE_F32)

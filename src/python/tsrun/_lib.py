@@ -26,7 +26,8 @@ MAX_DIMS = 8
 class Tensor(ctypes.Structure):
     """struct ts_client_tensor (tsclient.h)"""
     _fields_ = [("ndim", ctypes.c_int), ("dtype", ctypes.c_int),
-                ("dims", ctypes.c_int64 * MAX_DIMS), ("bytes", ctypes.c_size_t)]
+                ("dims", ctypes.c_int64 * MAX_DIMS), ("bytes", ctypes.c_size_t),
+                ("reserved", ctypes.c_uint64 * 2)]
 
 
 class ProducerTensor(ctypes.Structure):
@@ -36,8 +37,9 @@ class ProducerTensor(ctypes.Structure):
 
 
 class ProducerOpts(ctypes.Structure):
-    """struct ts_producer_opts (tsrun_producer.h)"""
-    _fields_ = [("socket_path", ctypes.c_char_p), ("name", ctypes.c_char_p),
+    """struct ts_producer_opts (tsrun_producer.h); its size is set by
+    ts_producer_opts_init_size"""
+    _fields_ = [("size", ctypes.c_size_t), ("socket_path", ctypes.c_char_p), ("name", ctypes.c_char_p),
                 ("file", ctypes.c_char_p), ("sample", ProducerTensor),
                 ("label_tensor", ctypes.c_int), ("label", ProducerTensor),
                 ("batch", ctypes.c_uint32), ("ring", ctypes.c_uint32),
@@ -48,7 +50,8 @@ class ProducerOpts(ctypes.Structure):
 
 
 class Opts(ctypes.Structure):
-    _fields_ = [("batch_size", ctypes.c_uint32), ("join", ctypes.c_int),
+    """struct ts_client_opts; its size is set by ts_client_opts_init_size"""
+    _fields_ = [("size", ctypes.c_size_t), ("batch_size", ctypes.c_uint32), ("join", ctypes.c_int),
                 ("drop_last", ctypes.c_int), ("timeout_ms", ctypes.c_int),
                 ("connect_timeout_ms", ctypes.c_int),
                 # a rank of a job (tsclient.h): the name, rank, world size
@@ -63,7 +66,8 @@ class Batch(ctypes.Structure):
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
                 ("epoch", ctypes.c_uint32), ("index", ctypes.c_uint64),
-                ("seq", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t)]
+                ("seq", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t),
+                ("reserved", ctypes.c_uint64 * 4)]
 
 
 # enum ts_dtype and enum ts_layout of types.h, for the reprs
@@ -97,7 +101,8 @@ class Stats(ctypes.Structure):
                 ("wait_fraction", ctypes.c_double), ("window_s", ctypes.c_double),
                 ("window_wait_fraction", ctypes.c_double),
                 ("window_samples_per_s", ctypes.c_double),
-                ("samples", ctypes.c_uint64), ("batches", ctypes.c_uint64)]
+                ("samples", ctypes.c_uint64), ("batches", ctypes.c_uint64),
+                ("reserved", ctypes.c_uint64 * 4)]
 
 
 class Info(_Repr, ctypes.Structure):
@@ -109,7 +114,8 @@ class Info(_Repr, ctypes.Structure):
                 ("samples_per_epoch", ctypes.c_uint64),
                 ("epochs", ctypes.c_uint32), ("start", ctypes.c_uint64),
                 ("start_epoch", ctypes.c_uint32),
-                ("producer_pid", ctypes.c_int), ("sample_stride", ctypes.c_size_t)]
+                ("producer_pid", ctypes.c_int), ("sample_stride", ctypes.c_size_t),
+                ("reserved", ctypes.c_uint64 * 8)]
 
 
 class DevInfo(_Repr, ctypes.Structure):
@@ -119,13 +125,13 @@ class DevInfo(_Repr, ctypes.Structure):
                 ("capacity", ctypes.c_uint64), ("mirror", ctypes.c_uint64),
                 ("producer_device", ctypes.c_int), ("producer_pid", ctypes.c_int),
                 ("pci_bus_id", ctypes.c_char * 16),
-                ("ipc", ctypes.c_ubyte * 64)]
+                ("ipc", ctypes.c_ubyte * 64), ("reserved", ctypes.c_uint64 * 4)]
 
 
 class Fallback(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int), ("normalize", ctypes.c_int),
                 ("mean", ctypes.c_float * 4), ("std", ctypes.c_float * 4),
-                ("why", ctypes.c_char * 128)]
+                ("why", ctypes.c_char * 128), ("reserved", ctypes.c_uint64 * 2)]
 
 
 class Span(ctypes.Structure):
@@ -138,7 +144,8 @@ class Pinned(ctypes.Structure):
 
 
 class Mix(ctypes.Structure):
-    _fields_ = [("mixup_alpha", ctypes.c_double), ("cutmix_alpha", ctypes.c_double),
+    """struct ts_client_mix; its size is set by ts_client_mix_init_size"""
+    _fields_ = [("size", ctypes.c_size_t), ("mixup_alpha", ctypes.c_double), ("cutmix_alpha", ctypes.c_double),
                 ("cutmix_min", ctypes.c_double), ("cutmix_max", ctypes.c_double),
                 ("prob", ctypes.c_double), ("switch_prob", ctypes.c_double),
                 ("mode", ctypes.c_int), ("correct_lam", ctypes.c_int),
@@ -313,8 +320,8 @@ def load_library():
     if _lib is not None:
         return _lib
     lib = _find_library()
-    lib.ts_client_opts_init.argtypes = [ctypes.POINTER(Opts)]
-    lib.ts_client_opts_init.restype = None
+    lib.ts_client_opts_init_size.argtypes = [ctypes.POINTER(Opts), ctypes.c_size_t]
+    lib.ts_client_opts_init_size.restype = None
     lib.ts_client_connect.argtypes = [ctypes.c_char_p, ctypes.POINTER(Opts),
                                       ctypes.POINTER(ctypes.c_void_p),
                                       ctypes.POINTER(Error)]
@@ -398,8 +405,8 @@ def load_library():
         lib.ts_client_unused.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.ts_client_unused.restype = None
     if hasattr(lib, "ts_client_mix_batch"):
-        lib.ts_client_mix_init.argtypes = [ctypes.POINTER(Mix)]
-        lib.ts_client_mix_init.restype = None
+        lib.ts_client_mix_init_size.argtypes = [ctypes.POINTER(Mix), ctypes.c_size_t]
+        lib.ts_client_mix_init_size.restype = None
         lib.ts_client_mix_check.argtypes = [ctypes.POINTER(Mix), ctypes.POINTER(Error)]
         lib.ts_client_mix_check.restype = ctypes.c_int
         lib.ts_client_mix_params.argtypes = [ctypes.POINTER(Mix), ctypes.POINTER(Batch),

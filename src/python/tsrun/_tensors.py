@@ -37,7 +37,8 @@ class _View(ctypes.Structure):
     _fields_ = [("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("group", ctypes.c_int),
-                ("offset", ctypes.c_size_t), ("bytes", ctypes.c_size_t)]
+                ("offset", ctypes.c_size_t), ("bytes", ctypes.c_size_t),
+                ("reserved", ctypes.c_uint64 * 2)]
 
 
 def views(lib, client):

@@ -314,7 +314,7 @@ class Loader:
         self._timeout = _timeout(timeout)
         self._lib = _lib.load_library()
         opts = _lib.Opts()
-        self._lib.ts_client_opts_init(ctypes.byref(opts))
+        self._lib.ts_client_opts_init_size(ctypes.byref(opts), ctypes.sizeof(opts))
         opts.batch_size = batch_size
         opts.join = 1 if join == "next_epoch" else 0
         self._join = join

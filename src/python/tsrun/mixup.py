@@ -117,7 +117,7 @@ class Mixup:
         """The C parameters from the attributes as they are now (a trainer
         may change them between batches), checked."""
         m = _lib.Mix()
-        self._lib.ts_client_mix_init(ctypes.byref(m))
+        self._lib.ts_client_mix_init_size(ctypes.byref(m), ctypes.sizeof(m))
         m.mixup_alpha = self.mixup_alpha
         m.cutmix_alpha = self.cutmix_alpha
         if self.cutmix_minmax is not None:

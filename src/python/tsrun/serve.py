@@ -78,8 +78,8 @@ def _load():
         what="libtsrun for tsrun.serve")
     E = ctypes.POINTER(_Error)
     vp = ctypes.c_void_p
-    lib.ts_producer_opts_init.argtypes = [ctypes.POINTER(_Opts)]
-    lib.ts_producer_opts_init.restype = None
+    lib.ts_producer_opts_init_size.argtypes = [ctypes.POINTER(_Opts), ctypes.c_size_t]
+    lib.ts_producer_opts_init_size.restype = None
     lib.ts_producer_create.argtypes = [ctypes.POINTER(_Opts), ctypes.POINTER(vp), E]
     lib.ts_producer_create.restype = ctypes.c_int
     lib.ts_producer_socket.argtypes = [vp]
@@ -192,7 +192,7 @@ class Producer:
     def _open(self, images, labels, label_tensor):
         lib = self._lib
         o = _Opts()
-        lib.ts_producer_opts_init(ctypes.byref(o))
+        lib.ts_producer_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
         o.socket_path = os.fsencode(self.socket)
         o.name = self._name.encode()
         o.file = ("tsrun.serve (%s)" % os.path.basename(sys.argv[0] or "python")).encode()
