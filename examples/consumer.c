@@ -258,7 +258,7 @@ static int train(struct ts_client *cl, const struct args *a, struct model *m, st
 		if (b.epoch > r->epoch_hi)
 			r->epoch_hi = b.epoch;
 		if (r->steps % (uint64_t)a->log_every == 0) {
-			printf("consumer: step %" PRIu64 " epoch %u loss %.3f\n", r->steps, b.epoch,
+			printf("consumer: step %" PRIu64 " epoch %" PRIu64 " loss %.3f\n", r->steps, b.epoch,
 			       run / (double)a->log_every);
 			fflush(stdout);
 			run = 0;

@@ -379,10 +379,17 @@ bool ts_cli_opt_long(const char *cmd, const char *opt, const char *arg,
 bool ts_cli_opt_start(const char *cmd, const char *arg,
 		      unsigned long long *epoch, unsigned long long *index)
 {
-	if (ts_cli_parse_start(arg, epoch, index))
-		return true;
-	ts_cli_error(cmd, "--start wants EPOCH:INDEX such as 2:1000, got '%s'", arg);
-	return false;
+	if (!ts_cli_parse_start(arg, epoch, index)) {
+		ts_cli_error(cmd, "--start wants EPOCH:INDEX such as 2:1000, got '%s'", arg);
+		return false;
+	}
+	/* the ring and the protocol carry an epoch in 32 bits */
+	if (*epoch > UINT32_MAX) {
+		ts_cli_error(cmd, "--start %s: epoch %llu is past the last epoch a stream "
+			     "can count (%u)", arg, *epoch, UINT32_MAX);
+		return false;
+	}
+	return true;
 }
 
 /*

@@ -205,6 +205,13 @@ TS_EXPORT int ts_pipeline_open(const struct ts_pipeline *p,
 			return src;
 	}
 	opts = &known;
+	/* the ring and the protocol carry an epoch in 32 bits */
+	if (opts->start_epoch > UINT32_MAX)
+		return ts_error_set(err, TS_E_ARG,
+				    "ts_pipeline_open: start_epoch %llu is past the last epoch "
+				    "a stream can count (%u: the ring holds epochs in 32 "
+				    "bits); resume from an epoch at most that",
+				    (unsigned long long)opts->start_epoch, UINT32_MAX);
 	const struct ts_plan *pl = p->plan;
 	uint64_t budget = opts->memory_budget ? opts->memory_budget : pl->memory_budget;
 	uint64_t cache;

@@ -47,6 +47,8 @@ expect 2 "tsrun reload: unexpected argument 'c'" "$TSRUN" reload a b c
 expect 2 "tsrun run: --epochs wants" "$TSRUN" run x.ts --epochs -1
 expect 2 "tsrun run: --threads wants" "$TSRUN" run x.ts --threads 0
 expect 2 "tsrun run: --start wants" "$TSRUN" run x.ts --start 3
+expect 2 "tsrun run: --start 4294967296:0: epoch 4294967296 is past the last epoch a stream can count (4294967295)" \
+	"$TSRUN" run x.ts --start 4294967296:0
 expect 2 "tsrun check: no FILE given" "$TSRUN" check
 expect 2 "tsrun check: unknown option '--bogus'" "$TSRUN" check --bogus x.ts
 expect 2 "tsrun graph: no FILE given" "$TSRUN" graph

@@ -755,6 +755,14 @@ START_TEST(sized_stream_opts)
 	ck_assert_int_eq(ts_pipeline_open(p, &big.o, &s, &err), TS_E_ARG);
 	ck_assert_msg(strstr(err.msg, "from a newer header") &&
 		      strstr(err.msg, "does not know"), "%s", err.msg);
+	/* one width for epoch: 64 bits in the API, 32 in the ring, so a
+	 * resume past UINT32_MAX is refused rather than wrapped */
+	struct ts_stream_opts far = {.size = sizeof(far), .epochs = 0, .threads = 1,
+				     .start_epoch = (uint64_t)UINT32_MAX + 1};
+	ck_assert_int_eq(ts_pipeline_open(p, &far, &s, &err), TS_E_ARG);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err.msg, "start_epoch 4294967296") &&
+		      strstr(err.msg, "32 bits"), "%s", err.msg);
 	/* newer, its extra field zero */
 	big.newer = 0;
 	ck_assert_int_eq(ts_pipeline_open(p, &big.o, &s, &err), 0);

@@ -106,7 +106,8 @@ struct ts_batch {
 	int dtype;               /* enum ts_dtype */
 	int layout;              /* enum ts_layout */
 	size_t sample_bytes;
-	uint32_t epoch;          /* epoch of every sample in the batch */
+	uint64_t epoch;          /* epoch of every sample in the batch (64
+				    bits, as ts_stream_batch's) */
 	uint64_t index;          /* index within the epoch of the first */
 	uint64_t seq;            /* stream sequence number of the first */
 	/* Sample s of the batch is at (const char *)data + s *
@@ -132,7 +133,7 @@ struct ts_client_info {
 	uint64_t samples_per_epoch; /* 0: unknown */
 	uint32_t epochs;         /* 0: forever */
 	uint64_t start;          /* seq this consumer starts at */
-	uint32_t start_epoch;    /* first epoch it will see (next_epoch) */
+	uint64_t start_epoch;    /* first epoch it will see (next_epoch) */
 	int producer_pid;
 	size_t sample_stride;    /* as struct ts_batch */
 	/* Zero: later versions add fields here, so the size stays. */

@@ -445,9 +445,10 @@ TS_EXPORT int ts_client_mix_batch(const struct ts_client_mix *mix, const struct 
 		int32_t c = b->labels[i];
 		if (c < 0 || (uint32_t)c >= m->num_classes)
 			return ts_error_set(err, TS_E_ARG, "mix: sample %zu of the batch "
-					    "(epoch %u, index %llu) has label %d, outside 0 .. "
+					    "(epoch %llu, index %llu) has label %d, outside 0 .. "
 					    "%u: num_classes must be the data set's class count",
-					    i, b->epoch, (unsigned long long)(b->index + i),
+					    i, (unsigned long long)b->epoch,
+					    (unsigned long long)(b->index + i),
 					    c, m->num_classes - 1);
 	}
 	struct ts_client_mix_sample *p = malloc(b->n * sizeof(*p));

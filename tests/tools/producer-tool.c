@@ -241,7 +241,7 @@ static int consume(int argc, char **argv)
 	}
 	struct ts_client_info info;
 	ts_client_info(c, &info);
-	fprintf(f, "welcome batch=%u start=%" PRIu64 " start_epoch=%u\n",
+	fprintf(f, "welcome batch=%u start=%" PRIu64 " start_epoch=%" PRIu64 "\n",
 		info.batch_size, info.start, info.start_epoch);
 	fflush(f);
 	uint8_t *expect = malloc(info.sample_bytes);
@@ -271,7 +271,7 @@ static int consume(int argc, char **argv)
 			h = fnv64(d + i * b.sample_stride, info.sample_bytes, h);
 			stream = fnv64(d + i * b.sample_stride, info.sample_bytes, stream);
 		}
-		fprintf(f, "%" PRIu64 " %u %" PRIu64 " %zu %016" PRIx64 "\n", b.seq,
+		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %zu %016" PRIx64 "\n", b.seq,
 			b.epoch, b.index, b.n, h);
 		fflush(f);
 		nb++;

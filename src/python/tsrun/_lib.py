@@ -65,7 +65,7 @@ class Batch(ctypes.Structure):
                 ("height", ctypes.c_int), ("width", ctypes.c_int),
                 ("channels", ctypes.c_int), ("dtype", ctypes.c_int),
                 ("layout", ctypes.c_int), ("sample_bytes", ctypes.c_size_t),
-                ("epoch", ctypes.c_uint32), ("index", ctypes.c_uint64),
+                ("epoch", ctypes.c_uint64), ("index", ctypes.c_uint64),
                 ("seq", ctypes.c_uint64), ("sample_stride", ctypes.c_size_t),
                 ("reserved", ctypes.c_uint64 * 4)]
 
@@ -113,7 +113,7 @@ class Info(_Repr, ctypes.Structure):
                 ("batch_size", ctypes.c_uint32), ("capacity", ctypes.c_uint64),
                 ("samples_per_epoch", ctypes.c_uint64),
                 ("epochs", ctypes.c_uint32), ("start", ctypes.c_uint64),
-                ("start_epoch", ctypes.c_uint32),
+                ("start_epoch", ctypes.c_uint64),
                 ("producer_pid", ctypes.c_int), ("sample_stride", ctypes.c_size_t),
                 ("reserved", ctypes.c_uint64 * 8)]
 
