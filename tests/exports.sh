@@ -36,7 +36,8 @@ check_lib() { # LIB NODES DECLARED_FILE WHAT
 		fail "$(basename "$lib") exports in $nodes what $what do not declare: $leaked(hide it, or declare it and add it to the version script)"
 	[ -z "$missing" ] ||
 		fail "$(basename "$lib") does not export in $nodes what $what declare: $missing(add them to the version script's $nodes node)"
-	pass "$(basename "$lib"): exports in $nodes exactly the $(wc -l <"$decl") functions of $what"
+	[ -n "$leaked$missing" ] ||
+		pass "$(basename "$lib"): exports in $nodes exactly the $(wc -l <"$decl") functions of $what"
 }
 
 # One version: meson's project version, major.minor, is tsrun.h's
