@@ -1,5 +1,6 @@
 """libtsclient through ctypes: where the library is found, and the C
-structures of tsclient.h and tsclient_cuda.h mirrored field for field."""
+structures of tsclient.h, tsclient_cuda.h and src/client/tsclient_private.h
+mirrored field for field (tests/ctypes-layout.py checks them)."""
 
 import ctypes
 import ctypes.util
