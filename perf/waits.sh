@@ -5,9 +5,9 @@
 # time, on tiny synthetic samples so that the per-batch path is what is
 # timed: batch 1 (the worst case, one accounting per sample) and batch 64.
 # Prints per side and batch size the trainer's images/s and CPU per batch
-# (median over pairs), each pair with the other load of both its sides (the
-# cores busy with anything else), and the median with/without ratio with its
-# range.
+# (median over pairs), each pair with both ratios and the other load of
+# both its sides (the cores busy with anything else), and the median
+# with/without ratios (images/s, trainer CPU per batch) with their ranges.
 #
 #   perf/waits.sh [--samples N] [--pairs N] [--batches "1 64"]
 #
@@ -92,12 +92,16 @@ for b in $batches; do
 	# the other load of both sides
 	paste -d' ' "$T/with.$b" "$T/without.$b" | awk '{ print $1 / $4 }' >"$T/ratio.$b"
 	paste -d' ' "$T/with.$b" "$T/without.$b" | awk -v b="$b" '{
-		printf "%-6s pair %d: with %s images/s, without %s, ratio %.3f, other load %s / %s cores\n",
-			b, NR, $1, $4, $1 / $4, $3, $6 }'
+		printf "%-6s pair %d: with %s images/s, without %s, ratio %.3f; cpu us/batch %s / %s, ratio %.3f; other load %s / %s cores\n",
+			b, NR, $1, $4, $1 / $4, $2, $5, ($5 > 0 ? $2 / $5 : 0), $3, $6 }'
 	printf "%-6s other load over all sides: %s to %s cores\n" "$b" \
 		"$(cut -d' ' -f3 "$T/with.$b" "$T/without.$b" | sort -g | head -1)" \
 		"$(cut -d' ' -f3 "$T/with.$b" "$T/without.$b" | sort -g | tail -1)"
 	printf "%-6s with/without images/s: median %s, range %s to %s over %d pairs\n" "$b" \
 		"$(median <"$T/ratio.$b")" "$(sort -g "$T/ratio.$b" | head -1)" \
 		"$(sort -g "$T/ratio.$b" | tail -1)" "$pairs"
+	paste -d' ' "$T/with.$b" "$T/without.$b" | awk '$5 > 0 { print $2 / $5 }' >"$T/cratio.$b"
+	[ ! -s "$T/cratio.$b" ] || printf "%-6s with/without trainer cpu/batch: median %s, range %s to %s over %d pairs\n" "$b" \
+		"$(median <"$T/cratio.$b")" "$(sort -g "$T/cratio.$b" | head -1)" \
+		"$(sort -g "$T/cratio.$b" | tail -1)" "$(wc -l <"$T/cratio.$b")"
 done
