@@ -142,7 +142,8 @@ def warm_cache(files):
 
 def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
     """A pipeline file for the data set: examples/imagenet.ts (train),
-    examples/imagenet-randaug.ts (randaug) or examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
+    examples/imagenet-randaug.ts (randaug), examples/dino.ts (dino) or
+    examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
     and socket replaced; "decode" is folder | decode only (no batch)."""
     split = split_dir(data, recipe)
     if recipe == "decode":
@@ -152,7 +153,8 @@ def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
 
     else:
         src = os.path.join(ROOT, "examples", {"train": "imagenet.ts",
-                                               "randaug": "imagenet-randaug.ts"}.get(
+                                               "randaug": "imagenet-randaug.ts",
+                                               "dino": "dino.ts"}.get(
                                                    recipe, "imagenet-val.ts"))
         with open(src) as fh:
             text = fh.read()
