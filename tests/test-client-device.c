@@ -108,6 +108,7 @@ START_TEST(test_two_gpus)
 
 	struct ts_proto_device pd = {
 		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = DEV_SB,
+		.sample_stride = DEV_SB,
 		.capacity = cap, .mirror = mirror, .device = 0, .pid = (int32_t)getpid(),
 		.pci_bus_id = "0000:01:00.0",
 	};
@@ -264,6 +265,7 @@ static void fx_start(struct fx *f, uint32_t consumers)
 	ck_assert(dev != MAP_FAILED);
 	struct ts_proto_device pd = {
 		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = DEV_SB,
+		.sample_stride = DEV_SB,
 		.capacity = cap, .mirror = mirror, .device = 0, .pid = (int32_t)getpid(),
 		.pci_bus_id = "0000:01:00.0",
 	};

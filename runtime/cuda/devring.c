@@ -27,10 +27,12 @@ struct ts_devring {
 	uint64_t capacity;
 	uint64_t mirror;              /* slots after capacity repeating 0.. */
 	size_t sample_bytes;          /* finished */
+	size_t sample_stride;         /* slot to slot: sample_bytes padded to
+					 16 bytes, for the vector kernel */
 	size_t in_bytes;              /* one uint8 NHWC sample */
 	size_t max_batch;
 	struct ts_finish_params p;
-	void *data;                   /* capacity * sample_bytes, device */
+	void *data;                   /* (capacity + mirror) * sample_stride */
 	uint8_t *staging;             /* max_batch * in_bytes, device */
 	cudaStream_t stream;
 };
@@ -65,9 +67,12 @@ int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
 	r->mirror = mirror;
 	r->p = *p;
 	r->sample_bytes = ts_finish_sample_bytes(p);
+	r->sample_stride = ts_finish_sample_stride(p);
 	r->in_bytes = (size_t)p->height * (size_t)p->width * (size_t)p->channels;
 	r->max_batch = max_batch;
-	e = cudaMalloc(&r->data, (capacity + mirror) * r->sample_bytes);
+	/* cudaMalloc's block is 256-byte aligned: with slots a multiple of
+	 * 16 bytes apart, every slot is as the kernel's vectors need */
+	e = cudaMalloc(&r->data, (capacity + mirror) * r->sample_stride);
 	if (e != cudaSuccess) {
 		rc = cuda_fail(err, "devring: cudaMalloc", e);
 		goto fail;
@@ -124,6 +129,11 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r)
 	return r->sample_bytes;
 }
 
+size_t ts_devring_sample_stride(const struct ts_devring *r)
+{
+	return r->sample_stride;
+}
+
 /* Finish k staged samples into slots [slot, slot + k) (no wrap) and, in
  * the same kernel, the mirror slots capacity + slot.. for those below
  * mirror. */
@@ -132,8 +142,8 @@ static int launch_piece(struct ts_devring *r, const uint8_t *src, uint64_t slot,
 {
 	uint8_t *data = r->data;
 	uint64_t m = slot < r->mirror ? (r->mirror - slot < k ? r->mirror - slot : k) : 0;
-	return ts_finish_launch_mirrored(src, data + slot * r->sample_bytes, k,
-					 m ? data + (r->capacity + slot) * r->sample_bytes : NULL,
+	return ts_finish_launch_mirrored(src, data + slot * r->sample_stride, k,
+					 m ? data + (r->capacity + slot) * r->sample_stride : NULL,
 					 m, &r->p, r->stream, err);
 }
 
@@ -197,6 +207,7 @@ int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
 	out.capacity = r->capacity;
 	out.mirror = r->mirror;
 	out.sample_bytes = r->sample_bytes;
+	out.sample_stride = r->sample_stride;
 	out.device = r->device;
 	out.pid = (int32_t)getpid();
 	*h = out;
@@ -211,7 +222,8 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	cudaError_t e;
 	int dev = 0;
 
-	if (!h || !out || h->capacity == 0 || h->sample_bytes == 0)
+	if (!h || !out || h->capacity == 0 || h->sample_bytes == 0 ||
+	    h->sample_stride < h->sample_bytes || h->sample_stride % TS_FINISH_ALIGN)
 		return ts_error_set(err, TS_E_ARG, "devring import: bad handle");
 	e = cudaGetDevice(&dev);
 	if (e != cudaSuccess)
@@ -241,6 +253,7 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	r->capacity = h->capacity;
 	r->mirror = h->mirror;
 	r->sample_bytes = h->sample_bytes;
+	r->sample_stride = h->sample_stride;
 	*out = r;
 	return 0;
 }
@@ -250,7 +263,17 @@ void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n)
 	uint64_t slot = seq % r->capacity;
 	if (slot + n > r->capacity + r->mirror)
 		return NULL;
-	return (uint8_t *)r->data + slot * r->sample_bytes;
+	return (uint8_t *)r->data + slot * r->sample_stride;
+}
+
+/* n slots from src into n packed samples at dst, on st. */
+static cudaError_t copy_slots(const struct ts_devring *r, void *dst, const void *src,
+			      size_t n, cudaStream_t st)
+{
+	if (r->sample_stride == r->sample_bytes)
+		return cudaMemcpyAsync(dst, src, n * r->sample_bytes, cudaMemcpyDefault, st);
+	return cudaMemcpy2DAsync(dst, r->sample_bytes, src, r->sample_stride, r->sample_bytes,
+				 n, cudaMemcpyDefault, st);
 }
 
 int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
@@ -270,11 +293,9 @@ int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
 	first = r->capacity + r->mirror - slot < n ? r->capacity - slot : n;
 	/* cudaMemcpyDefault: unified addressing finds both devices; a peer
 	 * copy when dst is on another GPU */
-	e = cudaMemcpyAsync(dst, (const uint8_t *)r->data + slot * r->sample_bytes,
-			    first * r->sample_bytes, cudaMemcpyDefault, st);
+	e = copy_slots(r, dst, (const uint8_t *)r->data + slot * r->sample_stride, first, st);
 	if (e == cudaSuccess && first < n)
-		e = cudaMemcpyAsync((uint8_t *)dst + first * r->sample_bytes, r->data,
-				    (n - first) * r->sample_bytes, cudaMemcpyDefault, st);
+		e = copy_slots(r, (uint8_t *)dst + first * r->sample_bytes, r->data, n - first, st);
 	if (e == cudaSuccess && !stream)
 		e = cudaStreamSynchronize(st);
 	if (e != cudaSuccess)

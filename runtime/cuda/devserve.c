@@ -120,6 +120,7 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	d->desc.dtype = (uint32_t)d->p.dtype;
 	d->desc.layout = (uint32_t)TS_LAYOUT_NCHW;
 	d->desc.sample_bytes = h.sample_bytes;
+	d->desc.sample_stride = h.sample_stride;
 	d->desc.capacity = h.capacity;
 	d->desc.mirror = h.mirror;
 	d->desc.device = dev;

@@ -100,7 +100,6 @@ EXPORT int fake_cudart_ro_register = 1;   /* HostRegisterReadOnlySupported */
 EXPORT int fake_cudart_no_device;         /* cudaGetDeviceCount: no device */
 EXPORT int fake_cudart_driver_version = 13000;
 EXPORT int fake_cudart_vec_launches;      /* finish_vec kernels run */
-EXPORT int fake_cudart_scalar_launches;   /* finish_scalar kernels run */
 EXPORT int fake_cudart_double_closes;     /* cudaIpcCloseMemHandle of a closed mapping */
 EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
 EXPORT int fake_cudart_register_delay_ms; /* cudaHostRegister takes this long
@@ -187,6 +186,8 @@ int cudaDeviceReset(void);
 int cudaEventElapsedTime(float *ms, void *a, void *b);
 int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 		      size_t height, int kind, void *stream);
+int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		 size_t height, int kind);
 int cudaMemset(void *p, int value, size_t n);
 int cudaMallocHost(void **p, size_t n);
 int cudaFreeHost(void *p);
@@ -983,6 +984,21 @@ EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t s
 	return OK;
 }
 
+/* As cudaMemcpy, row by row. */
+EXPORT int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+			size_t height, int kind)
+{
+	if (width > dpitch || width > spitch)
+		return fail(E_INVALID_VALUE);
+	for (size_t y = 0; y < height; y++) {
+		int rc = copy((uint8_t *)dst + y * dpitch, (const uint8_t *)src + y * spitch,
+			      width, kind, NULL, 0);
+		if (rc)
+			return rc;
+	}
+	return OK;
+}
+
 /* Device memory only; ordered on the legacy stream, asynchronous. */
 EXPORT int cudaMemset(void *p, int value, size_t n)
 {
@@ -1076,9 +1092,11 @@ EXPORT int cudaIpcGetMemHandle(struct ipc_handle *h, void *p)
  * (runtime/cuda/finish.cu) by name and runs them on the host when their
  * launch comes off its stream, the arguments copied at the launch. The
  * vector kernel's alignment contract is checked as the hardware does: a
- * misaligned vector access ends the context (a sticky
- * cudaErrorMisalignedAddress). An unknown kernel is an invalid device
- * function. */
+ * misaligned 16-byte store (a slot stride or a destination that is not a
+ * multiple of 16) ends the context (a sticky cudaErrorMisalignedAddress).
+ * It writes what the kernel writes: each slot's sample flat in NCHW, then
+ * zeros to the end of its last 16-byte vector (the slot's padding). An
+ * unknown kernel is an invalid device function. */
 
 struct dim3 {
 	unsigned x, y, z;
@@ -1087,7 +1105,7 @@ struct dim3 {
 struct kernel_fn {
 	const void *host;
 	const char *name;
-	int vec, half, channels;      /* channels: vec only */
+	int half;                     /* finish_vec<__half> */
 };
 
 static struct kernel_fn kernels[32];
@@ -1098,7 +1116,7 @@ struct kernel_run {
 	const struct kernel_fn *fn;
 	const uint8_t *src;
 	void *dst, *dst2;
-	size_t n, hw, n2;
+	size_t n, hw, n2, stride;
 	int channels;
 	float scale[4], bias[4];
 };
@@ -1128,13 +1146,10 @@ EXPORT void __cudaRegisterFunction(void **h, const char *host, char *dev, const 
 	if (nkernels == (int)(sizeof(kernels) / sizeof(kernels[0])))
 		return;
 	struct kernel_fn *k = &kernels[nkernels++];
-	const char *c = strstr(name, "Li");
 	k->host = host;
 	k->name = name;
-	k->vec = strstr(name, "finish_vec") != NULL;
-	/* finish_vec<float, C> is ..IfLiCE.., finish_vec<__half, C> ..I6__halfLiCE.. */
+	/* finish_vec<float> is ..finish_vecIfEv.., finish_vec<__half> ..I6__halfEv.. */
 	k->half = strstr(name, "__half") != NULL;
-	k->channels = k->vec && c ? c[2] - '0' : 0;
 }
 
 EXPORT int __cudaGetKernel(void **out, const void *host)
@@ -1227,30 +1242,36 @@ static void store(void *dst, size_t i, int half, float v)
 static void run_kernel(struct kernel_run *k)
 {
 	const struct kernel_fn *fn = k->fn;
-	size_t es = fn->half ? 2 : 4, C = (size_t)k->channels;
-	size_t in = k->n * k->hw * C, out = k->n * k->hw * C * es;
-	if (fn->vec && (k->hw % 4 || (uintptr_t)k->src % 4 || (uintptr_t)k->dst % (4 * es) ||
-			(k->n2 && (uintptr_t)k->dst2 % (4 * es)))) {
+	size_t es = fn->half ? 2 : 4, C = (size_t)k->channels, elems = k->hw * C;
+	size_t in = k->n * elems, out = k->n * k->stride;
+	if (k->stride % 16 || k->stride < elems * es || (uintptr_t)k->dst % 16 ||
+	    (k->n2 && (uintptr_t)k->dst2 % 16)) {
 		context_error = E_MISALIGNED_ADDRESS;
 		goto done;
 	}
 	if (!device_range_ok(k->src, in) || !device_range_ok(k->dst, out) ||
-	    (k->n2 && !device_range_ok(k->dst2, k->n2 * k->hw * C * es))) {
+	    (k->n2 && !device_range_ok(k->dst2, k->n2 * k->stride))) {
 		context_error = E_ILLEGAL_ADDRESS;
 		goto done;
 	}
-	__atomic_add_fetch(fn->vec ? &fake_cudart_vec_launches : &fake_cudart_scalar_launches, 1,
-			   __ATOMIC_RELAXED);
-	for (size_t s = 0; s < k->n; s++)
-		for (size_t p = 0; p < k->hw; p++)
-			for (size_t c = 0; c < C; c++) {
+	__atomic_add_fetch(&fake_cudart_vec_launches, 1, __ATOMIC_RELAXED);
+	for (size_t s = 0; s < k->n; s++) {
+		uint8_t *d = (uint8_t *)k->dst + s * k->stride;
+		uint8_t *d2 = s < k->n2 ? (uint8_t *)k->dst2 + s * k->stride : NULL;
+		for (size_t c = 0; c < C; c++)
+			for (size_t p = 0; p < k->hw; p++) {
 				float v = fmaf((float)k->src[(s * k->hw + p) * C + c], k->scale[c],
 					       k->bias[c]);
-				size_t o = (s * C + c) * k->hw + p;
-				store(k->dst, o, fn->half, v);
-				if (s < k->n2)
-					store(k->dst2, o, fn->half, v);
+				store(d, c * k->hw + p, fn->half, v);
+				if (d2)
+					store(d2, c * k->hw + p, fn->half, v);
 			}
+		/* the last vector's elements past the sample: zeros */
+		size_t end = (elems * es + 15) / 16 * 16;
+		memset(d + elems * es, 0, end - elems * es);
+		if (d2)
+			memset(d2 + elems * es, 0, end - elems * es);
+	}
 done:
 	free(k);
 }
@@ -1262,7 +1283,7 @@ static int launch(void *kernel, struct dim3 grid, struct dim3 block, void **args
 	(void)grid, (void)block, (void)shared;
 	if (context_error)
 		return fail(context_error);
-	if (!fn || !(strstr(fn->name, "finish_vec") || strstr(fn->name, "finish_scalar")))
+	if (!fn || !strstr(fn->name, "finish_vec"))
 		return fail(E_INVALID_DEVICE_FUNCTION);
 	struct kernel_run *k = calloc(1, sizeof(*k));
 	struct op *o = calloc(1, sizeof(*o));
@@ -1271,15 +1292,15 @@ static int launch(void *kernel, struct dim3 grid, struct dim3 block, void **args
 		free(o);
 		return fail(E_MEMORY_ALLOCATION);
 	}
-	/* finish_vec(src, dst, n, hw, affine, dst2, n2);
-	 * finish_scalar(src, dst, n, hw, C, affine, dst2, n2) */
+	/* finish_vec(src, dst, n, hw, C, stride, affine, dst2, n2) */
 	int i = 0;
 	k->fn = fn;
 	k->src = *(const uint8_t **)args[i++];
 	k->dst = *(void **)args[i++];
 	k->n = *(size_t *)args[i++];
 	k->hw = *(size_t *)args[i++];
-	k->channels = fn->vec ? fn->channels : *(int *)args[i++];
+	k->channels = *(int *)args[i++];
+	k->stride = *(size_t *)args[i++];
 	memcpy(k->scale, args[i], sizeof(k->scale));
 	memcpy(k->bias, (const float *)args[i++] + 4, sizeof(k->bias));
 	k->dst2 = *(void **)args[i++];

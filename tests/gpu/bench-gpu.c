@@ -91,7 +91,7 @@ static void bench_kernel(double peak)
 					      .normalize = true,
 					      .mean = {0.485f, 0.456f, 0.406f},
 					      .std = {0.229f, 0.224f, 0.225f} };
-		size_t in = n * 224 * 224 * 3, out = n * ts_finish_sample_bytes(&p);
+		size_t in = n * 224 * 224 * 3, out = n * ts_finish_sample_stride(&p);
 		void *src = NULL, *dst = NULL;
 		cudaEvent_t a, b;
 		float ms = 0;
