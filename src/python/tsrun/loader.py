@@ -60,11 +60,11 @@ class _CudaView:
     which then views it without a copy, and keeps this object while a
     tensor views it): a hold on the device ring's mapping for as long."""
 
-    def __init__(self, lib, dev, ptr, shape, typestr):
+    def __init__(self, lib, dev, ptr, shape, typestr, strides=None):
         self.__cuda_array_interface__ = {
             # read-only by contract (raw_views); torch refuses the flag
             "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
-            "strides": None, "version": 2}
+            "strides": strides, "version": 2}
         self._lib, self._dev = lib, dev
         lib.ts_client_device_hold(dev)
 
@@ -750,9 +750,16 @@ class Loader:
             if rc < 0:
                 raise_for(rc, err)
             typestr = {2: "<f2", 3: "<f4"}[info.dtype]
+            # samples sample_stride apart (slots padded to 16 bytes): the
+            # batch is [n, C, H, W] with a sample stride of its own, in
+            # bytes here; None where the slots are packed (contiguous)
+            es = 2 if info.dtype == 2 else 4
+            ss = getattr(info, "sample_stride", 0) or info.sample_bytes
+            strides = None if ss == info.sample_bytes else (
+                ss, info.height * info.width * es, info.width * es, es)
             try:
                 images = torch.as_tensor(_CudaView(self._lib, self._dev, ptr.value, shape,
-                                                   typestr), device=self._device)
+                                                   typestr, strides), device=self._device)
             except (TypeError, RuntimeError, ValueError) as e:
                 warnings.warn("tsrun.Loader: torch cannot view the device ring (%s); "
                               "copying each batch on the GPU instead" % e,
