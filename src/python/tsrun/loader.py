@@ -236,7 +236,12 @@ class Loader:
                 that returns other samples or, after close(), ends it too.
                 With device, raw views of the device ring
                 ("device-ring (zero-copy)" or "(peer copy)"): a write
-                there changes every trainer's batch.
+                there changes every trainer's batch. Such a view has the
+                ring's sample stride (device slots are padded to 16
+                bytes, tensorsocket(7)): for a sample size that is not
+                a multiple of 16 bytes it is not contiguous (call
+                .contiguous() where a kernel needs it); the default
+                device batches are contiguous.
     job         None (a lone trainer: the whole stream) or the name of a
                 data-parallel job whose ranks split every epoch
                 (tensorsocket(7)): this trainer is rank ``rank`` of
