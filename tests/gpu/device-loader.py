@@ -52,6 +52,25 @@ def sources_known():
     return bad
 
 
+def strides_known():
+    """The zero-copy view's strides for padded and packed slots, on any
+    host: slots of an odd sample size are its bytes rounded up to 16."""
+    from tsrun import _lib, loader
+    bad = 0
+    for h, w, dt, es in ((33, 33, 3, 4), (33, 33, 2, 2), (7, 5, 3, 4), (40, 40, 3, 4)):
+        sb = h * w * 3 * es
+        slot = (sb + 15) // 16 * 16
+        info = _lib.DevInfo(height=h, width=w, channels=3, dtype=dt, layout=1,
+                            sample_bytes=sb, sample_stride=slot)
+        want = None if slot == sb else (slot, h * w * es, w * es, es)
+        got = loader._device_strides(info)
+        if got != want:
+            print(f"FAIL: a {h}x{w}x3 device view (slots of {slot} bytes): strides "
+                  f"{got}, expected {want}")
+            bad += 1
+    return bad
+
+
 def passes(torch, cuda, loaders, n):
     """n passes of the loaders in step (as zip), each next() under
     torch's sync debug mode "error" on a GPU; a string says which one
@@ -85,7 +104,7 @@ def main():
     if os.environ.get("TS_LIBTSCLIENT"):
         os.environ["TSRUN_LIBTSCLIENT"] = os.environ["TS_LIBTSCLIENT"]
     import tsrun
-    failures = sources_known()
+    failures = sources_known() + strides_known()
     cuda = torch.cuda.is_available()
     if not cuda:
         print("torch.cuda.is_available() is false (a CPU-only torch, or no GPU): "

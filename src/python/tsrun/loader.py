@@ -75,6 +75,18 @@ class _CudaView:
             pass
 
 
+def _device_strides(info):
+    """The byte strides of a [n, C, H, W] view of the device ring (a
+    _lib.DevInfo): samples sample_stride apart (slots padded to 16 bytes,
+    tensorsocket(7)), each sample contiguous; None (contiguous) where the
+    slots are packed."""
+    es = 2 if info.dtype == 2 else 4
+    ss = info.sample_stride or info.sample_bytes
+    if ss == info.sample_bytes:
+        return None
+    return (ss, info.height * info.width * es, info.width * es, es)
+
+
 def _node_share(lib, client):
     """(node, count) of the producer's shard() (ts_client_node); (0, 0)
     without one or from a library older than the call."""
@@ -755,16 +767,10 @@ class Loader:
             if rc < 0:
                 raise_for(rc, err)
             typestr = {2: "<f2", 3: "<f4"}[info.dtype]
-            # samples sample_stride apart (slots padded to 16 bytes): the
-            # batch is [n, C, H, W] with a sample stride of its own, in
-            # bytes here; None where the slots are packed (contiguous)
-            es = 2 if info.dtype == 2 else 4
-            ss = getattr(info, "sample_stride", 0) or info.sample_bytes
-            strides = None if ss == info.sample_bytes else (
-                ss, info.height * info.width * es, info.width * es, es)
             try:
                 images = torch.as_tensor(_CudaView(self._lib, self._dev, ptr.value, shape,
-                                                   typestr, strides), device=self._device)
+                                                   typestr, _device_strides(info)),
+                                         device=self._device)
             except (TypeError, RuntimeError, ValueError) as e:
                 warnings.warn("tsrun.Loader: torch cannot view the device ring (%s); "
                               "copying each batch on the GPU instead" % e,
