@@ -34,6 +34,8 @@ struct ts_devring {
 	struct ts_finish_params p;
 	void *data;                   /* (capacity + mirror) * sample_stride */
 	uint8_t *staging;             /* max_batch * in_bytes, device */
+	const uint8_t *host_base;     /* ts_devring_host_pieces */
+	uint64_t host_piece;          /* slots per registered piece (0: none) */
 	cudaStream_t stream;
 };
 
@@ -147,9 +149,28 @@ static int launch_piece(struct ts_devring *r, const uint8_t *src, uint64_t slot,
 					 m, &r->p, r->stream, err);
 }
 
+void ts_devring_host_pieces(struct ts_devring *r, const void *base, uint64_t slots)
+{
+	r->host_base = base;
+	r->host_piece = slots;
+}
+
+/* n host samples, host_stride apart, into staging (packed), on the
+ * ring's stream: one copy, or a 2D one that packs padded slots. */
+static cudaError_t copy_in(struct ts_devring *r, uint8_t *dst, const uint8_t *host,
+			   size_t host_stride, size_t n)
+{
+	if (host_stride == r->in_bytes)
+		return cudaMemcpyAsync(dst, host, n * r->in_bytes, cudaMemcpyHostToDevice,
+				       r->stream);
+	return cudaMemcpy2DAsync(dst, r->in_bytes, host, host_stride, r->in_bytes, n,
+				 cudaMemcpyHostToDevice, r->stream);
+}
+
 int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		    uint64_t seq, size_t n, struct ts_error *err)
 {
+	size_t k = 0;
 	uint64_t slot, first;
 	cudaError_t e;
 	int rc;
@@ -166,13 +187,21 @@ int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		return 0;
 	/* pageable host memory makes this a staged, synchronous copy; a
 	 * registered host ring makes it one DMA; padded host slots a 2D one
-	 * that packs the samples in staging */
-	if (host_stride == r->in_bytes)
-		e = cudaMemcpyAsync(r->staging, host, n * r->in_bytes,
-				    cudaMemcpyHostToDevice, r->stream);
-	else
-		e = cudaMemcpy2DAsync(r->staging, r->in_bytes, host, host_stride,
-				      r->in_bytes, n, cudaMemcpyHostToDevice, r->stream);
+	 * that packs the samples in staging. A ring registered in pieces:
+	 * one copy per piece the run touches, each within one registration */
+	e = cudaSuccess;
+	while (k < n && e == cudaSuccess) {
+		const uint8_t *h = (const uint8_t *)host + k * host_stride;
+		size_t m = n - k;
+		if (r->host_piece && h >= r->host_base) {
+			uint64_t idx = (uint64_t)(h - r->host_base) / host_stride;
+			uint64_t left = r->host_piece - idx % r->host_piece;
+			if (left < m)
+				m = (size_t)left;
+		}
+		e = copy_in(r, r->staging + k * r->in_bytes, h, host_stride, m);
+		k += m;
+	}
 	if (e != cudaSuccess)
 		return cuda_fail(err, host_stride == r->in_bytes
 					      ? "devring fill: cudaMemcpyAsync"

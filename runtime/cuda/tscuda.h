@@ -200,6 +200,12 @@ size_t ts_devring_sample_stride(const struct ts_devring *r);
 int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		    uint64_t seq, size_t n, struct ts_error *err);
 
+/* The host ring behind fills is page-locked in pieces of `slots` slots
+ * from base (its slot 0), one cudaHostRegister each: a fill then splits
+ * its host copy at piece boundaries, so that each copy lies within one
+ * registration (one DMA). slots 0: no split (the default). */
+void ts_devring_host_pieces(struct ts_devring *r, const void *base, uint64_t slots);
+
 /* The IPC handle of a created ring. */
 int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
 		      struct ts_error *err);

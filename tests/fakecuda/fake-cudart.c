@@ -102,8 +102,11 @@ EXPORT int fake_cudart_driver_version = 13000;
 EXPORT int fake_cudart_vec_launches;      /* finish_vec kernels run */
 EXPORT int fake_cudart_double_closes;     /* cudaIpcCloseMemHandle of a closed mapping */
 EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
-EXPORT int fake_cudart_register_delay_ms; /* cudaHostRegister takes this long
-					     (the driver faults in and locks every page) */
+/* cudaHostRegister takes this long per MiB (the driver faults in and
+ * locks every page), holding the driver's lock (drv_lock): copies,
+ * kernel launches and synchronisations of other threads wait for it, as
+ * on a GPU, where page-locking serialises on driver-wide locks */
+EXPORT double fake_cudart_register_ms_per_mib;
 /* Devices whose primary context this process holds: made by the first
  * call that needs one (cudaSetDevice does, since CUDA 12), given back
  * by cudaDeviceReset. FAKE_CUDART_REPORT=FILE: at exit, a line
@@ -118,6 +121,39 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int context_error;
 static __thread int last_error;
 static __thread int cur;                  /* current device */
+
+/* The driver's lock, first come first served: cudaHostRegister holds it
+ * while it "locks pages"; the calls that would need it on a GPU (copies,
+ * launches, stream synchronisation) wait their turn. */
+static pthread_mutex_t drv_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t drv_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long drv_next, drv_serving;
+
+static void drv_lock(void)
+{
+	pthread_mutex_lock(&drv_mu);
+	unsigned long t = drv_next++;
+	while (t != drv_serving)
+		pthread_cond_wait(&drv_cv, &drv_mu);
+	pthread_mutex_unlock(&drv_mu);
+}
+
+static void drv_unlock(void)
+{
+	pthread_mutex_lock(&drv_mu);
+	drv_serving++;
+	pthread_cond_broadcast(&drv_cv);
+	pthread_mutex_unlock(&drv_mu);
+}
+
+/* A call that needs the driver: waits for a registration under way. */
+static void drv_wait(void)
+{
+	if (fake_cudart_register_ms_per_mib > 0) {
+		drv_lock();
+		drv_unlock();
+	}
+}
 
 static int env_int(const char *name, int def)
 {
@@ -135,7 +171,10 @@ __attribute__((constructor)) static void fake_init(void)
 	fake_cudart_ro_register = env_int("FAKE_CUDART_RO_REGISTER", 1);
 	fake_cudart_no_device = env_int("FAKE_CUDART_NO_DEVICE", 0);
 	fake_cudart_driver_version = env_int("FAKE_CUDART_DRIVER_VERSION", 13000);
-	fake_cudart_register_delay_ms = env_int("FAKE_CUDART_REGISTER_DELAY_MS", 0);
+	{
+		const char *v = getenv("FAKE_CUDART_REGISTER_MS_PER_MIB");
+		fake_cudart_register_ms_per_mib = v && *v ? atof(v) : 0.0;
+	}
 }
 
 /* Every failing call goes through here: the error sticks. */
@@ -384,8 +423,12 @@ static int is_pinned(const void *p)
 EXPORT int cudaHostRegister(void *p, size_t n, unsigned int flags)
 {
 	int rc = OK;
-	if (fake_cudart_register_delay_ms > 0)
-		usleep((useconds_t)fake_cudart_register_delay_ms * 1000);
+	if (fake_cudart_register_ms_per_mib > 0) {
+		drv_lock();
+		usleep((useconds_t)(fake_cudart_register_ms_per_mib * 1000.0 * (double)n /
+				    (1 << 20)));
+		drv_unlock();
+	}
 	pthread_mutex_lock(&mu);
 	fake_cudart_registers++;
 	if (!p || n == 0)
@@ -783,6 +826,7 @@ EXPORT int cudaStreamGetDevice(void *p, int *d)
 
 EXPORT int cudaStreamSynchronize(void *p)
 {
+	drv_wait();
 	pthread_mutex_lock(&mu);
 	drain(stream_of(p), 1 << 30);
 	pthread_mutex_unlock(&mu);
@@ -961,18 +1005,21 @@ static int copy(void *dst, const void *src, size_t n, int kind, void *p, int asy
 
 EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
+	drv_wait();
 	/* device to device: queued on the legacy stream, no host sync */
 	return copy(dst, src, n, kind, NULL, 0);
 }
 
 EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream)
 {
+	drv_wait();
 	return copy(dst, src, n, kind, stream, 1);
 }
 
 EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
 			     size_t width, size_t height, int kind, void *stream)
 {
+	drv_wait();
 	if (width > dpitch || width > spitch)
 		return fail(E_INVALID_VALUE);
 	for (size_t y = 0; y < height; y++) {
@@ -988,6 +1035,7 @@ EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t s
 EXPORT int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 			size_t height, int kind)
 {
+	drv_wait();
 	if (width > dpitch || width > spitch)
 		return fail(E_INVALID_VALUE);
 	for (size_t y = 0; y < height; y++) {
@@ -1281,6 +1329,7 @@ static int launch(void *kernel, struct dim3 grid, struct dim3 block, void **args
 {
 	const struct kernel_fn *fn = kernel;
 	(void)grid, (void)block, (void)shared;
+	drv_wait();
 	if (context_error)
 		return fail(context_error);
 	if (!fn || !strstr(fn->name, "finish_vec"))

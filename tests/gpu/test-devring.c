@@ -7,6 +7,7 @@
  * The mirror slots after the last make a wrapping batch one span.
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -200,6 +201,35 @@ int main(int argc, char **argv)
 		CHECK(memcmp(got, want, BATCH * sb) == 0, "samples from padded host slots differ");
 		cudaFree(dst);
 		free(pad);
+		free(want);
+		free(got);
+	}
+	/* a host ring page-locked in pieces of 2 slots: a fill of seq 13..16
+	 * from slots 1..4 of a host buffer is split at the piece boundaries
+	 * (slots 1 | 2 3 | 4: three copies, each within one registration)
+	 * and finishes as one */
+	{
+		size_t sb = ts_finish_sample_bytes(&P);
+		uint8_t *hostring = malloc(6 * in), *want = malloc(BATCH * sb),
+			*got = malloc(BATCH * sb);
+		void *dst = NULL;
+		int *copies = dlsym(RTLD_DEFAULT, "fake_cudart_async_memcpys");
+		CHECK(hostring && want && got, "alloc");
+		fill_pixels(hostring, 6 * in, 5);
+		ts_devring_host_pieces(r, hostring, 2);
+		int c0 = copies ? *copies : 0;
+		CHECK(ts_devring_fill(r, hostring + in, in, 13, BATCH, &err) == 0, "%s", err.msg);
+		if (copies)
+			CHECK(*copies - c0 == 3, "%d host copies for a fill across 3 pieces",
+			      *copies - c0);
+		ts_devring_host_pieces(r, NULL, 0);
+		CHECK(cudaMalloc(&dst, BATCH * sb) == cudaSuccess, "cudaMalloc");
+		CHECK(ts_devring_copy_out(r, 13, BATCH, dst, NULL, &err) == 0, "%s", err.msg);
+		CHECK(cudaMemcpy(got, dst, BATCH * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+		ts_finish_reference(hostring + in, want, BATCH, &P);
+		CHECK(memcmp(got, want, BATCH * sb) == 0, "a fill split at pieces differs");
+		cudaFree(dst);
+		free(hostring);
 		free(want);
 		free(got);
 	}
