@@ -177,8 +177,12 @@ struct ts_engine_cache;
  * item id (NULL: none); claim id's entry for filling (false: another
  * worker has it, or it is final); give a claim back (the decode failed);
  * fill a claimed entry with img's pixels (false: it did not fit, and the
- * item stays uncached); the entry's pixels as a read-only image (never
- * reserved into or freed); count a lookup; the figures for stats. */
+ * item stays uncached); or fill it in place: reserve n bytes of pixels
+ * for it (NULL: they do not fit, and the entry is final), then commit it
+ * once img (whose rows, compact, are those bytes) is written, or drop it
+ * (the decode failed; n as reserved); the entry's pixels as a read-only
+ * image (never reserved into or freed); count a lookup; the figures for
+ * stats. */
 bool ts_engine_cache_applies(const struct ts_plan *plan);
 int ts_engine_cache_create(uint64_t bytes, uint64_t items,
 			   struct ts_engine_cache **out, struct ts_error *err);
@@ -192,6 +196,10 @@ struct ts_cache_frame {
 };
 bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
 			 int resume, const struct ts_cache_frame *fr);
+uint8_t *ts_engine_cache_reserve(struct ts_engine_cache *c, uint32_t id, uint64_t n);
+void ts_engine_cache_commit(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
+			    int resume, const struct ts_cache_frame *fr);
+void ts_engine_cache_drop(struct ts_engine_cache *c, uint32_t id, uint64_t n);
 struct ts_image ts_engine_cache_image(const struct ts_engine_cache *c,
 				      const struct ts_cache_entry *en);
 void ts_engine_cache_count(struct ts_engine_cache *c, int what);
