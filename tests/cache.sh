@@ -109,6 +109,30 @@ items=$(sed -n 's/^cache: .* \([0-9]*\) items.*/\1/p' "$dir/train.half")
 	fail "train: a 5 MiB cache holds '$items' of 20 items"
 pass "train: a 5 MiB cache holds $items of 20 items, same digest"
 
+# A file whose header reads but whose pixels are cut short (its frame's
+# bytes reserved, then dropped when the decode fails), under on_error =
+# skip: skipped in every epoch as without the cache, the stream the same,
+# every other item held.
+mkdir -p "$dir/bad/c0" "$dir/bad/c1"
+i=0
+for f in "$dir"/ds/train/*/*; do
+	cp "$f" "$dir/bad/c$((i % 2))/$i.jpg"
+	i=$((i + 1))
+done
+f=$(ls "$dir"/bad/c0/*.jpg | head -1)
+head -c $(($(wc -c < "$f") / 2)) "$f" > "$dir/cut" && mv "$dir/cut" "$f"
+pipe bad 'folder("bad")' 'decode(rgb) | random_resized_crop(96) | to(uint8, nhwc)' 4
+sed -i 's/ring = 4 batches }/ring = 4 batches on_error = skip }/' "$dir/bad.ts"
+want=$(bench bad "$dir/bad.off" --cache off)
+for t in 1 2; do
+	got=$(bench bad "$dir/bad.on$t" --cache 64MiB --threads $t)
+	items=$(sed -n 's/^cache: .* \([0-9]*\) items.*/\1/p' "$dir/bad.on$t")
+	[ -n "$want" ] && [ "$got" = "$want" ] ||
+		fail "bad file: digest '$got' with the cache ($t threads), '$want' without"
+	[ "$items" = $((i - 1)) ] || fail "bad file: the cache holds '$items' items of $((i - 1)) good ones"
+done
+pass "a file that fails to decode: the same stream with the cache, $((i - 1)) items held"
+
 # A lock refused (the testing hook stands in for RLIMIT_MEMLOCK): said.
 TSRUN_CACHE_NOLOCK=1 bench val "$dir/val.nolock" --cache 64MiB > /dev/null
 grep -q "^cache: .*not locked" "$dir/val.nolock" || fail "an unlocked cache is not said: $(grep cache "$dir/val.nolock")"
