@@ -69,9 +69,13 @@ struct worker {
 	struct ts_image view;
 	/* ts_engine_opts.trace: the sample's draws, and its line */
 	struct ts_trace *trace, *trace_line;
-	/* the decoded cache (engine_load.c): the full-scale frame being
-	 * admitted, or the image before the op an admission stops at */
+	/* the decoded cache (engine_load.c): the image before the op an
+	 * admission stops at */
 	struct ts_image fill;
+	/* this thread's CPU when it claimed its first sample of an epoch
+	 * after the run's first (engine_pool.c; ts_engine_stats.cpu_*) */
+	struct timeval first_user, first_sys;
+	bool past_first;
 };
 
 struct ts_engine {
@@ -133,6 +137,8 @@ struct ts_engine {
 	bool stop;              /* release by whoever stops, acquire by workers */
 	uint64_t bytes;         /* counts: ATOMIC_ADD, READ_ONCE for stats */
 	uint64_t decodes;       /* images decoded (views(): one per sample) */
+	uint64_t cpu_us[4];     /* workers' first-epoch user, sys, later user,
+				   sys (ATOMIC_ADD as each exits) */
 	uint64_t skipped_n;
 	int fatal;
 	struct ts_error fatal_err;
