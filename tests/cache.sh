@@ -133,6 +133,16 @@ for t in 1 2; do
 done
 pass "a file that fails to decode: the same stream with the cache, $((i - 1)) items held"
 
+# The workers' CPU split at the first epoch (bench's worker_cpu line):
+# 3 epochs have some of each; 1 epoch has no later ones.
+wc3=$(sed -n 's/^worker_cpu: first epoch \([0-9.]*\) s user \([0-9.]*\) s sys, later epochs \([0-9.]*\) s user \([0-9.]*\) s sys$/\1 \2 \3 \4/p' "$dir/train.on2")
+timeout 120 "$TSRUN" bench "$dir/train.ts" --epochs 1 --cache 64MiB > "$dir/train.one" 2>&1 ||
+	fail "train: 1 epoch: $(cat "$dir/train.one")"
+wc1=$(sed -n 's/^worker_cpu: first epoch \([0-9.]*\) s user \([0-9.]*\) s sys, later epochs \([0-9.]*\) s user \([0-9.]*\) s sys$/\1 \2 \3 \4/p' "$dir/train.one")
+echo "$wc3 $wc1" | awk 'NF != 8 || $1 + $2 <= 0 || $3 + $4 <= 0 || $5 + $6 <= 0 || $7 + $8 != 0 { exit 1 }' ||
+	fail "worker_cpu: 3 epochs '$wc3', 1 epoch '$wc1'"
+pass "worker_cpu: first and later epochs apart (3 epochs: $wc3; 1 epoch: $wc1)"
+
 # A lock refused (the testing hook stands in for RLIMIT_MEMLOCK): said.
 TSRUN_CACHE_NOLOCK=1 bench val "$dir/val.nolock" --cache 64MiB > /dev/null
 grep -q "^cache: .*not locked" "$dir/val.nolock" || fail "an unlocked cache is not said: $(grep cache "$dir/val.nolock")"
