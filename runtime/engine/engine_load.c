@@ -352,17 +352,19 @@ static int admit_frame(struct worker *w, const struct ts_op *op,
 	struct ts_decode_req whole = {.color = op->color, .depth = op->depth,
 				      .scale_num = fr.scale};
 	struct ts_decode_geom g;
-	fc->claimed = false; /* reserved, committed or dropped below */
 	int rc = ts_decoder_geometry(info, &whole, &g, err);
 	if (rc)
-		return rc;
+		return rc; /* still claimed: the caller gives it back */
 	enum ts_dtype dt = op->depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8;
 	int ch = op->color == TS_COLOR_GRAY ? 1 : 3;
 	size_t row = (size_t)g.out_w * (size_t)ch * ts_dtype_size(dt);
 	uint64_t n = (uint64_t)row * (uint64_t)g.out_h;
 	uint8_t *px = ts_engine_cache_reserve(c, fc->id, n);
-	if (!px)
+	fc->claimed = false; /* final, or committed or dropped below */
+	if (!px) {
+		ts_prof_add(TS_PROF_DECODE, t); /* the header's */
 		return 1; /* did not fit: the entry is final */
+	}
 	/* Exactly the bytes the decode's output takes (decode.h: compact
 	 * rows when not strided), so ts_image_reserve never grows it. */
 	struct ts_image frame = {.data = px, .capacity = (size_t)n};
