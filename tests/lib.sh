@@ -13,6 +13,7 @@
 #                      ts_fatal stops the test itself, not the subshell
 #   pass MSG, skip WHY a passed check; skip the whole test (exit 77)
 #   finish             "NAME: all passed" / "NAME: N failed", and the status
+#                      (N counts the subshells' failures: ts_failures)
 #   watchdog SECS PID  SIGKILL the PIDs after SECS seconds ($watchdog)
 #   wait_for N TEST... poll TEST every 0.1 s for up to N seconds
 #   need PROG...       skip unless every PROG is on PATH
