@@ -4,12 +4,18 @@
 # and why; with one it serves the device ring. Never a crash, and a CPU
 # trainer gets every sample as uint8 nhwc either way. `tsrun graph` shows
 # the device stage.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
-tmp=$(mktemp -d /tmp/tsrun-gpu-XXXXXX) || exit 1
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup gpu
+tmp=$T
+# the first failure ends the test, after tsrun run's stderr
+ts_fatal=1
+ts_log="$tmp/run.err"
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
-fail() { echo "FAIL: $*"; [ -f "$tmp/run.err" ] && cat "$tmp/run.err"; exit 1; }
+ts_cleanup_device() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	ts_cleanup
+}
+trap ts_cleanup_device EXIT
 
 cat >"$tmp/p.ts" <<EOT
 pipeline train =
@@ -122,4 +128,4 @@ EOT
 	grep -q 'finishing on GPU' "$tmp/run.err" || fail "no device ring with a slow registration"
 	echo "slow registration (4 s, in pieces): the first batch after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s"
 fi
-echo "ok"
+finish
