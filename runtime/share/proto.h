@@ -70,7 +70,7 @@ struct ts_proto_hello {
 	char job[TS_PROTO_JOB_MAX + 1];   /* NUL-terminated; "" without */
 };
 /* The wire sizes crossing processes, fixed: a change is a new version. */
-_Static_assert(TS_PROTO_HELLO_LEN == 92, "hello body is 92 bytes in version 2");
+_Static_assert(TS_PROTO_HELLO_LEN == 92, "hello body is 92 bytes since version 2");
 _Static_assert(TS_PROTO_HELLO_LEN <= TS_PROTO_MAX_BODY, "hello fits a message");
 
 /* The device ring a producer serves with device(cuda): finished samples
