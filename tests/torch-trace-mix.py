@@ -19,6 +19,8 @@ torchvision.transforms.functional.to_tensor; the Mixup mixes a copy
   lam_partner is 1 - lam as timm computes it in the mode;
   the images are equal to timm's mix of the unmixed photos with those
       draws, and the targets to mixup_target's, byte for byte;
+  the same through Loader(mixup=Mixup(trace=...)) on a real `tsrun run`
+      of the photos (its unmixed batches from a loader beside it);
   batch, pair and elem modes, Mixup and CutMix and the switch between
       them, prob < 1, correct_lam false, cutmix_minmax, an odd batch
       (whose middle sample timm would refuse: its own partner, unchanged);
@@ -31,6 +33,7 @@ import functools
 import json
 import os
 import sys
+import shutil
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -308,6 +311,53 @@ def perturbations(line):
     return out
 
 
+def loader_case(tmp, ims, k):
+    """Loader(mixup=Mixup(trace=...)) on a real `tsrun run` of the photos
+    (PNG, to(float32, nchw): F.to_tensor's values): each traced batch
+    replayed with timm's formulas on the same batch of a loader beside it
+    without mixup."""
+    folder = os.path.join(tmp, "photos")
+    for i, im in enumerate(ims):
+        d = os.path.join(folder, "c%d" % (i % 3))
+        os.makedirs(d, exist_ok=True)
+        im.save(os.path.join(d, "%02d.png" % i))
+    path, sock = pytrainer.pipeline(tmp, "mix", 'folder("%s") | shuffle(seed = 2) | '
+                                    'decode(rgb) | center_crop([%d, %d])' % (folder, H, W), 3,
+                                    batch=4)
+    prod = pytrainer.run(path, "--wait", "2")
+    kw = dict(mixup_alpha=0.8, cutmix_alpha=1.0, num_classes=k)
+    tpath = os.path.join(tmp, "loader.jsonl")
+    mix = tsrun.Mixup(mode="elem", seed=9, trace=tpath, **kw)
+    la = tsrun.Loader(sock, batch_size=4, timeout=30, mixup=mix)
+    lb = tsrun.Loader(sock, batch_size=4, timeout=30)
+    batches, layout_of = {}, {}
+    try:
+        for _ in range(3):
+            for (xa, ta), (xb, yb) in zip(la, lb):
+                key = (lb.epoch, lb.index, len(xb))
+                batches[key] = (xb.clone(), yb.clone(), xa.clone(), ta.clone())
+                layout_of[key] = "nchw"
+    finally:
+        la.close()
+        lb.close()
+        pytrainer.stop(prod)
+    mix._trace_file.close()
+    with open(tpath) as f:
+        lines = [json.loads(s) for s in f]
+    pix = {tuple(F.to_tensor(im).flatten()[:64].tolist()) for im in ims}
+    check("Loader: its unmixed samples are the photos' F.to_tensor values",
+          all(tuple(x.flatten()[:64].tolist()) in pix for b in batches.values() for x in b[0]))
+    check("Loader: a trace line per batch (%d)" % len(lines),
+          len(lines) == len(batches) and len(lines) >= 6)
+    equal, why = replay_all(lines, batches, kw, layout_of)
+    check("Loader(mixup=): %d of %d batches equal to timm's mix with the traced draws"
+          % (equal, len(lines)), not why and equal == len(lines), why[0] if why else "")
+    moved = [q for line in lines for _, q in perturbations(line)]
+    caught = sum(replay_all([q], batches, kw, layout_of)[0] == 0 for q in moved)
+    check("Loader(mixup=): each moved draw fails the replay (%d of %d)" % (caught, len(moved)),
+          moved and caught == len(moved))
+
+
 def main():
     if not os.path.isdir(PHOTOS):
         print("skip: no photos in", PHOTOS, "(install mate-backgrounds)")
@@ -367,6 +417,10 @@ def main():
                 print("     not caught: %s moved in %s" % (what, q))
         check(name + ": each moved draw (%s) fails the replay (%d of %d)"
               % (", ".join(sorted(kinds)), caught, len(moved)), moved and caught == len(moved))
+    try:
+        loader_case(tmp, ims, k)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("FAILED:", ", ".join(failures))
         return 1
