@@ -478,6 +478,18 @@ struct ts_ring_join_req {
 	 * and reading nothing, until ts_ring_consumer_start_job. */
 	bool job_wait;
 	const char *job;           /* its job's name, for figures; NULL: none */
+	/* A lone trainer that resumes (tensorsocket(7), Join policies):
+	 * it begins at index resume_index of epoch resume_epoch when that
+	 * sample is still in the ring or not published yet, else at that
+	 * index of the first later epoch where it is (join is then not
+	 * used), and stops resume_epochs epochs after the one it begins in,
+	 * that one counted (has_resume_epochs; else the stream's epochs
+	 * less resume_epoch, at least 1), at most the stream's epochs. */
+	bool resume;
+	bool has_resume_epochs;
+	uint32_t resume_epoch;
+	uint64_t resume_index;
+	uint32_t resume_epochs;
 };
 
 /* Where an attached consumer begins. */
@@ -485,6 +497,8 @@ struct ts_ring_join_pos {
 	uint64_t start;            /* first seq the consumer reads */
 	uint32_t min_epoch;        /* skip (release unread) samples of
 				      earlier epochs */
+	uint64_t min_index;        /* a resume: and of min_epoch's samples
+				      those before this index */
 };
 
 /*
@@ -579,6 +593,8 @@ struct ts_ring_reader_opts {
 				     next batch boundary of the epoch (the
 				     first sample whose index is a multiple
 				     of batch) */
+	uint64_t min_index;       /* a resume: skip min_epoch's samples
+				     before this index too */
 	bool align_epoch;         /* a next_epoch joiner: skip to the next
 				     epoch start (index 0), so it reads
 				     whole epochs even when the stream began
@@ -647,6 +663,11 @@ void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
 /* 0, or TS_E_DETACHED with the reason in err once the producer detached
  * this reader's consumer for holding the ring too long (ctl.detached). */
 int ts_ring_reader_detached(const struct ts_ring_reader *rd, struct ts_error *err);
+
+/* The epoch this reader's stream ends before (its epochs, counted per
+ * trainer: ctl.end_epoch; a job's rank learns it when its job starts);
+ * 0: endless. */
+uint32_t ts_ring_reader_end_epoch(const struct ts_ring_reader *rd);
 
 /* How many times the reader slept on the futex (a system call each); a
  * reader whose batches are published before it asks never does. */
