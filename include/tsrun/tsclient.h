@@ -85,8 +85,9 @@ struct ts_client_opts {
 	 * later epoch in which the ring has not passed it (other samples).
 	 * join is then not used. resume_epochs (when has_resume_epochs is
 	 * nonzero) is the epochs it still owes, the rest of the one it
-	 * begins in counted, at least 1 and at most the stream's; without
-	 * it, the stream's epochs less resume_epoch. Not with a job. */
+	 * begins in counted, at most the stream's (0: none, TS_E_EOS at
+	 * once); without it, the stream's epochs less resume_epoch (at
+	 * least 1). Not with a job. */
 	int resume;
 	uint32_t resume_epoch;
 	uint64_t resume_index;

@@ -483,8 +483,8 @@ struct ts_ring_join_req {
 	 * sample is still in the ring or not published yet, else at that
 	 * index of the first later epoch where it is (join is then not
 	 * used), and stops resume_epochs epochs after the one it begins in,
-	 * that one counted (has_resume_epochs; else the stream's epochs
-	 * less resume_epoch, at least 1), at most the stream's epochs. */
+	 * that one counted (has_resume_epochs, 0: none; else the stream's
+	 * epochs less resume_epoch, at least 1), at most the stream's. */
 	bool resume;
 	bool has_resume_epochs;
 	uint32_t resume_epoch;

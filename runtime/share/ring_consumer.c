@@ -130,7 +130,7 @@ static uint32_t resume_end_epoch(const struct ts_ring *r, const struct ts_ring_j
 		return 0;
 	uint64_t left = req->has_resume_epochs ? req->resume_epochs
 		      : epochs > req->resume_epoch ? epochs - req->resume_epoch : 1;
-	if (left < 1)
+	if (left < 1 && p->min_epoch == 0)
 		left = 1;
 	if (left > epochs)
 		left = epochs;
