@@ -60,6 +60,7 @@ def check(cond, what):
 # sample) per pass, saves its state_dict() after `save` samples.
 TRAINER = r'''
 import hashlib, json, os, sys, time, warnings
+import torch  # before the go file: the import takes seconds
 import tsrun
 sock, out, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 go, state, save = args.pop("go", None), args.pop("state", None), args.pop("save", None)
@@ -118,8 +119,8 @@ class Run:
         self.tr = os.path.join(tmp, "trainer.py")
         with open(self.tr, "w") as f:
             f.write(TRAINER)
-        self.prod = subprocess.Popen([TSRUN, "run", ts, "--wait", str(wait), "-q"] + list(extra),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.prod = subprocess.Popen([TSRUN, "run", ts, "--wait", str(wait)] + ([] if os.environ.get("DBG") else ["-q"]) + list(extra),
+                                     stdout=subprocess.DEVNULL, stderr=None if os.environ.get("DBG") else subprocess.PIPE)
         for _ in range(200):
             if os.path.exists(self.sock) or self.prod.poll() is not None:
                 break

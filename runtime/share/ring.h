@@ -464,6 +464,12 @@ void ts_ring_stage_end(struct ts_ring *r, int status);
 /* A snapshot for status lines and `tsrun stat`. Thread-safe. */
 void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out);
 
+/* The stream's first position (run --start EPOCH:INDEX; (0, 0), the
+ * default, for a stream from its start): where a resuming trainer is
+ * placed from while nothing is published yet. Set it before the server
+ * accepts anyone. Thread-safe. */
+void ts_ring_set_origin(struct ts_ring *r, uint32_t epoch, uint64_t index);
+
 /* Samples per epoch as consumers learn it at welcome; set it before the
  * server accepts anyone (the engine knows it once it listed the source). */
 void ts_ring_set_samples_per_epoch(struct ts_ring *r, uint64_t n);

@@ -74,15 +74,14 @@ static void resume_position(struct ts_ring *r, const struct ts_ring_join_req *re
 	uint64_t ti = req->resume_index;
 	if (lo > h)
 		lo = h;
-	pos->start = lo;
-	pos->min_epoch = te;
-	pos->min_index = ti;
-	if (h == 0)
-		return;
-	/* The oldest sample still to be had: the oldest intact one, or
-	 * (none intact) the one after the last published. */
-	struct ts_ring_meta first = r->meta[(lo < h ? lo : h - 1) % r->capacity];
-	if (lo == h)
+	/* The oldest sample still to be had: the stream's first when none is
+	 * published, the oldest intact one, or (none intact) the one after
+	 * the last published (its slot may be rewritten already by a later
+	 * sample: the trainer then begins an epoch later than it might). */
+	struct ts_ring_meta first = { .epoch = r->origin_epoch, .index = r->origin_index };
+	if (h > 0)
+		first = r->meta[(lo < h ? lo : h - 1) % r->capacity];
+	if (h > 0 && lo == h)
 		first.index++;
 	if (meta_before(&first, te, ti) || (first.epoch == te && first.index == ti)) {
 		/* (E, I) is intact or to come: exact */

@@ -304,9 +304,7 @@ class Loader:
     def __init__(self, socket, batch_size=0, join="next_epoch", drop_last=False,
                  pin_memory=False, timeout=None, device=None, raw_views=False,
                  job=None, rank=None, world_size=None, job_drop_last=False,
-                 mixup=None, connect_timeout=0, device_fallback="raise", outstanding=2,
-                 _resume=None):
-        import torch  # noqa: F401 (fail early when torch is missing)
+                 mixup=None, connect_timeout=0, device_fallback="raise", outstanding=2):
         self._client = None
         # what load_state_dict connects with again, a resume added
         self._args = dict(socket=socket, batch_size=batch_size, join=join,
@@ -315,6 +313,14 @@ class Loader:
                           world_size=world_size, job_drop_last=job_drop_last,
                           mixup=mixup, connect_timeout=connect_timeout,
                           device_fallback=device_fallback, outstanding=outstanding)
+        self._setup(None, **self._args)
+
+    def _setup(self, _resume, socket, batch_size, join, drop_last, pin_memory, timeout,
+               device, raw_views, job, rank, world_size, job_drop_last, mixup,
+               connect_timeout, device_fallback, outstanding):
+        """__init__, with _resume (epoch, index, epochs_left or None) for
+        load_state_dict's connection, which the hello then carries."""
+        import torch  # noqa: F401 (fail early when torch is missing)
         if join not in ("now", "next_epoch"):
             raise ValueError("join must be 'now' or 'next_epoch', got %r" % (join,))
         batch_size = _batch_size(batch_size)
@@ -570,7 +576,10 @@ class Loader:
         # Connect again with the resume in the hello, then leave the
         # first connection (in this order: a loader alone on a stream
         # grown for it must not let it end between the two).
-        again = Loader(_resume=(e, i, left), **self._args)
+        again = Loader.__new__(Loader)
+        again._client = None
+        again._args = self._args
+        again._setup((e, i, left), **self._args)
         moved = again.__dict__
         again.__dict__ = {}
         self.close()
