@@ -93,6 +93,7 @@ static void resume_position(struct ts_ring *r, const struct ts_ring_join_req *re
 		s++;
 	pos->start = s;
 	pos->min_epoch = te;
+	pos->min_index = ti;
 }
 
 /*
