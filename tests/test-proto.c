@@ -138,7 +138,7 @@ START_TEST(test_welcome_device)
 		.channels = 3, .dtype = 0, .layout = 0, .epochs = 1,
 		.sample_bytes = 150528, .capacity = 1024, .samples_per_epoch = 5000,
 		.batch = 64, .has_device = true,
-		.device = { .dtype = 2, .layout = 1, .sample_bytes = 301056,
+		.device = { .dtype = 2, .layout = 1, .sample_bytes = 301056, .sample_stride = 301056,
 			    .capacity = 1024, .mirror = 512, .device = 3, .pid = 77,
 			    .pci_bus_id = "0000:3b:00.0" },
 	};

@@ -150,7 +150,9 @@ struct ts_client_info {
 
 /* The device ring of a producer whose pipeline ends in device(cuda) and
  * that has a GPU: finished samples (float NCHW) in GPU memory, with the
- * same seq numbers as the host ring. Open it with tsclient_cuda.h. */
+ * same seq numbers as the host ring. Open it with tsclient_cuda.h. Slot
+ * i is at i * sample_stride: sample_bytes rounded up to a multiple of 16
+ * (so every slot is 16-byte aligned; the padding is not data). */
 struct ts_client_device_info {
 	int height, width, channels;
 	int dtype;               /* TS_CLIENT_FLOAT32 or TS_CLIENT_FLOAT16 */
@@ -163,6 +165,8 @@ struct ts_client_device_info {
 	int producer_pid;
 	char pci_bus_id[16];     /* the GPU, "0000:3b:00.0" */
 	unsigned char ipc[64];   /* cudaIpcMemHandle_t of the slots */
+	size_t sample_stride;    /* slot to slot: sample_bytes or more, a
+				    multiple of 16 */
 };
 
 /* A tensor's description: one sample's, or one label's (tsrun.serve). */

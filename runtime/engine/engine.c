@@ -321,6 +321,11 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 		   (e->threads == 0 || e->workers[0].started);
 	st->done = e->joined;
 	ts_engine_cache_stats(e->cache, st);
+	/* counts for stats: whole once the workers are joined */
+	st->cpu_first_user = (double)READ_ONCE(e->cpu_us[0]) / 1e6;
+	st->cpu_first_sys = (double)READ_ONCE(e->cpu_us[1]) / 1e6;
+	st->cpu_later_user = (double)READ_ONCE(e->cpu_us[2]) / 1e6;
+	st->cpu_later_sys = (double)READ_ONCE(e->cpu_us[3]) / 1e6;
 }
 
 uint64_t ts_engine_unordered_digest(const struct ts_engine *e)

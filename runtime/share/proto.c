@@ -133,6 +133,7 @@ size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
 		memcpy(t + 40, d->pci_bus_id, strnlen(d->pci_bus_id, 15));
 		memcpy(t + 56, d->ipc, 64);
 		memcpy(t + 120, d->uuid, 16);
+		put64(t + 136, d->sample_stride);
 	}
 	return TS_PROTO_HDR_LEN + len;
 }
@@ -297,6 +298,7 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 		memcpy(d->pci_bus_id, t + 40, 16);
 		memcpy(d->ipc, t + 56, 64);
 		memcpy(d->uuid, t + 120, 16);
+		d->sample_stride = get64(t + 136);
 		/* the bus id: printable, then NUL padding to the end */
 		size_t idlen = strnlen(d->pci_bus_id, 16);
 		bool id_ok = idlen > 0 && idlen < 16;
@@ -304,6 +306,7 @@ int ts_proto_get_welcome(const uint8_t *body, size_t len,
 			id_ok = i < idlen ? (d->pci_bus_id[i] > 0x20 && d->pci_bus_id[i] < 0x7f)
 					  : d->pci_bus_id[i] == 0;
 		if (d->dtype > 3 || d->layout > 1 || d->sample_bytes == 0 ||
+		    d->sample_stride < d->sample_bytes || d->sample_stride % 16 ||
 		    d->capacity != w.capacity || d->mirror > d->capacity || !id_ok)
 			return ts_error_set(err, TS_E_PROTOCOL,
 					    "welcome with an inconsistent device ring");

@@ -283,6 +283,7 @@ static void take_welcome(struct ts_client *c, const struct ts_proto_welcome *w)
 			.layout = (int)d->layout, .sample_bytes = d->sample_bytes,
 			.capacity = d->capacity, .mirror = d->mirror,
 			.producer_device = d->device, .producer_pid = d->pid,
+			.sample_stride = d->sample_stride,
 		};
 		memcpy(c->dev.pci_bus_id, d->pci_bus_id, sizeof(c->dev.pci_bus_id));
 		_Static_assert(sizeof(c->dev.ipc) == sizeof(d->ipc), "IPC handle sizes");

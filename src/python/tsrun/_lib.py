@@ -123,7 +123,7 @@ class DevInfo(_Repr, ctypes.Structure):
                 ("capacity", ctypes.c_uint64), ("mirror", ctypes.c_uint64),
                 ("producer_device", ctypes.c_int), ("producer_pid", ctypes.c_int),
                 ("pci_bus_id", ctypes.c_char * 16),
-                ("ipc", ctypes.c_ubyte * 64)]
+                ("ipc", ctypes.c_ubyte * 64), ("sample_stride", ctypes.c_size_t)]
 
 
 class Fallback(ctypes.Structure):

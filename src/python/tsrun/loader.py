@@ -60,11 +60,11 @@ class _CudaView:
     which then views it without a copy, and keeps this object while a
     tensor views it): a hold on the device ring's mapping for as long."""
 
-    def __init__(self, lib, dev, ptr, shape, typestr):
+    def __init__(self, lib, dev, ptr, shape, typestr, strides=None):
         self.__cuda_array_interface__ = {
             # read-only by contract (raw_views); torch refuses the flag
             "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
-            "strides": None, "version": 2}
+            "strides": strides, "version": 2}
         self._lib, self._dev = lib, dev
         lib.ts_client_device_hold(dev)
 
@@ -73,6 +73,18 @@ class _CudaView:
             self._lib.ts_client_device_unhold(self._dev)
         except Exception:  # interpreter shutdown
             pass
+
+
+def _device_strides(info):
+    """The byte strides of a [n, C, H, W] view of the device ring (a
+    _lib.DevInfo): samples sample_stride apart (slots padded to 16 bytes,
+    tensorsocket(7)), each sample contiguous; None (contiguous) where the
+    slots are packed."""
+    es = 2 if info.dtype == 2 else 4
+    ss = info.sample_stride or info.sample_bytes
+    if ss == info.sample_bytes:
+        return None
+    return (ss, info.height * info.width * es, info.width * es, es)
 
 
 def _node_share(lib, client):
@@ -236,7 +248,12 @@ class Loader:
                 that returns other samples or, after close(), ends it too.
                 With device, raw views of the device ring
                 ("device-ring (zero-copy)" or "(peer copy)"): a write
-                there changes every trainer's batch.
+                there changes every trainer's batch. Such a view has the
+                ring's sample stride (device slots are padded to 16
+                bytes, tensorsocket(7)): for a sample size that is not
+                a multiple of 16 bytes it is not contiguous (call
+                .contiguous() where a kernel needs it); the default
+                device batches are contiguous.
     job         None (a lone trainer: the whole stream) or the name of a
                 data-parallel job whose ranks split every epoch
                 (tensorsocket(7)): this trainer is rank ``rank`` of
@@ -836,7 +853,8 @@ class Loader:
             typestr = {2: "<f2", 3: "<f4"}[info.dtype]
             try:
                 images = torch.as_tensor(_CudaView(self._lib, self._dev, ptr.value, shape,
-                                                   typestr), device=self._device)
+                                                   typestr, _device_strides(info)),
+                                         device=self._device)
             except (TypeError, RuntimeError, ValueError) as e:
                 warnings.warn("tsrun.Loader: torch cannot view the device ring (%s); "
                               "copying each batch on the GPU instead" % e,
