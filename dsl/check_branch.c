@@ -150,8 +150,7 @@ static int check_calls(struct ts_check *c, const char *what,
 		if (ts_check_bad_size(def, vals)) {
 			/* as in the pipeline: the op keeps the size it gets,
 			 * so that the ops after it do not report again */
-			op.size_h = shape->h;
-			op.size_w = shape->w;
+			ts_op_set_size(&op, shape->h, shape->w);
 		}
 		if (def->shape(&op, shape, &after, &e) < 0) {
 			ts_check_err(c, ts_check_arg_loc(def, vals, call, e.param), e.hint,

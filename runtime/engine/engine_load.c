@@ -90,7 +90,7 @@ static const struct ts_op *crop_after_resize(const struct ts_plan *plan, int tw,
 		return NULL;
 	const struct ts_op *o = &plan->ops[1];
 	if (ts_op_is_output(o))
-		o = o->n_parts > 0 ? &o->parts[0] : NULL;
+		o = o->output.n_parts > 0 ? &o->output.parts[0] : NULL;
 	const struct ts_kernel *k = o ? ts_kernel_find(o->kind) : NULL;
 	if (!k || !k->box)
 		return NULL;
@@ -183,9 +183,9 @@ static void plan_decode(const struct worker *w, const struct ts_op *op,
 			struct decode_plan *dp)
 {
 	const struct ts_plan *plan = w->e->plan;
-	*dp = (struct decode_plan){.f = op->fused,
-				   .req = {.color = op->color, .depth = op->depth}};
-	const struct ts_op *f = op->fused;
+	*dp = (struct decode_plan){.f = op->decode.fused,
+				   .req = {.color = op->decode.color, .depth = op->decode.depth}};
+	const struct ts_op *f = op->decode.fused;
 	struct ts_kernel_box cb;
 	if (f) {
 		/* The fused op's box (kernel.h) as the decoder's ROI and
@@ -350,7 +350,7 @@ static int decode_item(struct worker *w, const struct ts_op *op, const uint8_t *
 		struct ts_cache_frame fr = {.full_w = info.width, .full_h = info.height,
 					    .format = (int)info.format,
 					    .scale = frame_scale(w, op, &info, fc->id)};
-		struct ts_decode_req whole = {.color = op->color, .depth = op->depth,
+		struct ts_decode_req whole = {.color = op->decode.color, .depth = op->decode.depth,
 					      .scale_num = fr.scale};
 		rc = ts_decoder_decode(w->dec, buf, len, &whole, &w->fill, NULL, err);
 		ts_prof_add(TS_PROF_DECODE, t);
@@ -429,7 +429,9 @@ static size_t admit_image(struct worker *w, uint32_t id, size_t first, uint64_t 
 	for (; i < plan->n_ops && i < UINT16_MAX; i++) {
 		const struct ts_op *op = &plan->ops[i];
 		const struct ts_kernel *k = ts_kernel_find(op->kind);
-		if (!k || op->n_branches)
+		size_t nb;
+		ts_op_branches(op, &nb);
+		if (!k || nb)
 			break;
 		if ((*rc = copy_image(&w->fill, &w->img, err)))
 			break;
