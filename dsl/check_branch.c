@@ -176,8 +176,7 @@ static int check_calls(struct ts_check *c, const char *what,
 		op.out_layout = shape->layout;
 		struct ts_op *grown = realloc(*ops, (*n_ops + 1) * sizeof(*grown));
 		if (!grown) {
-			free(op.plugin);
-			ts_plan_branches_free(&op);
+			ts_plan_op_fini(&op);
 			return TS_E_NOMEM;
 		}
 		*ops = grown;

@@ -391,10 +391,8 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		}
 		rc = stages[def->kind](&w, def, vals, call);
 		if (rc < 0) {
-			if (def->kind == TS_REG_TRANSFORM) {
-				free(op->plugin);
-				ts_plan_branches_free(op);
-			}
+			if (def->kind == TS_REG_TRANSFORM)
+				ts_plan_op_fini(op);
 			break;
 		}
 	}

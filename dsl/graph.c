@@ -234,7 +234,8 @@ static void cache_lines(FILE *f, const struct ts_plan *p)
 		return;
 	}
 	const struct ts_op *dec = &p->ops[0], *fu = ts_op_fused(dec);
-	uint64_t px = (uint64_t)(dec->decode.color == TS_COLOR_GRAY ? 1 : 3) * (dec->decode.depth == 16 ? 2 : 1);
+	uint64_t px = (uint64_t)(dec->decode.color == TS_COLOR_GRAY ? 1 : 3) *
+		      (dec->decode.depth == 16 ? 2 : 1);
 	ts_plan_format_size(p->mem_cache, a, sizeof(a));
 	fprintf(f, "cache: %s%s of decoded pixels kept for the run: the items that fit, first come, "
 		"never evicted (32 B an item of the data set for its table)\n", a,

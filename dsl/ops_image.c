@@ -486,7 +486,8 @@ static int shape_normalize(const struct ts_op *op, const struct ts_shape *in,
 		e->param = "mean";
 		snprintf(e->msg, sizeof(e->msg),
 			 "normalize has %d mean and std value%s, but the image has %d channel%s",
-			 op->norm.n_mean, ts_registry_plural(op->norm.n_mean), in->c, ts_registry_plural(in->c));
+			 op->norm.n_mean, ts_registry_plural(op->norm.n_mean), in->c,
+			 ts_registry_plural(in->c));
 		snprintf(e->hint, sizeof(e->hint),
 			 "give %d value%s to mean and std%s", in->c,
 			 ts_registry_plural(in->c),

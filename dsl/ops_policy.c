@@ -329,7 +329,8 @@ static void describe_random_erasing(const struct ts_op *op, char *buf, size_t n)
 			snprintf(v + at, sizeof(v) - at, "]");
 	}
 	snprintf(buf, n, "random_erasing(p=%g, scale=%g..%g, ratio=%g..%g, value=%s)",
-		 op->policy.p, op->policy.scale_lo, op->policy.scale_hi, op->policy.ratio_lo, op->policy.ratio_hi, v);
+		 op->policy.p, op->policy.scale_lo, op->policy.scale_hi, op->policy.ratio_lo,
+		 op->policy.ratio_hi, v);
 }
 
 /* ---- rand_augment, trivial_augment_wide, auto_augment ---------------- */
@@ -595,7 +596,8 @@ static void describe_augmix(const struct ts_op *op, char *buf, size_t n)
 	}
 	snprintf(buf, n,
 		 "augmix(severity=%d, mixture_width=%d, chain_depth=%d, alpha=%g, all_ops=%s, interpolation=%s, fill=%s)",
-		 op->policy.augmix_severity, op->policy.augmix_width, op->policy.augmix_depth, op->policy.augmix_alpha,
+		 op->policy.augmix_severity, op->policy.augmix_width, op->policy.augmix_depth,
+		 op->policy.augmix_alpha,
 		 op->policy.augmix_all_ops ? "true" : "false",
 		 op->policy.interp == TS_INTERP_NEAREST ? "nearest" : "bilinear", f);
 }

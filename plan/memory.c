@@ -211,7 +211,8 @@ static uint64_t band_scratch(const struct ts_plan *plan, uint64_t max_fixed)
 	uint64_t band = (uint64_t)TS_PLAN_BAND_WIDTH * (uint64_t)t->tile.size_h * px;
 	uint64_t nx = TS_PLAN_BAND_WIDTH >= t->tile.size_w
 			      ? (uint64_t)(TS_PLAN_BAND_WIDTH - t->tile.size_w) /
-					(uint64_t)(t->tile.stride_w > 0 ? t->tile.stride_w : t->tile.size_w) + 1
+					(uint64_t)(t->tile.stride_w > 0 ? t->tile.stride_w
+									: t->tile.size_w) + 1
 			      : 0;
 	return band + TS_PLAN_BAND_FLUSH + nx * plan->sample_bytes + 2 * max_fixed;
 }

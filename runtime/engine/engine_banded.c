@@ -108,7 +108,8 @@ static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t
 			have = bh;
 		}
 		for (int tx = 0; tx < nx; tx++) {
-			rc = ts_aug_crop(&w->img, &w->tmp3, tx * sw, y0, tile->tile.size_w, tile->tile.size_h);
+			rc = ts_aug_crop(&w->img, &w->tmp3, tx * sw, y0, tile->tile.size_w,
+					 tile->tile.size_h);
 			if (rc) {
 				ts_decoder_rows_end(w->dec);
 				return ts_error_set(err, rc, "tile crop failed");

@@ -304,7 +304,8 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 			struct ts_image *cur = &w->img;
 			if (tile) {
 				rc = ts_aug_crop(&w->img, &w->tmp3, tx * tile->tile.stride_w,
-						 ty * tile->tile.stride_h, tile->tile.size_w, tile->tile.size_h);
+						 ty * tile->tile.stride_h, tile->tile.size_w,
+						 tile->tile.size_h);
 				if (rc)
 					return ts_error_set(err, rc, "tile crop failed");
 				cur = &w->tmp3;

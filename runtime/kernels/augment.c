@@ -378,7 +378,8 @@ int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
 	float f[3];
 	double hue;
 	ts_aug_jitter_params(op, rng, order, f, &hue);
-	const double v[4] = { op->jitter.brightness, op->jitter.contrast, op->jitter.saturation, op->jitter.hue };
+	const double v[4] = { op->jitter.brightness, op->jitter.contrast, op->jitter.saturation,
+			      op->jitter.hue };
 	if (ts_trace_cur) {
 		/* torchvision's fn_idx and factors (a parameter left at 0
 		 * has factor 1 and is not applied, torchvision's None) */

@@ -118,7 +118,8 @@ void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box
 		/* a constant into float32, the recipes' case: a run a row */
 		const size_t step = layout == TS_LAYOUT_NCHW ? 1 : (size_t)C;
 		for (int c = 0; c < C; c++) {
-			const float v = op->policy.n_erase > 1 ? op->policy.erase_value[c] : op->policy.erase_value[0];
+			const float v = op->policy.n_erase > 1 ? op->policy.erase_value[c]
+							       : op->policy.erase_value[0];
 			for (int y = box->i; y < box->i + box->h; y++) {
 				float *d = (float *)dst + (layout == TS_LAYOUT_NCHW
 								   ? ((size_t)c * H + y) * W + box->j
