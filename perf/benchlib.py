@@ -142,7 +142,8 @@ def warm_cache(files):
 
 def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
     """A pipeline file for the data set: examples/imagenet.ts (train),
-    examples/imagenet-randaug.ts (randaug) or examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
+    examples/imagenet-randaug.ts (randaug), examples/dino.ts (dino) or
+    examples/imagenet-val.ts (val) with the folder, batch, epochs, threads
     and socket replaced; "decode" is folder | decode only (no batch)."""
     split = split_dir(data, recipe)
     if recipe == "decode":
@@ -152,7 +153,8 @@ def pipeline_text(data, recipe, batch, epochs, threads, socket=None):
 
     else:
         src = os.path.join(ROOT, "examples", {"train": "imagenet.ts",
-                                               "randaug": "imagenet-randaug.ts"}.get(
+                                               "randaug": "imagenet-randaug.ts",
+                                               "dino": "dino.ts"}.get(
                                                    recipe, "imagenet-val.ts"))
         with open(src) as fh:
             text = fh.read()
@@ -208,6 +210,25 @@ def cpu_busy(cpus):
     return ours, total
 
 
+VMSTAT_KEYS = ("thp_fault_alloc", "thp_fault_fallback", "compact_stall", "pgmajfault")
+
+
+def vmstat():
+    """The whole machine's /proc/vmstat counters of VMSTAT_KEYS (huge pages
+    faulted in or refused, direct compactions, major faults): what can make
+    the kernel's share of first-touch page faults swing; {} without it."""
+    out = {}
+    try:
+        with open("/proc/vmstat") as fh:
+            for line in fh:
+                k, _, v = line.partition(" ")
+                if k in VMSTAT_KEYS:
+                    out[k] = int(v)
+    except (OSError, ValueError):
+        return {}
+    return out
+
+
 class LoadMeter:
     """What else ran on some cores over an interval: started now, read by
     stop(own_cpu) with the CPU seconds of what was measured (and its
@@ -241,6 +262,7 @@ class Proc:
         import threading
         self.cmd = cmd
         self.load = LoadMeter(cpus)
+        self.vm0 = vmstat()
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env)
@@ -256,8 +278,10 @@ class Proc:
     def finish(self, timeout=None):
         """Wait for the end (killing it after timeout seconds); return a
         dict: the parsed "key: value" output plus rc, ext_wall, ext_cpu
-        (user+sys of it and its reaped children) and ext_max_rss (MiB, the
-        largest single process), stdout and stderr."""
+        (user+sys of it and its reaped children), ext_user and ext_sys
+        (the two apart: ru_utime, ru_stime), ext_max_rss (MiB, the largest
+        single process), vmstat (the machine's VMSTAT_KEYS counters over
+        the run), stdout and stderr."""
         deadline = None if timeout is None else time.monotonic() + timeout
         timed_out = False
         for t in self._threads:
@@ -268,6 +292,7 @@ class Proc:
                 t.join()
         _, status, ru = os.wait4(self.p.pid, 0)
         load = self.load.stop(ru.ru_utime + ru.ru_stime)
+        vm1 = vmstat()
         self.p.returncode = os.waitstatus_to_exitcode(status)
         out, err = "".join(self._bufs["out"]), "".join(self._bufs["err"])
         res = parse_kv(out)
@@ -276,7 +301,11 @@ class Proc:
             "timed_out": timed_out,
             "ext_wall": time.monotonic() - self.t0,
             "ext_cpu": ru.ru_utime + ru.ru_stime,
+            "ext_user": ru.ru_utime,
+            "ext_sys": ru.ru_stime,
             "ext_max_rss": ru.ru_maxrss / 1024.0,
+            # the whole machine's, over the run (VMSTAT_KEYS)
+            "vmstat": {k: vm1[k] - self.vm0[k] for k in vm1 if k in self.vm0},
             # Processes measured at the same time count as each other's
             # load: a group is measured with its own LoadMeter.
             **load,

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tsrun against its baseline, side by side, A B A B ..., as ratios.
 
-    perf/compare.py [--mode train|val|randaug|decode] [--pairs 3] [--data DIR]
-                    [--images 2000] [--epochs 1] [--batch 256] [--batches N]
+    perf/compare.py [--mode train|val|randaug|dino|decode] [--pairs 3] [--data DIR]
+                    [--images 2000] [--epochs 1] [--batch N] [--batches N]
                     [--cpus 0-1] [--noisy 0.1] [--retries 2] [--profile]
                     [--no-decode-ref] [--json FILE]
 
@@ -14,6 +14,10 @@ Modes (side A = the baseline, side B = `tsrun bench`):
   randaug the same with the RandAugment recipe (RandomResizedCrop +
              flip + RandAugment(2, 9) + Normalize + RandomErasing(0.25);
              examples/imagenet-randaug.ts; perf/randaug.sh runs it)
+  dino    the same with DINO's multi-crop (examples/dino.ts: 2 global
+             views of 224 and 6 local of 96, each with its own crop, flip,
+             jitter and grayscale; perf/dataloader.py --recipe dino);
+             images/s counts images, not views; --batch defaults to 64
   decode  A: perf/decode-limit (libjpeg-turbo's TurboJPEG decode, 1 thread,
              files preloaded)  B: folder | decode(rgb), --threads 1
 
@@ -147,12 +151,14 @@ def cpu_per_image(r):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=["train", "val", "randaug", "decode"], default="train")
+    ap.add_argument("--mode", choices=["train", "val", "randaug", "dino", "decode"],
+                    default="train")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--data", help="data set folder (default: made in $TMPDIR)")
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=0,
+                    help="batch size (default 256; 64 for dino, as examples/dino.ts)")
     ap.add_argument("--batches", type=int, default=0,
                     help="stop both sides after this many batches (0 = whole epochs)")
     ap.add_argument("--cpus", help="cores for both sides, e.g. 0-3 (default: all of ours)")
@@ -167,6 +173,8 @@ def main():
                     help="leave perf/decode-limit --threads N (the CPU yardstick) out of the pairs")
     ap.add_argument("--json", help="write every run's figures here")
     args = ap.parse_args()
+    if args.batch <= 0:
+        args.batch = 64 if args.mode == "dino" else 256
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
     if args.retries < 0:

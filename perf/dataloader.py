@@ -57,6 +57,26 @@ def build_loader(root, recipe, batch, workers):
             norm,
             transforms.RandomErasing(p=0.25),
         ])
+    elif recipe == "dino":
+        # examples/dino.ts: DINO's multi-crop, each view its own crop, flip,
+        # jitter (p 0.8) and grayscale (p 0.2), as DINO's
+        # DataAugmentationDINO without its blur and solarize (which the
+        # example leaves out too); a sample is the list of its 8 views
+        bicubic = transforms.InterpolationMode.BICUBIC
+
+        def view(size, scale):
+            return transforms.Compose([
+                transforms.RandomResizedCrop(size, scale=scale, interpolation=bicubic),
+                transforms.RandomHorizontalFlip(),
+                transforms.RandomApply([transforms.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+                transforms.RandomGrayscale(p=0.2),
+                transforms.ToTensor(),
+                norm,
+            ])
+        views = [view(224, (0.4, 1.0))] * 2 + [view(96, (0.05, 0.4))] * 6
+
+        def tf(img):
+            return [v(img) for v in views]
     else:
         tf = transforms.Compose([
             transforms.Resize(256),
@@ -75,7 +95,7 @@ def build_loader(root, recipe, batch, workers):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
-    ap.add_argument("--recipe", choices=["train", "val", "randaug"], default="train")
+    ap.add_argument("--recipe", choices=["train", "val", "randaug", "dino"], default="train")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--epochs", type=int, default=1)
@@ -103,10 +123,12 @@ def main():
     done = False
     for _ in range(args.epochs):
         for x, y in loader:
-            images += x.shape[0]
+            # dino: x is the list of the batch's views, each [B, C, h, w]
+            first = x[0] if isinstance(x, list) else x
+            images += first.shape[0]
             batches += 1
             # Touch the batch so nothing is lazily skipped.
-            checksum += float(x[0, 0, 0, 0]) + int(y[0])
+            checksum += float(first[0, 0, 0, 0]) + int(y[0])
             if args.batches and batches >= args.batches:
                 done = True
                 break

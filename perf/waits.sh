@@ -5,14 +5,16 @@
 # time, on tiny synthetic samples so that the per-batch path is what is
 # timed: batch 1 (the worst case, one accounting per sample) and batch 64.
 # Prints per side and batch size the trainer's images/s and CPU per batch
-# (median over pairs), and the median with/without ratio with its range.
+# (median over pairs), each pair with both ratios and the other load of
+# both its sides (the cores busy with anything else), and the median
+# with/without ratios (images/s, trainer CPU per batch) with their ranges.
 #
 #   perf/waits.sh [--samples N] [--pairs N] [--batches "1 64"]
 #
 # The producer's own accounting (two clock reads per wait for a free slot,
 # none while one is free) is on in both sides: it has no switch.
 set -eu
-samples=500000 pairs=5 batches="1 64"
+samples=20000000 pairs=5 batches="1 64"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--samples) samples=$2; shift 2 ;;
@@ -30,8 +32,20 @@ T=$(mktemp -d /tmp/tsrun-waits.XXXXXX)
 run=""
 trap '[ -z "$run" ] || kill "$run" 2>/dev/null; rm -rf "$T"' EXIT
 
-# side NAME BATCH PAIR: one producer, one trainer; "images/s cpu_us_per_batch"
+# busy CPU seconds of the whole machine (/proc/stat: user nice system irq
+# softirq steal), and CPU seconds of this shell's reaped children (times,
+# run in this shell: a $(...) subshell has reaped none)
+hz=$(getconf CLK_TCK)
+busy() { awk -v hz="$hz" '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat; }
+kids() {
+	awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } print t }' "$T/times"
+}
+
+# side NAME BATCH PAIR: one producer, one trainer; "images/s cpu_us_per_batch
+# other_load", other_load being the cores busy with anything else than the
+# side's two processes over its wall time (perf/benchlib.py's LoadMeter)
 side() {
+	times >"$T/times"; b0=$(busy) k0=$(kids) t0=$(date +%s.%N)
 	cat >"$T/p.ts" <<EOT
 pipeline p = synthetic(size = 4, count = $samples) | to(uint8, nhwc) | batch($2)
 serve p { socket = "$T/s.sock"  epochs = 1  ring = 64 batches  threads = 1 }
@@ -49,9 +63,13 @@ EOT
 	wait "$run" || { echo "waits.sh: tsrun run failed: $(cat "$T/run.err")" >&2; exit 1; }
 	run=""
 	grep -q "^images: $samples$" "$T/out" || { echo "waits.sh: consume failed: $(cat "$T/out")" >&2; exit 1; }
-	awk -v b="$(sed -n 's/^batches: //p' "$T/out")" '
+	times >"$T/times"; b1=$(busy) k1=$(kids) t1=$(date +%s.%N)
+	other=$(awk -v x="$b0 $b1 $k0 $k1 $t0 $t1" 'BEGIN {
+		split(x, v, " "); o = (v[2] - v[1]) - (v[4] - v[3]); if (o < 0) o = 0
+		printf "%.2f", o / (v[6] - v[5]) }')
+	awk -v b="$(sed -n 's/^batches: //p' "$T/out")" -v o="$other" '
 		/^images\/s:/ { r = $2 } /^cpu:/ { c = $2 }
-		END { printf "%s %.3f\n", r, c * 1e6 / b }' "$T/out" >>"$T/$1.$2"
+		END { printf "%s %.3f %s\n", r, c * 1e6 / b, o }' "$T/out" >>"$T/$1.$2"
 }
 
 # median of the lines of stdin (one number each)
@@ -70,9 +88,20 @@ for b in $batches; do
 		printf "%-6s %-8s %12s %14s\n" "$b" "$s" "$(cut -d' ' -f1 "$T/$s.$b" | median)" \
 			"$(cut -d' ' -f2 "$T/$s.$b" | median)"
 	done
-	# per pair: images/s with / without (pair k is line k of each file)
-	paste -d' ' "$T/with.$b" "$T/without.$b" | awk '{ print $1 / $3 }' >"$T/ratio.$b"
+	# per pair: images/s with / without (pair k is line k of each file), and
+	# the other load of both sides
+	paste -d' ' "$T/with.$b" "$T/without.$b" | awk '{ print $1 / $4 }' >"$T/ratio.$b"
+	paste -d' ' "$T/with.$b" "$T/without.$b" | awk -v b="$b" '{
+		printf "%-6s pair %d: with %s images/s, without %s, ratio %.3f; cpu us/batch %s / %s, ratio %.3f; other load %s / %s cores\n",
+			b, NR, $1, $4, $1 / $4, $2, $5, ($5 > 0 ? $2 / $5 : 0), $3, $6 }'
+	printf "%-6s other load over all sides: %s to %s cores\n" "$b" \
+		"$(cut -d' ' -f3 "$T/with.$b" "$T/without.$b" | sort -g | head -1)" \
+		"$(cut -d' ' -f3 "$T/with.$b" "$T/without.$b" | sort -g | tail -1)"
 	printf "%-6s with/without images/s: median %s, range %s to %s over %d pairs\n" "$b" \
 		"$(median <"$T/ratio.$b")" "$(sort -g "$T/ratio.$b" | head -1)" \
 		"$(sort -g "$T/ratio.$b" | tail -1)" "$pairs"
+	paste -d' ' "$T/with.$b" "$T/without.$b" | awk '$5 > 0 { print $2 / $5 }' >"$T/cratio.$b"
+	[ ! -s "$T/cratio.$b" ] || printf "%-6s with/without trainer cpu/batch: median %s, range %s to %s over %d pairs\n" "$b" \
+		"$(median <"$T/cratio.$b")" "$(sort -g "$T/cratio.$b" | head -1)" \
+		"$(sort -g "$T/cratio.$b" | tail -1)" "$(wc -l <"$T/cratio.$b")"
 done

@@ -251,8 +251,9 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 				g = vo->views.n_branches;
 			}
 	}
-	/* the decoded cache: a worker admitting an item holds its full-scale
-	 * frame (or the image before an op) besides its images */
+	/* the decoded cache: a worker admitting an item as the image before
+	 * an op holds a copy of it besides its images (a frame is decoded
+	 * straight into the cache's arena, which mem_cache counts) */
 	bool cached = (plan->cache_bytes || plan->cache_auto) &&
 		      ts_source_kind_encoded(plan->source.kind) && !ts_plan_tiles_banded(plan);
 	if (cached)

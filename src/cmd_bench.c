@@ -144,9 +144,15 @@ static bool parse_cache(const char *s, uint64_t *out)
 	return false;
 }
 
-/* The decoded cache's figures, when there is one. */
+/* The decoded cache's figures, when there is one; before them, the
+ * workers' CPU of the first epoch and of the later ones, user and system
+ * apart (the later epochs' cost in one run: the first epoch's admissions
+ * and page faults stay out of it). */
 static void print_cache(const struct ts_engine_stats *es)
 {
+	printf("worker_cpu: first epoch %.3f s user %.3f s sys, later epochs %.3f s user "
+	       "%.3f s sys\n", es->cpu_first_user, es->cpu_first_sys, es->cpu_later_user,
+	       es->cpu_later_sys);
 	if (!es->cache_bytes)
 		return;
 	uint64_t looks = es->cache_hits + es->cache_misses + es->cache_bypass;

@@ -109,6 +109,40 @@ items=$(sed -n 's/^cache: .* \([0-9]*\) items.*/\1/p' "$dir/train.half")
 	fail "train: a 5 MiB cache holds '$items' of 20 items"
 pass "train: a 5 MiB cache holds $items of 20 items, same digest"
 
+# A file whose header reads but whose pixels are cut short (its frame's
+# bytes reserved, then dropped when the decode fails), under on_error =
+# skip: skipped in every epoch as without the cache, the stream the same,
+# every other item held.
+mkdir -p "$dir/bad/c0" "$dir/bad/c1"
+i=0
+for f in "$dir"/ds/train/*/*; do
+	cp "$f" "$dir/bad/c$((i % 2))/$i.jpg"
+	i=$((i + 1))
+done
+f=$(ls "$dir"/bad/c0/*.jpg | head -1)
+head -c $(($(wc -c < "$f") / 2)) "$f" > "$dir/cut" && mv "$dir/cut" "$f"
+pipe bad 'folder("bad")' 'decode(rgb) | random_resized_crop(96) | to(uint8, nhwc)' 4
+sed -i 's/ring = 4 batches }/ring = 4 batches on_error = skip }/' "$dir/bad.ts"
+want=$(bench bad "$dir/bad.off" --cache off)
+for t in 1 2; do
+	got=$(bench bad "$dir/bad.on$t" --cache 64MiB --threads $t)
+	items=$(sed -n 's/^cache: .* \([0-9]*\) items.*/\1/p' "$dir/bad.on$t")
+	[ -n "$want" ] && [ "$got" = "$want" ] ||
+		fail "bad file: digest '$got' with the cache ($t threads), '$want' without"
+	[ "$items" = $((i - 1)) ] || fail "bad file: the cache holds '$items' items of $((i - 1)) good ones"
+done
+pass "a file that fails to decode: the same stream with the cache, $((i - 1)) items held"
+
+# The workers' CPU split at the first epoch (bench's worker_cpu line):
+# 3 epochs have some of each; 1 epoch has no later ones.
+wc3=$(sed -n 's/^worker_cpu: first epoch \([0-9.]*\) s user \([0-9.]*\) s sys, later epochs \([0-9.]*\) s user \([0-9.]*\) s sys$/\1 \2 \3 \4/p' "$dir/train.on2")
+timeout 120 "$TSRUN" bench "$dir/train.ts" --epochs 1 --cache 64MiB > "$dir/train.one" 2>&1 ||
+	fail "train: 1 epoch: $(cat "$dir/train.one")"
+wc1=$(sed -n 's/^worker_cpu: first epoch \([0-9.]*\) s user \([0-9.]*\) s sys, later epochs \([0-9.]*\) s user \([0-9.]*\) s sys$/\1 \2 \3 \4/p' "$dir/train.one")
+echo "$wc3 $wc1" | awk 'NF != 8 || $1 + $2 <= 0 || $3 + $4 <= 0 || $5 + $6 <= 0 || $7 + $8 != 0 { exit 1 }' ||
+	fail "worker_cpu: 3 epochs '$wc3', 1 epoch '$wc1'"
+pass "worker_cpu: first and later epochs apart (3 epochs: $wc3; 1 epoch: $wc1)"
+
 # A lock refused (the testing hook stands in for RLIMIT_MEMLOCK): said.
 TSRUN_CACHE_NOLOCK=1 bench val "$dir/val.nolock" --cache 64MiB > /dev/null
 grep -q "^cache: .*not locked" "$dir/val.nolock" || fail "an unlocked cache is not said: $(grep cache "$dir/val.nolock")"

@@ -3,17 +3,14 @@
 # `tsrun check NAME.ts` from inside that folder, must print exactly
 # NAME.err on stderr and exit 1 (or 0 when NAME.err is empty).
 # UPDATE=1 rewrites the .err files from the current output instead.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
-: "${TS_SRCDIR:?TS_SRCDIR must name the source root}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup golden-diag
+tmp=$T
 
 dir="$TS_SRCDIR/tests/golden/check"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-cd "$dir" || exit 1
+cd "$dir" || { fail "cannot enter $dir"; finish; }
 
 n=0
-failed=0
 for ts in *.ts; do
 	name=${ts%.ts}
 	n=$((n + 1))
@@ -25,20 +22,17 @@ for ts in *.ts; do
 		continue
 	fi
 	if [ ! -f "$name.err" ]; then
-		echo "FAIL $name: no $name.err (run with UPDATE=1 to create it)"
-		failed=$((failed + 1))
+		fail "$name: no $name.err (run with UPDATE=1 to create it)"
 		continue
 	fi
 	want_rc=1
 	[ -s "$name.err" ] || want_rc=0
 	if [ "$rc" -ne "$want_rc" ]; then
-		echo "FAIL $name: exit status $rc, expected $want_rc"
+		fail "$name: exit status $rc, expected $want_rc"
 		cat "$tmp/$name.err"
-		failed=$((failed + 1))
 	elif ! cmp -s "$name.err" "$tmp/$name.err"; then
-		echo "FAIL $name: stderr differs from $name.err"
+		fail "$name: stderr differs from $name.err"
 		diff -u "$name.err" "$tmp/$name.err"
-		failed=$((failed + 1))
 	fi
 done
 
@@ -47,7 +41,7 @@ done
 # when it is empty); `tsrun graph NAME.ts` only looks whether the folder
 # is there and must print exactly NAME.graph on stderr (nothing when there
 # is no NAME.graph), exit 0.
-cd "$TS_SRCDIR/tests/golden/sources" || exit 1
+cd "$TS_SRCDIR/tests/golden/sources" || { fail "cannot enter $TS_SRCDIR/tests/golden/sources"; finish; }
 for ts in *.ts; do
 	name=${ts%.ts}
 	n=$((n + 1))
@@ -64,40 +58,36 @@ for ts in *.ts; do
 	want_rc=1
 	[ -s "$name.err" ] || want_rc=0
 	if [ "$rc" -ne "$want_rc" ]; then
-		echo "FAIL sources/$name: check --sources exit status $rc, expected $want_rc"
+		fail "sources/$name: check --sources exit status $rc, expected $want_rc"
 		cat "$tmp/$name.err"
-		failed=$((failed + 1))
 	elif ! cmp -s "$name.err" "$tmp/$name.err"; then
-		echo "FAIL sources/$name: check --sources stderr differs from $name.err"
+		fail "sources/$name: check --sources stderr differs from $name.err"
 		diff -u "$name.err" "$tmp/$name.err"
-		failed=$((failed + 1))
 	elif [ "$grc" -ne 0 ]; then
-		echo "FAIL sources/$name: graph exited $grc, expected 0 (a warning only)"
-		failed=$((failed + 1))
+		fail "sources/$name: graph exited $grc, expected 0 (a warning only)"
 	elif ! cmp -s "${name}.graph" "$tmp/$name.graph" 2>/dev/null &&
 		! { [ ! -f "$name.graph" ] && [ ! -s "$tmp/$name.graph" ]; }; then
-		echo "FAIL sources/$name: graph stderr differs from $name.graph"
+		fail "sources/$name: graph stderr differs from $name.graph"
 		diff -u "$name.graph" "$tmp/$name.graph" 2>/dev/null || cat "$tmp/$name.graph"
-		failed=$((failed + 1))
 	fi
 done
 # Without --sources, check does not open them: the same files are valid.
 NO_COLOR=1 "$TSRUN" check folder-missing.ts >/dev/null 2>"$tmp/nosrc"
 [ $? -eq 0 ] && [ ! -s "$tmp/nosrc" ] ||
-	{ echo "FAIL: check without --sources opened the source"; failed=$((failed + 1)); }
-cd "$dir" || exit 1
+	fail "check without --sources opened the source"
+cd "$dir" || { fail "cannot enter $dir"; finish; }
 
 # Exit statuses beyond the golden files: usage and unreadable files are 2,
 # one invalid file among valid ones makes the whole run 1.
 "$TSRUN" check >/dev/null 2>&1
-[ $? -eq 2 ] || { echo "FAIL: 'tsrun check' without FILE should exit 2"; failed=$((failed + 1)); }
+[ $? -eq 2 ] || fail "'tsrun check' without FILE should exit 2"
 "$TSRUN" check "$tmp/does-not-exist.ts" >/dev/null 2>&1
-[ $? -eq 2 ] || { echo "FAIL: unreadable file should exit 2"; failed=$((failed + 1)); }
+[ $? -eq 2 ] || fail "unreadable file should exit 2"
 "$TSRUN" check --bogus valid.ts >/dev/null 2>&1
-[ $? -eq 2 ] || { echo "FAIL: unknown option should exit 2"; failed=$((failed + 1)); }
+[ $? -eq 2 ] || fail "unknown option should exit 2"
 NO_COLOR=1 "$TSRUN" check valid.ts unknown-operator.ts valid.ts >/dev/null 2>"$tmp/multi"
-[ $? -eq 1 ] || { echo "FAIL: one invalid file among valid ones should exit 1"; failed=$((failed + 1)); }
-cmp -s "$tmp/multi" unknown-operator.err || { echo "FAIL: several files: stderr differs"; failed=$((failed + 1)); }
+[ $? -eq 1 ] || fail "one invalid file among valid ones should exit 1"
+cmp -s "$tmp/multi" unknown-operator.err || fail "several files: stderr differs"
 
-echo "$n golden cases, $failed failed"
-[ "$failed" -eq 0 ]
+echo "golden-diag: $n golden cases"
+finish

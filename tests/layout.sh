@@ -1,7 +1,9 @@
 #!/bin/sh
 # layout.sh - README's "Layout" section names every source file of the
-# layer folders, and no file includes a header by a relative path (which
-# would step around the per-folder include paths of the build).
+# layer folders, no file includes a header by a relative path (which
+# would step around the per-folder include paths of the build), and
+# every shell test (tests/**/*.sh) sources tests/lib.sh, the one preamble
+# ($T, fail and finish, failures inside subshells counted).
 . "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
 ts_setup layout
 cd "$TS_SRCDIR" || fail "cannot enter $TS_SRCDIR"
@@ -42,4 +44,14 @@ for k in $kinds; do
 done
 [ -z "$spread" ] || fail "operator kinds named in more than 3 files (ask the op's flags instead):$spread"
 pass "README's Layout names all $n files of the layer folders; no relative includes; no kind named in more than 3 files"
+nolib=""
+ns=0
+for f in $(find tests -name '*.sh' ! -path tests/lib.sh | sort); do
+	ns=$((ns + 1))
+	grep -q '^\. "[^"]*/tests/lib\.sh"$' "$f" || nolib="$nolib $f"
+done
+[ "$ns" -gt 0 ] || fail "no shell tests found under tests/"
+[ -z "$nolib" ] || fail "shell tests that do not source tests/lib.sh:$nolib" \
+	"(start them with: . \"\${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh\"; ts_setup NAME)"
+[ -n "$nolib" ] || pass "all $ns shell tests under tests/ source tests/lib.sh"
 finish

@@ -6,9 +6,14 @@
 #   $T, $pids          the test's folder; processes to SIGKILL at exit
 #   fail MSG           report a failure and go on (ts_fatal=1: stop, after
 #                      printing the files named in $ts_log, e.g. the
-#                      server's stderr, if set)
+#                      server's stderr, if set). Counted in $T/.failures
+#                      too, so a failure inside a subshell (`$(...)`,
+#                      `( ... )`, a piped loop) counts: there the message
+#                      goes to stderr (stdout may be what is captured) and
+#                      ts_fatal stops the test itself, not the subshell
 #   pass MSG, skip WHY a passed check; skip the whole test (exit 77)
 #   finish             "NAME: all passed" / "NAME: N failed", and the status
+#                      (N counts the subshells' failures: ts_failures)
 #   watchdog SECS PID  SIGKILL the PIDs after SECS seconds ($watchdog)
 #   wait_for N TEST... poll TEST every 0.1 s for up to N seconds
 #   need PROG...       skip unless every PROG is on PATH
@@ -48,19 +53,54 @@ ts_setup() {
 	T=$(mktemp -d "/tmp/tsrun-$1.XXXXXX") || exit 1
 	trap ts_cleanup EXIT
 	trap 'exit 1' INT TERM
+	: >"$T/.failures"
+}
+
+# ts_in_subshell: true inside a subshell of the test. $$ is the test's
+# own pid in every subshell; /proc/self, read by the builtin `read` (no
+# child), is the process that runs it.
+ts_in_subshell() {
+	ts_me=""
+	read -r ts_me ts_rest </proc/self/stat 2>/dev/null
+	[ -n "$ts_me" ] && [ "$ts_me" != "$$" ]
 }
 
 fail() {
-	echo "FAIL: $*"
 	failed=$((failed + 1))
+	# one line per failure, whatever the message holds
+	[ -z "$T" ] || printf 'FAIL: %s\n' "$(printf '%s' "$*" | tr '\n' ' ')" >>"$T/.failures"
+	if ts_in_subshell; then
+		# a subshell: its count and its exit are its own, and its stdout
+		# may be a $(...) that keeps the message from the log
+		echo "FAIL: $*" >&2
+		if [ "$ts_fatal" -eq 1 ]; then
+			ts_print_logs >&2
+			kill -TERM $$
+			exit 1
+		fi
+		return 0
+	fi
+	echo "FAIL: $*"
 	if [ "$ts_fatal" -eq 1 ]; then
-		for ts_f in $ts_log; do
-			[ -f "$ts_f" ] || continue
-			echo "--- $ts_f"
-			cat "$ts_f"
-		done
+		ts_print_logs
 		exit 1
 	fi
+}
+
+ts_print_logs() {
+	for ts_f in $ts_log; do
+		[ -f "$ts_f" ] || continue
+		echo "--- $ts_f"
+		cat "$ts_f"
+	done
+}
+
+# ts_failures: the failures so far, the subshells' included.
+ts_failures() {
+	ts_n=0
+	[ -z "$T" ] || [ ! -f "$T/.failures" ] || ts_n=$(wc -l <"$T/.failures")
+	[ "$ts_n" -ge "$failed" ] || ts_n=$failed
+	echo $((ts_n))
 }
 
 pass() { echo "ok   $*"; }
@@ -71,6 +111,7 @@ skip() {
 }
 
 finish() {
+	failed=$(ts_failures)
 	if [ "$failed" -eq 0 ]; then
 		echo "$ts_name: all passed"
 		exit 0

@@ -6,21 +6,13 @@
 # with TSRUN_PRODUCER_UID naming it the check passes (and the fake
 # producer's silence is what fails next). Needs root (to be another
 # user) and setpriv; skipped otherwise.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
-[ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 ||
-	{ echo "not root or no setpriv: skipping"; exit 77; }
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup peer-cred
+[ "$(id -u)" -eq 0 ] || skip "not root"
+need setpriv
 other="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 nobody=$(id -u nobody)
-
-T=$(mktemp -d /tmp/tsrun-peer.XXXXXX) || exit 1
 chmod 1777 "$T"
-bg=""
-cleanup() { [ -n "$bg" ] && kill -KILL "$bg" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 
 S="$T/train.sock"
 # the impostor: listens, accepts, says nothing
@@ -33,10 +25,8 @@ conns = []
 while True:
     c, _ = s.accept(); conns.append(c)
 ' "$S" &
-bg=$!
-n=0
-while [ ! -S "$S" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
-[ -S "$S" ] || { echo "FAIL: the impostor did not bind"; exit 1; }
+pids=$!
+wait_for 5 test -S "$S" || { fail "the impostor did not bind"; finish; }
 
 timeout 20 "$TSRUN" consume "$S" --max-batches 1 >/dev/null 2>"$T/c.err"
 rc=$?
@@ -48,9 +38,9 @@ grep -q "refusing the producer on $S: it runs as uid $nobody, not as you (uid 0)
 TSRUN_PRODUCER_UID="12345,$nobody" timeout 30 "$TSRUN" consume "$S" --max-batches 1 >/dev/null 2>"$T/c2.err"
 grep -q "refusing the producer" "$T/c2.err" && fail "TSRUN_PRODUCER_UID naming the uid still refused"
 
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+if "$PY" -c 'import torch' 2>/dev/null; then
 	TSRUN_LIBTSCLIENT="${TS_LIBTSCLIENT:-}" LD_PRELOAD="${TS_ASAN_PRELOAD:-}" \
-		ASAN_OPTIONS=detect_leaks=0 timeout 30 /usr/bin/python3 - "$S" >"$T/py.out" 2>&1 <<'EOF'
+		ASAN_OPTIONS=detect_leaks=0 timeout 30 "$PY" - "$S" >"$T/py.out" 2>&1 <<'EOF'
 import sys
 import tsrun
 try:
@@ -65,5 +55,4 @@ EOF
 		{ fail "Python Loader: no refusal"; cat "$T/py.out"; }
 fi
 
-echo "peer-cred: $failed failed"
-[ "$failed" -eq 0 ]
+finish

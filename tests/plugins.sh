@@ -10,35 +10,29 @@
 # subreaper), and a host that dies on every sample restarts with a
 # backoff. A missing .so and one without the symbol are
 # clear errors at start; the public header compiles alone with -pedantic.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
 : "${TS_BUILDDIR:?TS_BUILDDIR must name the build root}"
-: "${TS_SRCDIR:?TS_SRCDIR must name the source root}"
-
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-T=$(mktemp -d /tmp/tsrun-plugins.XXXXXX) || exit 1
+ts_setup plugins
 # our plugin hosts run copies of the plugins under $T: this finds them only
 hostpat="tsrun-plugin-host $T/"
 hosts() { pgrep -f "$hostpat" | wc -l; }
 bg=""
-cleanup() {
+ts_cleanup_plugins() {
 	[ -n "$bg" ] && kill -9 "$bg" 2>/dev/null
 	pkill -9 -f "$hostpat" 2>/dev/null
-	rm -rf "$T"
+	ts_cleanup
 }
-trap cleanup EXIT INT TERM
+trap ts_cleanup_plugins EXIT
 
 # The plugins, copied under $T (see hostpat).
 for p in cloudmask crash nosymbol; do
-	cp "$TS_BUILDDIR/examples/plugins/$p.so" "$T/" || { echo "FAIL: no $p.so built"; exit 1; }
+	cp "$TS_BUILDDIR/examples/plugins/$p.so" "$T/" || { fail "no $p.so built"; finish; }
 done
 
 # Data: 12 grey 32x32 PNGs of one value each. Odd values (101 103 105 251
 # 253 255) make crash.so fail; values above 0.8 * 255 (250..255) are
 # cloud. Three 32x32 frames whose top half is cloud, for tiles.
-python3 - "$T" <<'EOF' || { echo "FAIL: cannot write test images"; exit 1; }
+python3 - "$T" <<'EOF' || { fail "cannot write test images"; finish; }
 import os, struct, sys, zlib
 def png(path, rows):
     def chunk(t, d):
@@ -169,13 +163,13 @@ pipe chain skip 'plugin("crash.so", mode = segv) | plugin("cloudmask.so")'
 run chain
 expect_served chain 0 6 6
 
-if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then
 	pipe pixels skip 'plugin("crash.so", mode = error)'
 	timeout 30 "$TSRUN" run "$T/pixels.ts" --wait 1 --quiet 2>"$T/pixels.err" &
 	bg=$!
 	firsts=$(TSRUN_LIBTSCLIENT="${TS_LIBTSCLIENT:-}" LD_PRELOAD="${TS_ASAN_PRELOAD:-}" \
 		ASAN_OPTIONS=detect_leaks=0 timeout 30 \
-		/usr/bin/python3 - "$T/pixels.sock" <<'EOF'
+		"$PY" - "$T/pixels.sock" <<'EOF'
 import os, sys, time
 import tsrun
 path = sys.argv[1]
@@ -331,5 +325,4 @@ run nosym
 grep -q "^tsrun run: plugin 'nosymbol.so': missing symbol tsrun_plugin_process\$" "$T/nosym.err" ||
 	{ fail "nosym: unclear error"; cat "$T/nosym.err"; }
 
-echo "plugins: $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -6,32 +6,26 @@
 # consumer, both losses fall, and the output ends with tsrun's summary.
 # Skips (77) without torch under /usr/bin/python3 or when that Python
 # cannot load this build's libtsclient (a sanitizer build).
-set -u
-: "${TSRUN:?}" "${TS_SRCDIR:?}" "${TS_BUILDDIR:?}" "${TS_LIBTSCLIENT:?}"
-if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-	echo "quickstart.sh: no torch under /usr/bin/python3: skip"
-	exit 77
-fi
-if ! /usr/bin/python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' \
-	"$TS_LIBTSCLIENT" 2>/dev/null; then
-	echo "quickstart.sh: /usr/bin/python3 cannot load $TS_LIBTSCLIENT (sanitizer build?): skip"
-	exit 77
-fi
-tmp=$(mktemp -d /tmp/tsrun-qs-test.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+: "${TS_BUILDDIR:?}" "${TS_LIBTSCLIENT:?}"
+ts_setup quickstart
+ts_fatal=1   # the first failure ends the test
+tmp=$T
+need_python torch
+"$PY" -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$TS_LIBTSCLIENT" 2>/dev/null ||
+	skip "$PY cannot load $TS_LIBTSCLIENT (sanitizer build?)"
 q=$tmp/repo
 mkdir -p "$q/scripts" "$q/examples" "$q/src"
 for f in scripts/quickstart scripts/install-deps scripts/packages.txt \
 	examples/quickstart.ts examples/train.py; do
-	cp "$TS_SRCDIR/$f" "$q/$f" || exit 1
+	cp "$TS_SRCDIR/$f" "$q/$f" || fail "cannot copy $f"
 done
-cp -r "$TS_SRCDIR/src/python" "$q/src/python" || exit 1
+cp -r "$TS_SRCDIR/src/python" "$q/src/python" || fail "cannot copy src/python"
 ln -s "$(cd "$TS_BUILDDIR" && pwd)" "$q/build"
 
 images=300
 epochs=$(sed -n 's/^ *epochs *= *\([0-9]*\).*/\1/p' "$q/examples/quickstart.ts")
-[ -n "$epochs" ] && [ "$epochs" -ge 1 ] || { echo "FAIL: no epochs in quickstart.ts"; exit 1; }
+[ -n "$epochs" ] && [ "$epochs" -ge 1 ] || fail "no epochs in quickstart.ts"
 
 start=$(date +%s)
 TSRUN_IMAGES=$images TSRUN_SOCKET=$tmp/qs.sock TSRUN_TIMEOUT=240 \
@@ -40,10 +34,6 @@ rc=$?
 secs=$(($(date +%s) - start))
 cat "$tmp/out"
 echo "quickstart.sh: scripts/quickstart exited $rc after $secs s"
-fail() {
-	echo "FAIL: $*"
-	exit 1
-}
 [ $rc -eq 0 ] || fail "scripts/quickstart exited $rc"
 out=$tmp/out
 
@@ -73,4 +63,4 @@ tail -n 5 "$out" | grep -q "^tsrun: summary: $total images served" ||
 [ "$(tail -n 2 "$out" | grep -c '^tsrun: summary: consumer ')" -eq 2 ] ||
 	fail "the summary does not end with the two trainers"
 [ ! -e "$tmp/qs.sock" ] || fail "the socket was left behind"
-echo "quickstart.sh: ok"
+finish

@@ -36,7 +36,10 @@
 
 static struct ts_ring *ring;
 static uint64_t cap, mirror;
-static uint8_t *dev;                 /* (cap + mirror) * DEV_SB, the memfd */
+static uint8_t *dev;                 /* (cap + mirror) * dev_ss, the memfd */
+/* The device ring's sample and slot stride: DEV_SB both, unless a test
+ * pads the slots (test_padded_slots) */
+static size_t dev_sb = DEV_SB, dev_ss = DEV_SB;
 static int dev_fd = -1;
 
 static uint8_t pattern(uint64_t seq, size_t i)
@@ -56,10 +59,11 @@ static void *produce(void *arg)
 			return NULL;
 		memset(ts_ring_slot(ring, s), (int)(s & 0xff), in.sample_bytes);
 		uint64_t slot = s % cap;
-		for (size_t i = 0; i < DEV_SB; i++)
-			dev[slot * DEV_SB + i] = pattern(s, i);
+		for (size_t i = 0; i < dev_sb; i++)
+			dev[slot * dev_ss + i] = pattern(s, i);
+		memset(dev + slot * dev_ss + dev_sb, 0, dev_ss - dev_sb);
 		if (slot < mirror)
-			memcpy(dev + (cap + slot) * DEV_SB, dev + slot * DEV_SB, DEV_SB);
+			memcpy(dev + (cap + slot) * dev_ss, dev + slot * dev_ss, dev_ss);
 		ts_ring_set_meta(ring, s, (int32_t)(s % 10), (uint32_t)(s / SPE), s % SPE);
 		ts_ring_publish(ring, s + 1);
 	}
@@ -102,12 +106,13 @@ START_TEST(test_two_gpus)
 	mirror = cap / 2;
 	dev_fd = memfd_create("fake-device-ring", MFD_CLOEXEC);
 	ck_assert_int_ge(dev_fd, 0);
-	ck_assert_int_eq(ftruncate(dev_fd, (off_t)((cap + mirror) * DEV_SB)), 0);
-	dev = mmap(NULL, (cap + mirror) * DEV_SB, PROT_READ | PROT_WRITE, MAP_SHARED, dev_fd, 0);
+	ck_assert_int_eq(ftruncate(dev_fd, (off_t)((cap + mirror) * dev_ss)), 0);
+	dev = mmap(NULL, (cap + mirror) * dev_ss, PROT_READ | PROT_WRITE, MAP_SHARED, dev_fd, 0);
 	ck_assert(dev != MAP_FAILED);
 
 	struct ts_proto_device pd = {
-		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = DEV_SB,
+		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = dev_sb,
+		.sample_stride = dev_ss,
 		.capacity = cap, .mirror = mirror, .device = 0, .pid = (int32_t)getpid(),
 		.pci_bus_id = "0000:01:00.0",
 	};
@@ -185,7 +190,7 @@ START_TEST(test_two_gpus)
 	ts_client_close(b);
 	ts_server_destroy(srv);
 	ts_ring_destroy(ring);
-	munmap(dev, (cap + mirror) * DEV_SB);
+	munmap(dev, (cap + mirror) * dev_ss);
 	close(dev_fd);
 	rmdir(dir);
 }
@@ -259,11 +264,12 @@ static void fx_start(struct fx *f, uint32_t consumers)
 	mirror = cap / 2;
 	dev_fd = memfd_create("fake-device-ring", MFD_CLOEXEC);
 	ck_assert_int_ge(dev_fd, 0);
-	ck_assert_int_eq(ftruncate(dev_fd, (off_t)((cap + mirror) * DEV_SB)), 0);
-	dev = mmap(NULL, (cap + mirror) * DEV_SB, PROT_READ | PROT_WRITE, MAP_SHARED, dev_fd, 0);
+	ck_assert_int_eq(ftruncate(dev_fd, (off_t)((cap + mirror) * dev_ss)), 0);
+	dev = mmap(NULL, (cap + mirror) * dev_ss, PROT_READ | PROT_WRITE, MAP_SHARED, dev_fd, 0);
 	ck_assert(dev != MAP_FAILED);
 	struct ts_proto_device pd = {
-		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = DEV_SB,
+		.dtype = TS_DTYPE_F32, .layout = TS_LAYOUT_NCHW, .sample_bytes = dev_sb,
+		.sample_stride = dev_ss,
 		.capacity = cap, .mirror = mirror, .device = 0, .pid = (int32_t)getpid(),
 		.pci_bus_id = "0000:01:00.0",
 	};
@@ -294,10 +300,80 @@ static void fx_stop(struct fx *f)
 	pthread_join(f->producer, NULL);
 	ts_server_destroy(f->srv);
 	ts_ring_destroy(ring);
-	munmap(dev, (cap + mirror) * DEV_SB);
+	munmap(dev, (cap + mirror) * dev_ss);
 	close(dev_fd);
 	rmdir(f->dir);
 }
+
+/* Slots padded to 16 bytes (issue 29): a device sample of 420 bytes, as
+ * a 7x5 RGB float32 one is, in slots 432 apart. ts_client_device_info
+ * says so (sample_stride); a zero-copy batch is a 16-byte aligned
+ * pointer at slot * 432 in the ring, its samples 432 apart; a peer batch
+ * has the same layout; a device copy is packed (n * 420 bytes: the
+ * padding stays behind, the bytes after it untouched). */
+static void check_pitch(const uint8_t *d, const struct ts_batch *b, size_t pitch)
+{
+	for (size_t k = 0; k < b->n; k++)
+		for (size_t i = 0; i < dev_sb; i += 13)
+			ck_assert_msg(d[k * pitch + i] == pattern(b->seq + k, i),
+				      "sample %llu byte %zu (pitch %zu)",
+				      (unsigned long long)(b->seq + k), i, pitch);
+}
+
+START_TEST(test_padded_slots)
+{
+	struct fx f;
+	struct ts_error err;
+	dev_sb = 7 * 5 * 3 * 4;
+	dev_ss = 432;
+	fx_start(&f, 2);
+	struct ts_client *a = fx_connect(&f), *b2 = fx_connect(&f);
+	struct ts_client_device_info di;
+	ck_assert_int_eq(ts_client_device_info(a, &di, &err), 0);
+	ck_assert_uint_eq(di.sample_bytes, 420);
+	ck_assert_uint_eq(di.sample_stride, 432);
+	struct ts_client_device *da = NULL, *db = NULL;
+	ck_assert_msg(ts_client_device_open(a, 0, &da, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ts_client_device_open(b2, 1, &db, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ts_client_device_zero_copy(da), 1);
+	ck_assert_int_eq(ts_client_device_zero_copy(db), 0);
+	uint8_t *own = NULL;
+	ck_assert_int_eq(f.cmalloc((void **)&own, 48 * dev_ss), 0);
+	fx_produce(&f);
+	struct ts_batch ba, bb;
+	int n = 0, rc;
+	const uint8_t *base = NULL;
+	while ((rc = ts_client_next(a, &ba, &err)) == 0) {
+		ck_assert_int_eq(ts_client_next(b2, &bb, &err), 0);
+		void *pa = NULL, *pb = NULL;
+		ck_assert_int_eq(ts_client_device_batch(da, &ba, &pa, &err), 0);
+		if (!base)
+			base = (const uint8_t *)pa - (ba.seq % cap) * dev_ss;
+		ck_assert_ptr_eq(pa, base + (ba.seq % cap) * dev_ss);
+		ck_assert_uint_eq((uintptr_t)pa % 16, 0);
+		check_pitch(pa, &ba, dev_ss);
+		ck_assert_int_eq(ts_client_device_batch(db, &bb, &pb, &err), 0);
+		ck_assert_uint_eq((uintptr_t)pb % 16, 0);
+		check_pitch(pb, &bb, dev_ss);
+		/* packed, and nothing written past n * sample_bytes */
+		memset(own, 0xee, 48 * dev_ss);
+		ck_assert_int_eq(ts_client_device_copy(da, &ba, own, &err), 0);
+		check_pitch(own, &ba, dev_sb);
+		for (size_t i = ba.n * dev_sb; i < 48 * dev_ss; i++)
+			ck_assert_msg(own[i] == 0xee, "device copy wrote byte %zu of a %zu-sample batch",
+				      i, ba.n);
+		n += (int)ba.n;
+	}
+	ck_assert_int_eq(rc, TS_E_EOS);
+	ck_assert_int_eq(n, TOTAL);
+	ts_client_device_close(da);
+	ts_client_device_close(db);
+	ts_client_close(a);
+	ts_client_close(b2);
+	fx_stop(&f);
+	dev_sb = dev_ss = DEV_SB;
+}
+END_TEST
 
 /* Item 1: a failing CUDA call inside libtsclient leaves no error behind
  * for the host program's next call (PyTorch reports the runtime's last
@@ -881,6 +957,7 @@ int main(void)
 	TCase *tc = tcase_create("fake-cuda");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_two_gpus);
+	tcase_add_test(tc, test_padded_slots);
 	tcase_add_test(tc, test_errors_cleared);
 	tcase_add_test(tc, test_environments);
 	tcase_add_test(tc, test_pin_exact);

@@ -332,8 +332,8 @@ START_TEST(test_device_section)
 	/* a server that announces one: every field reaches the client */
 	struct ts_proto_device pd = {
 		.dtype = TS_DTYPE_F16, .layout = TS_LAYOUT_NCHW,
-		.sample_bytes = 8 * 8 * 3 * 2, .capacity = 256, .mirror = 128,
-		.device = 1, .pid = 4242, .pci_bus_id = "0000:c1:00.0",
+		.sample_bytes = 8 * 8 * 3 * 2, .sample_stride = 400, .capacity = 256,
+		.mirror = 128, .device = 1, .pid = 4242, .pci_bus_id = "0000:c1:00.0",
 	};
 	for (int i = 0; i < 64; i++)
 		pd.ipc[i] = (uint8_t)(255 - i);
@@ -348,6 +348,7 @@ START_TEST(test_device_section)
 	ck_assert_int_eq(di.height, 8);
 	ck_assert_int_eq(di.channels, 3);
 	ck_assert_uint_eq(di.sample_bytes, 384);
+	ck_assert_uint_eq(di.sample_stride, 400);   /* version 4's field */
 	ck_assert_uint_eq(di.capacity, 256);
 	ck_assert_uint_eq(di.mirror, 128);
 	ck_assert_int_eq(di.producer_device, 1);

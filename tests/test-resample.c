@@ -241,16 +241,21 @@ START_TEST(passes_arbitrary_weights)
 			random_weights(ow, in_w, ks, bh, wh);
 			ts_simd_force(TS_SIMD_GENERIC);
 			ts_resample_h_u8(src.data, src.stride, rows, in_w, C, ref, dstride, ow,
-					 ks, bh, wh);
-			for (size_t j = 0; j < sizeof(all_isas) / sizeof(all_isas[0]); j++) {
-				if (ts_simd_force(all_isas[j]) != 0)
+					 ks, bh, wh, 0);
+			/* every path, with and without the prefetch of a cold
+			 * source (a hint: the same bytes) */
+			for (size_t j = 0; j < 2 * sizeof(all_isas) / sizeof(all_isas[0]); j++) {
+				const size_t isa = j / 2;
+				const int ahead = j % 2 ? TS_RESAMPLE_AHEAD : 0;
+				if (ts_simd_force(all_isas[isa]) != 0)
 					continue;
 				memset(got, 0xa5, dstride * rows);
 				ts_resample_h_u8(src.data, src.stride, rows, in_w, C, got, dstride,
-						 ow, ks, bh, wh);
+						 ow, ks, bh, wh, ahead);
 				ck_assert_msg(memcmp(got, ref, dstride * rows) == 0,
-					      "h %s: %dx%d -> %d, C %d, ksize %d",
-					      ts_simd_isa_name(all_isas[j]), in_w, rows, ow, C, ks);
+					      "h %s: %dx%d -> %d, C %d, ksize %d, ahead %d",
+					      ts_simd_isa_name(all_isas[isa]), in_w, rows, ow, C, ks,
+					      ahead);
 			}
 			/* Vertical: rows of in_w * C bytes, oh = ow outputs. */
 			const int n_el = in_w * C, oh = ow;
@@ -317,13 +322,13 @@ START_TEST(h_table_arbitrary_weights)
 			uint8_t *ref = malloc(dstride * rows), *got = malloc(dstride * rows);
 			ts_simd_force(TS_SIMD_GENERIC);
 			ts_resample_h_u8(src.data, src.stride, rows, in_w, 3, ref, dstride, ow, ks,
-					 bh, wh);
+					 bh, wh, 0);
 			for (size_t j = 0; j < sizeof(all_isas) / sizeof(all_isas[0]); j++) {
 				if (ts_simd_force(all_isas[j]) != 0)
 					continue;
 				memset(got, 0xa5, dstride * rows);
 				ts_resample_h_u8(src.data, src.stride, rows, in_w, 3, got, dstride, ow,
-						 ks, bh, wh);
+						 ks, bh, wh, (int)j % 2 ? TS_RESAMPLE_AHEAD : 0);
 				ck_assert_msg(memcmp(got, ref, dstride * rows) == 0,
 					      "h %s: step %.1f, %d rows, ow %d, ksize %d",
 					      ts_simd_isa_name(all_isas[j]), steps[z], rows, ow, ks);
@@ -352,9 +357,9 @@ START_TEST(generic_clip_edges)
 		enum ts_simd_isa isa = j == 0 ? TS_SIMD_GENERIC : all_isas[j - 1];
 		if (ts_simd_force(isa) != 0)
 			continue;
-		ts_resample_h_u8(px, 2, 1, 2, 1, &d, 1, 1, 2, bounds, w_hi);
+		ts_resample_h_u8(px, 2, 1, 2, 1, &d, 1, 1, 2, bounds, w_hi, 0);
 		ck_assert_int_eq(d, 255);
-		ts_resample_h_u8(px, 2, 1, 2, 1, &d, 1, 1, 2, bounds, w_neg);
+		ts_resample_h_u8(px, 2, 1, 2, 1, &d, 1, 1, 2, bounds, w_neg, 0);
 		ck_assert_int_eq(d, 0);
 		ts_resample_v_u8(px, 1, 1, &d, 1, 1, 2, bounds, w_hi);
 		ck_assert_int_eq(d, 255);

@@ -101,6 +101,7 @@ DELIBERATE = {
     ("trivial_augment_wide", "fill", "default"): "0: torchvision's None fills black",
     ("auto_augment", "fill", "default"): "0: torchvision's None fills black",
     ("Mixup", "seed", "extra"): "the draws' key (tsrun's own)",
+    ("Mixup", "trace", "extra"): "the draw trace (tsrun's own)",
 }
 failures = []
 

@@ -77,6 +77,22 @@ struct ts_client_opts {
 	uint32_t rank;
 	uint32_t world_size;
 	int job_drop_last;
+	/* Resume a lone trainer (tensorsocket(7), Join policies), as
+	 * tsrun.Loader.load_state_dict does: nonzero resume begins at index
+	 * resume_index of epoch resume_epoch (the first sample it had not
+	 * read) when that sample is still in the ring or not published yet
+	 * (the same samples: exact); otherwise at that index of the first
+	 * later epoch in which the ring has not passed it (other samples).
+	 * join is then not used. resume_epochs (when has_resume_epochs is
+	 * nonzero) is the epochs it still owes, the rest of the one it
+	 * begins in counted, at most the stream's (0: none, TS_E_EOS at
+	 * once); without it, the stream's epochs less resume_epoch (at
+	 * least 1). Not with a job. */
+	int resume;
+	uint32_t resume_epoch;
+	uint64_t resume_index;
+	int has_resume_epochs;
+	uint32_t resume_epochs;
 };
 
 /* Fill o with defaults: batch 0, join next_epoch (whole epochs), keep the
@@ -134,7 +150,9 @@ struct ts_client_info {
 
 /* The device ring of a producer whose pipeline ends in device(cuda) and
  * that has a GPU: finished samples (float NCHW) in GPU memory, with the
- * same seq numbers as the host ring. Open it with tsclient_cuda.h. */
+ * same seq numbers as the host ring. Open it with tsclient_cuda.h. Slot
+ * i is at i * sample_stride: sample_bytes rounded up to a multiple of 16
+ * (so every slot is 16-byte aligned; the padding is not data). */
 struct ts_client_device_info {
 	int height, width, channels;
 	int dtype;               /* TS_CLIENT_FLOAT32 or TS_CLIENT_FLOAT16 */
@@ -147,6 +165,8 @@ struct ts_client_device_info {
 	int producer_pid;
 	char pci_bus_id[16];     /* the GPU, "0000:3b:00.0" */
 	unsigned char ipc[64];   /* cudaIpcMemHandle_t of the slots */
+	size_t sample_stride;    /* slot to slot: sample_bytes or more, a
+				    multiple of 16 */
 };
 
 /* A tensor's description: one sample's, or one label's (tsrun.serve). */
@@ -176,6 +196,13 @@ int ts_client_connect(const char *socket_path,
 
 /* Shape and stream facts from the welcome. */
 void ts_client_info(const struct ts_client *c, struct ts_client_info *out);
+
+/* The epoch this trainer's stream ends before: its epochs from where it
+ * joined or resumed, counted per trainer (tensorsocket(7), Join
+ * policies; a job's rank learns it once its job starts); 0 when the
+ * stream is endless. ts_client_next returns TS_E_EOS at its first
+ * sample. */
+uint32_t ts_client_end_epoch(const struct ts_client *c);
 
 /* 0 and *out when the producer serves a device ring; TS_E_NODEV when it
  * does not (its pipeline has no device(cuda) stage, or it has no GPU: the

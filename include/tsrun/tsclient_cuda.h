@@ -122,10 +122,13 @@ int ts_client_device_zero_copy(const struct ts_client_device *d);
 /* The CUDA device ordinal the batches are on. */
 int ts_client_device_ordinal(const struct ts_client_device *d);
 
-/* The device address of b's finished samples: b->n * sample_bytes of
- * ts_client_device_info, float NCHW. b comes from ts_client_next on the
- * same client. Zero-copy: a pointer into the ring. Peer: a copy into this
- * client's buffer, finished when the call returns. 0, TS_E_EOS (the
+/* The device address of b's finished samples: b->n samples of
+ * sample_bytes (ts_client_device_info), float NCHW, sample_stride apart
+ * (a multiple of 16 bytes: every sample starts 16-byte aligned; the
+ * padding between samples is not data). b comes from ts_client_next on
+ * the same client. Zero-copy: a pointer into the ring. Peer: a copy into
+ * this client's buffer, in the same layout, finished when the call
+ * returns. 0, TS_E_EOS (the
  * mapping closed at the end of the stream) or TS_E_NODEV with the CUDA
  * error. */
 int ts_client_device_batch(struct ts_client_device *d, const struct ts_batch *b,
@@ -137,8 +140,9 @@ int ts_client_device_batch(struct ts_client_device *d, const struct ts_batch *b,
 int ts_client_device_batch_async(struct ts_client_device *d, const struct ts_batch *b,
 				 void *stream, void **ptr, struct ts_error *err);
 
-/* Copy b's finished samples into dst, device memory of the caller's
- * (b->n * sample_bytes), on the GPU; finished when the call returns.
+/* Copy b's finished samples into dst, device memory of the caller's,
+ * packed (b->n * sample_bytes, contiguous: the slots' padding is left
+ * behind), on the GPU; finished when the call returns.
  * 0, TS_E_EOS or TS_E_NODEV with the CUDA error. */
 int ts_client_device_copy(struct ts_client_device *d, const struct ts_batch *b,
 			  void *dst, struct ts_error *err);

@@ -27,11 +27,15 @@ struct ts_devring {
 	uint64_t capacity;
 	uint64_t mirror;              /* slots after capacity repeating 0.. */
 	size_t sample_bytes;          /* finished */
+	size_t sample_stride;         /* slot to slot: sample_bytes padded to
+					 16 bytes, for the vector kernel */
 	size_t in_bytes;              /* one uint8 NHWC sample */
 	size_t max_batch;
 	struct ts_finish_params p;
-	void *data;                   /* capacity * sample_bytes, device */
+	void *data;                   /* (capacity + mirror) * sample_stride */
 	uint8_t *staging;             /* max_batch * in_bytes, device */
+	const uint8_t *host_base;     /* ts_devring_host_pieces */
+	uint64_t host_piece;          /* slots per registered piece (0: none) */
 	cudaStream_t stream;
 };
 
@@ -65,9 +69,12 @@ int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
 	r->mirror = mirror;
 	r->p = *p;
 	r->sample_bytes = ts_finish_sample_bytes(p);
+	r->sample_stride = ts_finish_sample_stride(p);
 	r->in_bytes = (size_t)p->height * (size_t)p->width * (size_t)p->channels;
 	r->max_batch = max_batch;
-	e = cudaMalloc(&r->data, (capacity + mirror) * r->sample_bytes);
+	/* cudaMalloc's block is 256-byte aligned: with slots a multiple of
+	 * 16 bytes apart, every slot is as the kernel's vectors need */
+	e = cudaMalloc(&r->data, (capacity + mirror) * r->sample_stride);
 	if (e != cudaSuccess) {
 		rc = cuda_fail(err, "devring: cudaMalloc", e);
 		goto fail;
@@ -124,6 +131,11 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r)
 	return r->sample_bytes;
 }
 
+size_t ts_devring_sample_stride(const struct ts_devring *r)
+{
+	return r->sample_stride;
+}
+
 /* Finish k staged samples into slots [slot, slot + k) (no wrap) and, in
  * the same kernel, the mirror slots capacity + slot.. for those below
  * mirror. */
@@ -132,14 +144,33 @@ static int launch_piece(struct ts_devring *r, const uint8_t *src, uint64_t slot,
 {
 	uint8_t *data = r->data;
 	uint64_t m = slot < r->mirror ? (r->mirror - slot < k ? r->mirror - slot : k) : 0;
-	return ts_finish_launch_mirrored(src, data + slot * r->sample_bytes, k,
-					 m ? data + (r->capacity + slot) * r->sample_bytes : NULL,
+	return ts_finish_launch_mirrored(src, data + slot * r->sample_stride, k,
+					 m ? data + (r->capacity + slot) * r->sample_stride : NULL,
 					 m, &r->p, r->stream, err);
+}
+
+void ts_devring_host_pieces(struct ts_devring *r, const void *base, uint64_t slots)
+{
+	r->host_base = base;
+	r->host_piece = slots;
+}
+
+/* n host samples, host_stride apart, into staging (packed), on the
+ * ring's stream: one copy, or a 2D one that packs padded slots. */
+static cudaError_t copy_in(struct ts_devring *r, uint8_t *dst, const uint8_t *host,
+			   size_t host_stride, size_t n)
+{
+	if (host_stride == r->in_bytes)
+		return cudaMemcpyAsync(dst, host, n * r->in_bytes, cudaMemcpyHostToDevice,
+				       r->stream);
+	return cudaMemcpy2DAsync(dst, r->in_bytes, host, host_stride, r->in_bytes, n,
+				 cudaMemcpyHostToDevice, r->stream);
 }
 
 int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		    uint64_t seq, size_t n, struct ts_error *err)
 {
+	size_t k = 0;
 	uint64_t slot, first;
 	cudaError_t e;
 	int rc;
@@ -156,13 +187,21 @@ int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		return 0;
 	/* pageable host memory makes this a staged, synchronous copy; a
 	 * registered host ring makes it one DMA; padded host slots a 2D one
-	 * that packs the samples in staging */
-	if (host_stride == r->in_bytes)
-		e = cudaMemcpyAsync(r->staging, host, n * r->in_bytes,
-				    cudaMemcpyHostToDevice, r->stream);
-	else
-		e = cudaMemcpy2DAsync(r->staging, r->in_bytes, host, host_stride,
-				      r->in_bytes, n, cudaMemcpyHostToDevice, r->stream);
+	 * that packs the samples in staging. A ring registered in pieces:
+	 * one copy per piece the run touches, each within one registration */
+	e = cudaSuccess;
+	while (k < n && e == cudaSuccess) {
+		const uint8_t *h = (const uint8_t *)host + k * host_stride;
+		size_t m = n - k;
+		if (r->host_piece && h >= r->host_base) {
+			uint64_t idx = (uint64_t)(h - r->host_base) / host_stride;
+			uint64_t left = r->host_piece - idx % r->host_piece;
+			if (left < m)
+				m = (size_t)left;
+		}
+		e = copy_in(r, r->staging + k * r->in_bytes, h, host_stride, m);
+		k += m;
+	}
 	if (e != cudaSuccess)
 		return cuda_fail(err, host_stride == r->in_bytes
 					      ? "devring fill: cudaMemcpyAsync"
@@ -197,6 +236,7 @@ int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
 	out.capacity = r->capacity;
 	out.mirror = r->mirror;
 	out.sample_bytes = r->sample_bytes;
+	out.sample_stride = r->sample_stride;
 	out.device = r->device;
 	out.pid = (int32_t)getpid();
 	*h = out;
@@ -211,7 +251,8 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	cudaError_t e;
 	int dev = 0;
 
-	if (!h || !out || h->capacity == 0 || h->sample_bytes == 0)
+	if (!h || !out || h->capacity == 0 || h->sample_bytes == 0 ||
+	    h->sample_stride < h->sample_bytes || h->sample_stride % TS_FINISH_ALIGN)
 		return ts_error_set(err, TS_E_ARG, "devring import: bad handle");
 	e = cudaGetDevice(&dev);
 	if (e != cudaSuccess)
@@ -241,6 +282,7 @@ int ts_devring_import(const struct ts_devring_handle *h,
 	r->capacity = h->capacity;
 	r->mirror = h->mirror;
 	r->sample_bytes = h->sample_bytes;
+	r->sample_stride = h->sample_stride;
 	*out = r;
 	return 0;
 }
@@ -250,7 +292,17 @@ void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n)
 	uint64_t slot = seq % r->capacity;
 	if (slot + n > r->capacity + r->mirror)
 		return NULL;
-	return (uint8_t *)r->data + slot * r->sample_bytes;
+	return (uint8_t *)r->data + slot * r->sample_stride;
+}
+
+/* n slots from src into n packed samples at dst, on st. */
+static cudaError_t copy_slots(const struct ts_devring *r, void *dst, const void *src,
+			      size_t n, cudaStream_t st)
+{
+	if (r->sample_stride == r->sample_bytes)
+		return cudaMemcpyAsync(dst, src, n * r->sample_bytes, cudaMemcpyDefault, st);
+	return cudaMemcpy2DAsync(dst, r->sample_bytes, src, r->sample_stride, r->sample_bytes,
+				 n, cudaMemcpyDefault, st);
 }
 
 int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
@@ -270,11 +322,9 @@ int ts_devring_copy_out(struct ts_devring *r, uint64_t seq, size_t n,
 	first = r->capacity + r->mirror - slot < n ? r->capacity - slot : n;
 	/* cudaMemcpyDefault: unified addressing finds both devices; a peer
 	 * copy when dst is on another GPU */
-	e = cudaMemcpyAsync(dst, (const uint8_t *)r->data + slot * r->sample_bytes,
-			    first * r->sample_bytes, cudaMemcpyDefault, st);
+	e = copy_slots(r, dst, (const uint8_t *)r->data + slot * r->sample_stride, first, st);
 	if (e == cudaSuccess && first < n)
-		e = cudaMemcpyAsync((uint8_t *)dst + first * r->sample_bytes, r->data,
-				    (n - first) * r->sample_bytes, cudaMemcpyDefault, st);
+		e = copy_slots(r, (uint8_t *)dst + first * r->sample_bytes, r->data, n - first, st);
 	if (e == cudaSuccess && !stream)
 		e = cudaStreamSynchronize(st);
 	if (e != cudaSuccess)

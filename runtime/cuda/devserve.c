@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "barrier.h"
 #include "ring_finisher.h"
@@ -22,6 +23,12 @@
 /* Samples per fill: big enough to keep the copy engine and the kernel
  * busy, small enough that consumers see the first batches early. */
 #define DEVSERVE_CHUNK 256
+/* The largest piece of the host ring page-locked in one call: the
+ * driver holds locks of its own for the length of a cudaHostRegister
+ * (it faults in and locks every page; about 0.1 s a GB), and the
+ * finisher's copies and kernels wait for them. In pieces, they wait for
+ * one piece at most, never for the whole ring. */
+#define DEVSERVE_PIN_PIECE (64u << 20)   /* and at most 1/16 of the ring */
 
 struct ts_devserve {
 	struct ts_ring *ring;
@@ -32,9 +39,16 @@ struct ts_devserve {
 	/* Page-locking the host ring (cudaHostRegister) touches every page
 	 * on one thread, seconds for a ring of GBs: it runs on its own
 	 * thread beside serving, so the first batches do not wait for it
-	 * (their copies are staged by the driver until it is done). */
+	 * (their copies are staged by the driver until it is done), and in
+	 * pieces (DEVSERVE_PIN_PIECE), so that their CUDA calls do not wait
+	 * for the driver's locks through the whole registration either. */
 	void *pin_base;               /* the host ring's first mapping */
 	size_t pin_len;
+	size_t pin_piece;             /* bytes, whole slots and pages */
+	size_t pin_done;              /* pieces registered (pin thread;
+					 read after the join) */
+	int pin_stop;                 /* set by stop: release; pin thread:
+					 acquire between pieces */
 	pthread_t pin_thread;
 	bool pin_started;
 	int pin_state;                /* 0 registering, 1 pinned, -1 refused:
@@ -51,11 +65,23 @@ static void *pin_main(void *arg)
 	struct ts_devserve *d = arg;
 	struct ts_error perr = {0};
 	int rc = ts_cuda_set_device(d->dev, &perr);
-	if (rc == 0)
-		rc = ts_cuda_host_register(d->pin_base, d->pin_len, &perr);
+	for (size_t off = 0; rc == 0 && off < d->pin_len; off += d->pin_piece) {
+		/* pairs with the release in ts_devserve_stop: stop waits for
+		 * one piece, not the whole ring */
+		if (smp_load_acquire(&d->pin_stop)) {
+			rc = 1;
+			break;
+		}
+		size_t len = d->pin_len - off < d->pin_piece ? d->pin_len - off : d->pin_piece;
+		rc = ts_cuda_host_register((uint8_t *)d->pin_base + off, len, &perr);
+		if (rc == 0)
+			d->pin_done++;
+	}
 	if (rc < 0)
 		snprintf(d->pin_note, sizeof(d->pin_note), "host ring not page-locked (%.100s); "
 			 "copies to the GPU are staged by the driver", perr.msg);
+	if (rc != 0)
+		rc = -1;                  /* refused, or stopped: not pinned */
 	/* orders pin_note before the state that says to read it */
 	smp_store_release(&d->pin_state, rc < 0 ? -1 : 1);
 	return NULL;
@@ -120,6 +146,7 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	d->desc.dtype = (uint32_t)d->p.dtype;
 	d->desc.layout = (uint32_t)TS_LAYOUT_NCHW;
 	d->desc.sample_bytes = h.sample_bytes;
+	d->desc.sample_stride = h.sample_stride;
 	d->desc.capacity = h.capacity;
 	d->desc.mirror = h.mirror;
 	d->desc.device = dev;
@@ -138,6 +165,24 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 	 * own thread (pin_main), while the first batches are served. */
 	d->pin_base = ts_ring_slot(ring, 0);
 	d->pin_len = ri.capacity * ri.sample_stride;
+	{
+		/* whole slots (a fill's copy is split at piece boundaries) and
+		 * whole pages (registrations round to pages: two must not share
+		 * one): a multiple of page / gcd(stride, page) slots */
+		size_t page = (size_t)sysconf(_SC_PAGESIZE), a = ri.sample_stride, b = page;
+		while (b) {
+			size_t t = a % b;
+			a = b;
+			b = t;
+		}
+		size_t unit = page / a, max = d->pin_len / 16 < DEVSERVE_PIN_PIECE ?
+						    d->pin_len / 16 : DEVSERVE_PIN_PIECE;
+		size_t per = max / (unit * ri.sample_stride);
+		uint64_t slots = (per ? per : 1) * unit;
+		d->pin_piece = slots * ri.sample_stride;
+		if (slots < ri.capacity)
+			ts_devring_host_pieces(d->dr, d->pin_base, slots);
+	}
 	if (pthread_create(&d->pin_thread, NULL, pin_main, d) == 0)
 		d->pin_started = true;
 	else
@@ -199,10 +244,14 @@ int ts_devserve_stop(struct ts_devserve *d, unsigned importers, struct ts_error 
 	if (!d)
 		return 0;
 	int rc = ts_finisher_stop(d->fin, err);
+	/* orders nothing else: the pin thread stops between pieces */
+	smp_store_release(&d->pin_stop, 1);
 	if (d->pin_started)
 		pthread_join(d->pin_thread, NULL);
-	if (d->pin_state == 1)        /* joined: a plain read */
-		ts_cuda_host_unregister(d->pin_base);
+	/* joined: plain reads; every piece registered, even of a
+	 * registration refused or stopped part way */
+	for (size_t i = 0; i < d->pin_done; i++)
+		ts_cuda_host_unregister((uint8_t *)d->pin_base + i * d->pin_piece);
 	/* cudaFree of memory another process still has open through
 	 * cudaIpcOpenMemHandle is undefined behaviour: with importers left,
 	 * the block stays allocated and goes with this process's context */

@@ -38,6 +38,12 @@ size_t ts_finish_sample_bytes(const struct ts_finish_params *p)
 	       ts_dtype_size(p->dtype);
 }
 
+size_t ts_finish_sample_stride(const struct ts_finish_params *p)
+{
+	size_t b = ts_finish_sample_bytes(p);
+	return (b + TS_FINISH_ALIGN - 1) / TS_FINISH_ALIGN * TS_FINISH_ALIGN;
+}
+
 /* IEEE 754 binary16 from a float, round to nearest even (as CUDA's
  * __float2half_rn). */
 static uint16_t to_half(float f)

@@ -5,13 +5,15 @@
  * The CPU ships 1 byte per element instead of 4; this kernel reads each
  * byte once and writes each output element once, so it is bound by device
  * memory bandwidth (5 bytes moved per element for float32, 3 for float16).
- * Each thread takes 4 consecutive pixels of one sample: it loads their
- * 4 * channels bytes as whole 32-bit words and stores one 16-byte (float)
- * or 8-byte (half) vector per channel plane, so both sides are coalesced.
- * Samples whose pixel count is not a multiple of 4 take the scalar path.
+ * Every size takes the one vector kernel: device slots are padded to a
+ * multiple of 16 bytes (ts_finish_sample_stride), and each thread stores
+ * one aligned 16-byte vector (4 floats, 8 halves) of a sample's flat
+ * NCHW output, coalesced; its source bytes (C apart) come through the
+ * read-only cache. No pixel count needs to be a multiple of anything.
  * The device ring's mirror slots (copies of the first ones after the
  * last) are written by the same pass: a second destination for the
- * first n2 samples, from the values already in registers.
+ * first n2 samples, from the values already in registers (at the same
+ * offsets: both are slot-aligned).
  */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -25,88 +27,75 @@ struct affine {
 	float scale[4], bias[4]; /* y = x * scale[c] + bias[c] */
 };
 
-__device__ __forceinline__ void store4(float *dst, const float v[4])
+/* 16 bytes: 4 floats, or 8 halves (round to nearest even). */
+__device__ __forceinline__ void store16(float *dst, const float v[4])
 {
 	*reinterpret_cast<float4 *>(dst) = make_float4(v[0], v[1], v[2], v[3]);
 }
 
-__device__ __forceinline__ void store4(__half *dst, const float v[4])
+__device__ __forceinline__ void store16(__half *dst, const float v[8])
 {
-	__half2 a = __floats2half2_rn(v[0], v[1]);
-	__half2 b = __floats2half2_rn(v[2], v[3]);
-	uint2 u;
-	u.x = *reinterpret_cast<const unsigned *>(&a);
-	u.y = *reinterpret_cast<const unsigned *>(&b);
-	*reinterpret_cast<uint2 *>(dst) = u;
-}
-
-__device__ __forceinline__ void store1(float *dst, float v) { *dst = v; }
-__device__ __forceinline__ void store1(__half *dst, float v) { *dst = __float2half_rn(v); }
-
-/* Vector path: hw % 4 == 0, so a 4-pixel group never crosses a sample and
- * its source bytes start on a 4-byte boundary (4 * C * group). */
-template <typename T, int C>
-__global__ void finish_vec(const uint8_t *__restrict__ src, T *__restrict__ dst,
-			   size_t n, size_t hw, affine a, T *__restrict__ dst2, size_t n2)
-{
-	size_t groups_per_sample = hw / 4;
-	size_t total = n * groups_per_sample;
-	for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < total;
-	     g += (size_t)gridDim.x * blockDim.x) {
-		size_t s = g / groups_per_sample;
-		size_t p = (g - s * groups_per_sample) * 4; /* pixel in sample */
-		const uint32_t *in = reinterpret_cast<const uint32_t *>(
-			src + (s * hw + p) * C);
-		uint32_t w[C];
+	uint4 u;
+	unsigned w[4];
 #pragma unroll
-		for (int k = 0; k < C; k++)
-			w[k] = __ldg(in + k);
-		const uint8_t *b = reinterpret_cast<const uint8_t *>(w);
-		T *out = dst + s * C * hw + p;
-		T *out2 = s < n2 ? dst2 + s * C * hw + p : nullptr;
-#pragma unroll
-		for (int c = 0; c < C; c++) {
-			float v[4];
-#pragma unroll
-			for (int i = 0; i < 4; i++)
-				v[i] = fmaf((float)b[i * C + c], a.scale[c], a.bias[c]);
-			store4(out + c * hw, v);
-			if (out2)
-				store4(out2 + c * hw, v);
-		}
+	for (int i = 0; i < 4; i++) {
+		__half2 h = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+		w[i] = *reinterpret_cast<const unsigned *>(&h);
 	}
+	u.x = w[0];
+	u.y = w[1];
+	u.z = w[2];
+	u.w = w[3];
+	*reinterpret_cast<uint4 *>(dst) = u;
 }
 
-/* Scalar path: one thread per pixel. */
+/* One thread per 16-byte vector of one sample's NCHW output: 4 floats
+ * or 8 halves, flat over the sample's C * hw elements, so a vector may
+ * cross from one channel plane into the next. Slots are sample_stride
+ * bytes apart, a multiple of 16 (ts_finish_sample_stride), so every
+ * vector is aligned whatever hw and C are; the last one of a sample
+ * writes zeros into the slot's padding. The source is read byte by byte
+ * (element o of the sample is pixel o % hw, channel o / hw: bytes C
+ * apart) through the read-only cache, which serves a warp's bytes from
+ * the lines its neighbours loaded. */
 template <typename T>
-__global__ void finish_scalar(const uint8_t *__restrict__ src, T *__restrict__ dst,
-			      size_t n, size_t hw, int C, affine a, T *__restrict__ dst2,
-			      size_t n2)
+__global__ void finish_vec(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst,
+			   size_t n, size_t hw, int C, size_t stride, affine a,
+			   uint8_t *__restrict__ dst2, size_t n2)
 {
-	size_t total = n * hw;
+	constexpr int V = 16 / sizeof(T);
+	size_t elems = hw * (size_t)C;
+	size_t vecs_per_sample = stride / 16;
+	size_t total = n * vecs_per_sample;
 	for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < total;
 	     g += (size_t)gridDim.x * blockDim.x) {
-		size_t s = g / hw, p = g - s * hw;
-		for (int c = 0; c < C; c++) {
-			float v = fmaf((float)src[g * C + c], a.scale[c], a.bias[c]);
-			store1(dst + (s * C + c) * hw + p, v);
-			if (s < n2)
-				store1(dst2 + (s * C + c) * hw + p, v);
+		size_t s = g / vecs_per_sample;
+		size_t o = (g - s * vecs_per_sample) * V; /* element in sample */
+		const uint8_t *in = src + s * elems;
+		float v[V];
+		size_t c = o / hw, p = o - c * hw;
+#pragma unroll
+		for (int i = 0; i < V; i++) {
+			v[i] = o + i < elems ? fmaf((float)__ldg(in + p * C + c), a.scale[c], a.bias[c])
+					     : 0.0f;
+			if (++p == hw) {
+				p = 0;
+				c++;
+			}
 		}
+		size_t off = s * stride + (o / V) * 16;
+		store16(reinterpret_cast<T *>(dst + off), v);
+		if (s < n2)
+			store16(reinterpret_cast<T *>(dst2 + off), v);
 	}
 }
 
 template <typename T>
-cudaError_t launch(const uint8_t *src, T *dst, size_t n, size_t hw, int C,
-		   const affine &a, cudaStream_t st, T *dst2, size_t n2)
+cudaError_t launch(const uint8_t *src, void *dst, size_t n, size_t hw, int C,
+		   size_t stride, const affine &a, cudaStream_t st, void *dst2, size_t n2)
 {
 	const int threads = 256;
-	/* a vector store is 4 elements: 16 bytes of float, 8 of half; with
-	 * hw % 4 == 0 every sample and plane then starts aligned too */
-	const uintptr_t va = 4 * sizeof(T);
-	bool vec = hw % 4 == 0 && ((uintptr_t)src % 4) == 0 &&
-		   ((uintptr_t)dst % va) == 0 && (n2 == 0 || ((uintptr_t)dst2 % va) == 0);
-	size_t work = vec ? n * hw / 4 : n * hw;
+	size_t work = n * (stride / 16);
 	/* enough blocks to fill the device several times; the grid-stride
 	 * loop covers the rest */
 	size_t blocks = (work + threads - 1) / threads;
@@ -114,17 +103,9 @@ cudaError_t launch(const uint8_t *src, T *dst, size_t n, size_t hw, int C,
 		blocks = 65535;
 	if (blocks == 0)
 		return cudaSuccess;
-	if (!vec)
-		finish_scalar<T><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, C, a,
-								       dst2, n2);
-	else if (C == 1)
-		finish_vec<T, 1><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
-	else if (C == 2)
-		finish_vec<T, 2><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
-	else if (C == 3)
-		finish_vec<T, 3><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
-	else
-		finish_vec<T, 4><<<(unsigned)blocks, threads, 0, st>>>(src, dst, n, hw, a, dst2, n2);
+	finish_vec<T><<<(unsigned)blocks, threads, 0, st>>>(
+		src, static_cast<uint8_t *>(dst), n, hw, C, stride, a,
+		static_cast<uint8_t *>(dst2), n2);
 	return cudaGetLastError();
 }
 
@@ -162,13 +143,23 @@ extern "C" int ts_finish_launch_mirrored(const uint8_t *src, void *dst, size_t n
 		a.scale[c] = 1.0f / (255.0f * s);
 		a.bias[c] = -m / s;
 	}
+	/* the vectors are aligned only if every slot is */
+	if ((uintptr_t)dst % 16 || (n2 && (uintptr_t)dst2 % 16)) {
+		if (err) {
+			err->code = TS_E_ARG;
+			snprintf(err->msg, sizeof(err->msg),
+				 "finish: destination not 16-byte aligned (slots are "
+				 "ts_finish_sample_stride apart from a cudaMalloc'd base)");
+		}
+		return TS_E_ARG;
+	}
 	hw = (size_t)p->height * (size_t)p->width;
 	if (p->dtype == TS_DTYPE_F32)
-		e = launch(src, static_cast<float *>(dst), n, hw, p->channels, a,
-			   static_cast<cudaStream_t>(stream), static_cast<float *>(dst2), n2);
+		e = launch<float>(src, dst, n, hw, p->channels, ts_finish_sample_stride(p), a,
+				  static_cast<cudaStream_t>(stream), dst2, n2);
 	else
-		e = launch(src, static_cast<__half *>(dst), n, hw, p->channels, a,
-			   static_cast<cudaStream_t>(stream), static_cast<__half *>(dst2), n2);
+		e = launch<__half>(src, dst, n, hw, p->channels, ts_finish_sample_stride(p), a,
+				   static_cast<cudaStream_t>(stream), dst2, n2);
 	if (e != cudaSuccess) {
 		if (err) {
 			err->code = TS_E_NODEV;

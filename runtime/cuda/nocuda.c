@@ -70,6 +70,15 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r)
 	return 0;
 }
 
+size_t ts_devring_sample_stride(const struct ts_devring *r)
+{
+	return 0;
+}
+
+void ts_devring_host_pieces(struct ts_devring *r, const void *base, uint64_t slots)
+{
+}
+
 int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		    uint64_t seq, size_t n, struct ts_error *err)
 {

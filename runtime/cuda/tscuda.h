@@ -111,12 +111,22 @@ int ts_finish_params_from_plan(const struct ts_plan *plan,
 /* Bytes of one finished sample. */
 size_t ts_finish_sample_bytes(const struct ts_finish_params *p);
 
+/* Bytes from one finished sample's slot to the next: sample_bytes
+ * rounded up to a multiple of 16 (TS_FINISH_ALIGN), so that every slot
+ * of a 16-byte aligned block starts aligned and the kernel stores whole
+ * 16-byte vectors for every sample size. The padding is not data (the
+ * kernel writes zeros there). */
+#define TS_FINISH_ALIGN 16
+size_t ts_finish_sample_stride(const struct ts_finish_params *p);
+
 /*
  * Launch the kernel: n samples of uint8 NHWC at src (device memory,
- * height*width*channels bytes each, contiguous) into dst (device memory,
- * n * ts_finish_sample_bytes bytes, NCHW). stream is a cudaStream_t (NULL:
- * the default stream). Asynchronous: returns after the launch; launch
- * errors are reported, execution errors surface at the next sync.
+ * height*width*channels bytes each, contiguous) into n slots at dst
+ * (device memory, 16-byte aligned, n * ts_finish_sample_stride bytes:
+ * sample s, NCHW, at dst + s * stride, its padding zeroed). stream is a
+ * cudaStream_t (NULL: the default stream). Asynchronous: returns after
+ * the launch; launch errors are reported, execution errors surface at
+ * the next sync. TS_E_ARG for a misaligned dst.
  */
 int ts_finish_launch(const uint8_t *src, void *dst, size_t n,
 		     const struct ts_finish_params *p, void *stream,
@@ -131,7 +141,8 @@ int ts_finish_launch_mirrored(const uint8_t *src, void *dst, size_t n,
 
 /* The same computation on the CPU, the reference the tests compare with:
  * the same single-precision formula, x * scale[c] + bias[c]. dst holds
- * n finished samples (float, or IEEE half as uint16_t). */
+ * n finished samples (float, or IEEE half as uint16_t), packed
+ * (ts_finish_sample_bytes apart, not the device slots' stride). */
 void ts_finish_reference(const uint8_t *src, void *dst, size_t n,
 			 const struct ts_finish_params *p);
 
@@ -154,6 +165,7 @@ struct ts_devring_handle {
 	uint64_t mirror;              /* slots after capacity repeating the
 					 first ones (contiguous batches) */
 	uint64_t sample_bytes;        /* finished sample */
+	uint64_t sample_stride;       /* slot to slot (ts_finish_sample_stride) */
 	int32_t device;               /* the producer's device ordinal */
 	int32_t pid;                  /* the producer */
 };
@@ -171,10 +183,11 @@ int ts_devring_create(int dev, uint64_t capacity, uint64_t mirror,
  * imported one (cudaIpcCloseMemHandle). NULL is a no-op. */
 void ts_devring_destroy(struct ts_devring *r);
 
-/* The device pointer of slot 0; slot i is at i * sample_bytes. */
+/* The device pointer of slot 0; slot i is at i * sample_stride. */
 void *ts_devring_data(const struct ts_devring *r);
 uint64_t ts_devring_capacity(const struct ts_devring *r);
 size_t ts_devring_sample_bytes(const struct ts_devring *r);
+size_t ts_devring_sample_stride(const struct ts_devring *r);
 
 /*
  * Finish n CPU samples (uint8 NHWC, contiguous at host, e.g. a batch
@@ -186,6 +199,12 @@ size_t ts_devring_sample_bytes(const struct ts_devring *r);
  */
 int ts_devring_fill(struct ts_devring *r, const void *host, size_t host_stride,
 		    uint64_t seq, size_t n, struct ts_error *err);
+
+/* The host ring behind fills is page-locked in pieces of `slots` slots
+ * from base (its slot 0), one cudaHostRegister each: a fill then splits
+ * its host copy at piece boundaries, so that each copy lies within one
+ * registration (one DMA). slots 0: no split (the default). */
+void ts_devring_host_pieces(struct ts_devring *r, const void *base, uint64_t slots);
 
 /* The IPC handle of a created ring. */
 int ts_devring_export(const struct ts_devring *r, struct ts_devring_handle *h,
@@ -203,7 +222,8 @@ int ts_devring_import(const struct ts_devring_handle *h,
 void *ts_devring_span(const struct ts_devring *r, uint64_t seq, size_t n);
 
 /* Copy n samples from slot seq % capacity (wrapping) to dst, device
- * memory on any device (peer to peer when it is another one). stream
+ * memory on any device (peer to peer when it is another one), packed
+ * (n * sample_bytes: the slots' padding is left behind). stream
  * NULL: on the ring's own stream, and waited for (on return dst holds
  * the samples). Otherwise queued on stream (a cudaStream_t of the
  * calling thread's current device) and not waited for: work queued

@@ -244,6 +244,10 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	 * late still gets its epochs, so the stream grows an epoch at a
 	 * time while one wants it. Not with a limit (bench). */
 	e->per_trainer = ring && epochs > 0 && !o->limit;
+	/* A trainer resuming before the first sample is published is placed
+	 * from where this stream begins (run --start). */
+	if (ring && o->seq_base == 0 && ts_ring_head(ring) == 0)
+		ts_ring_set_origin(ring, (uint32_t)e->start_epoch, e->start_index);
 	e->planned_total = e->total;
 	e->sink = o->sink;
 	e->sink_arg = o->sink_arg;
@@ -317,6 +321,11 @@ void ts_engine_stats(const struct ts_engine *e, struct ts_engine_stats *st)
 		   (e->threads == 0 || e->workers[0].started);
 	st->done = e->joined;
 	ts_engine_cache_stats(e->cache, st);
+	/* counts for stats: whole once the workers are joined */
+	st->cpu_first_user = (double)READ_ONCE(e->cpu_us[0]) / 1e6;
+	st->cpu_first_sys = (double)READ_ONCE(e->cpu_us[1]) / 1e6;
+	st->cpu_later_user = (double)READ_ONCE(e->cpu_us[2]) / 1e6;
+	st->cpu_later_sys = (double)READ_ONCE(e->cpu_us[3]) / 1e6;
 }
 
 uint64_t ts_engine_unordered_digest(const struct ts_engine *e)

@@ -85,6 +85,14 @@ struct ts_engine_stats {
 	uint64_t cache_bytes, cache_used, cache_items;
 	uint64_t cache_hits, cache_misses, cache_bypass;
 	bool cache_locked;      /* its pages are locked (never swapped) */
+	/* The worker threads' CPU (getrusage RUSAGE_THREAD, seconds; summed
+	 * as each worker exits, so whole once the engine is joined) split at
+	 * each worker's first sample of an epoch after the run's first: the
+	 * first epoch's (with a cache, its admissions and the kernel's
+	 * zeroing of the pages they touch first) and the later epochs', user
+	 * and system time apart. The I/O thread and the consumer are in
+	 * neither. */
+	double cpu_first_user, cpu_first_sys, cpu_later_user, cpu_later_sys;
 };
 
 /* Prepare to run plan into ring (both borrowed: they must outlive the

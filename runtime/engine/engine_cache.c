@@ -36,8 +36,12 @@
  *
  * Concurrency: an entry goes EMPTY -> FILLING (one worker wins the
  * compare-and-swap) -> READY (its fields and pixels written before the
- * release store) or NONE (did not fit) or back to EMPTY (its decode
- * failed). READY entries are never written again, so readers take no lock.
+ * release store) or NONE (did not fit) or back to EMPTY (its read or
+ * decode failed). READY entries are never written again, so readers take
+ * no lock. A frame is decoded straight into its entry: the worker
+ * reserves the bytes (ts_engine_cache_reserve), the decoder writes them,
+ * and it commits the entry (or drops it when the decode fails), so an
+ * admission costs no copy of the frame.
  */
 #include "engine_internal.h"
 
@@ -160,22 +164,23 @@ static uint64_t reserve(struct ts_engine_cache *c, uint64_t n)
 	}
 }
 
-bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
-			 int resume, const struct ts_cache_frame *fr)
+uint8_t *ts_engine_cache_reserve(struct ts_engine_cache *c, uint32_t id, uint64_t n)
 {
 	struct ts_cache_entry *en = &c->ent[id];
-	size_t row = (size_t)img->width * (size_t)img->channels * ts_dtype_size(img->dtype);
-	uint64_t n = (uint64_t)row * (uint64_t)img->height;
 	uint64_t off = n ? reserve(c, n) : UINT64_MAX;
 	if (off == UINT64_MAX) {
 		/* release: a final state, never claimed again */
 		smp_store_release(&en->state, (uint8_t)CACHE_NONE);
-		return false;
+		return NULL;
 	}
-	uint8_t *dst = c->base + off;
-	for (int y = 0; y < img->height; y++)
-		memcpy(dst + (size_t)y * row, img->data + (size_t)y * img->stride, row);
-	en->off = off;
+	en->off = off; /* the entry is FILLING: no reader looks at it */
+	return c->base + off;
+}
+
+void ts_engine_cache_commit(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
+			    int resume, const struct ts_cache_frame *fr)
+{
+	struct ts_cache_entry *en = &c->ent[id];
 	en->width = (uint32_t)img->width;
 	en->height = (uint32_t)img->height;
 	en->resume = (uint16_t)resume;
@@ -186,9 +191,35 @@ bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts
 	en->full_w = fr ? (uint16_t)fr->full_w : 0;
 	en->full_h = fr ? (uint16_t)fr->full_h : 0;
 	ATOMIC_ADD_RELAXED(&c->items, 1);
-	/* release: the fields and pixels above are written when a reader
-	 * sees READY */
+	/* release: the fields and pixels (written by the caller into the
+	 * reservation) are written when a reader sees READY */
 	smp_store_release(&en->state, (uint8_t)CACHE_READY);
+}
+
+void ts_engine_cache_drop(struct ts_engine_cache *c, uint32_t id, uint64_t n)
+{
+	struct ts_cache_entry *en = &c->ent[id];
+	/* The bytes go back when nothing was reserved after them; else they
+	 * stay unused (the arena is never compacted) and the entry is final,
+	 * so a file that fails to decode every epoch wastes them only once. */
+	uint64_t end = en->off + ts_round_up(n, ALIGN);
+	bool back = ATOMIC_CMPXCHG(&c->used, &end, en->off);
+	/* release: a final state, or one another worker may claim again */
+	smp_store_release(&en->state, (uint8_t)(back ? CACHE_EMPTY : CACHE_NONE));
+}
+
+bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
+			 int resume, const struct ts_cache_frame *fr)
+{
+	size_t row = (size_t)img->width * (size_t)img->channels * ts_dtype_size(img->dtype);
+	uint8_t *dst = ts_engine_cache_reserve(c, id, (uint64_t)row * (uint64_t)img->height);
+	if (!dst)
+		return false;
+	for (int y = 0; y < img->height; y++)
+		memcpy(dst + (size_t)y * row, img->data + (size_t)y * img->stride, row);
+	struct ts_image held = *img;
+	held.stride = row;
+	ts_engine_cache_commit(c, id, &held, resume, fr);
 	return true;
 }
 

@@ -69,9 +69,13 @@ struct worker {
 	struct ts_image view;
 	/* ts_engine_opts.trace: the sample's draws, and its line */
 	struct ts_trace *trace, *trace_line;
-	/* the decoded cache (engine_load.c): the full-scale frame being
-	 * admitted, or the image before the op an admission stops at */
+	/* the decoded cache (engine_load.c): the image before the op an
+	 * admission stops at */
 	struct ts_image fill;
+	/* this thread's CPU when it claimed its first sample of an epoch
+	 * after the run's first (engine_pool.c; ts_engine_stats.cpu_*) */
+	struct timeval first_user, first_sys;
+	bool past_first;
 };
 
 struct ts_engine {
@@ -133,6 +137,8 @@ struct ts_engine {
 	bool stop;              /* release by whoever stops, acquire by workers */
 	uint64_t bytes;         /* counts: ATOMIC_ADD, READ_ONCE for stats */
 	uint64_t decodes;       /* images decoded (views(): one per sample) */
+	uint64_t cpu_us[4];     /* workers' first-epoch user, sys, later user,
+				   sys (ATOMIC_ADD as each exits) */
 	uint64_t skipped_n;
 	int fatal;
 	struct ts_error fatal_err;
@@ -177,8 +183,12 @@ struct ts_engine_cache;
  * item id (NULL: none); claim id's entry for filling (false: another
  * worker has it, or it is final); give a claim back (the decode failed);
  * fill a claimed entry with img's pixels (false: it did not fit, and the
- * item stays uncached); the entry's pixels as a read-only image (never
- * reserved into or freed); count a lookup; the figures for stats. */
+ * item stays uncached); or fill it in place: reserve n bytes of pixels
+ * for it (NULL: they do not fit, and the entry is final), then commit it
+ * once img (whose rows, compact, are those bytes) is written, or drop it
+ * (the decode failed; n as reserved); the entry's pixels as a read-only
+ * image (never reserved into or freed); count a lookup; the figures for
+ * stats. */
 bool ts_engine_cache_applies(const struct ts_plan *plan);
 int ts_engine_cache_create(uint64_t bytes, uint64_t items,
 			   struct ts_engine_cache **out, struct ts_error *err);
@@ -192,6 +202,10 @@ struct ts_cache_frame {
 };
 bool ts_engine_cache_put(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
 			 int resume, const struct ts_cache_frame *fr);
+uint8_t *ts_engine_cache_reserve(struct ts_engine_cache *c, uint32_t id, uint64_t n);
+void ts_engine_cache_commit(struct ts_engine_cache *c, uint32_t id, const struct ts_image *img,
+			    int resume, const struct ts_cache_frame *fr);
+void ts_engine_cache_drop(struct ts_engine_cache *c, uint32_t id, uint64_t n);
 struct ts_image ts_engine_cache_image(const struct ts_engine_cache *c,
 				      const struct ts_cache_entry *en);
 void ts_engine_cache_count(struct ts_engine_cache *c, int what);

@@ -11,6 +11,7 @@
  */
 #include "engine_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,11 +253,13 @@ static int copy_image(struct ts_image *dst, const struct ts_image *src, struct t
  * from the file: when the request decodes at that scale, its output is the
  * frame's window (decode.h, Exactness: scaled columns floor(roi_x * s) ..
  * ceil((roi_x + roi_w) * s) - 1, clamped), which the fused op's resample
- * then reads; *served false when it decodes at another scale (the frame
- * cannot stand in: the caller decodes the file).
+ * then reads (prefetching its rows when cold: a frame from an earlier
+ * epoch, in memory, not in the CPU's caches); *served false when it
+ * decodes at another scale (the frame cannot stand in: the caller decodes
+ * the file).
  */
 static int from_frame(struct worker *w, const struct decode_plan *dp,
-		      const struct ts_image *frame, const struct ts_cache_frame *fr,
+		      const struct ts_image *frame, const struct ts_cache_frame *fr, bool cold,
 		      uint64_t epoch, uint64_t index, bool *served, struct ts_error *err)
 {
 	struct ts_decode_info info = {.format = (enum ts_format)fr->format,
@@ -279,7 +282,11 @@ static int from_frame(struct worker *w, const struct decode_plan *dp,
 	int rc;
 	if (!dp->apply_after && dp->resample && (v.width != dp->tw || v.height != dp->th)) {
 		/* What crop_after_decode does, reading the frame in place. */
-		rc = ts_aug_resize(&v, &w->tmp1, dp->tw, dp->th, dp->b.interp, dp->b.antialias);
+		const struct ts_aug_window win = {
+			.full_w = v.width, .full_h = v.height, .rw = dp->tw, .rh = dp->th,
+			.ow = dp->tw, .oh = dp->th, .cold = cold,
+		};
+		rc = ts_aug_resize_window(&v, &w->tmp1, &win, dp->b.interp, dp->b.antialias);
 		if (rc)
 			rc = ts_error_set(err, rc, "resize to %dx%d failed", dp->tw, dp->th);
 		else
@@ -325,6 +332,57 @@ struct cache_fill {
 			     caller admits it, maybe after more ops) */
 };
 
+/*
+ * Admit the item of fc as a frame: the whole image decoded at the scale
+ * most of its crops get (frame_scale) straight into the bytes its entry
+ * reserves (no copy), then the sample made from it (from_frame). Returns
+ * 0 or an error, the sample made; 1 when the caller is to decode the
+ * sample from the file (the frame did not fit, or this request decodes at
+ * another scale). t: when the decode's timing began.
+ */
+static int admit_frame(struct worker *w, const struct ts_op *op,
+		       const struct ts_decode_info *info, const uint8_t *buf, size_t len,
+		       const struct decode_plan *dp, uint64_t epoch, uint64_t index,
+		       struct cache_fill *fc, uint64_t t, struct ts_error *err)
+{
+	struct ts_engine_cache *c = w->e->cache;
+	struct ts_cache_frame fr = {.full_w = info->width, .full_h = info->height,
+				    .format = (int)info->format,
+				    .scale = frame_scale(w, op, info, fc->id)};
+	struct ts_decode_req whole = {.color = op->decode.color, .depth = op->decode.depth,
+				      .scale_num = fr.scale};
+	struct ts_decode_geom g;
+	int rc = ts_decoder_geometry(info, &whole, &g, err);
+	if (rc)
+		return rc; /* still claimed: the caller gives it back */
+	enum ts_dtype dt = op->decode.depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8;
+	int ch = op->decode.color == TS_COLOR_GRAY ? 1 : 3;
+	size_t row = (size_t)g.out_w * (size_t)ch * ts_dtype_size(dt);
+	uint64_t n = (uint64_t)row * (uint64_t)g.out_h;
+	uint8_t *px = ts_engine_cache_reserve(c, fc->id, n);
+	fc->claimed = false; /* final, or committed or dropped below */
+	if (!px) {
+		ts_prof_add(TS_PROF_DECODE, t); /* the header's */
+		return 1; /* did not fit: the entry is final */
+	}
+	/* Exactly the bytes the decode's output takes (decode.h: compact
+	 * rows when not strided), so ts_image_reserve never grows it. */
+	struct ts_image frame = {.data = px, .capacity = (size_t)n};
+	rc = ts_decoder_decode(w->dec, buf, len, &whole, &frame, NULL, err);
+	ts_prof_add(TS_PROF_DECODE, t);
+	ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats */
+	if (rc) {
+		ts_engine_cache_drop(c, fc->id, n);
+		return rc;
+	}
+	assert(frame.data == px && frame.stride == row && frame.width == g.out_w &&
+	       frame.height == g.out_h && frame.channels == ch);
+	ts_engine_cache_commit(c, fc->id, &frame, 0, &fr);
+	bool served;
+	rc = from_frame(w, dp, &frame, &fr, false, epoch, index, &served, err);
+	return rc || served ? rc : 1;
+}
+
 /* Decode one encoded sample into w->img, with the fused crop or resize of
  * the decode op done as an ROI + DCT-scaled decode and one resample. With
  * fc (a claimed cache entry), the item is admitted: as a frame decoded
@@ -347,22 +405,8 @@ static int decode_item(struct worker *w, const struct ts_op *op, const uint8_t *
 	struct decode_plan dp;
 	plan_decode(w, op, &info, epoch, index, &dp);
 	if (fc && fc->claimed && keeps_frame(&dp)) {
-		struct ts_cache_frame fr = {.full_w = info.width, .full_h = info.height,
-					    .format = (int)info.format,
-					    .scale = frame_scale(w, op, &info, fc->id)};
-		struct ts_decode_req whole = {.color = op->decode.color, .depth = op->decode.depth,
-					      .scale_num = fr.scale};
-		rc = ts_decoder_decode(w->dec, buf, len, &whole, &w->fill, NULL, err);
-		ts_prof_add(TS_PROF_DECODE, t);
-		ATOMIC_ADD(&w->e->decodes, 1); /* a count for stats */
-		if (rc)
-			return rc;
-		ts_image_compact(&w->fill);
-		ts_engine_cache_put(w->e->cache, fc->id, &w->fill, 0, &fr);
-		fc->claimed = false;
-		bool served;
-		rc = from_frame(w, &dp, &w->fill, &fr, epoch, index, &served, err);
-		if (rc || served)
+		rc = admit_frame(w, op, &info, buf, len, &dp, epoch, index, fc, t, err);
+		if (rc <= 0)
 			return rc;
 		t = ts_prof_now();
 	}
@@ -411,7 +455,7 @@ static int from_cache(struct worker *w, const struct ts_cache_entry *en, uint64_
 	struct decode_plan dp;
 	plan_decode(w, &e->plan->ops[0], &info, epoch, index, &dp);
 	*first_op = 1;
-	return from_frame(w, &dp, &v, &fr, epoch, index, served, err);
+	return from_frame(w, &dp, &v, &fr, true, epoch, index, served, err);
 }
 
 /* Admit the image of a pending fill: w->img before ops[first], carried

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "augment.h"
 #include "barrier.h"
@@ -83,6 +84,30 @@ static bool claim(struct ts_engine *e, uint64_t *p, uint8_t **data,
 	return true;
 }
 
+static uint64_t tv_us(struct timeval t)
+{
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_usec;
+}
+
+/* The worker's CPU to the engine's first-epoch and later-epoch sums
+ * (ts_engine_stats.cpu_*): what it used before its first sample of a
+ * later epoch, and after. */
+static void worker_cpu_add(struct worker *w)
+{
+	struct ts_engine *e = w->e;
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return;
+	uint64_t u = tv_us(ru.ru_utime), s = tv_us(ru.ru_stime);
+	uint64_t u1 = w->past_first ? tv_us(w->first_user) : u;
+	uint64_t s1 = w->past_first ? tv_us(w->first_sys) : s;
+	/* counts for stats, read after the join */
+	ATOMIC_ADD(&e->cpu_us[0], u1);
+	ATOMIC_ADD(&e->cpu_us[1], s1);
+	ATOMIC_ADD(&e->cpu_us[2], u > u1 ? u - u1 : 0);
+	ATOMIC_ADD(&e->cpu_us[3], s > s1 ? s - s1 : 0);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -91,8 +116,19 @@ static void *worker_main(void *arg)
 	uint8_t *data;
 	size_t len;
 	int status;
+	uint64_t epoch0, epoch, index;
+	ts_engine_pos_split(e, 0, &epoch0, &index);
 	while (claim(e, &p, &data, &len, &status)) {
 		struct ts_error err = {0};
+		if (!w->past_first) {
+			ts_engine_pos_split(e, p, &epoch, &index);
+			struct rusage ru;
+			if (epoch > epoch0 && getrusage(RUSAGE_THREAD, &ru) == 0) {
+				w->first_user = ru.ru_utime;
+				w->first_sys = ru.ru_stime;
+				w->past_first = true;
+			}
+		}
 		int rc = ts_engine_run_sample(w, p, data, len, status, &err);
 		if (data)
 			ts_reader_release(e->reader, data);
@@ -104,6 +140,7 @@ static void *worker_main(void *arg)
 	}
 	ts_aug_scratch_free();
 	ts_prof_add_thread(TS_PROF_WORKER);
+	worker_cpu_add(w);
 	/* Plugin hosts would die with this thread anyway (PR_SET_PDEATHSIG);
 	 * reap them now rather than leave zombies until destroy. */
 	for (size_t k = 0; k < e->n_plugins; k++)

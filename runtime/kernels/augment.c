@@ -625,6 +625,9 @@ static int into_grayscale(const struct ts_op *op, const struct ts_image *in,
 	int chn = op->gray.channels > 0 ? op->gray.channels : in->channels;
 	bool apply = op->gray.p >= 1.0 || chn != in->channels ||
 		     ts_rng_uniform(rng) < op->gray.p;
+	if (op->gray.p < 1.0)
+		ts_trace_note("grayscale", op->index, "\"applied\": %s",
+			      apply ? "true" : "false");
 	if (!apply)
 		return 1;
 	return failed(op, ts_aug_grayscale(in, out, chn), err);

@@ -96,6 +96,8 @@ struct ts_aug_window {
 	int in_x, in_y;       /* where in lies in it */
 	int rw, rh;           /* the size the whole source is resized to */
 	int ox, oy, ow, oh;   /* the window of that result computed */
+	bool cold;            /* in is not in the CPU's caches (a decoded-cache
+				 frame): its rows are prefetched (resample.h) */
 };
 
 /* ts_aug_resize's window form (out is ow x oh); -EINVAL when the window

@@ -236,10 +236,11 @@ void ts_aug_resize_span(int in_size, int out_size, enum ts_interp interp,
  * (resample.c: generic C or a vector kernel, bit-exact either way). */
 static void resample_h_u8(const struct ts_image *in, int y0, int rows,
 			  uint8_t *out, size_t ostride, int ow, int ksize,
-			  const int *bounds, const int32_t *kk)
+			  const int *bounds, const int32_t *kk, bool cold)
 {
 	ts_resample_h_u8(in->data + (size_t)y0 * in->stride, in->stride, rows,
-			 in->width, in->channels, out, ostride, ow, ksize, bounds, kk);
+			 in->width, in->channels, out, ostride, ow, ksize, bounds, kk,
+			 cold ? TS_RESAMPLE_AHEAD : 0);
 }
 
 /* Vertical pass, uint8 (resample.c). Rows of src are sstride apart and
@@ -440,7 +441,7 @@ int ts_aug_resize_window(const struct ts_image *in, struct ts_image *out,
 	}
 	if (need_h && !need_v) {
 		resample_h_u8(in, win->oy - win->in_y, oh, out->data, out->stride, ow, kh,
-			      bh, kih);
+			      bh, kih, win->cold);
 		return 0;
 	}
 	if (!need_h) {
@@ -450,7 +451,7 @@ int ts_aug_resize_window(const struct ts_image *in, struct ts_image *out,
 	}
 	size_t mstride = (size_t)ow * C;
 	resample_h_u8(in, y_first, y_last - y_first, mid, mstride, ow, kh, bh,
-		      kih);
+		      kih, win->cold);
 	for (int i = 0; i < oh; i++)
 		bv[2 * i] -= y_first;
 	resample_v_u8(mid, mstride, ow * C, out->data, out->stride, oh, kv, bv,

@@ -16,6 +16,7 @@
 
 #include "color.h"
 #include "kernel.h"
+#include "trace.h"
 #include "util.h"
 
 static const enum ts_policy_opname space[TS_AUGMIX_OPS] = {
@@ -542,6 +543,45 @@ out:
 	return 0;
 }
 
+/* The draws into the trace (tsrun(1)): the Beta pair, the Dirichlet
+ * weights, and per chain its ops, as torchvision's forward draws them. */
+static void note(const struct ts_op *op, const struct ts_augmix_draw *d)
+{
+	struct ts_trace *t = ts_trace_cur;
+	if (!t)
+		return;
+	struct ts_trace ch = {0};
+	ts_trace_raw(&ch, "\"m\": [%.9g, %.9g], \"weights\": [", (double)d->m[0],
+		     (double)d->m[1]);
+	for (int k = 0; k < d->width; k++)
+		ts_trace_raw(&ch, "%s%.9g", k ? ", " : "", (double)d->w[k]);
+	ts_trace_raw(&ch, "], \"chains\": [");
+	for (int k = 0; k < d->width; k++) {
+		ts_trace_raw(&ch, "%s[", k ? ", " : "");
+		for (int i = 0; i < d->depth[k]; i++) {
+			const struct ts_augmix_step *s = &d->steps[k][i];
+			ts_trace_raw(&ch, "%s{\"name\": \"%s\", \"index\": %d, \"bin\": ",
+				     i ? ", " : "", ts_policy_op_name(s->step.op), s->index);
+			if (s->bin >= 0)
+				ts_trace_raw(&ch, "%d", s->bin);
+			else
+				ts_trace_raw(&ch, "null");
+			if (s->sign >= 0)
+				ts_trace_raw(&ch, ", \"sign\": %d", s->sign);
+			else
+				ts_trace_raw(&ch, ", \"sign\": null");
+			ts_trace_raw(&ch, ", \"magnitude\": %.17g}", s->step.magnitude);
+		}
+		ts_trace_raw(&ch, "]");
+	}
+	ts_trace_raw(&ch, "]");
+	if (ch.failed)
+		t->failed = true;
+	else
+		ts_trace_note("augmix", op->index, "%s", ch.buf);
+	ts_trace_fini(&ch);
+}
+
 static int k_augmix(const struct ts_op *op, struct ts_image *img, struct ts_image *tmp,
 		    struct ts_rng *rng, struct ts_error *err)
 {
@@ -555,6 +595,7 @@ static int k_augmix(const struct ts_op *op, struct ts_image *img, struct ts_imag
 	if (!d)
 		return ts_error_set(err, TS_E_NOMEM, "augmix: out of memory");
 	ts_augmix_draw(op, img->width, img->height, rng, d);
+	note(op, d);
 	int rc = ts_augmix_apply(op, d, img, tmp, err);
 	free(d);
 	return rc;

@@ -17,6 +17,7 @@
 
 #include "augment.h"
 #include "pixel.h"
+#include "trace.h"
 #include "util.h"
 
 /* Map every pixel of the uint8 image through lut[c], c its channel. */
@@ -327,7 +328,12 @@ static int gate(const struct ts_op *op, const struct ts_image *img,
 				    "%s needs uint8 pixels with 1 to 4 channels, got %s x %d",
 				    ts_op_kind_name(op->kind), ts_dtype_name(img->dtype),
 				    img->channels);
-	return !random || op->color.p >= 1.0 || ts_rng_uniform(rng) < op->color.p;
+	if (!random || op->color.p >= 1.0)
+		return 1;
+	bool on = ts_rng_uniform(rng) < op->color.p;
+	ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"applied\": %s",
+		      on ? "true" : "false");
+	return on;
 }
 
 /* A kernel row's apply: gate, then the in-place kernel. */

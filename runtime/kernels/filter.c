@@ -16,6 +16,7 @@
 
 #include "augment.h"
 #include "kernel.h"
+#include "trace.h"
 #include "util.h"
 
 /* PIL's sharpness is exact only if every float product rounds before
@@ -188,7 +189,9 @@ double ts_filter_sigma(const struct ts_op *op, struct ts_rng *rng)
 	if (!(op->blur.sigma_lo < op->blur.sigma_hi))
 		return op->blur.sigma_lo;
 	/* torch.empty(1).uniform_(lo, hi): a float32 draw */
-	return (float)ts_rng_range(rng, op->blur.sigma_lo, op->blur.sigma_hi);
+	float s = (float)ts_rng_range(rng, op->blur.sigma_lo, op->blur.sigma_hi);
+	ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"sigma\": %.9g", s);
+	return s;
 }
 
 /* ---- the family's table (kernel.h) ------------------------------------ */

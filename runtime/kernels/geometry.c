@@ -22,6 +22,7 @@
 #include "geom.h"
 #include "kernel.h"
 #include "pixel.h"
+#include "trace.h"
 #include "util.h"
 
 /* Pillow's COORD and FLOOR: truncation, with every negative coordinate
@@ -654,7 +655,9 @@ void ts_geometry_erase(struct ts_image *img, int i, int j, int h, int w,
 
 double ts_geometry_rotation_draw(const struct ts_op *op, struct ts_rng *rng)
 {
-	return ts_rng_range(rng, op->geo.degrees[0], op->geo.degrees[1]);
+	double a = ts_rng_range(rng, op->geo.degrees[0], op->geo.degrees[1]);
+	ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"angle\": %.17g", a);
+	return a;
 }
 
 void ts_geometry_affine_draw(const struct ts_op *op, int w, int h,
@@ -676,6 +679,11 @@ void ts_geometry_affine_draw(const struct ts_op *op, int w, int h,
 		out->shear[0] = ts_rng_range(rng, g->shear_range[0], g->shear_range[1]);
 	if (g->n_shear == 4)
 		out->shear[1] = ts_rng_range(rng, g->shear_range[2], g->shear_range[3]);
+	ts_trace_note(ts_op_kind_name(op->kind), op->index,
+		      "\"angle\": %.17g, \"translate\": [%.17g, %.17g], \"scale\": %.17g, "
+		      "\"shear\": [%.17g, %.17g]",
+		      out->angle, out->translate[0], out->translate[1], out->scale,
+		      out->shear[0], out->shear[1]);
 }
 
 /* torch.randint(lo, hi): uniform in [lo, hi). */
@@ -846,14 +854,23 @@ static int k_random_perspective(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	if (!ts_geometry_perspective_draw(op, img->width, img->height, rng, start, end))
+	if (!ts_geometry_perspective_draw(op, img->width, img->height, rng, start, end)) {
+		ts_trace_note("random_perspective", op->index, "\"applied\": false");
 		return 0;
+	}
 	/* Three drawn corners on one line (distortion_scale near 1: 1.6e-4
 	 * of the draws at 224 px, 1% at 32 px) have no warp: torchvision's
 	 * lstsq then raises or returns a blowup; the sample is kept as it
 	 * is, as when p is missed, instead of stopping the run. */
 	double c[8];
-	if (ts_geom_perspective(start, end, c) < 0)
+	bool warp = ts_geom_perspective(start, end, c) == 0;
+	ts_trace_note("random_perspective", op->index,
+		      "\"applied\": %s, \"startpoints\": [[%g, %g], [%g, %g], [%g, %g], [%g, %g]], "
+		      "\"endpoints\": [[%g, %g], [%g, %g], [%g, %g], [%g, %g]]",
+		      warp ? "true" : "false", start[0], start[1], start[2], start[3], start[4],
+		      start[5], start[6], start[7], end[0], end[1], end[2], end[3], end[4], end[5],
+		      end[6], end[7]);
+	if (!warp)
 		return 0;
 	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
 	return failed(op, ts_geometry_perspective(img, tmp, start, end, op->geo.interp, fill),

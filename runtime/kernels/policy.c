@@ -69,8 +69,10 @@ void ts_policy_erase_box(const struct ts_op *op, int H, int W,
 			 struct ts_rng *rng, struct ts_erase_box *box)
 {
 	*box = (struct ts_erase_box){0};
-	if (!(ts_rng_uniform(rng) < op->policy.p))
+	if (!(ts_rng_uniform(rng) < op->policy.p)) {
+		ts_trace_note("random_erasing", op->index, "\"erased\": false");
 		return;
+	}
 	const double area = (double)H * (double)W;
 	const double llo = log(op->policy.ratio_lo), lhi = log(op->policy.ratio_hi);
 	for (int attempt = 0; attempt < 10; attempt++) {
@@ -86,8 +88,26 @@ void ts_policy_erase_box(const struct ts_op *op, int H, int W,
 		box->w = w;
 		box->i = (int)ts_rng_below(rng, (uint64_t)(H - h + 1));
 		box->j = (int)ts_rng_below(rng, (uint64_t)(W - w + 1));
-		return;
+		break;
 	}
+	if (!ts_trace_cur)
+		return;
+	char v[96] = "\"random\"";
+	if (!op->policy.erase_random) {
+		size_t at = 0;
+		const int n = op->policy.n_erase > 1 ? op->policy.n_erase : 1;
+		for (int c = 0; c < n && at < sizeof(v); c++)
+			at += (size_t)snprintf(v + at, sizeof(v) - at, "%s%.9g",
+					       c ? ", " : "[", (double)op->policy.erase_value[c]);
+		if (at < sizeof(v))
+			snprintf(v + at, sizeof(v) - at, "]");
+	}
+	if (box->apply)
+		ts_trace_note("random_erasing", op->index,
+			      "\"erased\": true, \"top\": %d, \"left\": %d, \"height\": %d, "
+			      "\"width\": %d, \"value\": %s", box->i, box->j, box->h, box->w, v);
+	else
+		ts_trace_note("random_erasing", op->index, "\"erased\": false");
 }
 
 /* A standard normal draw (Box-Muller on two uniforms; the second of each

@@ -245,11 +245,12 @@ static int h3t_build(void *buf, int in_w, int ow, int ksize, const int *bounds,
 
 TS_VECTORIZE static void h_generic(const uint8_t *src, size_t sstride, int rows, int C,
 		      uint8_t *dst, size_t dstride, int ow, int ksize,
-		      const int *bounds, const int32_t *kk)
+		      const int *bounds, const int32_t *kk, const struct ts_resample_pf *pf)
 {
 	const int32_t half = 1 << (TS_RESAMPLE_BITS - 1);
 	for (int y = 0; y < rows; y++) {
 		const uint8_t *s = src + (size_t)y * sstride;
+		ts_resample_pf_row(src, sstride, pf, y);
 		uint8_t *d = dst + (size_t)y * dstride;
 		for (int xx = 0; xx < ow; xx++) {
 			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
@@ -310,11 +311,38 @@ TS_VECTORIZE static void v_generic(const uint8_t *src, size_t sstride, int n_ele
 
 /* ---- Dispatch ---- */
 
+/* The prefetch of a pass whose source is cold (resample.h, ahead): the
+ * bytes of a row the outputs read, and the first ahead rows asked for
+ * now (the kernels ask for each later one ahead rows before it). */
+static const struct ts_resample_pf *pf_setup(struct ts_resample_pf *pf, const uint8_t *src,
+					     size_t sstride, int rows, int channels, int ow,
+					     const int *bounds, int ahead)
+{
+	if (ahead <= 0 || rows <= 0 || ow <= 0)
+		return NULL;
+	int x0 = bounds[0], x1 = bounds[0] + bounds[1];
+	for (int i = 1; i < ow; i++) {
+		if (bounds[2 * i] < x0)
+			x0 = bounds[2 * i];
+		if (bounds[2 * i] + bounds[2 * i + 1] > x1)
+			x1 = bounds[2 * i] + bounds[2 * i + 1];
+	}
+	*pf = (struct ts_resample_pf){.lo = (size_t)x0 * (size_t)channels,
+				      .hi = (size_t)x1 * (size_t)channels,
+				      .ahead = ahead, .rows = rows};
+	for (int y = -ahead; y < 0; y++)
+		ts_resample_pf_row(src, sstride, pf, y);
+	return pf;
+}
+
 void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 		      int channels, uint8_t *dst, size_t dstride, int ow,
-		      int ksize, const int *bounds, const int32_t *weights)
+		      int ksize, const int *bounds, const int32_t *weights, int ahead)
 {
 	const enum ts_simd_isa isa = channels == 3 ? ts_simd_isa() : TS_SIMD_GENERIC;
+	struct ts_resample_pf pfs;
+	const struct ts_resample_pf *pf = pf_setup(&pfs, src, sstride, rows, channels, ow,
+						   bounds, ahead);
 	const int gmax = (ksize + 3) / 4;
 	int16_t *split = NULL;
 #if defined(__x86_64__) || defined(__i386__)
@@ -326,7 +354,7 @@ void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 		struct ts_resample_h3t_entry *tab;
 		if (buf && h3t_build(buf, in_w, ow, ksize, bounds, weights, &blk, &tab) <= 4) {
 			ts_resample_h3t_avx2(src, sstride, rows, dst, dstride, ow, ksize, bounds,
-				       weights, blk, tab);
+				       weights, blk, tab, pf);
 			return;
 		}
 	}
@@ -345,29 +373,29 @@ void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 #endif
 	if (!split) {
 		h_generic(src, sstride, rows, channels, dst, dstride, ow, ksize,
-			  bounds, weights);
+			  bounds, weights, pf);
 		return;
 	}
 	switch (isa) {
 #if defined(__x86_64__) || defined(__i386__)
 	case TS_SIMD_AVX2:
 		ts_resample_h3_avx2(src, sstride, rows, in_w, dst, dstride, ow, ksize,
-			      bounds, weights, split, gmax);
+			      bounds, weights, split, gmax, pf);
 		return;
 	case TS_SIMD_SSE41:
 		ts_resample_h3_sse41(src, sstride, rows, in_w, dst, dstride, ow, ksize,
-			       bounds, weights, split, gmax);
+			       bounds, weights, split, gmax, pf);
 		return;
 #endif
 #if defined(__aarch64__)
 	case TS_SIMD_NEON:
 		ts_resample_h3_neon(src, sstride, rows, in_w, dst, dstride, ow, ksize,
-			      bounds, weights, split, gmax);
+			      bounds, weights, split, gmax, pf);
 		return;
 #endif
 	default:
 		h_generic(src, sstride, rows, channels, dst, dstride, ow, ksize,
-			  bounds, weights);
+			  bounds, weights, pf);
 	}
 }
 

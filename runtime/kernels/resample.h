@@ -37,10 +37,14 @@
  * every bounds range lies inside [0, in_w). sstride is at least in_w *
  * channels: a vector path may read up to 15 bytes past the end of every
  * row but the last (bytes between the first row and the last, never
- * used), so all of them must be readable. */
+ * used), so all of them must be readable. ahead > 0: src is not in the
+ * CPU's caches (a decoded-cache frame): each row's bytes are prefetched
+ * ahead rows before the pass reads them (TS_RESAMPLE_AHEAD); the output is
+ * the same bytes either way. */
+#define TS_RESAMPLE_AHEAD 4
 void ts_resample_h_u8(const uint8_t *src, size_t sstride, int rows, int in_w,
 		      int channels, uint8_t *dst, size_t dstride, int ow,
-		      int ksize, const int *bounds, const int32_t *weights);
+		      int ksize, const int *bounds, const int32_t *weights, int ahead);
 
 /* Vertical pass: oh output rows of n_elems bytes each at dst (dstride
  * apart) from the rows at src (sstride apart; bounds index those rows). */

@@ -74,6 +74,8 @@ struct cudart {
 	int (*malloc)(void **, size_t);
 	int (*free)(void *);
 	int (*memcpy_async)(void *, const void *, size_t, int, void *);
+	int (*memcpy_2d_async)(void *, size_t, const void *, size_t, size_t, size_t, int,
+			       void *);
 	int (*stream_sync)(void *);
 	int (*event_create)(void **, unsigned int);
 	int (*event_destroy)(void *);
@@ -129,6 +131,7 @@ static void rt_load(void)
 	SYM(malloc, "cudaMalloc");
 	SYM(free, "cudaFree");
 	SYM(memcpy_async, "cudaMemcpyAsync");
+	SYM(memcpy_2d_async, "cudaMemcpy2DAsync");
 	SYM(stream_sync, "cudaStreamSynchronize");
 	SYM(event_create, "cudaEventCreateWithFlags");
 	SYM(event_destroy, "cudaEventDestroy");
@@ -473,7 +476,8 @@ TS_EXPORT int ts_client_device_open(struct ts_client *c, int device,
 	if (rc < 0)
 		return rc;
 	if (!rt.get_device || !rt.set_device || !rt.pci_bus_id || !rt.ipc_open ||
-	    !rt.ipc_close || !rt.malloc || !rt.free || !rt.memcpy_async || !rt.stream_sync ||
+	    !rt.ipc_close || !rt.malloc || !rt.free || !rt.memcpy_async ||
+	    !rt.memcpy_2d_async || !rt.stream_sync ||
 	    !rt.event_create || !rt.event_destroy || !rt.event_record || !rt.event_sync ||
 	    !rt.event_query)
 		return ts_error_set(err, TS_E_NODEV,
@@ -522,7 +526,7 @@ TS_EXPORT int ts_client_device_open(struct ts_client *c, int device,
 	if (!d->zero_copy) {
 		ts_client_info(c, &ci);
 		d->buf_samples = ci.batch_size;
-		e = rt.malloc((void **)&d->buf, d->buf_samples * info.sample_bytes);
+		e = rt.malloc((void **)&d->buf, d->buf_samples * info.sample_stride);
 		if (e != 0) {
 			rc = rt_fail(err, TS_E_NOMEM, "cudaMalloc of the peer-copy buffer", e);
 			if (rt.ipc_close(d->base) != 0)
@@ -565,20 +569,36 @@ static int span(struct ts_client_device *d, const struct ts_batch *b, uint8_t **
 				    "device batch of %zu samples at slot %llu runs past the ring's "
 				    "mirror (%llu)", b->n, (unsigned long long)slot,
 				    (unsigned long long)d->info.mirror);
-	*src = d->base + slot * d->info.sample_bytes;
+	*src = d->base + slot * d->info.sample_stride;
 	return 0;
 }
 
-/* Copy n bytes on stream; with sync, on the legacy stream of the batch's
+/* Copy rows of width bytes, spitch apart at src, dpitch apart at dst
+ * (one plain copy when both are width), on stream. */
+static int copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		     size_t rows, void *stream)
+{
+	if (dpitch == width && spitch == width)
+		return rt.memcpy_async(dst, src, rows * width, CUDA_MEMCPY_DEFAULT, stream);
+	return rt.memcpy_2d_async(dst, dpitch, src, spitch, width, rows, CUDA_MEMCPY_DEFAULT,
+				  stream);
+}
+
+/* Copy n samples from the ring's slots at src (sample_stride apart) to
+ * dst, dpitch apart (sample_stride: the same layout; sample_bytes:
+ * packed), on stream; with sync, on the legacy stream of the batch's
  * device (made current: the copy is queued on the current device's
  * stream) and waited for. A device-to-device cudaMemcpy would not wait
  * on the host, so the plain calls synchronise explicitly. */
-static int copy(struct ts_client_device *d, void *dst, const void *src, size_t n,
-		void *stream, bool sync, const char *what, struct ts_error *err)
+static int copy(struct ts_client_device *d, void *dst, size_t dpitch, const void *src,
+		size_t n, void *stream, bool sync, const char *what, struct ts_error *err)
 {
+	/* the same layout (w = sp): one copy of the whole span, padding and
+	 * all; packed: sample_bytes of each slot */
+	size_t sp = d->info.sample_stride, w = dpitch < sp ? dpitch : sp;
 	int e, cur = d->device;
 	if (!sync) {
-		e = rt.memcpy_async(dst, src, n, CUDA_MEMCPY_DEFAULT, stream);
+		e = copy_rows(dst, dpitch, src, sp, w, n, stream);
 		return e ? rt_fail(err, TS_E_NODEV, what, e) : 0;
 	}
 	/* the caller's current device is put back afterwards (PyTorch
@@ -587,7 +607,7 @@ static int copy(struct ts_client_device *d, void *dst, const void *src, size_t n
 		return rt_fail(err, TS_E_NODEV, "cudaGetDevice", e);
 	if (cur != d->device && (e = rt.set_device(d->device)) != 0)
 		return rt_fail(err, TS_E_NODEV, "cudaSetDevice", e);
-	e = rt.memcpy_async(dst, src, n, CUDA_MEMCPY_DEFAULT, NULL);
+	e = copy_rows(dst, dpitch, src, sp, w, n, NULL);
 	if (e == 0)
 		e = rt.stream_sync(NULL);
 	int rc = e ? rt_fail(err, TS_E_NODEV, what, e) : 0;
@@ -621,10 +641,11 @@ static int batch(struct ts_client_device *d, const struct ts_batch *b, void *str
 			return ts_error_set(err, TS_E_ARG,
 					    "device batch at seq %llu is not outstanding",
 					    (unsigned long long)b->seq);
-		dst += (size_t)d->out[i].slot * d->buf_samples * d->info.sample_bytes;
+		dst += (size_t)d->out[i].slot * d->buf_samples * d->info.sample_stride;
 	}
-	/* unified addressing: a peer-to-peer copy onto our GPU */
-	rc = copy(d, dst, src, b->n * d->info.sample_bytes, stream, sync,
+	/* unified addressing: a peer-to-peer copy onto our GPU, in the
+	 * ring's layout (samples sample_stride apart, as zero-copy) */
+	rc = copy(d, dst, d->info.sample_stride, src, b->n, stream, sync,
 		  "peer copy of a device batch (cudaMemcpyAsync)", err);
 	if (rc < 0)
 		return rc;
@@ -654,8 +675,11 @@ static int copy_out(struct ts_client_device *d, const struct ts_batch *b, void *
 	int rc = span(d, b, &src, err);
 	if (rc < 0)
 		return rc;
-	return copy(d, dst, src, b->n * d->info.sample_bytes, stream, sync,
-		    "copy of a device batch (cudaMemcpyAsync)", err);
+	/* packed: the slots' padding stays behind */
+	return copy(d, dst, d->info.sample_bytes, src, b->n, stream, sync,
+		    d->info.sample_stride == d->info.sample_bytes
+			    ? "copy of a device batch (cudaMemcpyAsync)"
+			    : "copy of a device batch (cudaMemcpy2DAsync)", err);
 }
 
 TS_EXPORT int ts_client_device_copy(struct ts_client_device *d, const struct ts_batch *b,
@@ -901,7 +925,7 @@ TS_EXPORT int ts_client_device_set_outstanding(struct ts_client_device *d, unsig
 	if (!d->zero_copy && k != d->k) {
 		/* peer copies: one batch's worth of buffer per outstanding batch */
 		void *buf = NULL;
-		int e = rt.malloc(&buf, (size_t)k * d->buf_samples * d->info.sample_bytes);
+		int e = rt.malloc(&buf, (size_t)k * d->buf_samples * d->info.sample_stride);
 		if (e != 0)
 			return rt_fail(err, TS_E_NOMEM, "cudaMalloc of the peer-copy buffers", e);
 		if (rt.free(d->buf) != 0)

@@ -100,11 +100,13 @@ EXPORT int fake_cudart_ro_register = 1;   /* HostRegisterReadOnlySupported */
 EXPORT int fake_cudart_no_device;         /* cudaGetDeviceCount: no device */
 EXPORT int fake_cudart_driver_version = 13000;
 EXPORT int fake_cudart_vec_launches;      /* finish_vec kernels run */
-EXPORT int fake_cudart_scalar_launches;   /* finish_scalar kernels run */
 EXPORT int fake_cudart_double_closes;     /* cudaIpcCloseMemHandle of a closed mapping */
 EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
-EXPORT int fake_cudart_register_delay_ms; /* cudaHostRegister takes this long
-					     (the driver faults in and locks every page) */
+/* cudaHostRegister takes this long per MiB (the driver faults in and
+ * locks every page), holding the driver's lock (drv_lock): copies,
+ * kernel launches and synchronisations of other threads wait for it, as
+ * on a GPU, where page-locking serialises on driver-wide locks */
+EXPORT double fake_cudart_register_ms_per_mib;
 /* Devices whose primary context this process holds: made by the first
  * call that needs one (cudaSetDevice does, since CUDA 12), given back
  * by cudaDeviceReset. FAKE_CUDART_REPORT=FILE: at exit, a line
@@ -119,6 +121,39 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int context_error;
 static __thread int last_error;
 static __thread int cur;                  /* current device */
+
+/* The driver's lock, first come first served: cudaHostRegister holds it
+ * while it "locks pages"; the calls that would need it on a GPU (copies,
+ * launches, stream synchronisation) wait their turn. */
+static pthread_mutex_t drv_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t drv_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long drv_next, drv_serving;
+
+static void drv_lock(void)
+{
+	pthread_mutex_lock(&drv_mu);
+	unsigned long t = drv_next++;
+	while (t != drv_serving)
+		pthread_cond_wait(&drv_cv, &drv_mu);
+	pthread_mutex_unlock(&drv_mu);
+}
+
+static void drv_unlock(void)
+{
+	pthread_mutex_lock(&drv_mu);
+	drv_serving++;
+	pthread_cond_broadcast(&drv_cv);
+	pthread_mutex_unlock(&drv_mu);
+}
+
+/* A call that needs the driver: waits for a registration under way. */
+static void drv_wait(void)
+{
+	if (fake_cudart_register_ms_per_mib > 0) {
+		drv_lock();
+		drv_unlock();
+	}
+}
 
 static int env_int(const char *name, int def)
 {
@@ -136,7 +171,10 @@ __attribute__((constructor)) static void fake_init(void)
 	fake_cudart_ro_register = env_int("FAKE_CUDART_RO_REGISTER", 1);
 	fake_cudart_no_device = env_int("FAKE_CUDART_NO_DEVICE", 0);
 	fake_cudart_driver_version = env_int("FAKE_CUDART_DRIVER_VERSION", 13000);
-	fake_cudart_register_delay_ms = env_int("FAKE_CUDART_REGISTER_DELAY_MS", 0);
+	{
+		const char *v = getenv("FAKE_CUDART_REGISTER_MS_PER_MIB");
+		fake_cudart_register_ms_per_mib = v && *v ? atof(v) : 0.0;
+	}
 }
 
 /* Every failing call goes through here: the error sticks. */
@@ -187,6 +225,8 @@ int cudaDeviceReset(void);
 int cudaEventElapsedTime(float *ms, void *a, void *b);
 int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 		      size_t height, int kind, void *stream);
+int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		 size_t height, int kind);
 int cudaMemset(void *p, int value, size_t n);
 int cudaMallocHost(void **p, size_t n);
 int cudaFreeHost(void *p);
@@ -383,8 +423,12 @@ static int is_pinned(const void *p)
 EXPORT int cudaHostRegister(void *p, size_t n, unsigned int flags)
 {
 	int rc = OK;
-	if (fake_cudart_register_delay_ms > 0)
-		usleep((useconds_t)fake_cudart_register_delay_ms * 1000);
+	if (fake_cudart_register_ms_per_mib > 0) {
+		drv_lock();
+		usleep((useconds_t)(fake_cudart_register_ms_per_mib * 1000.0 * (double)n /
+				    (1 << 20)));
+		drv_unlock();
+	}
 	pthread_mutex_lock(&mu);
 	fake_cudart_registers++;
 	if (!p || n == 0)
@@ -782,6 +826,7 @@ EXPORT int cudaStreamGetDevice(void *p, int *d)
 
 EXPORT int cudaStreamSynchronize(void *p)
 {
+	drv_wait();
 	pthread_mutex_lock(&mu);
 	drain(stream_of(p), 1 << 30);
 	pthread_mutex_unlock(&mu);
@@ -960,23 +1005,42 @@ static int copy(void *dst, const void *src, size_t n, int kind, void *p, int asy
 
 EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
+	drv_wait();
 	/* device to device: queued on the legacy stream, no host sync */
 	return copy(dst, src, n, kind, NULL, 0);
 }
 
 EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream)
 {
+	drv_wait();
 	return copy(dst, src, n, kind, stream, 1);
 }
 
 EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
 			     size_t width, size_t height, int kind, void *stream)
 {
+	drv_wait();
 	if (width > dpitch || width > spitch)
 		return fail(E_INVALID_VALUE);
 	for (size_t y = 0; y < height; y++) {
 		int rc = copy((uint8_t *)dst + y * dpitch, (const uint8_t *)src + y * spitch,
 			      width, kind, stream, 1);
+		if (rc)
+			return rc;
+	}
+	return OK;
+}
+
+/* As cudaMemcpy, row by row. */
+EXPORT int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+			size_t height, int kind)
+{
+	drv_wait();
+	if (width > dpitch || width > spitch)
+		return fail(E_INVALID_VALUE);
+	for (size_t y = 0; y < height; y++) {
+		int rc = copy((uint8_t *)dst + y * dpitch, (const uint8_t *)src + y * spitch,
+			      width, kind, NULL, 0);
 		if (rc)
 			return rc;
 	}
@@ -1076,9 +1140,11 @@ EXPORT int cudaIpcGetMemHandle(struct ipc_handle *h, void *p)
  * (runtime/cuda/finish.cu) by name and runs them on the host when their
  * launch comes off its stream, the arguments copied at the launch. The
  * vector kernel's alignment contract is checked as the hardware does: a
- * misaligned vector access ends the context (a sticky
- * cudaErrorMisalignedAddress). An unknown kernel is an invalid device
- * function. */
+ * misaligned 16-byte store (a slot stride or a destination that is not a
+ * multiple of 16) ends the context (a sticky cudaErrorMisalignedAddress).
+ * It writes what the kernel writes: each slot's sample flat in NCHW, then
+ * zeros to the end of its last 16-byte vector (the slot's padding). An
+ * unknown kernel is an invalid device function. */
 
 struct dim3 {
 	unsigned x, y, z;
@@ -1087,7 +1153,7 @@ struct dim3 {
 struct kernel_fn {
 	const void *host;
 	const char *name;
-	int vec, half, channels;      /* channels: vec only */
+	int half;                     /* finish_vec<__half> */
 };
 
 static struct kernel_fn kernels[32];
@@ -1098,7 +1164,7 @@ struct kernel_run {
 	const struct kernel_fn *fn;
 	const uint8_t *src;
 	void *dst, *dst2;
-	size_t n, hw, n2;
+	size_t n, hw, n2, stride;
 	int channels;
 	float scale[4], bias[4];
 };
@@ -1128,13 +1194,10 @@ EXPORT void __cudaRegisterFunction(void **h, const char *host, char *dev, const 
 	if (nkernels == (int)(sizeof(kernels) / sizeof(kernels[0])))
 		return;
 	struct kernel_fn *k = &kernels[nkernels++];
-	const char *c = strstr(name, "Li");
 	k->host = host;
 	k->name = name;
-	k->vec = strstr(name, "finish_vec") != NULL;
-	/* finish_vec<float, C> is ..IfLiCE.., finish_vec<__half, C> ..I6__halfLiCE.. */
+	/* finish_vec<float> is ..finish_vecIfEv.., finish_vec<__half> ..I6__halfEv.. */
 	k->half = strstr(name, "__half") != NULL;
-	k->channels = k->vec && c ? c[2] - '0' : 0;
 }
 
 EXPORT int __cudaGetKernel(void **out, const void *host)
@@ -1227,30 +1290,36 @@ static void store(void *dst, size_t i, int half, float v)
 static void run_kernel(struct kernel_run *k)
 {
 	const struct kernel_fn *fn = k->fn;
-	size_t es = fn->half ? 2 : 4, C = (size_t)k->channels;
-	size_t in = k->n * k->hw * C, out = k->n * k->hw * C * es;
-	if (fn->vec && (k->hw % 4 || (uintptr_t)k->src % 4 || (uintptr_t)k->dst % (4 * es) ||
-			(k->n2 && (uintptr_t)k->dst2 % (4 * es)))) {
+	size_t es = fn->half ? 2 : 4, C = (size_t)k->channels, elems = k->hw * C;
+	size_t in = k->n * elems, out = k->n * k->stride;
+	if (k->stride % 16 || k->stride < elems * es || (uintptr_t)k->dst % 16 ||
+	    (k->n2 && (uintptr_t)k->dst2 % 16)) {
 		context_error = E_MISALIGNED_ADDRESS;
 		goto done;
 	}
 	if (!device_range_ok(k->src, in) || !device_range_ok(k->dst, out) ||
-	    (k->n2 && !device_range_ok(k->dst2, k->n2 * k->hw * C * es))) {
+	    (k->n2 && !device_range_ok(k->dst2, k->n2 * k->stride))) {
 		context_error = E_ILLEGAL_ADDRESS;
 		goto done;
 	}
-	__atomic_add_fetch(fn->vec ? &fake_cudart_vec_launches : &fake_cudart_scalar_launches, 1,
-			   __ATOMIC_RELAXED);
-	for (size_t s = 0; s < k->n; s++)
-		for (size_t p = 0; p < k->hw; p++)
-			for (size_t c = 0; c < C; c++) {
+	__atomic_add_fetch(&fake_cudart_vec_launches, 1, __ATOMIC_RELAXED);
+	for (size_t s = 0; s < k->n; s++) {
+		uint8_t *d = (uint8_t *)k->dst + s * k->stride;
+		uint8_t *d2 = s < k->n2 ? (uint8_t *)k->dst2 + s * k->stride : NULL;
+		for (size_t c = 0; c < C; c++)
+			for (size_t p = 0; p < k->hw; p++) {
 				float v = fmaf((float)k->src[(s * k->hw + p) * C + c], k->scale[c],
 					       k->bias[c]);
-				size_t o = (s * C + c) * k->hw + p;
-				store(k->dst, o, fn->half, v);
-				if (s < k->n2)
-					store(k->dst2, o, fn->half, v);
+				store(d, c * k->hw + p, fn->half, v);
+				if (d2)
+					store(d2, c * k->hw + p, fn->half, v);
 			}
+		/* the last vector's elements past the sample: zeros */
+		size_t end = (elems * es + 15) / 16 * 16;
+		memset(d + elems * es, 0, end - elems * es);
+		if (d2)
+			memset(d2 + elems * es, 0, end - elems * es);
+	}
 done:
 	free(k);
 }
@@ -1260,9 +1329,10 @@ static int launch(void *kernel, struct dim3 grid, struct dim3 block, void **args
 {
 	const struct kernel_fn *fn = kernel;
 	(void)grid, (void)block, (void)shared;
+	drv_wait();
 	if (context_error)
 		return fail(context_error);
-	if (!fn || !(strstr(fn->name, "finish_vec") || strstr(fn->name, "finish_scalar")))
+	if (!fn || !strstr(fn->name, "finish_vec"))
 		return fail(E_INVALID_DEVICE_FUNCTION);
 	struct kernel_run *k = calloc(1, sizeof(*k));
 	struct op *o = calloc(1, sizeof(*o));
@@ -1271,15 +1341,15 @@ static int launch(void *kernel, struct dim3 grid, struct dim3 block, void **args
 		free(o);
 		return fail(E_MEMORY_ALLOCATION);
 	}
-	/* finish_vec(src, dst, n, hw, affine, dst2, n2);
-	 * finish_scalar(src, dst, n, hw, C, affine, dst2, n2) */
+	/* finish_vec(src, dst, n, hw, C, stride, affine, dst2, n2) */
 	int i = 0;
 	k->fn = fn;
 	k->src = *(const uint8_t **)args[i++];
 	k->dst = *(void **)args[i++];
 	k->n = *(size_t *)args[i++];
 	k->hw = *(size_t *)args[i++];
-	k->channels = fn->vec ? fn->channels : *(int *)args[i++];
+	k->channels = *(int *)args[i++];
+	k->stride = *(size_t *)args[i++];
 	memcpy(k->scale, args[i], sizeof(k->scale));
 	memcpy(k->bias, (const float *)args[i++] + 4, sizeof(k->bias));
 	k->dst2 = *(void **)args[i++];

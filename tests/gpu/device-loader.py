@@ -7,7 +7,11 @@ batch out of the producer's device ring on the GPU (its own tensors:
 source "device-ring (device copy)"); the raw_views one views the ring in
 place on the producer's GPU ("device-ring (zero-copy)"). Both must equal
 torch's own finishing of the host ring's uint8 NHWC samples:
-(x / 255 - mean) / std, NCHW; float32 and float16. The device ring must
+(x / 255 - mean) / std, NCHW; float32 and float16, at 40x40 (slots
+packed) and at 33x33 (an odd sample size: the device ring pads each slot
+to a multiple of 16 bytes, so the zero-copy batch is [n, 3, 33, 33] with
+a sample stride of its own, and the copied one is contiguous). The
+device ring must
 really be used: the loaders' sources are checked after the first batch
 (a loader falls back with a RuntimeWarning, and says so in ``source``
 only once it tried), and every RuntimeWarning is an error.
@@ -48,6 +52,25 @@ def sources_known():
     return bad
 
 
+def strides_known():
+    """The zero-copy view's strides for padded and packed slots, on any
+    host: slots of an odd sample size are its bytes rounded up to 16."""
+    from tsrun import _lib, loader
+    bad = 0
+    for h, w, dt, es in ((33, 33, 3, 4), (33, 33, 2, 2), (7, 5, 3, 4), (40, 40, 3, 4)):
+        sb = h * w * 3 * es
+        slot = (sb + 15) // 16 * 16
+        info = _lib.DevInfo(height=h, width=w, channels=3, dtype=dt, layout=1,
+                            sample_bytes=sb, sample_stride=slot)
+        want = None if slot == sb else (slot, h * w * es, w * es, es)
+        got = loader._device_strides(info)
+        if got != want:
+            print(f"FAIL: a {h}x{w}x3 device view (slots of {slot} bytes): strides "
+                  f"{got}, expected {want}")
+            bad += 1
+    return bad
+
+
 def passes(torch, cuda, loaders, n):
     """n passes of the loaders in step (as zip), each next() under
     torch's sync debug mode "error" on a GPU; a string says which one
@@ -81,7 +104,7 @@ def main():
     if os.environ.get("TS_LIBTSCLIENT"):
         os.environ["TSRUN_LIBTSCLIENT"] = os.environ["TS_LIBTSCLIENT"]
     import tsrun
-    failures = sources_known()
+    failures = sources_known() + strides_known()
     cuda = torch.cuda.is_available()
     if not cuda:
         print("torch.cuda.is_available() is false (a CPU-only torch, or no GPU): "
@@ -89,13 +112,17 @@ def main():
 
     tsrun_bin = os.environ["TSRUN"]
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-    for dtype, tol in (("float32", 1e-5), ("float16", 2e-3)):
+    for dtype, tol, size in (("float32", 1e-5, 40), ("float16", 2e-3, 40),
+                             ("float32", 1e-5, 33), ("float16", 2e-3, 33)):
+        es = 4 if dtype == "float32" else 2
+        # slot to slot on the device: the sample's bytes up to 16
+        slot = (size * size * 3 * es + 15) // 16 * 16
         with tempfile.TemporaryDirectory(prefix="tsrun-gpu-") as tmp:
             sock = os.path.join(tmp, "s.sock")
             with open(os.path.join(tmp, "p.ts"), "w") as f:
                 f.write(f"""pipeline train =
     synthetic(48, count = 600, classes = 10)
-    | random_crop(40)
+    | random_crop({size})
     | flip(p = 0.5)
     | to(uint8, nhwc)
     | device(cuda, dtype = {dtype}, mean = {mean}, std = {std})
@@ -127,36 +154,46 @@ serve train {{
                 # copy from pageable memory would, every batch)
                 for batches in passes(torch, cuda, [host] + devs, 2):
                     if isinstance(batches, str):
-                        print(f"FAIL: {dtype}: {batches}")
+                        print(f"FAIL: {dtype} {size}x{size}: {batches}")
                         failures += 1
                         break
                     (hi, hl), rest = batches[0], batches[1:]
-                    assert hi.dtype == torch.uint8 and hi.shape[1:] == (40, 40, 3), hi.shape
+                    assert hi.dtype == torch.uint8 and hi.shape[1:] == (size, size, 3), hi.shape
                     if n == 0:
                         # what the loaders settled on, once they have a batch
                         for k, dev in zip(kinds, devs):
                             print(f"{dtype}: device loader ({k}) source: {dev.source}")
                             if dev.source != SOURCES[k]:
-                                print(f"FAIL: {dtype}: tsrun runs on cuda:0, the loader "
+                                print(f"FAIL: {dtype} {size}x{size}: tsrun runs on cuda:0, the loader "
                                       f"({k}) too, but it reads {dev.source!r}, not "
                                       f"{SOURCES[k]!r}")
                                 failures += 1
                     ref = (hi.permute(0, 3, 1, 2).float() / 255 - m) / s
                     for k, (di, dl) in zip(kinds, rest):
                         assert di.is_cuda and di.dtype == getattr(torch, dtype), di.dtype
-                        assert di.shape == (hi.shape[0], 3, 40, 40), di.shape
+                        assert di.shape == (hi.shape[0], 3, size, size), di.shape
+                        # raw: the ring's layout; copy: the trainer's own,
+                        # contiguous
+                        want = (slot // es if k == "raw" else 3 * size * size,
+                                size * size, size, 1)
+                        if di.stride() != want or (k == "raw" and
+                                                   di.data_ptr() % 16 != 0):
+                            print(f"FAIL: {dtype} {size}x{size}: {k}: strides "
+                                  f"{di.stride()} at {di.data_ptr():#x}, expected "
+                                  f"{want}, 16-byte aligned")
+                            failures += 1
                         diff = float((di.float().cpu() - ref).abs().max())
                         worst = max(worst, diff)
                         if diff > tol or not torch.equal(dl.cpu(), hl):
-                            print(f"FAIL: {dtype}: {k}: batch at {host.index}: max diff {diff}")
+                            print(f"FAIL: {dtype} {size}x{size}: {k}: batch at {host.index}: max diff {diff}")
                             failures += 1
                     n += hi.shape[0]
                 for dev in devs:
                     dev.close()
                 host.close()
-                print(f"{dtype}: {n} samples, max |device - torch| = {worst:.2e}")
+                print(f"{dtype} {size}x{size}: {n} samples, max |device - torch| = {worst:.2e}")
                 if n != 1200:
-                    print(f"FAIL: {dtype}: {n} samples, expected 1200")
+                    print(f"FAIL: {dtype} {size}x{size}: {n} samples, expected 1200")
                     failures += 1
             finally:
                 try:
@@ -166,10 +203,10 @@ serve train {{
                 log.seek(0)
                 text = log.read()
                 if "finishing on GPU" not in text:
-                    print(f"FAIL: {dtype}: tsrun did not serve a device ring:\n{text}")
+                    print(f"FAIL: {dtype} {size}x{size}: tsrun did not serve a device ring:\n{text}")
                     failures += 1
                 if proc.returncode != 0:
-                    print(f"FAIL: {dtype}: tsrun exited {proc.returncode}:\n{text}")
+                    print(f"FAIL: {dtype} {size}x{size}: tsrun exited {proc.returncode}:\n{text}")
                     failures += 1
     if failures:
         print(f"{failures} failure(s)")

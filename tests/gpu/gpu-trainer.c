@@ -95,6 +95,10 @@ int main(int argc, char **argv)
 	ts_client_info(c, &ci);
 	size_t sb = ts_finish_sample_bytes(&p), max = ci.batch_size;
 	CHECK(sb == di.sample_bytes, "sample bytes %zu, the ring's %zu", sb, di.sample_bytes);
+	/* slots padded to 16 bytes: every sample starts aligned */
+	size_t ss = di.sample_stride;
+	CHECK(ss >= sb && ss % 16 == 0 && ss - sb < 16, "device sample stride %zu for %zu bytes",
+	      ss, sb);
 	uint8_t *got = NULL, *want = malloc(max * sb), *last_in = malloc(max * ci.sample_bytes);
 	CHECK(want && last_in && cudaMallocHost((void **)&got, max * sb) == cudaSuccess, "alloc");
 	cudaStream_t st;
@@ -107,7 +111,8 @@ int main(int argc, char **argv)
 		void *ptr = NULL;
 		if (ts_client_device_batch_async(d, &b, st, &ptr, &err) < 0)
 			FAIL("device batch: %s", err.msg);
-		CHECK(cudaMemcpyAsync(got, ptr, b.n * sb, cudaMemcpyDeviceToHost, st) ==
+		CHECK((uintptr_t)ptr % 16 == 0, "device batch at %p not 16-byte aligned", ptr);
+		CHECK(cudaMemcpy2DAsync(got, sb, ptr, ss, sb, b.n, cudaMemcpyDeviceToHost, st) ==
 		      cudaSuccess, "D2H");
 		if (ts_client_device_record_use(d, st, &err) < 0)
 			FAIL("record use: %s", err.msg);
@@ -136,7 +141,7 @@ int main(int argc, char **argv)
 			void *ptr = NULL;
 			if (ts_client_device_batch(d, &last, &ptr, &err) < 0)
 				FAIL("device batch after the end: %s", err.msg);
-			CHECK(cudaMemcpy(got, ptr, last.n * sb, cudaMemcpyDeviceToHost) ==
+			CHECK(cudaMemcpy2D(got, sb, ptr, ss, sb, last.n, cudaMemcpyDeviceToHost) ==
 			      cudaSuccess, "D2H after the end: %s",
 			      cudaGetErrorString(cudaGetLastError()));
 			ts_finish_reference(last_in, want, last.n, &p);

@@ -7,6 +7,7 @@
  * The mirror slots after the last make a wrapping batch one span.
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,6 +92,63 @@ static void run_child(const char *self, int dev, const struct ts_devring_handle 
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child on device %d failed", dev);
 }
 
+/* Odd sample sizes (7x5, 33x35, 299x299 RGB; float32 and float16): the
+ * slots are padded to 16 bytes, so every slot, the mirror's included,
+ * starts aligned (a zero-copy view may be read with vector loads, and
+ * the one vector kernel writes it); a span read at the slot stride and a
+ * packed copy_out both give the reference. Seq 4..7 of a ring of 6
+ * wraps (slots 4, 5, 0, 1). */
+static void odd_sizes(void)
+{
+	static const int sizes[][3] = { { 7, 5, 0 }, { 33, 35, 1 }, { 299, 299, 0 }, { 7, 5, 1 } };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct ts_finish_params p = P;
+		struct ts_devring *r = NULL;
+		struct ts_error err = {0};
+		p.height = sizes[k][0];
+		p.width = sizes[k][1];
+		p.dtype = sizes[k][2] ? TS_DTYPE_F16 : TS_DTYPE_F32;
+		size_t in = (size_t)p.height * p.width * 3, sb = ts_finish_sample_bytes(&p);
+		size_t ss = ts_finish_sample_stride(&p);
+		uint8_t *src = malloc(4 * in), *want = malloc(4 * sb), *got = malloc(4 * sb);
+		void *dst = NULL;
+		CHECK(src && want && got, "alloc");
+		CHECK(sb % 16 != 0, "case %zu is not odd", k);
+		CHECK(ts_devring_create(0, 6, 3, &p, 4, &r, &err) == 0, "%s", err.msg);
+		CHECK(ts_devring_sample_bytes(r) == sb && ts_devring_sample_stride(r) == ss &&
+		      ss % 16 == 0 && ss - sb < 16, "%dx%d: slots %zu apart for %zu bytes",
+		      p.height, p.width, ts_devring_sample_stride(r), sb);
+		fill_pixels(src, 4 * in, 40 + (uint32_t)k);
+		CHECK(ts_devring_fill(r, src, in, 4, 4, &err) == 0, "%s", err.msg);
+		ts_finish_reference(src, want, 4, &p);
+		for (uint64_t seq = 0; seq < 9; seq++) {
+			uint8_t *sp = ts_devring_span(r, seq, 1);
+			CHECK(sp && (uintptr_t)sp % 16 == 0, "%dx%d: slot of seq %llu at %p",
+			      p.height, p.width, (unsigned long long)seq, (void *)sp);
+		}
+		uint8_t *span = ts_devring_span(r, 4, 4);
+		CHECK(span != NULL, "a span through the mirror");
+		CHECK(cudaMemcpy2D(got, sb, span, ss, sb, 4, cudaMemcpyDeviceToHost) == cudaSuccess,
+		      "span D2H");
+		CHECK(memcmp(got, want, 4 * sb) == 0, "%dx%d: the span at the slot stride differs",
+		      p.height, p.width);
+		CHECK(cudaMalloc(&dst, 4 * sb) == cudaSuccess, "cudaMalloc");
+		CHECK(ts_devring_copy_out(r, 4, 4, dst, NULL, &err) == 0, "%s", err.msg);
+		CHECK(cudaMemcpy(got, dst, 4 * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+		CHECK(memcmp(got, want, 4 * sb) == 0, "%dx%d: the packed copy differs", p.height,
+		      p.width);
+		struct ts_devring_handle h;
+		CHECK(ts_devring_export(r, &h, &err) == 0 && h.sample_stride == ss, "handle stride");
+		cudaFree(dst);
+		ts_devring_destroy(r);
+		free(src);
+		free(want);
+		free(got);
+		printf("%dx%dx3 %s: slots of %zu bytes for %zu, aligned, identical\n", p.height,
+		       p.width, ts_dtype_name(p.dtype), ss, sb);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct ts_devring *r = NULL;
@@ -146,7 +204,37 @@ int main(int argc, char **argv)
 		free(want);
 		free(got);
 	}
+	/* a host ring page-locked in pieces of 2 slots: a fill of seq 13..16
+	 * from slots 1..4 of a host buffer is split at the piece boundaries
+	 * (slots 1 | 2 3 | 4: three copies, each within one registration)
+	 * and finishes as one */
+	{
+		size_t sb = ts_finish_sample_bytes(&P);
+		uint8_t *hostring = malloc(6 * in), *want = malloc(BATCH * sb),
+			*got = malloc(BATCH * sb);
+		void *dst = NULL;
+		int *copies = dlsym(RTLD_DEFAULT, "fake_cudart_async_memcpys");
+		CHECK(hostring && want && got, "alloc");
+		fill_pixels(hostring, 6 * in, 5);
+		ts_devring_host_pieces(r, hostring, 2);
+		int c0 = copies ? *copies : 0;
+		CHECK(ts_devring_fill(r, hostring + in, in, 13, BATCH, &err) == 0, "%s", err.msg);
+		if (copies)
+			CHECK(*copies - c0 == 3, "%d host copies for a fill across 3 pieces",
+			      *copies - c0);
+		ts_devring_host_pieces(r, NULL, 0);
+		CHECK(cudaMalloc(&dst, BATCH * sb) == cudaSuccess, "cudaMalloc");
+		CHECK(ts_devring_copy_out(r, 13, BATCH, dst, NULL, &err) == 0, "%s", err.msg);
+		CHECK(cudaMemcpy(got, dst, BATCH * sb, cudaMemcpyDeviceToHost) == cudaSuccess, "D2H");
+		ts_finish_reference(hostring + in, want, BATCH, &P);
+		CHECK(memcmp(got, want, BATCH * sb) == 0, "a fill split at pieces differs");
+		cudaFree(dst);
+		free(hostring);
+		free(want);
+		free(got);
+	}
 	ts_devring_destroy(r);
+	odd_sizes();
 	free(src);
 	printf("test-devring: ok\n");
 	return 0;

@@ -6,15 +6,22 @@
 # for a while and tsrun must wait for them (not free the ring under them,
 # not hang past its bound); (2) on SIGTERM mid-stream, the same.
 # Exit 77 without a GPU.
-set -u
-: "${TSRUN:?TSRUN must name the tsrun binary}"
+. "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
+ts_setup trainers
+tmp=$T
 trainer=${GPU_TRAINER:-./gpu-trainer}
-[ -x "$trainer" ] || { echo "SKIP: no $trainer (a build without CUDA)"; exit 77; }
-"$trainer" --probe || exit 77
-tmp=$(mktemp -d /tmp/tsrun-trainers-XXXXXX) || exit 1
+[ -x "$trainer" ] || skip "no $trainer (a build without CUDA)"
+"$trainer" --probe || skip "$trainer --probe: no usable GPU"
+# the first failure ends the test, after tsrun run's stderr and the
+# trainers' output
+ts_fatal=1
+ts_log="$tmp/*.err $tmp/t*.out"   # globbed when a failure prints them
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
-fail() { echo "FAIL: $*"; for f in "$tmp"/*.err "$tmp"/t*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
+ts_cleanup_trainers() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	ts_cleanup
+}
+trap ts_cleanup_trainers EXIT
 now() { date +%s.%N; }
 
 pipeline() { # EPOCHS
@@ -113,4 +120,4 @@ for i in 1 2; do
 done
 awk -v k="$t_kill" -v e="$end" 'BEGIN { exit !(e - k < 12) }' || fail "tsrun took over 12 s after SIGTERM"
 echo "SIGTERM: tsrun waited for the trainers holding the ring"
-echo "ok"
+finish

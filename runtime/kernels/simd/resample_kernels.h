@@ -45,6 +45,27 @@ static inline void ts_resample_h_pixel(const uint8_t *p, int n, int C,
 		d[c] = ts_resample_clip8(acc[c]);
 }
 
+/* Software prefetch for the horizontal pass of a source that is not in
+ * the CPU's caches (a decoded-cache frame, read once per sample from
+ * memory written an epoch ago): at row y a kernel asks for row y + ahead's
+ * bytes [lo, hi) (those the pass reads), rows past the call's last not.
+ * NULL: none. A hint only: the pixels are the same either way. */
+struct ts_resample_pf {
+	size_t lo, hi;
+	int ahead, rows;
+};
+
+static inline void ts_resample_pf_row(const uint8_t *src, size_t sstride,
+				      const struct ts_resample_pf *pf, int y)
+{
+	if (!pf || y + pf->ahead >= pf->rows)
+		return;
+	const uint8_t *row = src + (size_t)(y + pf->ahead) * sstride;
+	uintptr_t a = (uintptr_t)(row + pf->lo) & ~(uintptr_t)63;
+	for (; a < (uintptr_t)(row + pf->hi); a += 64)
+		__builtin_prefetch((const void *)a, 0, 3);
+}
+
 /*
  * The AVX2 three-channel horizontal pass by table (ts_resample_h3t_avx2): a row's
  * 3 * ow output bytes ("elements", element e = channel e % 3 of output pixel
@@ -79,15 +100,15 @@ struct ts_resample_h3t_block {
 void ts_resample_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		    size_t dstride, int ow, int ksize, const int *bounds,
 		    const int32_t *weights, const struct ts_resample_h3t_block *blk,
-		    const struct ts_resample_h3t_entry *tab);
+		    const struct ts_resample_h3t_entry *tab, const struct ts_resample_pf *pf);
 void ts_resample_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 		    uint8_t *dst, size_t dstride, int ow, int ksize,
 		    const int *bounds, const int32_t *weights,
-		    const int16_t *split, int gmax);
+		    const int16_t *split, int gmax, const struct ts_resample_pf *pf);
 void ts_resample_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
-		   const int16_t *split, int gmax);
+		   const int16_t *split, int gmax, const struct ts_resample_pf *pf);
 void ts_resample_v_sse41(const uint8_t *src, size_t sstride, int n_elems,
 		   uint8_t *dst, size_t dstride, int oh, const int *bounds,
 		   const int32_t *pairs, int vpairs);
@@ -99,7 +120,7 @@ void ts_resample_v_avx2(const uint8_t *src, size_t sstride, int n_elems,
 void ts_resample_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
-		   const int16_t *split, int gmax);
+		   const int16_t *split, int gmax, const struct ts_resample_pf *pf);
 void ts_resample_v_neon(const uint8_t *src, size_t sstride, int n_elems,
 		  uint8_t *dst, size_t dstride, int oh, int ksize,
 		  const int *bounds, const int32_t *weights);

@@ -23,7 +23,7 @@
 void ts_resample_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
-		   const int16_t *split, int gmax)
+		   const int16_t *split, int gmax, const struct ts_resample_pf *pf)
 {
 	static const uint8_t idx[16] = { 0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11,
 					 255, 255, 255, 255 };
@@ -32,6 +32,7 @@ void ts_resample_h3_neon(const uint8_t *src, size_t sstride, int rows, int in_w,
 	for (int y = 0; y < rows; y++) {
 		const uint8_t *s = src + (size_t)y * sstride;
 		uint8_t *d = dst + (size_t)y * dstride;
+		ts_resample_pf_row(src, sstride, pf, y);
 		for (int xx = 0; xx < ow; xx++, d += 3) {
 			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
 			const int G = (n + 3) >> 2;

@@ -68,7 +68,7 @@ __attribute__((target("sse4.1")))
 void ts_resample_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w,
 		    uint8_t *dst, size_t dstride, int ow, int ksize,
 		    const int *bounds, const int32_t *weights,
-		    const int16_t *split, int gmax)
+		    const int16_t *split, int gmax, const struct ts_resample_pf *pf)
 {
 	const __m128i m01 = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
 					  -1, -1, -1, -1);
@@ -78,6 +78,7 @@ void ts_resample_h3_sse41(const uint8_t *src, size_t sstride, int rows, int in_w
 	for (int y = 0; y < rows; y++) {
 		const uint8_t *s = src + (size_t)y * sstride;
 		uint8_t *d = dst + (size_t)y * dstride;
+		ts_resample_pf_row(src, sstride, pf, y);
 		for (int xx = 0; xx < ow; xx++, d += 3) {
 			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
 			const int G = (n + 3) >> 2;
@@ -125,7 +126,7 @@ __attribute__((target("avx2")))
 void ts_resample_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 		   uint8_t *dst, size_t dstride, int ow, int ksize,
 		   const int *bounds, const int32_t *weights,
-		   const int16_t *split, int gmax)
+		   const int16_t *split, int gmax, const struct ts_resample_pf *pf)
 {
 	const __m256i m1 = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
 					    -1, -1, -1, -1,
@@ -145,6 +146,8 @@ void ts_resample_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 	for (; y + 1 < rows; y += 2) {
 		const uint8_t *s0 = src + (size_t)y * sstride, *s1 = s0 + sstride;
 		uint8_t *d0 = dst + (size_t)y * dstride, *d1 = d0 + dstride;
+		ts_resample_pf_row(src, sstride, pf, y);
+		ts_resample_pf_row(src, sstride, pf, y + 1);
 		for (int xx = 0; xx < ow; xx++, d0 += 3, d1 += 3) {
 			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
 			const int G = (n + 3) >> 2;
@@ -190,6 +193,7 @@ void ts_resample_h3_avx2(const uint8_t *src, size_t sstride, int rows, int in_w,
 	for (; y < rows; y++) {
 		const uint8_t *s = src + (size_t)y * sstride;
 		uint8_t *d = dst + (size_t)y * dstride;
+		ts_resample_pf_row(src, sstride, pf, y);
 		for (int xx = 0; xx < ow; xx++, d += 3) {
 			const int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
 			const int G = (n + 3) >> 2;
@@ -300,7 +304,7 @@ __attribute__((target("avx2")))
 void ts_resample_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t *dst,
 		    size_t dstride, int ow, int ksize, const int *bounds,
 		    const int32_t *weights, const struct ts_resample_h3t_block *blk,
-		    const struct ts_resample_h3t_entry *tab)
+		    const struct ts_resample_h3t_entry *tab, const struct ts_resample_pf *pf)
 {
 	const int n_el = 3 * ow, nblk = (n_el + 7) / 8;
 	int y = 0;
@@ -308,6 +312,8 @@ void ts_resample_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t 
 		const uint8_t *s0 = src + (size_t)y * sstride, *s1 = s0 + sstride;
 		uint8_t *d0 = dst + (size_t)y * dstride, *d1 = d0 + dstride;
 		const int last = y + 2 >= rows; /* s1 is the last row */
+		ts_resample_pf_row(src, sstride, pf, y);
+		ts_resample_pf_row(src, sstride, pf, y + 1);
 		for (int b = 0; b < nblk; b++) {
 			const int e0 = 8 * b, m = n_el - e0 < 8 ? n_el - e0 : 8;
 			if (blk[b].first < 0 || (last && blk[b].tail)) {
@@ -334,6 +340,7 @@ void ts_resample_h3t_avx2(const uint8_t *src, size_t sstride, int rows, uint8_t 
 	for (; y < rows; y++) {
 		const uint8_t *s = src + (size_t)y * sstride;
 		uint8_t *d = dst + (size_t)y * dstride;
+		ts_resample_pf_row(src, sstride, pf, y);
 		for (int b = 0; b < nblk; b++) {
 			const int e0 = 8 * b, m = n_el - e0 < 8 ? n_el - e0 : 8;
 			if (blk[b].first < 0 || blk[b].tail) { /* the last row */

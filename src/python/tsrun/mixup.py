@@ -4,7 +4,9 @@ index) by libtsclient (ts_client_mix_*, tsclient.h) so that a rerun and a C
 trainer with the same seed mix alike, byte for byte."""
 
 import ctypes
+import json
 import numbers
+import os
 
 from . import _lib
 from .errors import raise_for
@@ -37,8 +39,11 @@ class Mixup:
                      0.1, as timm)
     num_classes      K, the targets' width (default 1000, as timm)
     seed             the draws' key, with each batch's (epoch, index)
+    trace            None, a path (created or truncated) or a writable
+                     text file: one JSON line per batch mixed, its draws
+                     (tsrun(1)'s trace section), for a replay
 
-    Every parameter but seed (tsrun's own) is timm.data.Mixup's, with its
+    Every parameter but seed and trace (tsrun's own) is timm.data.Mixup's, with its
     default (tests/torch-names.py compares the signatures).
 
     ``mixup(images, labels)`` mixes images (N, C, H, W) in place and
@@ -63,7 +68,7 @@ class Mixup:
 
     def __init__(self, mixup_alpha=1.0, cutmix_alpha=0.0, cutmix_minmax=None, prob=1.0,
                  switch_prob=0.5, mode="batch", correct_lam=True, label_smoothing=0.1,
-                 num_classes=1000, seed=0):
+                 num_classes=1000, seed=0, trace=None):
         self.mixup_alpha = _number("mixup_alpha", mixup_alpha)
         self.cutmix_alpha = _number("cutmix_alpha", cutmix_alpha)
         if cutmix_minmax is not None:
@@ -97,6 +102,18 @@ class Mixup:
             raise ValueError("tsrun.Mixup: seed must be an integer in 0 .. 2**64-1, got %r"
                              % (seed,))
         self.seed = int(seed)
+        self.trace = trace
+        if trace is None or hasattr(trace, "write"):
+            self._trace_file = trace
+        elif isinstance(trace, (str, bytes, os.PathLike)):
+            try:
+                self._trace_file = open(trace, "w", buffering=1)
+            except OSError as e:
+                raise ValueError("tsrun.Mixup: cannot write the trace %r: %s"
+                                 % (trace, e.strerror)) from None
+        else:
+            raise TypeError("tsrun.Mixup: trace must be None, a path or a writable text "
+                            "file, got %r" % (trace,))
         self.mixup_enabled = True
         self._next = 0
         self._lib = _lib.load_library()
@@ -108,10 +125,11 @@ class Mixup:
     def __repr__(self):
         return ("tsrun.Mixup(mixup_alpha=%g, cutmix_alpha=%g, cutmix_minmax=%r, prob=%g, "
                 "switch_prob=%g, mode=%r, correct_lam=%r, label_smoothing=%g, "
-                "num_classes=%d, seed=%d)"
+                "num_classes=%d, seed=%d%s)"
                 % (self.mixup_alpha, self.cutmix_alpha, self.cutmix_minmax, self.prob,
                    self.switch_prob, self.mode, self.correct_lam, self.label_smoothing,
-                   self.num_classes, self.seed))
+                   self.num_classes, self.seed,
+                   "" if self.trace is None else ", trace=%r" % (self.trace,)))
 
     def _opts(self):
         """The C parameters from the attributes as they are now (a trainer
@@ -199,8 +217,21 @@ class Mixup:
         # an odd-sized sample, whose ring slots are padded): libtsclient.
         if (images.device.type == "cpu" and images.dtype == torch.float32
                 and images[0].is_contiguous() and images.stride(0) >= images[0].numel()):
-            return self._mix_c(m, images, labels, epoch, index, layout, h, w, c)
-        return self._mix_torch(images, labels, epoch, index, layout, h, w)
+            out = self._mix_c(m, images, labels, epoch, index, layout, h, w, c)
+        else:
+            out = self._mix_torch(images, labels, epoch, index, layout, h, w)
+        if self._trace_file is not None:
+            self._write_trace(n, h, w, epoch, index)
+        return out
+
+    def _write_trace(self, n, h, w, epoch, index):
+        """The batch's draws as one JSON line (tsrun(1), the trace)."""
+        mixed = [{"partner": p["partner"], "op": p["op"], "box": list(p["box"]),
+                  "lam": p["lam"], "lam_partner": p["lam_partner"],
+                  "lam_drawn": p["lam_drawn"]}
+                 for p in self.params(n, h, w, epoch, index)]
+        self._trace_file.write(json.dumps({"epoch": epoch, "index": index, "n": n,
+                                           "mode": self.mode, "mixed": mixed}) + "\n")
 
     def _mix_c(self, m, images, labels, epoch, index, layout, h, w, c):
         import torch
