@@ -150,8 +150,7 @@ static int check_calls(struct ts_check *c, const char *what,
 		if (ts_check_bad_size(def, vals)) {
 			/* as in the pipeline: the op keeps the size it gets,
 			 * so that the ops after it do not report again */
-			op.size_h = shape->h;
-			op.size_w = shape->w;
+			ts_op_set_size(&op, shape->h, shape->w);
 		}
 		if (def->shape(&op, shape, &after, &e) < 0) {
 			ts_check_err(c, ts_check_arg_loc(def, vals, call, e.param), e.hint,
@@ -177,8 +176,7 @@ static int check_calls(struct ts_check *c, const char *what,
 		op.out_layout = shape->layout;
 		struct ts_op *grown = realloc(*ops, (*n_ops + 1) * sizeof(*grown));
 		if (!grown) {
-			free(op.plugin);
-			ts_plan_branches_free(&op);
+			ts_plan_op_fini(&op);
 			return TS_E_NOMEM;
 		}
 		*ops = grown;

@@ -266,7 +266,7 @@ static int stage_transform(struct walk *w, const struct ts_opdef *def,
 	 * size: the reported error is the cause of whatever size it has, so
 	 * batch and serve do not judge it */
 	if (def->build(c, def, vals, call, &w->shape, op) < 0 &&
-	    (def->flags & TS_OPF_ALTERNATIVES) && op->n_branches == 0 &&
+	    (def->flags & TS_OPF_ALTERNATIVES) && op->policy.n_branches == 0 &&
 	    (!w->shape.h || !w->shape.w))
 		w->size_unknown = *w->size_reported = true;
 	op->index = w->index;
@@ -274,8 +274,7 @@ static int stage_transform(struct walk *w, const struct ts_opdef *def,
 	if (ts_check_bad_size(def, vals)) {
 		/* An invalid size was reported: the op keeps the size it
 		 * gets, so that nothing after it reports again. */
-		op->size_h = w->shape.h;
-		op->size_w = w->shape.w;
+		ts_op_set_size(op, w->shape.h, w->shape.w);
 		if (!w->shape.h || !w->shape.w)
 			w->size_unknown = *w->size_reported = true;
 	}
@@ -337,15 +336,15 @@ static int finish_plan(struct walk *w)
 	ts_plan_set_views(plan); /* views(): the slot is the views */
 	/* OUTPUT, and the TO it ends with, write the final shape */
 	struct ts_op *o = &plan->ops[plan->n_ops - 1];
-	struct ts_op *to = &o->parts[o->n_parts - 1];
+	struct ts_op *to = &o->output.parts[o->output.n_parts - 1];
 	o->out_h = to->out_h = shape.h;
 	o->out_w = to->out_w = shape.w;
 	o->out_c = to->out_c = shape.c;
 	o->out_dtype = to->out_dtype = shape.dtype;
 	o->out_layout = to->out_layout = shape.layout;
 	if (to->index < 0) {
-		to->dtype = shape.dtype;
-		to->layout = shape.layout;
+		to->to.dtype = shape.dtype;
+		to->to.layout = shape.layout;
 	}
 	return 0;
 }
@@ -392,10 +391,8 @@ int ts_check_pipeline(struct ts_check *c, const struct ts_ast_stmt *st,
 		}
 		rc = stages[def->kind](&w, def, vals, call);
 		if (rc < 0) {
-			if (def->kind == TS_REG_TRANSFORM) {
-				free(op->plugin);
-				ts_plan_branches_free(op);
-			}
+			if (def->kind == TS_REG_TRANSFORM)
+				ts_plan_op_fini(op);
 			break;
 		}
 	}

@@ -122,6 +122,33 @@ static bool alternatives(const struct ts_op *op)
 	return d && (d->flags & TS_OPF_ALTERNATIVES);
 }
 
+/* The generic walks' views of an op (plan.h's ts_op_branches, ts_op_parts). */
+static size_t n_branches(const struct ts_op *op)
+{
+	size_t n;
+	ts_op_branches(op, &n);
+	return n;
+}
+
+static const struct ts_op_branch *branches(const struct ts_op *op)
+{
+	size_t n;
+	return ts_op_branches(op, &n);
+}
+
+static size_t n_parts(const struct ts_op *op)
+{
+	size_t n;
+	ts_op_parts(op, &n);
+	return n;
+}
+
+static const struct ts_op *parts(const struct ts_op *op)
+{
+	size_t n;
+	return ts_op_parts(op, &n);
+}
+
 /* The policy family: the ops inside random_apply (each after '| ') and
  * random_choice (its alternatives numbered '1: ', '2: ', ...), one a
  * line below the policy, with the shape after each; nested ones deeper. */
@@ -132,16 +159,16 @@ static void branch_lines(FILE *f, int indent, const struct ts_op *op);
 static void views_lines(FILE *f, int indent, const struct ts_op *op)
 {
 	char a[DESC_MAX], b[DESC_MAX], pre[48];
-	for (size_t k = 0; k < op->n_branches; k++) {
-		const struct ts_op_branch *br = &op->branches[k];
+	for (size_t k = 0; k < n_branches(op); k++) {
+		const struct ts_op_branch *br = &branches(op)[k];
 		int w = snprintf(NULL, 0, "%d", br->views);
 		bool first = true;
 		for (size_t i = 0; i < br->n_ops; i++) {
 			const struct ts_op *q = &br->ops[i];
 			bool out = ts_op_is_output(q);
-			size_t np = out ? q->n_parts : 1;
+			size_t np = out ? n_parts(q) : 1;
 			for (size_t j = 0; j < np; j++) {
-				const struct ts_op *x = out ? &q->parts[j] : q;
+				const struct ts_op *x = out ? &parts(q)[j] : q;
 				if (first)
 					snprintf(pre, sizeof(pre), "%d = ", br->views);
 				else
@@ -165,8 +192,8 @@ static void branch_lines(FILE *f, int indent, const struct ts_op *op)
 		views_lines(f, indent, op);
 		return;
 	}
-	for (size_t k = 0; k < op->n_branches; k++) {
-		const struct ts_op_branch *br = &op->branches[k];
+	for (size_t k = 0; k < n_branches(op); k++) {
+		const struct ts_op_branch *br = &branches(op)[k];
 		for (size_t i = 0; i < br->n_ops; i++) {
 			if (!alternatives(op)) {
 				snprintf(pre, sizeof(pre), "| ");
@@ -206,8 +233,9 @@ static void cache_lines(FILE *f, const struct ts_plan *p)
 							  : "the budget leaves nothing for it");
 		return;
 	}
-	const struct ts_op *dec = &p->ops[0], *fu = dec->fused;
-	uint64_t px = (uint64_t)(dec->color == TS_COLOR_GRAY ? 1 : 3) * (dec->depth == 16 ? 2 : 1);
+	const struct ts_op *dec = &p->ops[0], *fu = ts_op_fused(dec);
+	uint64_t px = (uint64_t)(dec->decode.color == TS_COLOR_GRAY ? 1 : 3) *
+		      (dec->decode.depth == 16 ? 2 : 1);
 	ts_plan_format_size(p->mem_cache, a, sizeof(a));
 	fprintf(f, "cache: %s%s of decoded pixels kept for the run: the items that fit, first come, "
 		"never evicted (32 B an item of the data set for its table)\n", a,
@@ -253,20 +281,20 @@ static void format_text(FILE *f, const struct ts_plan *p)
 			continue; /* the views write the slot: their groups' outputs */
 		if (ts_op_is_output(op)) {
 			line(f, 2, "output (fused, written into the ring slot):", "");
-			for (size_t j = 0; j < op->n_parts; j++) {
-				op_desc(&op->parts[j], a, sizeof(a));
-				op_shape(&op->parts[j], b, sizeof(b));
+			for (size_t j = 0; j < n_parts(op); j++) {
+				op_desc(&parts(op)[j], a, sizeof(a));
+				op_shape(&parts(op)[j], b, sizeof(b));
 				line(f, 4, a, b);
 			}
 			continue;
 		}
 		op_desc(op, a, sizeof(a));
-		if (op->fused) {
+		if (ts_op_fused(op)) {
 			char fd[DESC_MAX + 4];
 			line(f, 2, a, "fused:");
 			fd[0] = '+';
 			fd[1] = ' ';
-			op_desc(op->fused, fd + 2, sizeof(fd) - 2);
+			op_desc(ts_op_fused(op), fd + 2, sizeof(fd) - 2);
 			op_shape(op, b, sizeof(b));
 			line(f, 4, fd, b);
 		} else {
@@ -406,14 +434,14 @@ static size_t branch_label(char *label, size_t n, size_t at, int depth,
 	if (plan_views_op(op)) {
 		/* views(): each group as written, "2 = " before its first op,
 		 * its fused output as its parts */
-		for (size_t k = 0; k < op->n_branches && at < n; k++) {
-			const struct ts_op_branch *br = &op->branches[k];
+		for (size_t k = 0; k < n_branches(op) && at < n; k++) {
+			const struct ts_op_branch *br = &branches(op)[k];
 			bool first = true;
 			for (size_t i = 0; i < br->n_ops && at < n; i++) {
 				const struct ts_op *q = &br->ops[i];
-				size_t np = ts_op_is_output(q) ? q->n_parts : 1;
+				size_t np = ts_op_is_output(q) ? n_parts(q) : 1;
 				for (size_t j = 0; j < np && at < n; j++) {
-					const struct ts_op *x = ts_op_is_output(q) ? &q->parts[j] : q;
+					const struct ts_op *x = ts_op_is_output(q) ? &parts(q)[j] : q;
 					op_desc(x, a, sizeof(a));
 					if (first)
 						at += (size_t)snprintf(label + at, n - at, "\n%*s%d = %s",
@@ -429,9 +457,9 @@ static size_t branch_label(char *label, size_t n, size_t at, int depth,
 		}
 		return at;
 	}
-	for (size_t k = 0; k < op->n_branches && at < n; k++)
-		for (size_t i = 0; i < op->branches[k].n_ops && at < n; i++) {
-			const struct ts_op *q = &op->branches[k].ops[i];
+	for (size_t k = 0; k < n_branches(op) && at < n; k++)
+		for (size_t i = 0; i < branches(op)[k].n_ops && at < n; i++) {
+			const struct ts_op *q = &branches(op)[k].ops[i];
 			op_desc(q, a, sizeof(a));
 			if (alternatives(op) && i == 0)
 				at += (size_t)snprintf(label + at, n - at, "\n%*s%zu: %s",
@@ -470,8 +498,8 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 			continue; /* the views write the slot */
 		if (ts_op_is_output(op)) {
 			at = (size_t)snprintf(label, sizeof(label), "output (fused)");
-			for (size_t j = 0; j < op->n_parts && at < sizeof(label); j++) {
-				op_desc(&op->parts[j], a, sizeof(a));
+			for (size_t j = 0; j < n_parts(op) && at < sizeof(label); j++) {
+				op_desc(&parts(op)[j], a, sizeof(a));
 				at += (size_t)snprintf(label + at, sizeof(label) - at,
 						       "\n%s", a);
 			}
@@ -479,8 +507,8 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 			op_desc(op, a, sizeof(a));
 			at = (size_t)snprintf(label, sizeof(label), "%s", a);
 			at = branch_label(label, sizeof(label), at, 1, op);
-			if (op->fused && at < sizeof(label)) {
-				op_desc(op->fused, b, sizeof(b));
+			if (ts_op_fused(op) && at < sizeof(label)) {
+				op_desc(ts_op_fused(op), b, sizeof(b));
 				at += (size_t)snprintf(label + at, sizeof(label) - at,
 						       "\n+ %s (fused)", b);
 			}
@@ -489,7 +517,7 @@ static void format_dot(FILE *f, const struct ts_plan *p)
 		if (at < sizeof(label))
 			snprintf(label + at, sizeof(label) - at, "\n%s", b);
 		dot_node(f, id, label,
-			 op->fused || ts_op_is_output(op)
+			 ts_op_fused(op) || ts_op_is_output(op)
 				 ? "style=filled, fillcolor=\"#e8f0ff\"" : NULL);
 	}
 	snprintf(label, sizeof(label), "batch(%d)", p->batch);

@@ -32,19 +32,6 @@ static bool fuses_into_output(const struct ts_op *op)
 	return flags_of(op->kind) & TS_OPF_FUSE_OUTPUT;
 }
 
-static void op_free(struct ts_op *op)
-{
-	if (op->fused) {
-		op_free(op->fused);
-		free(op->fused);
-	}
-	for (size_t i = 0; i < op->n_parts; i++)
-		op_free(&op->parts[i]);
-	free(op->parts);
-	free(op->plugin);
-	ts_plan_branches_free(op);
-}
-
 int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		 size_t *n_out)
 {
@@ -59,18 +46,18 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 	/* Pass 1: decode + the crop/resize right after it. */
 	for (i = 0; i < n; i++) {
 		res[n_res] = ops[i];
-		if ((flags_of(ops[i].kind) & TS_OPF_ENCODED) && !ops[i].fused && i + 1 < n &&
+		if ((flags_of(ops[i].kind) & TS_OPF_ENCODED) && !ops[i].decode.fused && i + 1 < n &&
 		    fuses_into_decode(ops[i + 1].kind)) {
 			struct ts_op *f = malloc(sizeof(*f));
 			if (!f) {
 				/* the rest of ops is still ours to free */
 				for (size_t j = i; j < n; j++)
-					op_free(&ops[j]);
+					ts_plan_op_fini(&ops[j]);
 				n = 0;
 				goto fail;
 			}
 			*f = ops[i + 1];
-			res[n_res].fused = f;
+			res[n_res].decode.fused = f;
 			res[n_res].out_h = f->out_h;
 			res[n_res].out_w = f->out_w;
 			res[n_res].out_c = f->out_c;
@@ -92,7 +79,7 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 	bool geometric = false;
 	for (tail = n_res; tail > 0; tail--) {
 		const struct ts_op *t = &res[tail - 1];
-		if (!fuses_into_output(t) || t->fused)
+		if (!fuses_into_output(t) || ts_op_fused(t))
 			break;
 		bool g = flags_of(t->kind) & TS_OPF_GEOMETRY;
 		if (!g && geometric)
@@ -107,25 +94,25 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 		const struct ts_op *last = n_res ? &res[n_res - 1] : NULL;
 
 		o.kind = TS_OP_OUTPUT;
-		o.parts = calloc(np + 1, sizeof(*o.parts));
-		if (!o.parts)
+		o.output.parts = calloc(np + 1, sizeof(*o.output.parts));
+		if (!o.output.parts)
 			goto fail;
-		memcpy(o.parts, &res[tail], np * sizeof(*o.parts));
-		o.n_parts = np;
+		memcpy(o.output.parts, &res[tail], np * sizeof(*o.output.parts));
+		o.output.n_parts = np;
 		if (!ends_in_to) {
 			/* Always end with an explicit TO: the runtime reads the
 			 * final dtype and layout from it. */
-			ts_plan_op_to(&o.parts[np], last,
+			ts_plan_op_to(&o.output.parts[np], last,
 					last ? last->out_layout : TS_LAYOUT_NHWC);
-			o.n_parts++;
+			o.output.n_parts++;
 		}
-		o.loc = o.parts[0].loc;
-		o.index = o.parts[0].index;
-		o.out_h = o.parts[o.n_parts - 1].out_h;
-		o.out_w = o.parts[o.n_parts - 1].out_w;
-		o.out_c = o.parts[o.n_parts - 1].out_c;
-		o.out_dtype = o.parts[o.n_parts - 1].out_dtype;
-		o.out_layout = o.parts[o.n_parts - 1].out_layout;
+		o.loc = o.output.parts[0].loc;
+		o.index = o.output.parts[0].index;
+		o.out_h = o.output.parts[o.output.n_parts - 1].out_h;
+		o.out_w = o.output.parts[o.output.n_parts - 1].out_w;
+		o.out_c = o.output.parts[o.output.n_parts - 1].out_c;
+		o.out_dtype = o.output.parts[o.output.n_parts - 1].out_dtype;
+		o.out_layout = o.output.parts[o.output.n_parts - 1].out_layout;
 		*output = o;
 		n_res = tail + 1;
 	}
@@ -135,11 +122,11 @@ int ts_lower_ops(struct ts_op *ops, size_t n, struct ts_op **out,
 fail:
 	if (res) {
 		for (size_t j = 0; j < n_res; j++)
-			op_free(&res[j]);
+			ts_plan_op_fini(&res[j]);
 		free(res);
 	}
 	for (size_t j = 0; j < n; j++)
-		op_free(&ops[j]);
+		ts_plan_op_fini(&ops[j]);
 	free(ops);
 	return rc;
 }

@@ -25,7 +25,7 @@ static int build_prob(struct ts_check *c, const struct ts_opdef *def,
 		      struct ts_check_val *vals, const struct ts_ast_call *call,
 		      const struct ts_shape *in, struct ts_op *op)
 {
-	op->p = ts_check_arg(def, vals, "p")->num;
+	op->color.p = ts_check_arg(def, vals, "p")->num;
 	return 0;
 }
 
@@ -38,7 +38,7 @@ static int shape_invert(const struct ts_op *op, const struct ts_shape *in,
 
 static void describe_invert(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "invert(p=%g)", op->p);
+	snprintf(buf, n, "invert(p=%g)", op->color.p);
 }
 
 static int shape_autocontrast(const struct ts_op *op, const struct ts_shape *in,
@@ -50,7 +50,7 @@ static int shape_autocontrast(const struct ts_op *op, const struct ts_shape *in,
 
 static void describe_autocontrast(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "autocontrast(p=%g)", op->p);
+	snprintf(buf, n, "autocontrast(p=%g)", op->color.p);
 }
 
 static int shape_equalize(const struct ts_op *op, const struct ts_shape *in,
@@ -62,7 +62,7 @@ static int shape_equalize(const struct ts_op *op, const struct ts_shape *in,
 
 static void describe_equalize(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "equalize(p=%g)", op->p);
+	snprintf(buf, n, "equalize(p=%g)", op->color.p);
 }
 
 /* ---- posterize ------------------------------------------------------- */
@@ -86,14 +86,14 @@ static int build_posterize(struct ts_check *c, const struct ts_opdef *def,
 			   const struct ts_ast_call *call,
 			   const struct ts_shape *in, struct ts_op *op)
 {
-	op->bits = (int)ts_check_arg(def, vals, "bits")->num;
-	op->p = ts_check_arg(def, vals, "p")->num;
+	op->color.bits = (int)ts_check_arg(def, vals, "bits")->num;
+	op->color.p = ts_check_arg(def, vals, "p")->num;
 	return 0;
 }
 
 static void describe_posterize(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "posterize(bits=%d, p=%g)", op->bits, op->p);
+	snprintf(buf, n, "posterize(bits=%d, p=%g)", op->color.bits, op->color.p);
 }
 
 /* ---- solarize -------------------------------------------------------- */
@@ -118,14 +118,14 @@ static int build_solarize(struct ts_check *c, const struct ts_opdef *def,
 			  const struct ts_ast_call *call,
 			  const struct ts_shape *in, struct ts_op *op)
 {
-	op->threshold = ts_check_arg(def, vals, "threshold")->num;
-	op->p = ts_check_arg(def, vals, "p")->num;
+	op->color.level = ts_check_arg(def, vals, "threshold")->num;
+	op->color.p = ts_check_arg(def, vals, "p")->num;
 	return 0;
 }
 
 static void describe_solarize(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "solarize(threshold=%g, p=%g)", op->threshold, op->p);
+	snprintf(buf, n, "solarize(threshold=%g, p=%g)", op->color.level, op->color.p);
 }
 
 /* ---- adjust_brightness, adjust_contrast, adjust_saturation ----------- */
@@ -205,28 +205,28 @@ static int build_factor(struct ts_check *c, const struct ts_opdef *def,
 			struct ts_check_val *vals, const struct ts_ast_call *call,
 			const struct ts_shape *in, struct ts_op *op)
 {
-	op->factor = ts_check_arg(def, vals, def->params[0].name)->num;
+	op->color.factor = ts_check_arg(def, vals, def->params[0].name)->num;
 	return 0;
 }
 
 static void describe_brightness(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "adjust_brightness(brightness_factor=%g)", op->factor);
+	snprintf(buf, n, "adjust_brightness(brightness_factor=%g)", op->color.factor);
 }
 
 static void describe_contrast(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "adjust_contrast(contrast_factor=%g)", op->factor);
+	snprintf(buf, n, "adjust_contrast(contrast_factor=%g)", op->color.factor);
 }
 
 static void describe_hue(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "adjust_hue(hue_factor=%g)", op->factor);
+	snprintf(buf, n, "adjust_hue(hue_factor=%g)", op->color.factor);
 }
 
 static void describe_saturation(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "adjust_saturation(saturation_factor=%g)", op->factor);
+	snprintf(buf, n, "adjust_saturation(saturation_factor=%g)", op->color.factor);
 }
 
 /* ---- adjust_sharpness, adjust_gamma ---------------------------------- */
@@ -244,7 +244,7 @@ static int shape_sharpness(const struct ts_op *op, const struct ts_shape *in,
 
 static void describe_sharpness(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "adjust_sharpness(sharpness_factor=%g)", op->factor);
+	snprintf(buf, n, "adjust_sharpness(sharpness_factor=%g)", op->color.factor);
 }
 
 static const struct ts_param p_gamma[] = {
@@ -259,14 +259,14 @@ static int build_gamma(struct ts_check *c, const struct ts_opdef *def,
 		       struct ts_check_val *vals, const struct ts_ast_call *call,
 		       const struct ts_shape *in, struct ts_op *op)
 {
-	op->gamma = ts_check_arg(def, vals, "gamma")->num;
-	op->gain = ts_check_arg(def, vals, "gain")->num;
+	op->color.gamma = ts_check_arg(def, vals, "gamma")->num;
+	op->color.gain = ts_check_arg(def, vals, "gain")->num;
 	return 0;
 }
 
 static void describe_gamma(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "adjust_gamma(gamma=%g, gain=%g)", op->gamma, op->gain);
+	snprintf(buf, n, "adjust_gamma(gamma=%g, gain=%g)", op->color.gamma, op->color.gain);
 }
 
 /* ---- the rows -------------------------------------------------------- */

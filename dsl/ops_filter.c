@@ -31,26 +31,26 @@ static int build_gaussian_blur(struct ts_check *c, const struct ts_opdef *def,
 	int rc = 0;
 
 	/* SIZE_PAIR reads [a, b] as (h, w); torchvision's pair is (x, y). */
-	op->kernel_w = k->h;
-	op->kernel_h = k->w;
-	op->sigma_lo = s->lo;
-	op->sigma_hi = s->hi;
-	if (!k->bad && (!(op->kernel_w & 1) || !(op->kernel_h & 1))) {
+	op->blur.kernel_w = k->h;
+	op->blur.kernel_h = k->w;
+	op->blur.sigma_lo = s->lo;
+	op->blur.sigma_hi = s->hi;
+	if (!k->bad && (!(op->blur.kernel_w & 1) || !(op->blur.kernel_h & 1))) {
 		char hint[192];
-		int e = !(op->kernel_w & 1) ? op->kernel_w : op->kernel_h;
+		int e = !(op->blur.kernel_w & 1) ? op->blur.kernel_w : op->blur.kernel_h;
 		snprintf(hint, sizeof(hint), "use %d or %d: the kernel is centred on "
 			 "the pixel", e - 1 > 0 ? e - 1 : e + 1, e + 1);
 		ts_check_err(c, k->loc, hint,
 			     "parameter 'kernel_size' must be odd, got %d", e);
-		op->kernel_w |= 1;
-		op->kernel_h |= 1;
+		op->blur.kernel_w |= 1;
+		op->blur.kernel_h |= 1;
 		rc = -1;
 	}
-	if (!s->bad && !(op->sigma_lo > 0)) {
+	if (!s->bad && !(op->blur.sigma_lo > 0)) {
 		ts_check_err(c, s->loc, "sigma 0 would not blur: give a value above 0, "
 			     "or drop gaussian_blur",
-			     "parameter 'sigma' must be above 0, got %g", op->sigma_lo);
-		op->sigma_lo = op->sigma_hi > 0 ? op->sigma_hi : 1.0;
+			     "parameter 'sigma' must be above 0, got %g", op->blur.sigma_lo);
+		op->blur.sigma_lo = op->blur.sigma_hi > 0 ? op->blur.sigma_hi : 1.0;
 		rc = -1;
 	}
 	return rc;
@@ -60,14 +60,14 @@ static void describe_gaussian_blur(const struct ts_op *op, char *buf, size_t n)
 {
 	char k[48], s[64];
 
-	if (op->kernel_w == op->kernel_h)
-		snprintf(k, sizeof(k), "%d", op->kernel_w);
+	if (op->blur.kernel_w == op->blur.kernel_h)
+		snprintf(k, sizeof(k), "%d", op->blur.kernel_w);
 	else
-		snprintf(k, sizeof(k), "[%d, %d]", op->kernel_w, op->kernel_h);
-	if (op->sigma_lo < op->sigma_hi)
-		snprintf(s, sizeof(s), "%g..%g", op->sigma_lo, op->sigma_hi);
+		snprintf(k, sizeof(k), "[%d, %d]", op->blur.kernel_w, op->blur.kernel_h);
+	if (op->blur.sigma_lo < op->blur.sigma_hi)
+		snprintf(s, sizeof(s), "%g..%g", op->blur.sigma_lo, op->blur.sigma_hi);
 	else
-		snprintf(s, sizeof(s), "%g", op->sigma_lo);
+		snprintf(s, sizeof(s), "%g", op->blur.sigma_lo);
 	snprintf(buf, n, "gaussian_blur(kernel_size=%s, sigma=%s)", k, s);
 }
 

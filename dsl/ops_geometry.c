@@ -119,7 +119,7 @@ static int build_rotate(struct ts_check *c, const struct ts_opdef *def,
 			const struct ts_shape *in, struct ts_op *op)
 {
 	op->geo.angle = ts_check_arg(def, vals, "angle")->num;
-	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	op->geo.interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
 	op->geo.expand = ts_check_arg(def, vals, "expand")->num != 0;
 	take_fill(ts_check_arg(def, vals, "fill"), op);
 	return take_center(c, ts_check_arg(def, vals, "center"), op);
@@ -161,7 +161,7 @@ static void describe_rotate(const struct ts_op *op, char *buf, size_t n)
 	fill_desc(op, f, sizeof(f));
 	center_desc(op, ce, sizeof(ce));
 	snprintf(buf, n, "rotate(angle=%g, interpolation=%s, expand=%s%s, fill=%s)",
-		 op->geo.angle, interp_name(op->interp),
+		 op->geo.angle, interp_name(op->geo.interp),
 		 op->geo.expand ? "true" : "false", ce, f);
 }
 
@@ -192,7 +192,7 @@ static int build_affine(struct ts_check *c, const struct ts_opdef *def,
 	int rc = 0;
 	op->geo.angle = ts_check_arg(def, vals, "angle")->num;
 	op->geo.scale = ts_check_arg(def, vals, "scale")->num;
-	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	op->geo.interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
 	take_fill(ts_check_arg(def, vals, "fill"), op);
 	if (t->given && t->n_nums >= 0) {
 		if (t->n_nums != 2) {
@@ -242,7 +242,7 @@ static void describe_affine(const struct ts_op *op, char *buf, size_t n)
 		 "interpolation=%s, fill=%s%s)",
 		 op->geo.angle, op->geo.translate[0], op->geo.translate[1],
 		 op->geo.scale, op->geo.shear[0], op->geo.shear[1],
-		 interp_name(op->interp), f, ce);
+		 interp_name(op->geo.interp), f, ce);
 }
 
 /* ---- pad ------------------------------------------------------------- */
@@ -455,7 +455,7 @@ static int build_perspective(struct ts_check *c, const struct ts_opdef *def,
 {
 	const struct ts_check_val *s = ts_check_arg(def, vals, "startpoints");
 	const struct ts_check_val *e = ts_check_arg(def, vals, "endpoints");
-	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	op->geo.interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
 	take_fill(ts_check_arg(def, vals, "fill"), op);
 	if (take_corners(c, s, "startpoints", op->geo.start) < 0 ||
 	    take_corners(c, e, "endpoints", op->geo.end) < 0)
@@ -488,7 +488,7 @@ static void describe_perspective(const struct ts_op *op, char *buf, size_t n)
 		 "perspective(startpoints=[%g, %g, %g, %g, %g, %g, %g, %g], "
 		 "endpoints=[%g, %g, %g, %g, %g, %g, %g, %g], interpolation=%s, fill=%s)",
 		 s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], d[0], d[1], d[2], d[3],
-		 d[4], d[5], d[6], d[7], interp_name(op->interp), f);
+		 d[4], d[5], d[6], d[7], interp_name(op->geo.interp), f);
 }
 
 /* ---- random_rotation, random_affine ---------------------------------- */
@@ -539,7 +539,7 @@ static int build_random_rotation(struct ts_check *c, const struct ts_opdef *def,
 {
 	int rc = take_degrees(c, ts_check_arg(def, vals, "degrees"), "degrees",
 			      op->geo.degrees);
-	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	op->geo.interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
 	op->geo.expand = ts_check_arg(def, vals, "expand")->num != 0;
 	take_fill(ts_check_arg(def, vals, "fill"), op);
 	if (take_center(c, ts_check_arg(def, vals, "center"), op) < 0)
@@ -566,7 +566,7 @@ static void describe_random_rotation(const struct ts_op *op, char *buf, size_t n
 	center_desc(op, ce, sizeof(ce));
 	snprintf(buf, n,
 		 "random_rotation(degrees=[%g, %g], interpolation=%s, expand=%s%s, fill=%s)",
-		 op->geo.degrees[0], op->geo.degrees[1], interp_name(op->interp),
+		 op->geo.degrees[0], op->geo.degrees[1], interp_name(op->geo.interp),
 		 op->geo.expand ? "true" : "false", ce, f);
 }
 
@@ -597,7 +597,7 @@ static int build_random_affine(struct ts_check *c, const struct ts_opdef *def,
 	int rc = take_degrees(c, ts_check_arg(def, vals, "degrees"), "degrees",
 			      op->geo.degrees);
 	op->geo.scale = 1.0;
-	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	op->geo.interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
 	take_fill(ts_check_arg(def, vals, "fill"), op);
 	if (take_center(c, ts_check_arg(def, vals, "center"), op) < 0)
 		rc = -1;
@@ -674,7 +674,7 @@ static void describe_random_affine(const struct ts_op *op, char *buf, size_t n)
 	snprintf(buf, n,
 		 "random_affine(degrees=[%g, %g], translate=%s, scale=%s, shear=%s, "
 		 "interpolation=%s, fill=%s%s)",
-		 g->degrees[0], g->degrees[1], t, s, sh, interp_name(op->interp), f, ce);
+		 g->degrees[0], g->degrees[1], t, s, sh, interp_name(op->geo.interp), f, ce);
 }
 
 /* ---- random_perspective ---------------------------------------------- */
@@ -695,8 +695,8 @@ static int build_random_perspective(struct ts_check *c, const struct ts_opdef *d
 				    const struct ts_shape *in, struct ts_op *op)
 {
 	op->geo.distortion = ts_check_arg(def, vals, "distortion_scale")->num;
-	op->p = ts_check_arg(def, vals, "p")->num;
-	op->interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
+	op->geo.p = ts_check_arg(def, vals, "p")->num;
+	op->geo.interp = interp_of(ts_check_arg(def, vals, "interpolation")->word);
 	take_fill(ts_check_arg(def, vals, "fill"), op);
 	return 0;
 }
@@ -716,7 +716,7 @@ static void describe_random_perspective(const struct ts_op *op, char *buf, size_
 	fill_desc(op, f, sizeof(f));
 	snprintf(buf, n,
 		 "random_perspective(distortion_scale=%g, p=%g, interpolation=%s, fill=%s)",
-		 op->geo.distortion, op->p, interp_name(op->interp), f);
+		 op->geo.distortion, op->geo.p, interp_name(op->geo.interp), f);
 }
 
 /* ---- the rows -------------------------------------------------------- */

@@ -50,8 +50,8 @@ static const struct ts_param p_decode[] = {
 static int shape_decode(const struct ts_op *op, const struct ts_shape *in,
 			struct ts_shape *out, struct ts_shape_err *e)
 {
-	*out = (struct ts_shape){ .c = op->color == TS_COLOR_RGB ? 3 : 1,
-				  .dtype = op->depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8,
+	*out = (struct ts_shape){ .c = op->decode.color == TS_COLOR_RGB ? 3 : 1,
+				  .dtype = op->decode.depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8,
 				  .layout = TS_LAYOUT_NHWC };
 	if (!in->encoded) {
 		snprintf(e->msg, sizeof(e->msg),
@@ -69,13 +69,13 @@ static int build_decode(struct ts_check *c, const struct ts_opdef *def,
 			const struct ts_shape *in, struct ts_op *op)
 {
 	const struct ts_check_val *depth = ts_check_arg(def, vals, "depth");
-	op->color = ts_check_arg(def, vals, "color")->word == 1 ? TS_COLOR_GRAY
+	op->decode.color = ts_check_arg(def, vals, "color")->word == 1 ? TS_COLOR_GRAY
 								: TS_COLOR_RGB;
-	op->depth = (int)depth->num;
-	if (op->depth != 8 && op->depth != 16) {
+	op->decode.depth = (int)depth->num;
+	if (op->decode.depth != 8 && op->decode.depth != 16) {
 		ts_check_err(c, depth->loc, NULL,
-			     "parameter 'depth' must be 8 or 16, got %d", op->depth);
-		op->depth = 8;
+			     "parameter 'depth' must be 8 or 16, got %d", op->decode.depth);
+		op->decode.depth = 8;
 		return -1;
 	}
 	return 0;
@@ -84,7 +84,7 @@ static int build_decode(struct ts_check *c, const struct ts_opdef *def,
 static void describe_decode(const struct ts_op *op, char *buf, size_t n)
 {
 	snprintf(buf, n, "decode(%s, depth=%d)",
-		 op->color == TS_COLOR_GRAY ? "gray" : "rgb", op->depth);
+		 op->decode.color == TS_COLOR_GRAY ? "gray" : "rgb", op->decode.depth);
 }
 
 /* ---- resize ---------------------------------------------------------- */
@@ -107,29 +107,29 @@ static int shape_resize(const struct ts_op *op, const struct ts_shape *in,
 	int rc = 0;
 
 	*out = *in;
-	if (op->size_w) {
-		out->h = op->size_h;
-		out->w = op->size_w;
+	if (op->resize.size_w) {
+		out->h = op->resize.size_h;
+		out->w = op->resize.size_w;
 	} else if (in->h && in->w) {
-		long long side = (long long)op->size_h *
+		long long side = (long long)op->resize.size_h *
 				 (in->h <= in->w ? in->w : in->h) /
 				 (in->h <= in->w ? in->h : in->w);
 		if (side > TS_REG_MAX_SIDE) {
 			e->param = "size";
 			snprintf(e->msg, sizeof(e->msg),
 				 "resize(%d) of the %dx%d image makes its longer side %lld, above %d",
-				 op->size_h, in->h, in->w, side, TS_REG_MAX_SIDE);
+				 op->resize.size_h, in->h, in->w, side, TS_REG_MAX_SIDE);
 			snprintf(e->hint, sizeof(e->hint),
 				 "resize to an exact [h, w] instead");
 			side = TS_REG_MAX_SIDE;
 			rc = -1;
 		}
-		long long shorter = op->size_h;
-		if (op->max_size && side > op->max_size) {
-			shorter = (long long)((double)((long long)op->max_size * shorter) /
+		long long shorter = op->resize.size_h;
+		if (op->resize.max_size && side > op->resize.max_size) {
+			shorter = (long long)((double)((long long)op->resize.max_size * shorter) /
 					      (double)side);
 			shorter = shorter < 1 ? 1 : shorter;
-			side = op->max_size;
+			side = op->resize.max_size;
 		}
 		if (in->h <= in->w) {
 			out->h = (int)shorter;
@@ -148,30 +148,30 @@ static int build_resize(struct ts_check *c, const struct ts_opdef *def,
 			struct ts_check_val *vals, const struct ts_ast_call *call,
 			const struct ts_shape *in, struct ts_op *op)
 {
-	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
+	int rc = ts_check_arg_size(c, def, vals, &op->resize.size_h, &op->resize.size_w);
 	/* resize(N): shorter side; resize([h, w]) or resize(h, w): exact */
 	if (ts_check_arg(def, vals, "size")->num >= 0 &&
 	    !ts_check_arg(def, vals, "width")->given)
-		op->size_w = 0;
-	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interpolation")->word;
-	op->antialias = ts_check_arg(def, vals, "antialias")->num != 0;
+		op->resize.size_w = 0;
+	op->resize.interp = (enum ts_interp)ts_check_arg(def, vals, "interpolation")->word;
+	op->resize.antialias = ts_check_arg(def, vals, "antialias")->num != 0;
 	const struct ts_check_val *m = ts_check_arg(def, vals, "max_size");
 	if (m->given && !m->bad && rc == 0) {
-		op->max_size = (int)m->num;
-		if (op->size_w) {
+		op->resize.max_size = (int)m->num;
+		if (op->resize.size_w) {
 			ts_check_err(c, m->loc, "write resize(N, max_size = M), or drop max_size",
 				     "parameter 'max_size' bounds resize(N) only, not an exact "
 				     "[h, w]");
-			op->max_size = 0;
+			op->resize.max_size = 0;
 			rc = -1;
-		} else if (op->max_size <= op->size_h) {
+		} else if (op->resize.max_size <= op->resize.size_h) {
 			char hint[192];
 			snprintf(hint, sizeof(hint), "give a max_size above %d, or drop it",
-				 op->size_h);
+				 op->resize.size_h);
 			ts_check_err(c, m->loc, hint,
 				     "parameter 'max_size' must be above the size %d, got %d",
-				     op->size_h, op->max_size);
-			op->max_size = 0;
+				     op->resize.size_h, op->resize.max_size);
+			op->resize.max_size = 0;
 			rc = -1;
 		}
 	}
@@ -182,14 +182,14 @@ static void describe_resize(const struct ts_op *op, char *buf, size_t n)
 {
 	char a[48];
 
-	if (op->size_w)
-		snprintf(a, sizeof(a), "[%d, %d]", op->size_h, op->size_w);
+	if (op->resize.size_w)
+		snprintf(a, sizeof(a), "[%d, %d]", op->resize.size_h, op->resize.size_w);
 	else
-		snprintf(a, sizeof(a), "%d", op->size_h);
-	if (op->max_size)
-		snprintf(a + strlen(a), sizeof(a) - strlen(a), ", max_size=%d", op->max_size);
+		snprintf(a, sizeof(a), "%d", op->resize.size_h);
+	if (op->resize.max_size)
+		snprintf(a + strlen(a), sizeof(a) - strlen(a), ", max_size=%d", op->resize.max_size);
 	snprintf(buf, n, "resize(%s, interpolation=%s, antialias=%s)", a,
-		 interp_name(op->interp), op->antialias ? "true" : "false");
+		 interp_name(op->resize.interp), op->resize.antialias ? "true" : "false");
 }
 
 /* ---- center_crop, random_crop, random_resized_crop ------------------- */
@@ -200,14 +200,14 @@ static int shape_crop(const struct ts_op *op, const struct ts_shape *in,
 		      struct ts_shape *out, struct ts_shape_err *e, int pad)
 {
 	*out = *in;
-	out->h = op->size_h;
-	out->w = op->size_w;
+	out->h = op->crop.size_h;
+	out->w = op->crop.size_w;
 	if (in->h && in->w &&
-	    (in->h + pad < op->size_h || in->w + pad < op->size_w)) {
+	    (in->h + pad < op->crop.size_h || in->w + pad < op->crop.size_w)) {
 		e->param = "size";
 		snprintf(e->msg, sizeof(e->msg),
 			 "crop %dx%d is larger than the %dx%d image",
-			 op->size_h, op->size_w, in->h, in->w);
+			 op->crop.size_h, op->crop.size_w, in->h, in->w);
 		snprintf(e->hint, sizeof(e->hint),
 			 "crop at most %dx%d, or resize first",
 			 in->h + pad, in->w + pad);
@@ -231,14 +231,14 @@ static int build_center_crop(struct ts_check *c, const struct ts_opdef *def,
 			     const struct ts_ast_call *call,
 			     const struct ts_shape *in, struct ts_op *op)
 {
-	return ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
+	return ts_check_arg_size(c, def, vals, &op->crop.size_h, &op->crop.size_w);
 }
 
 static void describe_center_crop(const struct ts_op *op, char *buf, size_t n)
 {
 	char a[48];
 
-	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
+	ts_registry_size_desc(op->crop.size_h, op->crop.size_w, a, sizeof(a));
 	snprintf(buf, n, "center_crop(%s)", a);
 }
 
@@ -251,7 +251,7 @@ static const struct ts_param p_random_crop[] = {
 static int shape_random_crop(const struct ts_op *op, const struct ts_shape *in,
 			     struct ts_shape *out, struct ts_shape_err *e)
 {
-	return shape_crop(op, in, out, e, 2 * op->padding);
+	return shape_crop(op, in, out, e, 2 * op->crop.padding);
 }
 
 static int build_random_crop(struct ts_check *c, const struct ts_opdef *def,
@@ -259,8 +259,8 @@ static int build_random_crop(struct ts_check *c, const struct ts_opdef *def,
 			     const struct ts_ast_call *call,
 			     const struct ts_shape *in, struct ts_op *op)
 {
-	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
-	op->padding = (int)ts_check_arg(def, vals, "padding")->num;
+	int rc = ts_check_arg_size(c, def, vals, &op->crop.size_h, &op->crop.size_w);
+	op->crop.padding = (int)ts_check_arg(def, vals, "padding")->num;
 	return rc;
 }
 
@@ -268,8 +268,8 @@ static void describe_random_crop(const struct ts_op *op, char *buf, size_t n)
 {
 	char a[48];
 
-	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
-	snprintf(buf, n, "random_crop(%s, padding=%d)", a, op->padding);
+	ts_registry_size_desc(op->crop.size_h, op->crop.size_w, a, sizeof(a));
+	snprintf(buf, n, "random_crop(%s, padding=%d)", a, op->crop.padding);
 }
 
 static const struct ts_param p_rrc[] = {
@@ -289,8 +289,8 @@ static int shape_rrc(const struct ts_op *op, const struct ts_shape *in,
 		     struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	out->h = op->size_h;
-	out->w = op->size_w;
+	out->h = op->crop.size_h;
+	out->w = op->crop.size_w;
 	return 0;
 }
 
@@ -298,17 +298,17 @@ static int build_rrc(struct ts_check *c, const struct ts_opdef *def,
 		     struct ts_check_val *vals, const struct ts_ast_call *call,
 		     const struct ts_shape *in, struct ts_op *op)
 {
-	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
-	op->scale_lo = ts_check_arg(def, vals, "scale")->lo;
-	op->scale_hi = ts_check_arg(def, vals, "scale")->hi;
-	op->ratio_lo = ts_check_arg(def, vals, "ratio")->lo;
-	op->ratio_hi = ts_check_arg(def, vals, "ratio")->hi;
+	int rc = ts_check_arg_size(c, def, vals, &op->crop.size_h, &op->crop.size_w);
+	op->crop.scale_lo = ts_check_arg(def, vals, "scale")->lo;
+	op->crop.scale_hi = ts_check_arg(def, vals, "scale")->hi;
+	op->crop.ratio_lo = ts_check_arg(def, vals, "ratio")->lo;
+	op->crop.ratio_hi = ts_check_arg(def, vals, "ratio")->hi;
 	/* Its own: the resample reads both (box_random_resized_crop), and a
 	 * crop left at the zeroed op's antialias = false is not
 	 * torchvision's (PIL antialiases every shrink). */
-	op->interp = (enum ts_interp)ts_check_arg(def, vals, "interpolation")->word;
-	op->antialias = ts_check_arg(def, vals, "antialias")->num != 0;
-	if (op->scale_hi <= 0) {
+	op->crop.interp = (enum ts_interp)ts_check_arg(def, vals, "interpolation")->word;
+	op->crop.antialias = ts_check_arg(def, vals, "antialias")->num != 0;
+	if (op->crop.scale_hi <= 0) {
 		ts_check_err(c, ts_check_arg(def, vals, "scale")->loc, NULL,
 			     "parameter 'scale' must allow a crop larger than 0");
 		rc = -1;
@@ -320,12 +320,12 @@ static void describe_rrc(const struct ts_op *op, char *buf, size_t n)
 {
 	char a[48];
 
-	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
+	ts_registry_size_desc(op->crop.size_h, op->crop.size_w, a, sizeof(a));
 	snprintf(buf, n,
 		 "random_resized_crop(%s, scale=%.4g..%.4g, ratio=%.4g..%.4g, "
 		 "interpolation=%s, antialias=%s)",
-		 a, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi,
-		 interp_name(op->interp), op->antialias ? "true" : "false");
+		 a, op->crop.scale_lo, op->crop.scale_hi, op->crop.ratio_lo, op->crop.ratio_hi,
+		 interp_name(op->crop.interp), op->crop.antialias ? "true" : "false");
 }
 
 /* ---- flip ------------------------------------------------------------ */
@@ -344,15 +344,15 @@ static int build_flip(struct ts_check *c, const struct ts_opdef *def,
 		      struct ts_check_val *vals, const struct ts_ast_call *call,
 		      const struct ts_shape *in, struct ts_op *op)
 {
-	op->horizontal = ts_check_arg(def, vals, "direction")->word == 0;
-	op->p = ts_check_arg(def, vals, "p")->num;
+	op->flip.horizontal = ts_check_arg(def, vals, "direction")->word == 0;
+	op->flip.p = ts_check_arg(def, vals, "p")->num;
 	return 0;
 }
 
 static void describe_flip(const struct ts_op *op, char *buf, size_t n)
 {
 	snprintf(buf, n, "flip(%s, p=%g)",
-		 op->horizontal ? "horizontal" : "vertical", op->p);
+		 op->flip.horizontal ? "horizontal" : "vertical", op->flip.p);
 }
 
 /* ---- color_jitter ---------------------------------------------------- */
@@ -374,8 +374,8 @@ static int shape_color_jitter(const struct ts_op *op, const struct ts_shape *in,
 			      struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	const char *colour = op->saturation > 0 ? "saturation"
-			     : op->hue > 0 ? "hue" : NULL;
+	const char *colour = op->jitter.saturation > 0 ? "saturation"
+			     : op->jitter.hue > 0 ? "hue" : NULL;
 	if (colour && in->c != 3) {
 		e->param = colour;
 		snprintf(e->msg, sizeof(e->msg),
@@ -385,7 +385,7 @@ static int shape_color_jitter(const struct ts_op *op, const struct ts_shape *in,
 			 "drop %s, or decode(rgb)", colour);
 		return -1;
 	}
-	if (op->hue > 0 && in->dtype != TS_DTYPE_U8) {
+	if (op->jitter.hue > 0 && in->dtype != TS_DTYPE_U8) {
 		e->param = "hue";
 		snprintf(e->msg, sizeof(e->msg),
 			 "hue works on uint8 pixels, but the data is %s here",
@@ -402,17 +402,17 @@ static int build_color_jitter(struct ts_check *c, const struct ts_opdef *def,
 			      const struct ts_ast_call *call,
 			      const struct ts_shape *in, struct ts_op *op)
 {
-	op->brightness = ts_check_arg(def, vals, "brightness")->num;
-	op->contrast = ts_check_arg(def, vals, "contrast")->num;
-	op->saturation = ts_check_arg(def, vals, "saturation")->num;
-	op->hue = ts_check_arg(def, vals, "hue")->num;
+	op->jitter.brightness = ts_check_arg(def, vals, "brightness")->num;
+	op->jitter.contrast = ts_check_arg(def, vals, "contrast")->num;
+	op->jitter.saturation = ts_check_arg(def, vals, "saturation")->num;
+	op->jitter.hue = ts_check_arg(def, vals, "hue")->num;
 	return 0;
 }
 
 static void describe_color_jitter(const struct ts_op *op, char *buf, size_t n)
 {
 	snprintf(buf, n, "color_jitter(brightness=%g, contrast=%g, saturation=%g, hue=%g)",
-		 op->brightness, op->contrast, op->saturation, op->hue);
+		 op->jitter.brightness, op->jitter.contrast, op->jitter.saturation, op->jitter.hue);
 }
 
 /* ---- grayscale ------------------------------------------------------- */
@@ -428,14 +428,14 @@ static int shape_grayscale(const struct ts_op *op, const struct ts_shape *in,
 			   struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	out->c = op->channels;
-	if (op->p < 1.0 && op->channels != in->c) {
+	out->c = op->gray.channels;
+	if (op->gray.p < 1.0 && op->gray.channels != in->c) {
 		e->param = "p";
 		snprintf(e->msg, sizeof(e->msg),
 			 "grayscale with p < 1 must keep the channel count (%d), "
 			 "or samples would differ in shape", in->c);
 		snprintf(e->hint, sizeof(e->hint),
-			 "use grayscale(channels = %d, p = %g)", in->c, op->p);
+			 "use grayscale(channels = %d, p = %g)", in->c, op->gray.p);
 		return -1;
 	}
 	return 0;
@@ -447,13 +447,13 @@ static int build_grayscale(struct ts_check *c, const struct ts_opdef *def,
 			   const struct ts_shape *in, struct ts_op *op)
 {
 	const struct ts_check_val *ch = ts_check_arg(def, vals, "channels");
-	op->channels = (int)ch->num;
-	op->p = ts_check_arg(def, vals, "p")->num;
-	if (op->channels != 1 && op->channels != 3) {
+	op->gray.channels = (int)ch->num;
+	op->gray.p = ts_check_arg(def, vals, "p")->num;
+	if (op->gray.channels != 1 && op->gray.channels != 3) {
 		ts_check_err(c, ch->loc, NULL,
 			     "parameter 'channels' must be 1 or 3, got %d",
-			     op->channels);
-		op->channels = 1;
+			     op->gray.channels);
+		op->gray.channels = 1;
 		return -1;
 	}
 	return 0;
@@ -461,7 +461,7 @@ static int build_grayscale(struct ts_check *c, const struct ts_opdef *def,
 
 static void describe_grayscale(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "grayscale(channels=%d, p=%g)", op->channels, op->p);
+	snprintf(buf, n, "grayscale(channels=%d, p=%g)", op->gray.channels, op->gray.p);
 }
 
 /* ---- normalize ------------------------------------------------------- */
@@ -482,11 +482,12 @@ static int shape_normalize(const struct ts_op *op, const struct ts_shape *in,
 	*out = *in;
 	out->dtype = TS_DTYPE_F32;
 	out->normalized = true;
-	if (op->n_mean >= 0 && op->n_mean != in->c) {
+	if (op->norm.n_mean >= 0 && op->norm.n_mean != in->c) {
 		e->param = "mean";
 		snprintf(e->msg, sizeof(e->msg),
 			 "normalize has %d mean and std value%s, but the image has %d channel%s",
-			 op->n_mean, ts_registry_plural(op->n_mean), in->c, ts_registry_plural(in->c));
+			 op->norm.n_mean, ts_registry_plural(op->norm.n_mean), in->c,
+			 ts_registry_plural(in->c));
 		snprintf(e->hint, sizeof(e->hint),
 			 "give %d value%s to mean and std%s", in->c,
 			 ts_registry_plural(in->c),
@@ -504,18 +505,18 @@ static int build_normalize(struct ts_check *c, const struct ts_opdef *def,
 	const struct ts_check_val *mean = ts_check_arg(def, vals, "mean");
 	const struct ts_check_val *std = ts_check_arg(def, vals, "std");
 	if (mean->n_nums < 0 || std->n_nums < 0) {
-		op->n_mean = -1; /* already reported */
+		op->norm.n_mean = -1; /* already reported */
 		return 0;
 	}
 	if (mean->n_nums != std->n_nums) {
 		ts_check_mean_std_counts(c, "normalize", mean, std, in);
-		op->n_mean = -1; /* reported: no channel check */
+		op->norm.n_mean = -1; /* reported: no channel check */
 		return -1;
 	}
-	op->n_mean = mean->n_nums;
+	op->norm.n_mean = mean->n_nums;
 	for (int i = 0; i < 4; i++) {
-		op->mean[i] = i < mean->n_nums ? mean->nums[i] : 0.0f;
-		op->std[i] = i < std->n_nums ? std->nums[i] : 1.0f;
+		op->norm.mean[i] = i < mean->n_nums ? mean->nums[i] : 0.0f;
+		op->norm.std[i] = i < std->n_nums ? std->nums[i] : 1.0f;
 	}
 	return 0;
 }
@@ -534,8 +535,8 @@ static void describe_normalize(const struct ts_op *op, char *buf, size_t n)
 {
 	char a[48], b[48];
 
-	list_desc(op->mean, op->n_mean, a, sizeof(a));
-	list_desc(op->std, op->n_mean, b, sizeof(b));
+	list_desc(op->norm.mean, op->norm.n_mean, a, sizeof(a));
+	list_desc(op->norm.std, op->norm.n_mean, b, sizeof(b));
 	snprintf(buf, n, "normalize(mean=%s, std=%s)", a, b);
 }
 
@@ -556,8 +557,8 @@ static int shape_to(const struct ts_op *op, const struct ts_shape *in,
 		    struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	out->dtype = op->dtype;
-	out->layout = op->layout;
+	out->dtype = op->to.dtype;
+	out->layout = op->to.layout;
 	return 0;
 }
 
@@ -565,8 +566,8 @@ static int build_to(struct ts_check *c, const struct ts_opdef *def,
 		    struct ts_check_val *vals, const struct ts_ast_call *call,
 		    const struct ts_shape *in, struct ts_op *op)
 {
-	op->dtype = (enum ts_dtype)ts_check_arg(def, vals, "dtype")->word;
-	op->layout = (enum ts_layout)ts_check_arg(def, vals, "layout")->word;
+	op->to.dtype = (enum ts_dtype)ts_check_arg(def, vals, "dtype")->word;
+	op->to.layout = (enum ts_layout)ts_check_arg(def, vals, "layout")->word;
 	return 0;
 }
 
@@ -574,8 +575,8 @@ static int build_to(struct ts_check *c, const struct ts_opdef *def,
  * when the pipeline has none. */
 static void describe_to(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "to(%s, %s)%s", ts_dtype_name(op->dtype),
-		 ts_layout_name(op->layout), op->index < 0 ? " (implicit)" : "");
+	snprintf(buf, n, "to(%s, %s)%s", ts_dtype_name(op->to.dtype),
+		 ts_layout_name(op->to.layout), op->index < 0 ? " (implicit)" : "");
 }
 
 /* ---- the rows -------------------------------------------------------- */

@@ -56,7 +56,7 @@ static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
 	size_t n;
 	char a[96], b[96];
 
-	op->p = ts_check_arg(def, vals, "p")->num;
+	op->policy.p = ts_check_arg(def, vals, "p")->num;
 	if (ops->bad || !ops->ops)
 		return 0; /* reported */
 	int rc = ts_check_branch(c, "random_apply", ops->ops, in, &out, &bops, &n);
@@ -73,8 +73,8 @@ static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
 		    "random_apply's operators turn %s into %s, but with probability 1 - p they do not run: they must keep the shape",
 		    a, b);
 	}
-	op->branches = calloc(1, sizeof(*op->branches));
-	if (!op->branches) {
+	op->policy.branches = calloc(1, sizeof(*op->policy.branches));
+	if (!op->policy.branches) {
 		/* branch ops are never fused and hold no plugin: their
 		 * own branches are all they own */
 		for (size_t i = 0; i < n; i++)
@@ -83,15 +83,15 @@ static int build_random_apply(struct ts_check *c, const struct ts_opdef *def,
 		c->oom = true;
 		return -1;
 	}
-	op->branches[0] = (struct ts_op_branch){ .ops = bops, .n_ops = n, .weight = 1 };
-	op->n_branches = 1;
+	op->policy.branches[0] = (struct ts_op_branch){ .ops = bops, .n_ops = n, .weight = 1 };
+	op->policy.n_branches = 1;
 	return keeps ? 0 : -1; /* reported; the op is whole */
 }
 
 /* The ops are shown below it, one a line (graph.c). */
 static void describe_random_apply(const struct ts_op *op, char *buf, size_t n)
 {
-	snprintf(buf, n, "random_apply(p=%g)", op->p);
+	snprintf(buf, n, "random_apply(p=%g)", op->policy.p);
 }
 
 /* ---- random_choice --------------------------------------------------- */
@@ -105,7 +105,8 @@ static const struct ts_param p_random_choice[] = {
 
 static void free_branches(struct ts_op_branch *br, size_t n)
 {
-	struct ts_op holder = { .branches = br, .n_branches = n };
+	struct ts_op holder = { .flags = TS_OPF_BRANCHES,
+				.policy = { .branches = br, .n_branches = n } };
 	ts_plan_branches_free(&holder);
 }
 
@@ -198,8 +199,8 @@ static int build_random_choice(struct ts_check *c, const struct ts_opdef *def,
 		free_branches(br, ops->n_items);
 		return -1;
 	}
-	op->branches = br;
-	op->n_branches = n;
+	op->policy.branches = br;
+	op->policy.n_branches = n;
 	return 0;
 }
 
@@ -208,9 +209,9 @@ static int shape_random_choice(const struct ts_op *op, const struct ts_shape *in
 			       struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	if (!op->n_branches || !op->branches[0].n_ops)
+	if (!op->policy.n_branches || !op->policy.branches[0].n_ops)
 		return 0;
-	const struct ts_op_branch *b = &op->branches[0];
+	const struct ts_op_branch *b = &op->policy.branches[0];
 	const struct ts_op *last = &b->ops[b->n_ops - 1];
 	out->h = last->out_h;
 	out->w = last->out_w;
@@ -232,9 +233,9 @@ static int shape_random_choice(const struct ts_op *op, const struct ts_shape *in
 static void describe_random_choice(const struct ts_op *op, char *buf, size_t n)
 {
 	size_t at = (size_t)snprintf(buf, n, "random_choice(p=[");
-	for (size_t k = 0; k < op->n_branches && at < n; k++)
+	for (size_t k = 0; k < op->policy.n_branches && at < n; k++)
 		at += (size_t)snprintf(buf + at, n - at, "%s%g", k ? ", " : "",
-				       op->branches[k].weight);
+				       op->policy.branches[k].weight);
 	if (at < n)
 		snprintf(buf + at, n - at, "])");
 }
@@ -266,20 +267,20 @@ static int build_random_erasing(struct ts_check *c, const struct ts_opdef *def,
 	const struct ts_check_val *ratio = ts_check_arg(def, vals, "ratio");
 	const struct ts_check_val *value = ts_check_arg(def, vals, "value");
 
-	op->p = ts_check_arg(def, vals, "p")->num;
-	op->scale_lo = scale->lo;
-	op->scale_hi = scale->hi;
-	op->ratio_lo = ratio->lo;
-	op->ratio_hi = ratio->hi;
-	op->n_erase = 1;
-	op->erase_value[0] = 0;
+	op->policy.p = ts_check_arg(def, vals, "p")->num;
+	op->policy.scale_lo = scale->lo;
+	op->policy.scale_hi = scale->hi;
+	op->policy.ratio_lo = ratio->lo;
+	op->policy.ratio_hi = ratio->hi;
+	op->policy.n_erase = 1;
+	op->policy.erase_value[0] = 0;
 	if (value->given && !value->bad) {
 		if (value->n_nums == 0) {
-			op->erase_random = true;
-			op->n_erase = 0;
+			op->policy.erase_random = true;
+			op->policy.n_erase = 0;
 		} else {
-			op->n_erase = value->n_nums;
-			memcpy(op->erase_value, value->nums, sizeof(op->erase_value));
+			op->policy.n_erase = value->n_nums;
+			memcpy(op->policy.erase_value, value->nums, sizeof(op->policy.erase_value));
 		}
 	}
 	return 0;
@@ -300,11 +301,11 @@ static int shape_random_erasing(const struct ts_op *op, const struct ts_shape *i
 		snprintf(e->hint, sizeof(e->hint), "move random_erasing after normalize");
 		return -1;
 	}
-	if (op->n_erase > 1 && op->n_erase != in->c) {
+	if (op->policy.n_erase > 1 && op->policy.n_erase != in->c) {
 		e->param = "value";
 		snprintf(e->msg, sizeof(e->msg),
 			 "random_erasing has %d values, but the image has %d channel%s",
-			 op->n_erase, in->c, ts_registry_plural(in->c));
+			 op->policy.n_erase, in->c, ts_registry_plural(in->c));
 		snprintf(e->hint, sizeof(e->hint), "give one value, or %d", in->c);
 		return -1;
 	}
@@ -315,20 +316,21 @@ static void describe_random_erasing(const struct ts_op *op, char *buf, size_t n)
 {
 	char v[96];
 	size_t at = 0;
-	if (op->erase_random) {
+	if (op->policy.erase_random) {
 		snprintf(v, sizeof(v), "random");
-	} else if (op->n_erase == 1) {
-		snprintf(v, sizeof(v), "%g", (double)op->erase_value[0]);
+	} else if (op->policy.n_erase == 1) {
+		snprintf(v, sizeof(v), "%g", (double)op->policy.erase_value[0]);
 	} else {
 		at = (size_t)snprintf(v, sizeof(v), "[");
-		for (int i = 0; i < op->n_erase && at < sizeof(v); i++)
+		for (int i = 0; i < op->policy.n_erase && at < sizeof(v); i++)
 			at += (size_t)snprintf(v + at, sizeof(v) - at, "%s%g", i ? ", " : "",
-					       (double)op->erase_value[i]);
+					       (double)op->policy.erase_value[i]);
 		if (at < sizeof(v))
 			snprintf(v + at, sizeof(v) - at, "]");
 	}
 	snprintf(buf, n, "random_erasing(p=%g, scale=%g..%g, ratio=%g..%g, value=%s)",
-		 op->p, op->scale_lo, op->scale_hi, op->ratio_lo, op->ratio_hi, v);
+		 op->policy.p, op->policy.scale_lo, op->policy.scale_hi, op->policy.ratio_lo,
+		 op->policy.ratio_hi, v);
 }
 
 /* ---- rand_augment, trivial_augment_wide, auto_augment ---------------- */
@@ -378,10 +380,10 @@ static void take_common(const struct ts_opdef *def, struct ts_check_val *vals,
 	const struct ts_check_val *fill = ts_check_arg(def, vals, "fill");
 	static const enum ts_interp interps[] = { TS_INTERP_NEAREST, TS_INTERP_BILINEAR,
 						  TS_INTERP_BICUBIC };
-	op->interp = interps[ts_check_arg(def, vals, "interpolation")->word];
-	op->geo.n_fill = fill->given && fill->n_nums > 0 ? fill->n_nums : 1;
+	op->policy.interp = interps[ts_check_arg(def, vals, "interpolation")->word];
+	op->policy.n_fill = fill->given && fill->n_nums > 0 ? fill->n_nums : 1;
 	for (int i = 0; i < 4; i++)
-		op->geo.fill[i] = fill->given && i < fill->n_nums ? fill->dnums[i] : 0.0;
+		op->policy.fill[i] = fill->given && i < fill->n_nums ? fill->dnums[i] : 0.0;
 }
 
 static int build_rand_augment(struct ts_check *c, const struct ts_opdef *def,
@@ -390,19 +392,19 @@ static int build_rand_augment(struct ts_check *c, const struct ts_opdef *def,
 			      const struct ts_shape *in, struct ts_op *op)
 {
 	const struct ts_check_val *mag = ts_check_arg(def, vals, "magnitude");
-	op->num_ops = (int)ts_check_arg(def, vals, "num_ops")->num;
-	op->magnitude = (int)mag->num;
-	op->num_bins = (int)ts_check_arg(def, vals, "num_magnitude_bins")->num;
+	op->policy.num_ops = (int)ts_check_arg(def, vals, "num_ops")->num;
+	op->policy.magnitude = (int)mag->num;
+	op->policy.num_bins = (int)ts_check_arg(def, vals, "num_magnitude_bins")->num;
 	take_common(def, vals, op);
-	if (!mag->bad && op->magnitude >= op->num_bins) {
+	if (!mag->bad && op->policy.magnitude >= op->policy.num_bins) {
 		char hint[192];
 		snprintf(hint, sizeof(hint),
 			 "give a magnitude of 0 to %d, or more num_magnitude_bins",
-			 op->num_bins - 1);
+			 op->policy.num_bins - 1);
 		ts_check_err(c, ts_check_arg_loc(def, vals, call, "magnitude"), hint,
 		    "magnitude %d is out of range: num_magnitude_bins = %d has bins 0 to %d",
-		    op->magnitude, op->num_bins, op->num_bins - 1);
-		op->magnitude = op->num_bins - 1;
+		    op->policy.magnitude, op->policy.num_bins, op->policy.num_bins - 1);
+		op->policy.magnitude = op->policy.num_bins - 1;
 		return -1;
 	}
 	return 0;
@@ -413,7 +415,7 @@ static int build_trivial_augment_wide(struct ts_check *c, const struct ts_opdef 
 				      const struct ts_ast_call *call,
 				      const struct ts_shape *in, struct ts_op *op)
 {
-	op->num_bins = (int)ts_check_arg(def, vals, "num_magnitude_bins")->num;
+	op->policy.num_bins = (int)ts_check_arg(def, vals, "num_magnitude_bins")->num;
 	take_common(def, vals, op);
 	return 0;
 }
@@ -423,8 +425,8 @@ static int build_auto_augment(struct ts_check *c, const struct ts_opdef *def,
 			      const struct ts_ast_call *call,
 			      const struct ts_shape *in, struct ts_op *op)
 {
-	op->aa_policy = (enum ts_aa_policy)ts_check_arg(def, vals, "policy")->word;
-	op->num_bins = 10; /* AutoAugment's tables have 10 bins */
+	op->policy.aa_policy = (enum ts_aa_policy)ts_check_arg(def, vals, "policy")->word;
+	op->policy.num_bins = 10; /* AutoAugment's tables have 10 bins */
 	take_common(def, vals, op);
 	return 0;
 }
@@ -449,11 +451,11 @@ static int shape_policy(const char *name, const struct ts_op *op,
 		snprintf(e->hint, sizeof(e->hint), "decode(rgb) or decode(gray)");
 		return -1;
 	}
-	if (op->geo.n_fill > 1 && op->geo.n_fill != in->c) {
+	if (op->policy.n_fill > 1 && op->policy.n_fill != in->c) {
 		e->param = "fill";
 		snprintf(e->msg, sizeof(e->msg),
 			 "'%s' has %d fill values, but the image has %d channel%s", name,
-			 op->geo.n_fill, in->c, ts_registry_plural(in->c));
+			 op->policy.n_fill, in->c, ts_registry_plural(in->c));
 		snprintf(e->hint, sizeof(e->hint), "give one value for every channel, or %d",
 			 in->c);
 		return -1;
@@ -482,13 +484,13 @@ static int shape_auto_augment(const struct ts_op *op, const struct ts_shape *in,
 static void common_desc(const struct ts_op *op, char *buf, size_t n)
 {
 	size_t at = (size_t)snprintf(buf, n, "interpolation=%s, fill=%s",
-				     op->interp == TS_INTERP_BILINEAR  ? "bilinear"
-				     : op->interp == TS_INTERP_BICUBIC ? "bicubic"
+				     op->policy.interp == TS_INTERP_BILINEAR  ? "bilinear"
+				     : op->policy.interp == TS_INTERP_BICUBIC ? "bicubic"
 									: "nearest",
-				     op->geo.n_fill > 1 ? "[" : "");
-	for (int i = 0; i < op->geo.n_fill && at < n; i++)
-		at += (size_t)snprintf(buf + at, n - at, "%s%g", i ? ", " : "", op->geo.fill[i]);
-	if (op->geo.n_fill > 1 && at < n)
+				     op->policy.n_fill > 1 ? "[" : "");
+	for (int i = 0; i < op->policy.n_fill && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%g", i ? ", " : "", op->policy.fill[i]);
+	if (op->policy.n_fill > 1 && at < n)
 		snprintf(buf + at, n - at, "]");
 }
 
@@ -497,21 +499,21 @@ static void describe_rand_augment(const struct ts_op *op, char *buf, size_t n)
 	char c[96];
 	common_desc(op, c, sizeof(c));
 	snprintf(buf, n, "rand_augment(num_ops=%d, magnitude=%d, num_magnitude_bins=%d, %s)",
-		 op->num_ops, op->magnitude, op->num_bins, c);
+		 op->policy.num_ops, op->policy.magnitude, op->policy.num_bins, c);
 }
 
 static void describe_trivial_augment_wide(const struct ts_op *op, char *buf, size_t n)
 {
 	char c[96];
 	common_desc(op, c, sizeof(c));
-	snprintf(buf, n, "trivial_augment_wide(num_magnitude_bins=%d, %s)", op->num_bins, c);
+	snprintf(buf, n, "trivial_augment_wide(num_magnitude_bins=%d, %s)", op->policy.num_bins, c);
 }
 
 static void describe_auto_augment(const struct ts_op *op, char *buf, size_t n)
 {
 	char c[96];
 	common_desc(op, c, sizeof(c));
-	snprintf(buf, n, "auto_augment(policy=%s, %s)", w_aa_policy[op->aa_policy], c);
+	snprintf(buf, n, "auto_augment(policy=%s, %s)", w_aa_policy[op->policy.aa_policy], c);
 }
 
 /* ---- augmix ---------------------------------------------------------- */
@@ -551,24 +553,24 @@ static int build_augmix(struct ts_check *c, const struct ts_opdef *def,
 	const struct ts_check_val *fill = ts_check_arg(def, vals, "fill");
 	int rc = 0;
 
-	op->augmix_severity = (int)ts_check_arg(def, vals, "severity")->num;
-	op->augmix_width = (int)ts_check_arg(def, vals, "mixture_width")->num;
-	op->augmix_depth = (int)ts_check_arg(def, vals, "chain_depth")->num;
-	op->augmix_alpha = alpha->num;
-	op->augmix_all_ops = ts_check_arg(def, vals, "all_ops")->num != 0;
+	op->policy.augmix_severity = (int)ts_check_arg(def, vals, "severity")->num;
+	op->policy.augmix_width = (int)ts_check_arg(def, vals, "mixture_width")->num;
+	op->policy.augmix_depth = (int)ts_check_arg(def, vals, "chain_depth")->num;
+	op->policy.augmix_alpha = alpha->num;
+	op->policy.augmix_all_ops = ts_check_arg(def, vals, "all_ops")->num != 0;
 	take_common(def, vals, op);
-	op->augmix_fill = fill->given && !fill->bad;
-	if (!alpha->bad && !(op->augmix_alpha > 0)) {
+	op->policy.augmix_fill = fill->given && !fill->bad;
+	if (!alpha->bad && !(op->policy.augmix_alpha > 0)) {
 		ts_check_err(c, alpha->loc, "give alpha above 0 (torchvision's default is 1.0)",
 		    "parameter 'alpha' must be above 0, got %g: the Dirichlet and Beta weights need it",
-		    op->augmix_alpha);
-		op->augmix_alpha = 1.0;
+		    op->policy.augmix_alpha);
+		op->policy.augmix_alpha = 1.0;
 		rc = -1;
 	}
-	if (!interp->bad && op->interp == TS_INTERP_BICUBIC) {
+	if (!interp->bad && op->policy.interp == TS_INTERP_BICUBIC) {
 		ts_check_err(c, interp->loc, "use interpolation = bilinear (AugMix's default) or nearest",
 		    "augmix runs torchvision's tensor ops, whose affine and rotate take nearest or bilinear, not bicubic");
-		op->interp = TS_INTERP_BILINEAR;
+		op->policy.interp = TS_INTERP_BILINEAR;
 		rc = -1;
 	}
 	return rc;
@@ -584,19 +586,20 @@ static void describe_augmix(const struct ts_op *op, char *buf, size_t n)
 {
 	char f[64] = "none";
 	size_t at = 0;
-	if (op->augmix_fill) {
-		at = (size_t)snprintf(f, sizeof(f), "%s", op->geo.n_fill > 1 ? "[" : "");
-		for (int i = 0; i < op->geo.n_fill && at < sizeof(f); i++)
+	if (op->policy.augmix_fill) {
+		at = (size_t)snprintf(f, sizeof(f), "%s", op->policy.n_fill > 1 ? "[" : "");
+		for (int i = 0; i < op->policy.n_fill && at < sizeof(f); i++)
 			at += (size_t)snprintf(f + at, sizeof(f) - at, "%s%g", i ? ", " : "",
-					       op->geo.fill[i]);
-		if (op->geo.n_fill > 1 && at < sizeof(f))
+					       op->policy.fill[i]);
+		if (op->policy.n_fill > 1 && at < sizeof(f))
 			snprintf(f + at, sizeof(f) - at, "]");
 	}
 	snprintf(buf, n,
 		 "augmix(severity=%d, mixture_width=%d, chain_depth=%d, alpha=%g, all_ops=%s, interpolation=%s, fill=%s)",
-		 op->augmix_severity, op->augmix_width, op->augmix_depth, op->augmix_alpha,
-		 op->augmix_all_ops ? "true" : "false",
-		 op->interp == TS_INTERP_NEAREST ? "nearest" : "bilinear", f);
+		 op->policy.augmix_severity, op->policy.augmix_width, op->policy.augmix_depth,
+		 op->policy.augmix_alpha,
+		 op->policy.augmix_all_ops ? "true" : "false",
+		 op->policy.interp == TS_INTERP_NEAREST ? "nearest" : "bilinear", f);
 }
 
 /* ---- the rows -------------------------------------------------------- */
@@ -604,12 +607,12 @@ static void describe_augmix(const struct ts_op *op, char *buf, size_t n)
 #define POLICY (TS_OPF_PIXELS | TS_OPF_UINT8)
 
 const struct ts_opdef ts_ops_policy[] = {
-	{ TS_TRANSFORM(RANDOM_APPLY, p_random_apply, 0,
+	{ TS_TRANSFORM(RANDOM_APPLY, p_random_apply, TS_OPF_BRANCHES,
 		       "apply operators in order with probability p, or none"),
 	  .shape = ts_registry_shape_same, .build = build_random_apply,
 	  .describe = describe_random_apply },
 	{ TS_TRANSFORM(RANDOM_CHOICE, p_random_choice,
-		       TS_OPF_ALTERNATIVES,
+		       TS_OPF_BRANCHES | TS_OPF_ALTERNATIVES,
 		       "apply one of several alternatives, chosen by weight"),
 	  .shape = shape_random_choice, .build = build_random_choice,
 	  .describe = describe_random_choice },

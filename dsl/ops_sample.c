@@ -23,13 +23,13 @@ static int shape_tile(const struct ts_op *op, const struct ts_shape *in,
 		      struct ts_shape *out, struct ts_shape_err *e)
 {
 	*out = *in;
-	out->h = op->size_h;
-	out->w = op->size_w;
-	if (in->h && in->w && (in->h < op->size_h || in->w < op->size_w)) {
+	out->h = op->tile.size_h;
+	out->w = op->tile.size_w;
+	if (in->h && in->w && (in->h < op->tile.size_h || in->w < op->tile.size_w)) {
 		e->param = "size";
 		snprintf(e->msg, sizeof(e->msg),
 			 "tile %dx%d is larger than the %dx%d image",
-			 op->size_h, op->size_w, in->h, in->w);
+			 op->tile.size_h, op->tile.size_w, in->h, in->w);
 		snprintf(e->hint, sizeof(e->hint), "use tiles of at most %dx%d",
 			 in->h, in->w);
 		return -1;
@@ -42,9 +42,9 @@ static int build_tile(struct ts_check *c, const struct ts_opdef *def,
 		      const struct ts_shape *in, struct ts_op *op)
 {
 	const struct ts_check_val *stride = ts_check_arg(def, vals, "stride");
-	int rc = ts_check_arg_size(c, def, vals, &op->size_h, &op->size_w);
-	op->stride_h = stride->given ? stride->h : op->size_h;
-	op->stride_w = stride->given ? stride->w : op->size_w;
+	int rc = ts_check_arg_size(c, def, vals, &op->tile.size_h, &op->tile.size_w);
+	op->tile.stride_h = stride->given ? stride->h : op->tile.size_h;
+	op->tile.stride_w = stride->given ? stride->w : op->tile.size_w;
 	return rc;
 }
 
@@ -53,8 +53,8 @@ static int64_t fanout_tile(const struct ts_op *op, const struct ts_shape *in)
 {
 	if (!in->h || !in->w)
 		return 0;
-	int64_t ny = in->h >= op->size_h ? (in->h - op->size_h) / op->stride_h + 1 : 0;
-	int64_t nx = in->w >= op->size_w ? (in->w - op->size_w) / op->stride_w + 1 : 0;
+	int64_t ny = in->h >= op->tile.size_h ? (in->h - op->tile.size_h) / op->tile.stride_h + 1 : 0;
+	int64_t nx = in->w >= op->tile.size_w ? (in->w - op->tile.size_w) / op->tile.stride_w + 1 : 0;
 	return ny * nx;
 }
 
@@ -62,8 +62,8 @@ static void describe_tile(const struct ts_op *op, char *buf, size_t n)
 {
 	char a[48], b[48];
 
-	ts_registry_size_desc(op->size_h, op->size_w, a, sizeof(a));
-	ts_registry_size_desc(op->stride_h, op->stride_w, b, sizeof(b));
+	ts_registry_size_desc(op->tile.size_h, op->tile.size_w, a, sizeof(a));
+	ts_registry_size_desc(op->tile.stride_h, op->tile.stride_w, b, sizeof(b));
 	snprintf(buf, n, "tile(%s, stride=%s)", a, b);
 }
 
@@ -83,8 +83,8 @@ static int build_filter(struct ts_check *c, const struct ts_opdef *def,
 			struct ts_check_val *vals, const struct ts_ast_call *call,
 			const struct ts_shape *in, struct ts_op *op)
 {
-	op->threshold = ts_check_arg(def, vals, "threshold")->num;
-	op->max_fraction = ts_check_arg(def, vals, "max_fraction")->num;
+	op->filter.threshold = ts_check_arg(def, vals, "threshold")->num;
+	op->filter.max_fraction = ts_check_arg(def, vals, "max_fraction")->num;
 	return 0;
 }
 
@@ -97,7 +97,7 @@ static int64_t fanout_one(const struct ts_op *op, const struct ts_shape *in)
 static void describe_filter(const struct ts_op *op, char *buf, size_t n)
 {
 	snprintf(buf, n, "filter(threshold=%g, max_fraction=%g)",
-		 op->threshold, op->max_fraction);
+		 op->filter.threshold, op->filter.max_fraction);
 }
 
 /* ---- plugin ---------------------------------------------------------- */

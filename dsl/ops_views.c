@@ -23,7 +23,8 @@
 
 static void free_groups(struct ts_op_branch *br, size_t n)
 {
-	struct ts_op holder = { .branches = br, .n_branches = n };
+	struct ts_op holder = { .flags = TS_OPF_VIEWS,
+				.views = { .branches = br, .n_branches = n } };
 	ts_plan_branches_free(&holder);
 }
 
@@ -58,10 +59,12 @@ static int group_count(struct ts_check *c, const struct ts_ast_arg *a, size_t k)
  * numbers them (each after its own) from *n on. */
 static void number_nested(struct ts_op *op, int *n)
 {
-	for (size_t b = 0; b < op->n_branches; b++)
-		for (size_t j = 0; j < op->branches[b].n_ops; j++) {
-			number_nested(&op->branches[b].ops[j], n);
-			op->branches[b].ops[j].index = TS_CHECK_BRANCH_BASE + ++*n;
+	size_t nb;
+	struct ts_op_branch *br = ts_op_branches(op, &nb);
+	for (size_t b = 0; b < nb; b++)
+		for (size_t j = 0; j < br[b].n_ops; j++) {
+			number_nested(&br[b].ops[j], n);
+			br[b].ops[j].index = TS_CHECK_BRANCH_BASE + ++*n;
 		}
 }
 
@@ -116,15 +119,15 @@ static int build_group(struct ts_check *c, const struct ts_ast_arg *a, size_t k,
 	/* The OUTPUT, and the TO it ends with, write the view's shape (as
 	 * check_pipeline.c does for the pipeline's). */
 	struct ts_op *o = &low[n_low - 1];
-	struct ts_op *to = &o->parts[o->n_parts - 1];
+	struct ts_op *to = &o->output.parts[o->output.n_parts - 1];
 	o->out_h = to->out_h = out.h;
 	o->out_w = to->out_w = out.w;
 	o->out_c = to->out_c = out.c;
 	o->out_dtype = to->out_dtype = out.dtype;
 	o->out_layout = to->out_layout = out.layout;
 	if (to->index < 0) {
-		to->dtype = out.dtype;
-		to->layout = out.layout;
+		to->to.dtype = out.dtype;
+		to->to.layout = out.layout;
 	}
 	*br = (struct ts_op_branch){ .ops = low, .n_ops = n_low, .weight = 1, .views = count };
 	return 0;
@@ -177,8 +180,8 @@ static int build_views(struct ts_check *c, const struct ts_opdef *def,
 		free_groups(br, n_groups);
 		return -1;
 	}
-	op->branches = br;
-	op->n_branches = n_groups;
+	op->views.branches = br;
+	op->views.n_branches = n_groups;
 	return 0;
 }
 
@@ -190,12 +193,12 @@ static int shape_views(const struct ts_op *op, const struct ts_shape *in,
 {
 	(void)e;
 	*out = *in;
-	if (!op->n_branches) {
+	if (!op->views.n_branches) {
 		out->h = out->h ? out->h : 1;
 		out->w = out->w ? out->w : 1;
 		return 0;
 	}
-	const struct ts_op_branch *b = &op->branches[0];
+	const struct ts_op_branch *b = &op->views.branches[0];
 	const struct ts_op *last = &b->ops[b->n_ops - 1];
 	out->h = last->out_h;
 	out->w = last->out_w;
@@ -210,10 +213,10 @@ static int shape_views(const struct ts_op *op, const struct ts_shape *in,
 static void describe_views(const struct ts_op *op, char *buf, size_t n)
 {
 	int total = 0;
-	for (size_t k = 0; k < op->n_branches; k++)
-		total += op->branches[k].views;
-	snprintf(buf, n, "views(%d in %zu group%s)", total, op->n_branches,
-		 ts_registry_plural((int)op->n_branches));
+	for (size_t k = 0; k < op->views.n_branches; k++)
+		total += op->views.branches[k].views;
+	snprintf(buf, n, "views(%d in %zu group%s)", total, op->views.n_branches,
+		 ts_registry_plural((int)op->views.n_branches));
 }
 
 const struct ts_opdef ts_ops_views[] = {
@@ -228,8 +231,10 @@ static void shift_index(struct ts_op *op, int base)
 {
 	if (op->index >= 0)
 		op->index += base;
-	for (size_t i = 0; i < op->n_parts; i++)
-		shift_index(&op->parts[i], base);
+	size_t np;
+	struct ts_op *parts = ts_op_parts(op, &np);
+	for (size_t i = 0; i < np; i++)
+		shift_index(&parts[i], base);
 }
 
 /* The slot's layout: the views one after another, group by group, each
@@ -244,12 +249,12 @@ void ts_plan_set_views(struct ts_plan *plan)
 	size_t off = 0, align = 1;
 	plan->n_views = 0;
 	for (size_t i = 0; i < plan->n_ops; i++)
-		if (plan->ops[i].kind == TS_OP_VIEWS)
+		if (plan->ops[i].flags & TS_OPF_VIEWS)
 			vo = &plan->ops[i];
-	if (!vo || !vo->n_branches)
+	if (!vo || !vo->views.n_branches)
 		return;
-	for (size_t g = 0; g < vo->n_branches; g++) {
-		const struct ts_op_branch *b = &vo->branches[g];
+	for (size_t g = 0; g < vo->views.n_branches; g++) {
+		const struct ts_op_branch *b = &vo->views.branches[g];
 		const struct ts_op *last = &b->ops[b->n_ops - 1];
 		for (size_t j = 0; j < b->n_ops; j++)
 			shift_index(&b->ops[j], vo->index);

@@ -49,15 +49,18 @@ static void scan(const struct ts_op *op, uint64_t *max_fixed, bool *variable)
 			*variable = true;
 		}
 	}
-	if (op->fused)
-		scan(op->fused, max_fixed, variable);
-	for (size_t i = 0; i < op->n_parts; i++)
-		scan(&op->parts[i], max_fixed, variable);
+	size_t np, nb;
+	const struct ts_op *parts = ts_op_parts(op, &np);
+	const struct ts_op_branch *br = ts_op_branches(op, &nb);
+	if (ts_op_fused(op))
+		scan(ts_op_fused(op), max_fixed, variable);
+	for (size_t i = 0; i < np; i++)
+		scan(&parts[i], max_fixed, variable);
 	/* the policy family: the ops inside random_apply / random_choice
 	 * hold the worker's images too (a resize before a crop there) */
-	for (size_t k = 0; k < op->n_branches; k++)
-		for (size_t i = 0; i < op->branches[k].n_ops; i++)
-			scan(&op->branches[k].ops[i], max_fixed, variable);
+	for (size_t k = 0; k < nb; k++)
+		for (size_t i = 0; i < br[k].n_ops; i++)
+			scan(&br[k].ops[i], max_fixed, variable);
 }
 
 /* The most any one op's kernel holds beyond the image and tmp (its
@@ -72,8 +75,10 @@ static uint64_t kernel_scratch(const struct ts_op *ops, size_t n)
 		if (op->scratch_images)
 			b = op->scratch_images *
 			    (op->out_h && op->out_w ? op_bytes(op) : VARIABLE_DECODE_SCRATCH);
-		for (size_t k = 0; k < op->n_branches; k++) {
-			uint64_t in = kernel_scratch(op->branches[k].ops, op->branches[k].n_ops);
+		size_t nb;
+		const struct ts_op_branch *br = ts_op_branches(op, &nb);
+		for (size_t k = 0; k < nb; k++) {
+			uint64_t in = kernel_scratch(br[k].ops, br[k].n_ops);
 			b = in > b ? in : b;
 		}
 		most = b > most ? b : most;
@@ -188,9 +193,9 @@ int64_t ts_plan_ring_fit(const struct ts_plan *plan, uint64_t bytes)
 bool ts_plan_tiles_banded(const struct ts_plan *plan)
 {
 	return ts_source_kind_encoded(plan->source.kind) && plan->n_ops >= 2 &&
-	       (flags_of(&plan->ops[0]) & TS_OPF_ENCODED) && !plan->ops[0].fused &&
-	       plan->ops[0].n_parts == 0 && (flags_of(&plan->ops[1]) & TS_OPF_BANDS) &&
-	       plan->ops[1].size_h > 0 && plan->ops[1].size_w > 0;
+	       (flags_of(&plan->ops[0]) & TS_OPF_ENCODED) && !ts_op_fused(&plan->ops[0]) &&
+	       (flags_of(&plan->ops[1]) & TS_OPF_BANDS) &&
+	       plan->ops[1].tile.size_h > 0 && plan->ops[1].tile.size_w > 0;
 }
 
 /* A worker's scratch in a banded tile plan with frames TS_PLAN_BAND_WIDTH
@@ -201,11 +206,13 @@ bool ts_plan_tiles_banded(const struct ts_plan *plan)
 static uint64_t band_scratch(const struct ts_plan *plan, uint64_t max_fixed)
 {
 	const struct ts_op *d = &plan->ops[0], *t = &plan->ops[1];
-	uint64_t px = (uint64_t)(d->color == TS_COLOR_GRAY ? 1 : 3) * (d->depth == 16 ? 2 : 1);
-	uint64_t band = (uint64_t)TS_PLAN_BAND_WIDTH * (uint64_t)t->size_h * px;
-	uint64_t nx = TS_PLAN_BAND_WIDTH >= t->size_w
-			      ? (uint64_t)(TS_PLAN_BAND_WIDTH - t->size_w) /
-					(uint64_t)(t->stride_w > 0 ? t->stride_w : t->size_w) + 1
+	uint64_t px = (uint64_t)(d->decode.color == TS_COLOR_GRAY ? 1 : 3) *
+		      (d->decode.depth == 16 ? 2 : 1);
+	uint64_t band = (uint64_t)TS_PLAN_BAND_WIDTH * (uint64_t)t->tile.size_h * px;
+	uint64_t nx = TS_PLAN_BAND_WIDTH >= t->tile.size_w
+			      ? (uint64_t)(TS_PLAN_BAND_WIDTH - t->tile.size_w) /
+					(uint64_t)(t->tile.stride_w > 0 ? t->tile.stride_w
+									: t->tile.size_w) + 1
 			      : 0;
 	return band + TS_PLAN_BAND_FLUSH + nx * plan->sample_bytes + 2 * max_fixed;
 }
@@ -236,12 +243,14 @@ void ts_plan_estimate(struct ts_plan *plan, int cores)
 	/* views(...): a view whose group has ops before its output stage
 	 * runs them on its own copy of the decoded image (runtime/
 	 * engine_views.c), one more image per worker */
-	for (size_t i = 0; plan->n_views && i < plan->n_ops; i++)
-		for (size_t g = 0; g < plan->ops[i].n_branches; g++)
-			if (plan->ops[i].kind == TS_OP_VIEWS && plan->ops[i].branches[g].n_ops > 1) {
+	for (size_t i = 0; plan->n_views && i < plan->n_ops; i++) {
+		const struct ts_op *vo = &plan->ops[i];
+		for (size_t g = 0; (vo->flags & TS_OPF_VIEWS) && g < vo->views.n_branches; g++)
+			if (vo->views.branches[g].n_ops > 1) {
 				per_thread += variable ? VARIABLE_DECODE_SCRATCH / 2 : max_fixed;
-				g = plan->ops[i].n_branches;
+				g = vo->views.n_branches;
 			}
+	}
 	/* the decoded cache: a worker admitting an item as the image before
 	 * an op holds a copy of it besides its images (a frame is decoded
 	 * straight into the cache's arena, which mem_cache counts) */

@@ -112,17 +112,86 @@ void ts_plan_format_size(uint64_t bytes, char *buf, size_t n)
 		snprintf(buf, n, "%.1f %s", v, units[u]);
 }
 
+/* resize, crop and tile share their first two fields, so that the
+ * checker can set the size of any of them (ts_op_set_size) */
+_Static_assert(offsetof(struct ts_op_crop, size_h) == offsetof(struct ts_op_resize, size_h) &&
+	       offsetof(struct ts_op_crop, size_w) == offsetof(struct ts_op_resize, size_w) &&
+	       offsetof(struct ts_op_tile, size_h) == offsetof(struct ts_op_resize, size_h) &&
+	       offsetof(struct ts_op_tile, size_w) == offsetof(struct ts_op_resize, size_w),
+	       "resize, crop and tile begin with size_h, size_w");
+
+void ts_op_set_size(struct ts_op *op, int h, int w)
+{
+	op->resize.size_h = h;
+	op->resize.size_w = w;
+}
+
+const struct ts_op_norm *ts_op_norm(const struct ts_op *op)
+{
+	return op->kind == TS_OP_NORMALIZE ? &op->norm : NULL;
+}
+
+/* Where op keeps its branches (the policy's or views' member), NULL for
+ * an op without. */
+static struct ts_op_branch **branches_at(struct ts_op *op, size_t **n)
+{
+	if (op->flags & TS_OPF_BRANCHES) {
+		*n = &op->policy.n_branches;
+		return &op->policy.branches;
+	}
+	if (op->flags & TS_OPF_VIEWS) {
+		*n = &op->views.n_branches;
+		return &op->views.branches;
+	}
+	return NULL;
+}
+
+struct ts_op_branch *ts_op_branches(const struct ts_op *op, size_t *n)
+{
+	size_t *np;
+	struct ts_op_branch **b = branches_at((struct ts_op *)op, &np);
+	*n = b ? *np : 0;
+	return b ? *b : NULL;
+}
+
+struct ts_op *ts_op_fused(const struct ts_op *op)
+{
+	return (op->flags & TS_OPF_ENCODED) ? op->decode.fused : NULL;
+}
+
+struct ts_op *ts_op_parts(const struct ts_op *op, size_t *n)
+{
+	bool out = ts_op_is_output(op);
+	*n = out ? op->output.n_parts : 0;
+	return out ? op->output.parts : NULL;
+}
+
+/* Free what op owns: its fused op, parts, plugin and branches. */
 static void op_fini(struct ts_op *op)
 {
-	if (op->fused) {
-		op_fini(op->fused);
-		free(op->fused);
+	struct ts_op *f = ts_op_fused(op);
+	if (f) {
+		op_fini(f);
+		free(f);
+		op->decode.fused = NULL;
 	}
-	for (size_t i = 0; i < op->n_parts; i++)
-		op_fini(&op->parts[i]);
-	free(op->parts);
+	size_t np;
+	struct ts_op *parts = ts_op_parts(op, &np);
+	for (size_t i = 0; i < np; i++)
+		op_fini(&parts[i]);
+	free(parts);
+	if (parts) {
+		op->output.parts = NULL;
+		op->output.n_parts = 0;
+	}
 	free(op->plugin);
+	op->plugin = NULL;
 	ts_plan_branches_free(op);
+}
+
+void ts_plan_op_fini(struct ts_op *op)
+{
+	op_fini(op);
 }
 
 void ts_plan_ops_free(struct ts_op *ops, size_t n)
@@ -134,14 +203,18 @@ void ts_plan_ops_free(struct ts_op *ops, size_t n)
 
 void ts_plan_branches_free(struct ts_op *op)
 {
-	for (size_t b = 0; b < op->n_branches; b++) {
-		for (size_t i = 0; i < op->branches[b].n_ops; i++)
-			op_fini(&op->branches[b].ops[i]);
-		free(op->branches[b].ops);
+	size_t *n;
+	struct ts_op_branch **b = branches_at(op, &n);
+	if (!b)
+		return;
+	for (size_t k = 0; k < *n; k++) {
+		for (size_t i = 0; i < (*b)[k].n_ops; i++)
+			op_fini(&(*b)[k].ops[i]);
+		free((*b)[k].ops);
 	}
-	free(op->branches);
-	op->branches = NULL;
-	op->n_branches = 0;
+	free(*b);
+	*b = NULL;
+	*n = 0;
 }
 
 TS_EXPORT void ts_plan_destroy(struct ts_plan *plan)
@@ -206,8 +279,8 @@ void ts_plan_op_to(struct ts_op *to, const struct ts_op *last, enum ts_layout la
 	if (!last)
 		return;
 	to->loc = last->loc;
-	to->dtype = last->out_dtype;
-	to->layout = layout;
+	to->to.dtype = last->out_dtype;
+	to->to.layout = layout;
 	to->out_h = last->out_h;
 	to->out_w = last->out_w;
 	to->out_c = last->out_c;
@@ -236,7 +309,7 @@ int ts_plan_prefix_init(struct ts_plan_prefix *pre, const struct ts_plan *plan,
 	ts_plan_op_to(&pre->out_part, last, TS_LAYOUT_NHWC);
 	ops[keep] = (struct ts_op){
 		.kind = TS_OP_OUTPUT, .index = -1, .loc = last->loc,
-		.parts = &pre->out_part, .n_parts = 1,
+		.output = { .parts = &pre->out_part, .n_parts = 1 },
 		.out_h = last->out_h, .out_w = last->out_w, .out_c = last->out_c,
 		.out_dtype = last->out_dtype, .out_layout = TS_LAYOUT_NHWC,
 	};

@@ -130,6 +130,9 @@ enum ts_op_flags {
 	TS_OPF_VIEWS = 1 << 11,      /* views(): binds its groups from the
 					call itself (build), runs nowhere
 					but last, makes the sample's views */
+	TS_OPF_BRANCHES = 1 << 12,   /* owns branches of ops (random_apply,
+					random_choice: the policy member's;
+					views' groups are TS_OPF_VIEWS) */
 };
 
 const char *ts_op_kind_name(enum ts_op_kind k); /* "random_resized_crop" */
@@ -156,6 +159,26 @@ struct ts_op;
  * sample. What the runtime asks instead of naming kinds. */
 bool ts_op_is_output(const struct ts_op *op);
 bool ts_op_expands(const struct ts_op *op);
+
+/* What generic code (freeing, the memory estimate, graph, preview) asks
+ * of an op whose parameters are another family's (struct ts_op's union):
+ * its branches (random_apply and random_choice, TS_OPF_BRANCHES) or
+ * views' groups (TS_OPF_VIEWS), *n their count; the op fused into a
+ * decode (TS_OPF_ENCODED); the output stage's parts. NULL and 0 for an
+ * op without them. */
+struct ts_op_branch *ts_op_branches(const struct ts_op *op, size_t *n);
+struct ts_op *ts_op_fused(const struct ts_op *op);
+struct ts_op *ts_op_parts(const struct ts_op *op, size_t *n);
+
+/* The output size of an op with a size parameter (resize, center_crop,
+ * random_crop, random_resized_crop, tile: their members begin with
+ * size_h, size_w, a common initial sequence), set by the checker when
+ * the size given was invalid. */
+void ts_op_set_size(struct ts_op *op, int h, int w);
+
+/* A normalize op's mean and std (what preview shows the values by), NULL
+ * for any other op. */
+const struct ts_op_norm *ts_op_norm(const struct ts_op *op);
 
 /* plugin("path.so", key = value, ...): what the runtime needs to run it.
  * path is as written in the pipeline (a relative one resolves against
@@ -204,6 +227,186 @@ uint64_t ts_plan_view_seed(uint64_t seed, int v);
 /* auto_augment(policy): torchvision's AutoAugmentPolicy. */
 enum ts_aa_policy { TS_AA_IMAGENET, TS_AA_CIFAR10, TS_AA_SVHN };
 
+/* One operator's parameters, a struct per family: struct ts_op holds
+ * the generic fields and one of these in its union, the member of its
+ * kind's family (the comment on each says which kinds). A kernel reads
+ * its own family's member and nothing else; a field a family does not
+ * have cannot be read by mistake. */
+
+/* decode */
+struct ts_op_decode {
+	enum ts_color color;
+	int depth;                /* 8 or 16 */
+	struct ts_op *fused;      /* a RESIZE / CENTER_CROP / RANDOM_CROP /
+				     RANDOM_RESIZED_CROP folded into the
+				     decode as an ROI + DCT-scaled decode;
+				     owned; NULL when none (ts_op_fused) */
+};
+
+/* resize: size_w == 0 means "shorter side to size_h" (torchvision
+ * Resize(int)); otherwise exactly size_h x size_w. */
+struct ts_op_resize {
+	int size_h, size_w;
+	enum ts_interp interp;
+	bool antialias;
+	int max_size;             /* resize(N, max_size = M): the longer side's
+				     bound (torchvision's max_size); 0: none */
+};
+
+/* center_crop, random_crop, random_resized_crop: output size_h x size_w */
+struct ts_op_crop {
+	int size_h, size_w;
+	int padding;              /* random_crop */
+	/* random_resized_crop */
+	double scale_lo, scale_hi, ratio_lo, ratio_hi;
+	enum ts_interp interp;
+	bool antialias;
+};
+
+/* flip */
+struct ts_op_flip {
+	bool horizontal;          /* true horizontal, false vertical */
+	double p;                 /* probability */
+};
+
+/* color_jitter: the factors */
+struct ts_op_jitter {
+	double brightness, contrast, saturation, hue;
+};
+
+/* grayscale */
+struct ts_op_gray {
+	int channels;             /* 1 or 3 output channels */
+	double p;                 /* probability */
+};
+
+/* normalize */
+struct ts_op_norm {
+	int n_mean;               /* 1..4 */
+	float mean[4], std[4];
+};
+
+/* to */
+struct ts_op_to {
+	enum ts_dtype dtype;
+	enum ts_layout layout;
+};
+
+/* tile: size_h x size_w tiles every stride_h, stride_w */
+struct ts_op_tile {
+	int size_h, size_w;
+	int stride_h, stride_w;
+};
+
+/* filter: drop a sample when more than max_fraction of its pixels exceed
+ * threshold (a fraction of full scale) */
+struct ts_op_filter {
+	double threshold, max_fraction;
+};
+
+/* the color family (dsl/ops_color.c, runtime/kernels/color.c): invert,
+ * posterize, solarize, autocontrast, equalize, adjust_* (adjust_sharpness
+ * too, whose kernel is in filter.c) */
+struct ts_op_color {
+	double p;                 /* invert, posterize, solarize,
+				     autocontrast, equalize: probability */
+	double factor;            /* adjust_*: the fixed factor (hue: -0.5..0.5) */
+	int bits;                 /* posterize: bits kept, 1..8 */
+	double level;             /* solarize: the threshold, in levels */
+	double gamma, gain;       /* adjust_gamma */
+};
+
+/* gaussian_blur */
+struct ts_op_blur {
+	int kernel_w, kernel_h;   /* odd kernel sides (x, y) */
+	double sigma_lo, sigma_hi; /* sigma, or drawn U(lo, hi) per sample
+				      when lo < hi */
+};
+
+/* the geometry family (dsl/ops_geometry.c, runtime/kernels/geometry.c):
+ * rotate, affine, pad, erase, perspective, random_rotation, random_affine,
+ * random_perspective, as torchvision.transforms names the parameters. */
+struct ts_op_geometry {
+	enum ts_interp interp;    /* nearest or bilinear */
+	double p;                 /* random_perspective: probability */
+	double angle;             /* rotate: degrees counter-clockwise;
+				     affine: degrees clockwise */
+	double translate[2];      /* affine: pixels (x, y) */
+	double scale;             /* affine: > 0 */
+	double shear[2];          /* affine: degrees (x, y) */
+	bool has_center;          /* center given: rotation/shear about it,
+				     else about the image's centre */
+	double center[2];         /* (x, y), pixels from the top left */
+	bool expand;              /* rotate, random_rotation */
+	int n_fill;               /* fill (rotate, affine, pad constant,
+				     perspective) or value (erase): 1 (every
+				     channel) or one per channel */
+	double fill[4];
+	int pad[4];               /* pad: left, top, right, bottom; < 0 crops */
+	enum ts_pad_mode pad_mode;
+	int erase_i, erase_j, erase_h, erase_w; /* erase: top, left, size */
+	double start[8], end[8];  /* perspective: corners (x, y) top-left,
+				     top-right, bottom-right, bottom-left */
+	/* random_rotation, random_affine: angle ~ U(degrees) */
+	double degrees[2];
+	bool has_translate;       /* random_affine: |tx| <= translate[0] * w */
+	bool has_scale;           /* random_affine: scale ~ U(scale_range) */
+	double scale_range[2];
+	int n_shear;              /* random_affine: 0, 2 (x) or 4 (x, y) */
+	double shear_range[4];
+	double distortion;        /* random_perspective: distortion_scale */
+};
+
+/* the policy family (dsl/ops_policy.c, runtime/kernels/policy.c and
+ * augmix.c): random_apply, random_choice, random_erasing, rand_augment,
+ * trivial_augment_wide, auto_augment, augmix. */
+struct ts_op_policy {
+	double p;                 /* random_apply, random_erasing */
+	/* random_apply: p and one branch; random_choice: n_branches >= 1
+	 * (TS_OPF_BRANCHES; ts_op_branches). Branch ops draw from streams
+	 * forked off this op's (ts_rng_fork with their index). Freed by
+	 * ts_plan_branches_free. */
+	struct ts_op_branch *branches;
+	size_t n_branches;
+	/* rand_augment(num_ops, magnitude, num_magnitude_bins),
+	 * trivial_augment_wide(num_magnitude_bins), auto_augment(policy);
+	 * all three and augmix with interp (nearest, bilinear or bicubic)
+	 * and their fill (n_fill, fill as the geometry ops keep theirs). */
+	int num_ops, magnitude, num_bins;
+	enum ts_aa_policy aa_policy;
+	enum ts_interp interp;
+	int n_fill;
+	double fill[4];
+	/* random_erasing(p, scale, ratio, value): the value 0, one per
+	 * channel (n_erase 1 or C), or standard normal draws (erase_random). */
+	double scale_lo, scale_hi, ratio_lo, ratio_hi;
+	int n_erase;
+	float erase_value[4];
+	bool erase_random;
+	/* augmix(severity, mixture_width, chain_depth, alpha, all_ops,
+	 * interpolation, fill) (runtime/kernels/augmix.c): a chain_depth of 0
+	 * or below draws each chain's depth (1 to 3); interp nearest or
+	 * bilinear, augmix_fill false for torchvision's fill = None. */
+	int augmix_severity, augmix_width, augmix_depth;
+	double augmix_alpha;
+	bool augmix_all_ops, augmix_fill;
+};
+
+/* views(): its groups (TS_OPF_VIEWS; ts_op_branches), owned */
+struct ts_op_views {
+	struct ts_op_branch *branches;
+	size_t n_branches;
+};
+
+/* TS_OP_OUTPUT: the fused tail ops in order (any of RESIZE, CENTER_CROP,
+ * FLIP, NORMALIZE, TO, and the tail ops); owned. The last part is always
+ * a TO naming the final dtype and layout (index -1 when the pipeline has
+ * no to() of its own). OUTPUT is always the last op. */
+struct ts_op_output {
+	struct ts_op *parts;
+	size_t n_parts;
+};
+
 struct ts_op {
 	enum ts_op_kind kind;
 	struct ts_loc loc;        /* the call in the source */
@@ -213,116 +416,29 @@ struct ts_op {
 	unsigned scratch_images;  /* its row's: image-sized buffers its kernel
 				     holds beyond the image and tmp (augmix) */
 
-	/* decode */
-	enum ts_color color;
-	int depth;                /* 8 or 16 */
-	struct ts_op *fused;      /* a RESIZE / CENTER_CROP / RANDOM_CROP /
-				     RANDOM_RESIZED_CROP folded into the
-				     decode as an ROI + DCT-scaled decode;
-				     owned; NULL when none */
-
-	/* resize: size_w == 0 means "shorter side to size_h" (torchvision
-	 * Resize(int)); otherwise exactly size_h x size_w.
-	 * center_crop, random_crop, random_resized_crop, tile: output
-	 * size_h x size_w. */
-	int size_h, size_w;
-	enum ts_interp interp;
-	bool antialias;
-	int padding;              /* random_crop */
-	double scale_lo, scale_hi, ratio_lo, ratio_hi; /* random_resized_crop */
-	bool horizontal;          /* flip: true horizontal, false vertical */
-	double p;                 /* flip, grayscale(p): probability */
-	double brightness, contrast, saturation, hue; /* color_jitter factors */
-	double factor;            /* adjust_*: the fixed factor (hue: -0.5..0.5) */
-	int bits;                 /* posterize: bits kept, 1..8 */
-	int channels;             /* grayscale: 1 or 3 output channels */
-	int n_mean;               /* normalize: 1..4 */
-	float mean[4], std[4];
-	enum ts_dtype dtype;      /* to */
-	enum ts_layout layout;    /* to */
-	int stride_h, stride_w;   /* tile */
-	double threshold, max_fraction; /* filter: drop a sample when more than
-					   max_fraction of its pixels exceed
-					   threshold (fraction of full scale);
-					   solarize: threshold in levels */
-
-	/* filters (ops_filter.c, runtime/filter.c) and adjust_gamma */
-	int max_size;             /* resize(N, max_size = M): the longer side's
-				     bound (torchvision's max_size); 0: none */
-	double gamma, gain;       /* adjust_gamma */
-	int kernel_w, kernel_h;   /* gaussian_blur: odd kernel sides (x, y) */
-	double sigma_lo, sigma_hi; /* gaussian_blur: sigma, or drawn
-				      U(lo, hi) per sample when lo < hi */
-	/* the geometry family (dsl/ops_geometry.c, runtime/geometry.c), as
-	 * torchvision.transforms names the parameters. interp (above) is the
-	 * interpolation: nearest or bilinear. */
-	struct ts_op_geometry {
-		double angle;         /* rotate: degrees counter-clockwise;
-					 affine: degrees clockwise */
-		double translate[2];  /* affine: pixels (x, y) */
-		double scale;         /* affine: > 0 */
-		double shear[2];      /* affine: degrees (x, y) */
-		bool has_center;      /* center given: rotation/shear about it,
-					 else about the image's centre */
-		double center[2];     /* (x, y), pixels from the top left */
-		bool expand;          /* rotate, random_rotation */
-		int n_fill;           /* fill (rotate, affine, pad constant,
-					 perspective) or value (erase): 1 (every
-					 channel) or one per channel */
-		double fill[4];
-		int pad[4];           /* pad: left, top, right, bottom; < 0 crops */
-		enum ts_pad_mode pad_mode;
-		int erase_i, erase_j, erase_h, erase_w; /* erase: top, left, size */
-		double start[8], end[8]; /* perspective: corners (x, y) top-left,
-					    top-right, bottom-right, bottom-left */
-		/* random_rotation, random_affine: angle ~ U(degrees) */
-		double degrees[2];
-		bool has_translate;   /* random_affine: |tx| <= translate[0] * w */
-		bool has_scale;       /* random_affine: scale ~ U(scale_range) */
-		double scale_range[2];
-		int n_shear;          /* random_affine: 0, 2 (x) or 4 (x, y) */
-		double shear_range[4];
-		double distortion;    /* random_perspective: distortion_scale */
-	} geo;
-
 	/* plugin: the shared object and its parameters; owned (one block:
 	 * free() of the pointer frees it all). NULL for other kinds. */
 	struct ts_op_plugin *plugin;
 
-	/* TS_OP_OUTPUT: the fused tail ops in order (any of RESIZE,
-	 * CENTER_CROP, FLIP, NORMALIZE, TO); owned. The last part is always
-	 * a TO naming the final dtype and layout (index -1 when the
-	 * pipeline has no to() of its own). OUTPUT is always the last op. */
-	struct ts_op *parts;
-	size_t n_parts;
-
-	/* the policy family (dsl/ops_policy.c, runtime/policy.c).
-	 * random_apply: p and one branch; random_choice: n_branches >= 1.
-	 * Branch ops draw from streams forked off this op's (ts_rng_fork
-	 * with their index). Freed by ts_plan_branches_free. */
-	struct ts_op_branch *branches;
-	size_t n_branches;
-	/* rand_augment(num_ops, magnitude, num_magnitude_bins),
-	 * trivial_augment_wide(num_magnitude_bins), auto_augment(policy);
-	 * all three with interp (nearest, bilinear or bicubic) and their fill in
-	 * geo.n_fill / geo.fill, as the geometry ops keep theirs. */
-	int num_ops, magnitude, num_bins;
-	enum ts_aa_policy aa_policy;
-	/* random_erasing(p, scale, ratio, value): scale_lo..hi and
-	 * ratio_lo..hi above; the value 0, one per channel (n_erase 1 or C),
-	 * or standard normal draws (erase_random). */
-	int n_erase;
-	float erase_value[4];
-	bool erase_random;
-
-	/* augmix(severity, mixture_width, chain_depth, alpha, all_ops,
-	 * interpolation, fill) (dsl/ops_policy.c, runtime/augmix.c): a
-	 * chain_depth of 0 or below draws each chain's depth (1 to 3); interp
-	 * nearest or bilinear and geo.n_fill / geo.fill as the policies keep
-	 * them, augmix_fill false for torchvision's fill = None. */
-	int augmix_severity, augmix_width, augmix_depth;
-	double augmix_alpha;
-	bool augmix_all_ops, augmix_fill;
+	/* The parameters: the member of the kind's family (above). */
+	union {
+		struct ts_op_decode decode;
+		struct ts_op_resize resize;
+		struct ts_op_crop crop;
+		struct ts_op_flip flip;
+		struct ts_op_jitter jitter;
+		struct ts_op_gray gray;
+		struct ts_op_norm norm;
+		struct ts_op_to to;
+		struct ts_op_tile tile;
+		struct ts_op_filter filter;
+		struct ts_op_color color;
+		struct ts_op_blur blur;
+		struct ts_op_geometry geo;
+		struct ts_op_policy policy;
+		struct ts_op_views views;
+		struct ts_op_output output;
+	};
 
 	/* Inferred shape after this op: height/width 0 when variable. */
 	int out_h, out_w, out_c;
@@ -430,8 +546,11 @@ struct ts_plan {
 
 void ts_plan_destroy(struct ts_plan *plan);
 
-/* Free an array of n ops that are not (yet) a plan's, with all they own. */
+/* Free an array of n ops that are not (yet) a plan's, with all they own;
+ * free what one op owns (its fused op, parts, plugin, branches), leaving
+ * it owning nothing. */
 void ts_plan_ops_free(struct ts_op *ops, size_t n);
+void ts_plan_op_fini(struct ts_op *op);
 
 /* the policy family: free op's branches (and theirs), leaving none. */
 void ts_plan_branches_free(struct ts_op *op);

@@ -55,24 +55,25 @@ static void scan_policy(const struct ts_op *op, const struct ts_rng *parent,
 			struct walk *w, struct state *st)
 {
 	struct ts_rng r;
+	const bool alternatives = (op->flags & TS_OPF_ALTERNATIVES) != 0; /* random_choice */
 	if (w->known) {
 		if (parent)
 			ts_rng_fork(parent, (uint64_t)op->index, &r);
 		else
 			ts_rng_init(&r, w->s->seed, w->s->epoch, w->s->index, (uint64_t)op->index);
-		if (op->kind == TS_OP_RANDOM_CHOICE)
-			scan_branch(&op->branches[ts_policy_choice_draw(op, &r)], &r, w, st);
+		if (alternatives)
+			scan_branch(&op->policy.branches[ts_policy_choice_draw(op, &r)], &r, w, st);
 		else if (ts_policy_apply_draw(op, &r))
-			scan_branch(&op->branches[0], &r, w, st);
+			scan_branch(&op->policy.branches[0], &r, w, st);
 		return;
 	}
 	struct state first = *st;
-	bool have = op->kind == TS_OP_RANDOM_APPLY; /* not applied: as it is */
-	for (size_t k = 0; k < op->n_branches; k++) {
-		if (op->kind == TS_OP_RANDOM_CHOICE && op->branches[k].weight <= 0)
+	bool have = !alternatives; /* random_apply not applied: as it is */
+	for (size_t k = 0; k < op->policy.n_branches; k++) {
+		if (alternatives && op->policy.branches[k].weight <= 0)
 			continue;
 		struct state o = *st;
-		scan_branch(&op->branches[k], NULL, w, &o);
+		scan_branch(&op->policy.branches[k], NULL, w, &o);
 		if (!have)
 			first = o;
 		else if (!same_state(&first, &o))
@@ -90,14 +91,14 @@ static void scan_policy(const struct ts_op *op, const struct ts_rng *parent,
 static void scan(const struct ts_op *op, const struct ts_rng *parent, struct walk *w,
 		 struct state *st)
 {
-	if (op->n_mean > 0) {
-		st->n = op->n_mean;
-		memcpy(st->mean, op->mean, sizeof(st->mean));
-		memcpy(st->std, op->std, sizeof(st->std));
+	const struct ts_op_norm *norm = ts_op_norm(op);
+	if (norm && norm->n_mean > 0) {
+		st->n = norm->n_mean;
+		memcpy(st->mean, norm->mean, sizeof(st->mean));
+		memcpy(st->std, norm->std, sizeof(st->std));
 		st->normalized = true;
 	}
-	if ((op->kind == TS_OP_RANDOM_APPLY || op->kind == TS_OP_RANDOM_CHOICE) &&
-	    op->n_branches)
+	if ((op->flags & TS_OPF_BRANCHES) && op->policy.n_branches)
 		scan_policy(op, parent, w, st);
 	if (!ts_op_is_output(op)) {
 		st->t = op->out_dtype;
@@ -106,10 +107,12 @@ static void scan(const struct ts_op *op, const struct ts_rng *parent, struct wal
 	}
 	if (ts_op_expands(op))
 		w->known = false; /* a tile's outputs draw under streams of their own */
-	if (op->fused)
-		scan(op->fused, parent, w, st);
-	for (size_t i = 0; i < op->n_parts; i++)
-		scan(&op->parts[i], parent, w, st);
+	size_t np;
+	const struct ts_op *parts = ts_op_parts(op, &np);
+	if (ts_op_fused(op))
+		scan(ts_op_fused(op), parent, w, st);
+	for (size_t i = 0; i < np; i++)
+		scan(&parts[i], parent, w, st);
 }
 
 void ts_grid_values_of(const struct ts_plan *plan, const struct ts_grid_sample *s,

@@ -272,7 +272,7 @@ static int make_stages(struct ts_preview *p, const struct ts_plan *plan,
 	 * sample is no longer one row. */
 	size_t k_n = 0;
 	while (k_n < plan->n_ops && !ts_op_expands(&plan->ops[k_n]) &&
-	       plan->ops[k_n].kind != TS_OP_VIEWS)
+	       !(plan->ops[k_n].flags & TS_OPF_VIEWS))
 		k_n++;
 	bool whole = k_n == plan->n_ops;
 	/* views(...): the stages before it, then one column per view */

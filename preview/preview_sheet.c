@@ -32,13 +32,13 @@ static void shot_values(const struct ts_plan *plan, const struct shot *s, bool d
 	struct ts_grid_sample gs = {.seed = plan->source.seed, .epoch = s->epoch,
 				    .index = s->key};
 	for (size_t i = 0; s->view >= 0 && i < plan->n_ops; i++)
-		if (plan->ops[i].kind == TS_OP_VIEWS)
+		if (plan->ops[i].flags & TS_OPF_VIEWS)
 			vo = &plan->ops[i];
 	if (!vo) {
 		ts_grid_values_of(plan, draw ? &gs : NULL, v);
 		return;
 	}
-	const struct ts_op_branch *g = &vo->branches[plan->views[s->view].group];
+	const struct ts_op_branch *g = &vo->views.branches[plan->views[s->view].group];
 	struct ts_plan group = {.ops = g->ops, .n_ops = g->n_ops};
 	gs.seed = ts_plan_view_seed(plan->source.seed, s->view);
 	ts_grid_values_of(&group, draw ? &gs : NULL, v);
@@ -163,13 +163,13 @@ char *ts_preview_stage_name(const struct ts_op *op)
 	int rc;
 	if (ts_op_is_output(op)) {
 		rc = ts_preview_append(&s, "output:");
-		for (size_t i = 0; rc == 0 && i < op->n_parts; i++)
+		for (size_t i = 0; rc == 0 && i < op->output.n_parts; i++)
 			rc = ts_preview_append(&s, "%s%s", i ? "+" : " ",
-					       ts_op_kind_name(op->parts[i].kind));
+					       ts_op_kind_name(op->output.parts[i].kind));
 	} else {
 		rc = ts_preview_append(&s, "%s", ts_op_kind_name(op->kind));
-		if (rc == 0 && op->fused)
-			rc = ts_preview_append(&s, "+%s", ts_op_kind_name(op->fused->kind));
+		if (rc == 0 && ts_op_fused(op))
+			rc = ts_preview_append(&s, "+%s", ts_op_kind_name(ts_op_fused(op)->kind));
 	}
 	if (rc) {
 		free(s);

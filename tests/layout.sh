@@ -30,7 +30,20 @@ done
 bad=$(grep -rnE '^#include "\.\./' include common plan dsl runtime preview src \
 	--include='*.c' --include='*.h' --include='*.cu' || true)
 [ -z "$bad" ] || fail "relative includes step around the layers: $bad"
-pass "README's Layout names all $n files of the layer folders; no relative includes"
+# An operator is one unit: its kind is named in at most 3 source files
+# outside the tests (its kernel family's, and at most two that lower or
+# free it); the rest ask the op's flags (CODING_STYLE.md).
+kinds=$(sed -n 's/^TS_OP(\([A-Z0-9_]*\),.*/\1/p' plan/ops.def)
+[ -n "$kinds" ] || fail "no TS_OP(...) rows read from plan/ops.def"
+spread=""
+for k in $kinds; do
+	files=$(grep -rlw "TS_OP_$k" include common plan grammar dsl runtime preview src \
+		--include='*.c' --include='*.h' --include='*.cu' --include='*.l' --include='*.y' | sort)
+	c=$(printf '%s\n' "$files" | grep -c .)
+	[ "$c" -le 3 ] || spread="$spread TS_OP_$k($c: $(echo $files))"
+done
+[ -z "$spread" ] || fail "operator kinds named in more than 3 files (ask the op's flags instead):$spread"
+pass "README's Layout names all $n files of the layer folders; no relative includes; no kind named in more than 3 files"
 nolib=""
 ns=0
 for f in $(find tests -name '*.sh' ! -path tests/lib.sh | sort); do

@@ -47,11 +47,11 @@ static const struct {
 START_TEST(resize_dims)
 {
 	struct ts_op op = { .kind = TS_OP_RESIZE,
-			    .size_h = resize_dims_cases[_i].size_h,
-			    .size_w = resize_dims_cases[_i].size_w,
-			    .max_size = resize_dims_cases[_i].max_size };
+			    .resize.size_h = resize_dims_cases[_i].size_h,
+			    .resize.size_w = resize_dims_cases[_i].size_w,
+			    .resize.max_size = resize_dims_cases[_i].max_size };
 	int ow = -1, oh = -1;
-	ts_aug_resize_dims(resize_dims_cases[_i].w, resize_dims_cases[_i].h, &op,
+	ts_aug_resize_dims(resize_dims_cases[_i].w, resize_dims_cases[_i].h, &op.resize,
 			   &ow, &oh);
 	ck_assert_int_eq(ow, resize_dims_cases[_i].ow);
 	ck_assert_int_eq(oh, resize_dims_cases[_i].oh);
@@ -83,13 +83,13 @@ END_TEST
  * computable by hand; the corner uses the 3rd and 4th draws. */
 START_TEST(rrc_box_first_attempt)
 {
-	struct ts_op op = { .kind = TS_OP_RANDOM_RESIZED_CROP, .scale_lo = 0.25,
-			    .scale_hi = 0.25, .ratio_lo = 1.0, .ratio_hi = 1.0 };
+	struct ts_op op = { .kind = TS_OP_RANDOM_RESIZED_CROP, .crop.scale_lo = 0.25,
+			    .crop.scale_hi = 0.25, .crop.ratio_lo = 1.0, .crop.ratio_hi = 1.0 };
 	struct ts_rng r, copy;
 	int x, y, cw, ch;
 	ts_rng_init(&r, 9, 1, 2, 3);
 	copy = r;
-	ts_aug_rrc_box(100, 80, &op, &r, &x, &y, &cw, &ch);
+	ts_aug_rrc_box(100, 80, &op.crop, &r, &x, &y, &cw, &ch);
 	/* area 2000, side round(sqrt(2000)) = round(44.72) = 45 */
 	ck_assert_int_eq(cw, 45);
 	ck_assert_int_eq(ch, 45);
@@ -105,12 +105,12 @@ END_TEST
  * float-to-int overflow); the box still lies inside the image. */
 START_TEST(rrc_box_huge)
 {
-	struct ts_op op = { .kind = TS_OP_RANDOM_RESIZED_CROP, .scale_lo = 0.08,
-			    .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3 };
+	struct ts_op op = { .kind = TS_OP_RANDOM_RESIZED_CROP, .crop.scale_lo = 0.08,
+			    .crop.scale_hi = 1.0, .crop.ratio_lo = 3.0 / 4, .crop.ratio_hi = 4.0 / 3 };
 	struct ts_rng r;
 	int x, y, cw, ch;
 	ts_rng_init(&r, 1, 0, 0, 0);
-	ts_aug_rrc_box(2147483647, 1, &op, &r, &x, &y, &cw, &ch);
+	ts_aug_rrc_box(2147483647, 1, &op.crop, &r, &x, &y, &cw, &ch);
 	ck_assert(cw > 0 && ch > 0 && x >= 0 && y >= 0);
 	ck_assert((long long)x + cw <= 2147483647LL && y + ch <= 1);
 }
@@ -120,14 +120,14 @@ END_TEST
  * image: check the box follows the drawn numbers exactly. */
 START_TEST(rrc_box_follows_draws)
 {
-	struct ts_op op = { .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 3.0 / 4,
-			    .ratio_hi = 4.0 / 3 };
+	struct ts_op op = { .crop.scale_lo = 0.08, .crop.scale_hi = 1.0, .crop.ratio_lo = 3.0 / 4,
+			    .crop.ratio_hi = 4.0 / 3 };
 	for (uint64_t idx = 0; idx < 200; idx++) {
 		struct ts_rng r, c;
 		int x, y, cw, ch;
 		ts_rng_init(&r, 1, 0, idx, 4);
 		c = r;
-		ts_aug_rrc_box(500, 375, &op, &r, &x, &y, &cw, &ch);
+		ts_aug_rrc_box(500, 375, &op.crop, &r, &x, &y, &cw, &ch);
 		/* Recompute torchvision's loop from the same draws. */
 		int ex = -1, ey = -1, ew = 0, eh = 0;
 		for (int a = 0; a < 10 && ew == 0; a++) {
@@ -162,12 +162,12 @@ static const struct {
 
 START_TEST(rrc_box_fallback)
 {
-	struct ts_op op = { .scale_lo = 2.0, .scale_hi = 2.0, .ratio_lo = 3.0 / 4,
-			    .ratio_hi = 4.0 / 3 };
+	struct ts_op op = { .crop.scale_lo = 2.0, .crop.scale_hi = 2.0, .crop.ratio_lo = 3.0 / 4,
+			    .crop.ratio_hi = 4.0 / 3 };
 	struct ts_rng r;
 	int x, y, cw, ch;
 	ts_rng_init(&r, 1, 2, 3, 4);
-	ts_aug_rrc_box(rrc_fallback_cases[_i].w, rrc_fallback_cases[_i].h, &op, &r,
+	ts_aug_rrc_box(rrc_fallback_cases[_i].w, rrc_fallback_cases[_i].h, &op.crop, &r,
 		       &x, &y, &cw, &ch);
 	ck_assert_int_eq(x, rrc_fallback_cases[_i].x);
 	ck_assert_int_eq(y, rrc_fallback_cases[_i].y);
@@ -184,15 +184,15 @@ END_TEST
 
 START_TEST(random_crop_box_padding)
 {
-	struct ts_op op = { .kind = TS_OP_RANDOM_CROP, .size_w = 32, .size_h = 32,
-			    .padding = 4 };
+	struct ts_op op = { .kind = TS_OP_RANDOM_CROP, .crop.size_w = 32, .crop.size_h = 32,
+			    .crop.padding = 4 };
 	bool seen_lo = false, seen_hi = false;
 	for (uint64_t i = 0; i < 500; i++) {
 		struct ts_rng r, c;
 		int x, y;
 		ts_rng_init(&r, 3, 0, i, 1);
 		c = r;
-		ts_aug_random_crop_box(32, 32, &op, &r, &x, &y);
+		ts_aug_random_crop_box(32, 32, &op.crop, &r, &x, &y);
 		ck_assert_int_eq(y, (int)ts_rng_below(&c, 9) - 4);
 		ck_assert_int_eq(x, (int)ts_rng_below(&c, 9) - 4);
 		seen_lo |= x == -4;
@@ -200,11 +200,11 @@ START_TEST(random_crop_box_padding)
 	}
 	ck_assert(seen_lo && seen_hi);
 	/* Same size, no padding: the whole image, no draw. */
-	struct ts_op same = { .size_w = 10, .size_h = 7 };
+	struct ts_op same = { .crop.size_w = 10, .crop.size_h = 7 };
 	struct ts_rng r;
 	int x = 5, y = 5;
 	ts_rng_init(&r, 0, 0, 0, 0);
-	ts_aug_random_crop_box(10, 7, &same, &r, &x, &y);
+	ts_aug_random_crop_box(10, 7, &same.crop, &r, &x, &y);
 	ck_assert_int_eq(x, 0);
 	ck_assert_int_eq(y, 0);
 	ck_assert_uint_eq(r.ctr, 0);
@@ -213,12 +213,12 @@ END_TEST
 
 START_TEST(tile_grid)
 {
-	struct ts_op op = { .size_w = 64, .size_h = 32, .stride_w = 32, .stride_h = 32 };
+	struct ts_op op = { .tile.size_w = 64, .tile.size_h = 32, .tile.stride_w = 32, .tile.stride_h = 32 };
 	int nx, ny;
-	ts_aug_tile_grid(200, 100, &op, &nx, &ny);
+	ts_aug_tile_grid(200, 100, &op.tile, &nx, &ny);
 	ck_assert_int_eq(nx, 5); /* 0,32,64,96,128 (+64 <= 200) */
 	ck_assert_int_eq(ny, 3);
-	ts_aug_tile_grid(63, 100, &op, &nx, &ny);
+	ts_aug_tile_grid(63, 100, &op.tile, &nx, &ny);
 	ck_assert_int_eq(nx, 0);
 }
 END_TEST
@@ -534,9 +534,9 @@ START_TEST(filter_keep)
 	for (int k = 0; k < 10; k++)
 		px[k] = k < 5 ? 255 : 0;
 	struct ts_image img = make_u8(10, 1, 1, px);
-	struct ts_op f = { .kind = TS_OP_FILTER, .threshold = 0.5, .max_fraction = 0.4 };
+	struct ts_op f = { .kind = TS_OP_FILTER, .filter.threshold = 0.5, .filter.max_fraction = 0.4 };
 	ck_assert(!ts_aug_filter_keep(&f, &img));
-	f.max_fraction = 0.5;
+	f.filter.max_fraction = 0.5;
 	ck_assert(ts_aug_filter_keep(&f, &img));
 	ts_image_free(&img);
 }
@@ -586,7 +586,11 @@ END_TEST
 
 static struct ts_op part(enum ts_op_kind k, int index)
 {
-	struct ts_op op = { .kind = k, .index = index, .p = 1.0, .antialias = true };
+	struct ts_op op = { .kind = k, .index = index };
+	if (k == TS_OP_FLIP)
+		op.flip.p = 1.0;
+	else if (k == TS_OP_RESIZE)
+		op.resize.antialias = true;
 	return op;
 }
 
@@ -597,14 +601,14 @@ START_TEST(output_normalize_nchw)
 	const uint8_t px[] = { 0, 51, 255, 128, 200, 7 };
 	struct ts_image in = make_u8(2, 1, 3, px), t1 = { 0 }, t2 = { 0 };
 	struct ts_op parts[2] = { part(TS_OP_NORMALIZE, 1), part(TS_OP_TO, 2) };
-	parts[0].n_mean = 3;
+	parts[0].norm.n_mean = 3;
 	for (int c = 0; c < 3; c++) {
-		parts[0].mean[c] = 0.5f;
-		parts[0].std[c] = 0.25f;
+		parts[0].norm.mean[c] = 0.5f;
+		parts[0].norm.std[c] = 0.25f;
 	}
-	parts[1].dtype = TS_DTYPE_F32;
-	parts[1].layout = TS_LAYOUT_NCHW;
-	struct ts_op out = { .kind = TS_OP_OUTPUT, .parts = parts, .n_parts = 2 };
+	parts[1].to.dtype = TS_DTYPE_F32;
+	parts[1].to.layout = TS_LAYOUT_NCHW;
+	struct ts_op out = { .kind = TS_OP_OUTPUT, .output.parts = parts, .output.n_parts = 2 };
 	float dst[6];
 	ck_assert_int_eq(ts_out_write(&out, &in, 1, 0, 0, &t1, &t2, dst, sizeof(dst), NULL), 0);
 	for (int c = 0; c < 3; c++)
@@ -629,24 +633,24 @@ START_TEST(output_layouts_dtypes)
 	const uint8_t px[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 }; /* 2x2 RGB */
 	struct ts_image in = make_u8(2, 2, 3, px), t1 = { 0 }, t2 = { 0 };
 	struct ts_op parts[2] = { part(TS_OP_FLIP, 1), part(TS_OP_TO, 2) };
-	parts[0].horizontal = true;
-	parts[1].dtype = TS_DTYPE_U8;
-	parts[1].layout = TS_LAYOUT_NCHW;
-	struct ts_op out = { .kind = TS_OP_OUTPUT, .parts = parts, .n_parts = 2 };
+	parts[0].flip.horizontal = true;
+	parts[1].to.dtype = TS_DTYPE_U8;
+	parts[1].to.layout = TS_LAYOUT_NCHW;
+	struct ts_op out = { .kind = TS_OP_OUTPUT, .output.parts = parts, .output.n_parts = 2 };
 	uint8_t u8[12];
 	ck_assert_int_eq(ts_out_write(&out, &in, 1, 0, 0, &t1, &t2, u8, 12, NULL), 0);
 	const uint8_t want[] = { 4, 1, 10, 7, 5, 2, 11, 8, 6, 3, 12, 9 };
 	ck_assert_mem_eq(u8, want, 12);
 
-	parts[1].dtype = TS_DTYPE_F32;
-	parts[1].layout = TS_LAYOUT_NHWC;
+	parts[1].to.dtype = TS_DTYPE_F32;
+	parts[1].to.layout = TS_LAYOUT_NHWC;
 	float f[12];
 	ck_assert_int_eq(ts_out_write(&out, &in, 1, 0, 0, &t1, &t2, f, sizeof(f), NULL), 0);
 	ck_assert_float_eq(f[0], 4.0f / 255.0f);
 	ck_assert_float_eq(f[3], 1.0f / 255.0f);
 	ck_assert_float_eq(f[11], 9.0f / 255.0f);
 
-	parts[1].dtype = TS_DTYPE_F16;
+	parts[1].to.dtype = TS_DTYPE_F16;
 	uint16_t h[12];
 	ck_assert_int_eq(ts_out_write(&out, &in, 1, 0, 0, &t1, &t2, h, sizeof(h), NULL), 0);
 	for (int k = 0; k < 12; k++)
@@ -672,10 +676,10 @@ START_TEST(output_matches_kernels)
 		in.data[k] = (uint8_t)(k * 7919 % 251);
 	struct ts_op parts[3] = { part(TS_OP_RESIZE, 1), part(TS_OP_CENTER_CROP, 2),
 				  part(TS_OP_TO, 3) };
-	parts[0].size_h = 32; /* shorter side 32: 41x32 */
-	parts[1].size_w = parts[1].size_h = 30;
-	parts[2].dtype = TS_DTYPE_U8;
-	struct ts_op out = { .kind = TS_OP_OUTPUT, .parts = parts, .n_parts = 3 };
+	parts[0].resize.size_h = 32; /* shorter side 32: 41x32 */
+	parts[1].crop.size_w = parts[1].crop.size_h = 30;
+	parts[2].to.dtype = TS_DTYPE_U8;
+	struct ts_op out = { .kind = TS_OP_OUTPUT, .output.parts = parts, .output.n_parts = 3 };
 	uint8_t dst[30 * 30 * 3];
 	ck_assert_int_eq(ts_out_write(&out, &in, 1, 0, 0, &t1, &t2, dst, sizeof(dst), NULL), 0);
 	ck_assert_int_eq(ts_aug_resize(&in, &a, 41, 32, TS_INTERP_BILINEAR, true), 0);
@@ -696,17 +700,17 @@ static void run_chain(uint64_t index, struct ts_image *img)
 	struct ts_image tmp = { 0 };
 	struct ts_op ops[4] = { part(TS_OP_RANDOM_RESIZED_CROP, 1), part(TS_OP_FLIP, 2),
 				part(TS_OP_COLOR_JITTER, 3), part(TS_OP_NORMALIZE, 4) };
-	ops[0].size_w = ops[0].size_h = 24;
-	ops[0].scale_lo = 0.08;
-	ops[0].scale_hi = 1.0;
-	ops[0].ratio_lo = 0.75;
-	ops[0].ratio_hi = 4.0 / 3;
-	ops[1].horizontal = true;
-	ops[1].p = 0.5;
-	ops[2].brightness = ops[2].contrast = ops[2].saturation = 0.4;
-	ops[3].n_mean = 1;
-	ops[3].mean[0] = 0.5f;
-	ops[3].std[0] = 0.5f;
+	ops[0].crop.size_w = ops[0].crop.size_h = 24;
+	ops[0].crop.scale_lo = 0.08;
+	ops[0].crop.scale_hi = 1.0;
+	ops[0].crop.ratio_lo = 0.75;
+	ops[0].crop.ratio_hi = 4.0 / 3;
+	ops[1].flip.horizontal = true;
+	ops[1].flip.p = 0.5;
+	ops[2].jitter.brightness = ops[2].jitter.contrast = ops[2].jitter.saturation = 0.4;
+	ops[3].norm.n_mean = 1;
+	ops[3].norm.mean[0] = 0.5f;
+	ops[3].norm.std[0] = 0.5f;
 	ck_assert_int_eq(ts_image_reserve(img, 64, 48, 3, TS_DTYPE_U8), 0);
 	for (size_t k = 0; k < ts_image_bytes(img); k++)
 		img->data[k] = (uint8_t)(k * 31 % 256);
@@ -779,9 +783,9 @@ START_TEST(every_crop_resamples_as_pil)
 			const struct ts_op *o = &plan->ops[i];
 			if ((int)o->kind == def->op_kind)
 				op = o;
-			for (size_t j = 0; ts_op_is_output(o) && j < o->n_parts && !op; j++)
-				if ((int)o->parts[j].kind == def->op_kind)
-					op = &o->parts[j];
+			for (size_t j = 0; ts_op_is_output(o) && j < o->output.n_parts && !op; j++)
+				if ((int)o->output.parts[j].kind == def->op_kind)
+					op = &o->output.parts[j];
 		}
 		ck_assert_msg(op != NULL, "%s: not in its plan", def->name);
 		const struct ts_kernel *k = ts_kernel_find(op->kind);

@@ -86,10 +86,10 @@ START_TEST(test_shape)
 	ck_assert_uint_ge(p->n_ops, 1);
 	const struct ts_op *out = &p->ops[p->n_ops - 1];
 	ck_assert_int_eq(out->kind, TS_OP_OUTPUT);
-	ck_assert_uint_ge(out->n_parts, 1);
-	ck_assert_int_eq(out->parts[out->n_parts - 1].kind, TS_OP_TO);
-	ck_assert_int_eq(out->parts[out->n_parts - 1].dtype, shapes[_i].dtype);
-	ck_assert_int_eq(out->parts[out->n_parts - 1].layout, shapes[_i].layout);
+	ck_assert_uint_ge(out->output.n_parts, 1);
+	ck_assert_int_eq(out->output.parts[out->output.n_parts - 1].kind, TS_OP_TO);
+	ck_assert_int_eq(out->output.parts[out->output.n_parts - 1].to.dtype, shapes[_i].dtype);
+	ck_assert_int_eq(out->output.parts[out->output.n_parts - 1].to.layout, shapes[_i].layout);
 	ck_assert_int_eq(out->out_h, shapes[_i].h);
 	ck_assert_int_eq(out->out_c, shapes[_i].c);
 	ts_plan_destroy(p);
@@ -119,27 +119,27 @@ START_TEST(test_fuse_decode_crop)
 		" | normalize([0.5,0.5,0.5],[0.5,0.5,0.5]) | to(float32, nchw) | batch(8)");
 	ck_assert_uint_eq(p->n_ops, 3);
 	ck_assert_int_eq(p->ops[0].kind, TS_OP_DECODE);
-	ck_assert_ptr_nonnull(p->ops[0].fused);
-	ck_assert_int_eq(p->ops[0].fused->kind, TS_OP_RANDOM_RESIZED_CROP);
-	ck_assert_int_eq(p->ops[0].fused->size_h, 224);
-	ck_assert_double_eq(p->ops[0].fused->scale_lo, 0.25);
-	ck_assert_double_eq_tol(p->ops[0].fused->ratio_hi, 4.0 / 3.0, 1e-12);
-	ck_assert_int_eq(p->ops[0].fused->index, 2);
+	ck_assert_ptr_nonnull(p->ops[0].decode.fused);
+	ck_assert_int_eq(p->ops[0].decode.fused->kind, TS_OP_RANDOM_RESIZED_CROP);
+	ck_assert_int_eq(p->ops[0].decode.fused->crop.size_h, 224);
+	ck_assert_double_eq(p->ops[0].decode.fused->crop.scale_lo, 0.25);
+	ck_assert_double_eq_tol(p->ops[0].decode.fused->crop.ratio_hi, 4.0 / 3.0, 1e-12);
+	ck_assert_int_eq(p->ops[0].decode.fused->index, 2);
 	ck_assert_int_eq(p->ops[0].out_h, 224);
 	/* color_jitter is not fusable: OUTPUT holds only what follows it */
 	ck_assert_int_eq(p->ops[1].kind, TS_OP_COLOR_JITTER);
-	ck_assert_double_eq(p->ops[1].brightness, 0.4);
+	ck_assert_double_eq(p->ops[1].jitter.brightness, 0.4);
 	ck_assert_int_eq(p->ops[1].index, 3);
 	ck_assert_int_eq(p->ops[2].kind, TS_OP_OUTPUT);
-	ck_assert_uint_eq(p->ops[2].n_parts, 3);
-	ck_assert_int_eq(p->ops[2].parts[0].kind, TS_OP_FLIP);
-	ck_assert(!p->ops[2].parts[0].horizontal);
-	ck_assert_double_eq(p->ops[2].parts[0].p, 0.25);
-	ck_assert_int_eq(p->ops[2].parts[0].index, 4);
-	ck_assert_int_eq(p->ops[2].parts[1].kind, TS_OP_NORMALIZE);
-	ck_assert_int_eq(p->ops[2].parts[1].n_mean, 3);
-	ck_assert_int_eq(p->ops[2].parts[2].kind, TS_OP_TO);
-	ck_assert_int_eq(p->ops[2].parts[2].layout, TS_LAYOUT_NCHW);
+	ck_assert_uint_eq(p->ops[2].output.n_parts, 3);
+	ck_assert_int_eq(p->ops[2].output.parts[0].kind, TS_OP_FLIP);
+	ck_assert(!p->ops[2].output.parts[0].flip.horizontal);
+	ck_assert_double_eq(p->ops[2].output.parts[0].flip.p, 0.25);
+	ck_assert_int_eq(p->ops[2].output.parts[0].index, 4);
+	ck_assert_int_eq(p->ops[2].output.parts[1].kind, TS_OP_NORMALIZE);
+	ck_assert_int_eq(p->ops[2].output.parts[1].norm.n_mean, 3);
+	ck_assert_int_eq(p->ops[2].output.parts[2].kind, TS_OP_TO);
+	ck_assert_int_eq(p->ops[2].output.parts[2].to.layout, TS_LAYOUT_NCHW);
 	ts_plan_destroy(p);
 }
 END_TEST
@@ -149,17 +149,17 @@ START_TEST(test_fuse_val)
 	struct ts_plan *p = compile_ok(
 		"pipeline p = folder(\"x\") | decode(rgb) | resize(256) | center_crop(224) | batch(8)");
 	ck_assert_uint_eq(p->n_ops, 2);
-	ck_assert_int_eq(p->ops[0].fused->kind, TS_OP_RESIZE);
-	ck_assert_int_eq(p->ops[0].fused->size_h, 256);
-	ck_assert_int_eq(p->ops[0].fused->size_w, 0); /* shorter side */
+	ck_assert_int_eq(p->ops[0].decode.fused->kind, TS_OP_RESIZE);
+	ck_assert_int_eq(p->ops[0].decode.fused->resize.size_h, 256);
+	ck_assert_int_eq(p->ops[0].decode.fused->resize.size_w, 0); /* shorter side */
 	ck_assert_int_eq(p->ops[0].out_h, 0);          /* still variable */
 	ck_assert_int_eq(p->ops[1].kind, TS_OP_OUTPUT);
-	ck_assert_uint_eq(p->ops[1].n_parts, 2);
-	ck_assert_int_eq(p->ops[1].parts[0].kind, TS_OP_CENTER_CROP);
+	ck_assert_uint_eq(p->ops[1].output.n_parts, 2);
+	ck_assert_int_eq(p->ops[1].output.parts[0].kind, TS_OP_CENTER_CROP);
 	/* an implicit TO names the final uint8 nhwc */
-	ck_assert_int_eq(p->ops[1].parts[1].kind, TS_OP_TO);
-	ck_assert_int_eq(p->ops[1].parts[1].index, -1);
-	ck_assert_int_eq(p->ops[1].parts[1].dtype, TS_DTYPE_U8);
+	ck_assert_int_eq(p->ops[1].output.parts[1].kind, TS_OP_TO);
+	ck_assert_int_eq(p->ops[1].output.parts[1].index, -1);
+	ck_assert_int_eq(p->ops[1].output.parts[1].to.dtype, TS_DTYPE_U8);
 	ts_plan_destroy(p);
 }
 END_TEST
@@ -169,8 +169,8 @@ START_TEST(test_no_fusion)
 	struct ts_plan *p = compile_ok("pipeline p = synthetic(8) | batch(2)");
 	ck_assert_uint_eq(p->n_ops, 1);
 	ck_assert_int_eq(p->ops[0].kind, TS_OP_OUTPUT);
-	ck_assert_uint_eq(p->ops[0].n_parts, 1);
-	ck_assert_int_eq(p->ops[0].parts[0].kind, TS_OP_TO);
+	ck_assert_uint_eq(p->ops[0].output.n_parts, 1);
+	ck_assert_int_eq(p->ops[0].output.parts[0].kind, TS_OP_TO);
 	ck_assert_int_eq(p->ops[0].out_h, 8);
 	ts_plan_destroy(p);
 }
@@ -185,13 +185,13 @@ START_TEST(test_fuse_flip_before_resize)
 		" | center_crop(224) | to(uint8) | batch(4)");
 	ck_assert_uint_eq(p->n_ops, 3);
 	ck_assert_int_eq(p->ops[0].kind, TS_OP_DECODE);
-	ck_assert_ptr_null(p->ops[0].fused);
+	ck_assert_ptr_null(p->ops[0].decode.fused);
 	ck_assert_int_eq(p->ops[1].kind, TS_OP_FLIP);
 	ck_assert_int_eq(p->ops[2].kind, TS_OP_OUTPUT);
-	ck_assert_uint_eq(p->ops[2].n_parts, 3);
-	ck_assert_int_eq(p->ops[2].parts[0].kind, TS_OP_RESIZE);
-	ck_assert_int_eq(p->ops[2].parts[1].kind, TS_OP_CENTER_CROP);
-	ck_assert_int_eq(p->ops[2].parts[2].kind, TS_OP_TO);
+	ck_assert_uint_eq(p->ops[2].output.n_parts, 3);
+	ck_assert_int_eq(p->ops[2].output.parts[0].kind, TS_OP_RESIZE);
+	ck_assert_int_eq(p->ops[2].output.parts[1].kind, TS_OP_CENTER_CROP);
+	ck_assert_int_eq(p->ops[2].output.parts[2].kind, TS_OP_TO);
 	ts_plan_destroy(p);
 }
 END_TEST
@@ -710,9 +710,9 @@ START_TEST(test_ast_direct)
 	ck_assert_int_eq(plan->height, 16);
 	ck_assert_str_eq(plan->source.base_dir, "/base");
 	ck_assert_int_eq(plan->ops[0].kind, TS_OP_OUTPUT);
-	ck_assert_int_eq(plan->ops[0].parts[0].kind, TS_OP_FLIP);
-	ck_assert(plan->ops[0].parts[0].horizontal);
-	ck_assert_double_eq(plan->ops[0].parts[0].p, 0.5);
+	ck_assert_int_eq(plan->ops[0].output.parts[0].kind, TS_OP_FLIP);
+	ck_assert(plan->ops[0].output.parts[0].flip.horizontal);
+	ck_assert_double_eq(plan->ops[0].output.parts[0].flip.p, 0.5);
 	ts_plan_destroy(plan);
 	ts_diags_fini(&d);
 	ts_ast_program_destroy(&prog);

@@ -456,6 +456,13 @@ START_TEST(test_sized_opts)
 	ck_assert_msg(strstr(err.msg, "from a newer header"), "%s", err.msg);
 	big.newer = 0;
 	ck_assert_int_eq(ts_client_connect(nowhere, &big.o, &c, &err), -ENOENT);
+	/* one width for epoch: 64 bits here, 32 in the hello */
+	struct ts_client_opts far;
+	ts_client_opts_init(&far);
+	far.resume = 1;
+	far.resume_epoch = (uint64_t)UINT32_MAX + 1;
+	ck_assert_int_eq(ts_client_connect(nowhere, &far, &c, &err), TS_E_ARG);
+	ck_assert_msg(strstr(err.msg, "resume_epoch 4294967296"), "%s", err.msg);
 	ck_assert_ptr_null(c);
 }
 END_TEST

@@ -167,8 +167,8 @@ END_TEST
 
 START_TEST(jitter_params)
 {
-	struct ts_op op = { .kind = TS_OP_COLOR_JITTER, .brightness = 0.4,
-			    .contrast = 0.2, .saturation = 1.0, .hue = 0.1 };
+	struct ts_op op = { .kind = TS_OP_COLOR_JITTER, .jitter.brightness = 0.4,
+			    .jitter.contrast = 0.2, .jitter.saturation = 1.0, .jitter.hue = 0.1 };
 	int orders[24] = { 0 };
 	double hue_sum = 0.0;
 	int hue_low = 0;
@@ -206,7 +206,7 @@ START_TEST(jitter_params)
 	ck_assert_int_lt(hue_low, 6000 + 300);
 
 	/* without hue: the three are shuffled, hue stays last and unused */
-	op.hue = 0;
+	op.jitter.hue = 0;
 	for (uint64_t i = 0; i < 100; i++) {
 		struct ts_rng rng;
 		int order[4];
@@ -226,8 +226,8 @@ START_TEST(jitter_applies_draws)
 	static uint8_t px[32 * 32 * 3];
 	for (int i = 0; i < 32 * 32 * 3; i++)
 		px[i] = (uint8_t)((i * 53 + 7) % 230 + 10);
-	struct ts_op op = { .kind = TS_OP_COLOR_JITTER, .brightness = 0.4,
-			    .contrast = 0.4, .saturation = 0.4, .hue = 0.5 };
+	struct ts_op op = { .kind = TS_OP_COLOR_JITTER, .jitter.brightness = 0.4,
+			    .jitter.contrast = 0.4, .jitter.saturation = 0.4, .jitter.hue = 0.5 };
 	for (uint64_t i = 0; i < 20; i++) {
 		struct ts_image a = make_u8(32, 32, 3, px), b = make_u8(32, 32, 3, px);
 		struct ts_rng rng;
@@ -259,8 +259,8 @@ END_TEST
 
 static struct ts_op color_op(enum ts_op_kind k, double p)
 {
-	struct ts_op op = { .kind = k, .p = p, .bits = 4, .threshold = 128,
-			    .factor = 1.5, .index = 3 };
+	struct ts_op op = { .kind = k, .color.p = p, .color.bits = 4, .color.level = 128,
+			    .color.factor = 1.5, .index = 3 };
 	return op;
 }
 
@@ -287,7 +287,7 @@ START_TEST(apply_probability)
 
 	/* p = 0 never, p = 1 always (and draws nothing) */
 	for (int p = 0; p <= 1; p++) {
-		op.p = p;
+		op.color.p = p;
 		uint8_t px = 10;
 		struct ts_image img = make_u8(1, 1, 1, &px);
 		struct ts_rng rng, fresh;
@@ -327,7 +327,7 @@ START_TEST(apply_dispatch)
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		struct ts_op op = color_op(kinds[k], 1.0);
 		if (kinds[k] == TS_OP_ADJUST_HUE)
-			op.factor = 1.5 / 4;
+			op.color.factor = 1.5 / 4;
 		struct ts_image a = make_u8(32, 32, 3, px), b = make_u8(32, 32, 3, px);
 		struct ts_image tmp = { 0 };
 		struct ts_rng rng;
@@ -396,23 +396,23 @@ START_TEST(check_plan)
 	/* eight stages of their own, then the output (to) */
 	ck_assert_uint_eq(p->n_ops, 10);
 	ck_assert_int_eq(p->ops[0].kind, TS_OP_INVERT);
-	ck_assert(p->ops[0].p == 0.25);
+	ck_assert(p->ops[0].color.p == 0.25);
 	ck_assert_int_eq(p->ops[1].kind, TS_OP_POSTERIZE);
-	ck_assert_int_eq(p->ops[1].bits, 3);
-	ck_assert(p->ops[1].p == 1.0);
+	ck_assert_int_eq(p->ops[1].color.bits, 3);
+	ck_assert(p->ops[1].color.p == 1.0);
 	ck_assert_int_eq(p->ops[2].kind, TS_OP_SOLARIZE);
-	ck_assert(p->ops[2].threshold == 99.5);
+	ck_assert(p->ops[2].color.level == 99.5);
 	ck_assert_int_eq(p->ops[3].kind, TS_OP_AUTOCONTRAST);
 	ck_assert_int_eq(p->ops[4].kind, TS_OP_EQUALIZE);
-	ck_assert(p->ops[4].p == 0.5);
+	ck_assert(p->ops[4].color.p == 0.5);
 	ck_assert_int_eq(p->ops[5].kind, TS_OP_ADJUST_BRIGHTNESS);
-	ck_assert(p->ops[5].factor == 1.25);
+	ck_assert(p->ops[5].color.factor == 1.25);
 	ck_assert_int_eq(p->ops[6].kind, TS_OP_ADJUST_CONTRAST);
-	ck_assert(p->ops[6].factor == 0);
+	ck_assert(p->ops[6].color.factor == 0);
 	ck_assert_int_eq(p->ops[7].kind, TS_OP_ADJUST_SATURATION);
-	ck_assert(p->ops[7].factor == 2);
+	ck_assert(p->ops[7].color.factor == 2);
 	ck_assert_int_eq(p->ops[8].kind, TS_OP_ADJUST_HUE);
-	ck_assert(p->ops[8].factor == -0.25);
+	ck_assert(p->ops[8].color.factor == -0.25);
 	ck_assert_int_eq(p->ops[9].kind, TS_OP_OUTPUT);
 	for (int i = 0; i < 9; i++)
 		ck_assert_int_eq(p->ops[i].out_dtype, TS_DTYPE_U8);

@@ -251,15 +251,15 @@ END_TEST
  * the same one from the same stream. */
 START_TEST(sigma_draws)
 {
-	struct ts_op op = { .kind = TS_OP_GAUSSIAN_BLUR, .kernel_w = 3, .kernel_h = 3,
-			    .sigma_lo = 1.5, .sigma_hi = 1.5 };
+	struct ts_op op = { .kind = TS_OP_GAUSSIAN_BLUR, .blur.kernel_w = 3, .blur.kernel_h = 3,
+			    .blur.sigma_lo = 1.5, .blur.sigma_hi = 1.5 };
 	struct ts_rng rng, fresh;
 	ts_rng_init(&rng, 9, 0, 0, 2);
 	ts_rng_init(&fresh, 9, 0, 0, 2);
 	ck_assert(ts_filter_sigma(&op, &rng) == 1.5);
 	ck_assert(ts_rng_u64(&rng) == ts_rng_u64(&fresh));
-	op.sigma_lo = 0.1;
-	op.sigma_hi = 2.0;
+	op.blur.sigma_lo = 0.1;
+	op.blur.sigma_hi = 2.0;
 	double sum = 0, lo = 9, hi = 0;
 	int below_half = 0;
 	for (uint64_t i = 0; i < 20000; i++) {
@@ -288,10 +288,10 @@ START_TEST(apply_dispatch)
 	for (size_t i = 0; i < sizeof(px); i++)
 		px[i] = (uint8_t)((i * 37 + 11) % 200 + 20);
 	const struct ts_op ops[] = {
-		{ .kind = TS_OP_ADJUST_SHARPNESS, .factor = 1.9, .index = 2 },
-		{ .kind = TS_OP_ADJUST_GAMMA, .gamma = 0.7, .gain = 1.1, .index = 2 },
-		{ .kind = TS_OP_GAUSSIAN_BLUR, .kernel_w = 5, .kernel_h = 3, .sigma_lo = 0.5,
-		  .sigma_hi = 2.5, .index = 2 },
+		{ .kind = TS_OP_ADJUST_SHARPNESS, .color.factor = 1.9, .index = 2 },
+		{ .kind = TS_OP_ADJUST_GAMMA, .color.gamma = 0.7, .color.gain = 1.1, .index = 2 },
+		{ .kind = TS_OP_GAUSSIAN_BLUR, .blur.kernel_w = 5, .blur.kernel_h = 3, .blur.sigma_lo = 0.5,
+		  .blur.sigma_hi = 2.5, .index = 2 },
 	};
 	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 		struct ts_image a = make(16, 12, 3, TS_DTYPE_U8, px);
@@ -327,11 +327,11 @@ START_TEST(apply_refuses)
 	const uint16_t px[48] = { 0, 1, 65535, 300 };
 	struct ts_image img = make(4, 4, 3, TS_DTYPE_U16, px), tmp = { 0 };
 	ts_rng_init(&rng, 1, 0, 0, 0);
-	struct ts_op op = { .kind = TS_OP_ADJUST_SHARPNESS, .factor = 2 };
+	struct ts_op op = { .kind = TS_OP_ADJUST_SHARPNESS, .color.factor = 2 };
 	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), TS_E_ARG);
 	ck_assert_ptr_nonnull(strstr(err.msg, "adjust_sharpness needs uint8 data"));
-	op = (struct ts_op){ .kind = TS_OP_GAUSSIAN_BLUR, .kernel_w = 3, .kernel_h = 3,
-			     .sigma_lo = 1, .sigma_hi = 1 };
+	op = (struct ts_op){ .kind = TS_OP_GAUSSIAN_BLUR, .blur.kernel_w = 3, .blur.kernel_h = 3,
+			     .blur.sigma_lo = 1, .blur.sigma_hi = 1 };
 	ck_assert_int_eq(ts_kernel_apply(&op, &img, &tmp, &rng, &err), 0);
 	ts_image_free(&img);
 	/* float32 (after normalize): a constant blurs to itself, to a
@@ -374,19 +374,19 @@ START_TEST(check_plan)
 	ts_diags_fini(&d);
 	ck_assert_uint_eq(p->n_ops, 7);
 	ck_assert_int_eq(p->ops[0].kind, TS_OP_ADJUST_SHARPNESS);
-	ck_assert(p->ops[0].factor == 2);
+	ck_assert(p->ops[0].color.factor == 2);
 	ck_assert_int_eq(p->ops[1].kind, TS_OP_ADJUST_GAMMA);
-	ck_assert(p->ops[1].gamma == 0.5 && p->ops[1].gain == 1);
-	ck_assert(p->ops[2].gamma == 2.2 && p->ops[2].gain == 0.9);
+	ck_assert(p->ops[1].color.gamma == 0.5 && p->ops[1].color.gain == 1);
+	ck_assert(p->ops[2].color.gamma == 2.2 && p->ops[2].color.gain == 0.9);
 	ck_assert_int_eq(p->ops[3].kind, TS_OP_GAUSSIAN_BLUR);
-	ck_assert_int_eq(p->ops[3].kernel_w, 5);
-	ck_assert_int_eq(p->ops[3].kernel_h, 5);
+	ck_assert_int_eq(p->ops[3].blur.kernel_w, 5);
+	ck_assert_int_eq(p->ops[3].blur.kernel_h, 5);
 	/* GaussianBlur's default sigma range */
-	ck_assert(p->ops[3].sigma_lo == 0.1 && p->ops[3].sigma_hi == 2.0);
-	ck_assert_int_eq(p->ops[4].kernel_w, 3);
-	ck_assert_int_eq(p->ops[4].kernel_h, 7);
-	ck_assert(p->ops[4].sigma_lo == 1.5 && p->ops[4].sigma_hi == 1.5);
-	ck_assert(p->ops[5].sigma_lo == 0.5 && p->ops[5].sigma_hi == 3);
+	ck_assert(p->ops[3].blur.sigma_lo == 0.1 && p->ops[3].blur.sigma_hi == 2.0);
+	ck_assert_int_eq(p->ops[4].blur.kernel_w, 3);
+	ck_assert_int_eq(p->ops[4].blur.kernel_h, 7);
+	ck_assert(p->ops[4].blur.sigma_lo == 1.5 && p->ops[4].blur.sigma_hi == 1.5);
+	ck_assert(p->ops[5].blur.sigma_lo == 0.5 && p->ops[5].blur.sigma_hi == 3);
 	ck_assert_int_eq(p->ops[6].kind, TS_OP_OUTPUT);
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_GAUSSIAN_BLUR), "gaussian_blur");
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_ADJUST_SHARPNESS), "adjust_sharpness");

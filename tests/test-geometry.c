@@ -678,7 +678,7 @@ START_TEST(check_plan)
 	ck_assert_uint_eq(p->n_ops, 9);
 	const struct ts_op *o = p->ops;
 	ck_assert_int_eq(o[0].kind, TS_OP_ROTATE);
-	ck_assert(o[0].geo.angle == 30 && o[0].geo.expand && o[0].interp == TS_INTERP_BILINEAR);
+	ck_assert(o[0].geo.angle == 30 && o[0].geo.expand && o[0].geo.interp == TS_INTERP_BILINEAR);
 	ck_assert_int_eq(o[0].geo.n_fill, 3);
 	ck_assert(o[0].geo.fill[2] == 3);
 	/* Image.rotate(30, expand = True) of 10 x 8 */
@@ -686,7 +686,7 @@ START_TEST(check_plan)
 	ck_assert_int_eq(o[0].out_h, 12);
 	ck_assert_int_eq(o[1].kind, TS_OP_AFFINE);
 	ck_assert(o[1].geo.translate[0] == 2 && o[1].geo.translate[1] == 3);
-	ck_assert(o[1].geo.scale == 1.5 && o[1].interp == TS_INTERP_NEAREST);
+	ck_assert(o[1].geo.scale == 1.5 && o[1].geo.interp == TS_INTERP_NEAREST);
 	/* [s] is [s, s], unrounded */
 	ck_assert(o[1].geo.shear[0] == 0.3 && o[1].geo.shear[1] == 0.3);
 	ck_assert(o[1].geo.has_center && o[1].geo.center[1] == 2);
@@ -702,13 +702,13 @@ START_TEST(check_plan)
 	ck_assert(o[4].geo.shear_range[0] == -3 && !o[4].geo.has_scale &&
 		  !o[4].geo.has_translate);
 	ck_assert_int_eq(o[5].kind, TS_OP_RANDOM_PERSPECTIVE);
-	ck_assert(o[5].p == 0.5 && o[5].geo.distortion == 0.5 &&
-		  o[5].interp == TS_INTERP_BILINEAR);
+	ck_assert(o[5].geo.p == 0.5 && o[5].geo.distortion == 0.5 &&
+		  o[5].geo.interp == TS_INTERP_BILINEAR);
 	ck_assert_int_eq(o[6].kind, TS_OP_ERASE);
 	ck_assert_int_eq(o[6].geo.erase_w, 4);
 	ck_assert_int_eq(o[7].kind, TS_OP_PERSPECTIVE);
 	ck_assert(o[7].geo.end[0] == 1.5 && o[7].geo.start[5] == 17 &&
-		  o[7].interp == TS_INTERP_BICUBIC);
+		  o[7].geo.interp == TS_INTERP_BICUBIC);
 	ck_assert_int_eq(o[8].kind, TS_OP_OUTPUT);
 	ck_assert_str_eq(ts_op_kind_name(TS_OP_RANDOM_PERSPECTIVE), "random_perspective");
 	ts_plan_destroy(p);

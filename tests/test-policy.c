@@ -116,18 +116,18 @@ START_TEST(check_plan)
 	ck_assert_uint_eq(p->n_ops, 3);
 	const struct ts_op *ra = &p->ops[0], *rc = &p->ops[1], *out = &p->ops[2];
 	ck_assert_int_eq(ra->kind, TS_OP_RANDOM_APPLY);
-	ck_assert(ra->p == 0.8);
-	ck_assert_uint_eq(ra->n_branches, 1);
-	ck_assert_uint_eq(ra->branches[0].n_ops, 2);
-	ck_assert_int_eq(ra->branches[0].ops[0].kind, TS_OP_COLOR_JITTER);
-	ck_assert_int_eq(ra->branches[0].ops[1].kind, TS_OP_GRAYSCALE);
+	ck_assert(ra->policy.p == 0.8);
+	ck_assert_uint_eq(ra->policy.n_branches, 1);
+	ck_assert_uint_eq(ra->policy.branches[0].n_ops, 2);
+	ck_assert_int_eq(ra->policy.branches[0].ops[0].kind, TS_OP_COLOR_JITTER);
+	ck_assert_int_eq(ra->policy.branches[0].ops[1].kind, TS_OP_GRAYSCALE);
 	ck_assert_int_eq(rc->kind, TS_OP_RANDOM_CHOICE);
-	ck_assert_uint_eq(rc->n_branches, 2);
-	ck_assert_uint_eq(rc->branches[1].n_ops, 2);
-	ck_assert(rc->branches[0].weight == 1 && rc->branches[1].weight == 3);
+	ck_assert_uint_eq(rc->policy.n_branches, 2);
+	ck_assert_uint_eq(rc->policy.branches[1].n_ops, 2);
+	ck_assert(rc->policy.branches[0].weight == 1 && rc->policy.branches[1].weight == 3);
 	/* every branch op has a stream of its own, none a pipeline position */
-	int ids[4] = { ra->branches[0].ops[0].index, ra->branches[0].ops[1].index,
-		       rc->branches[0].ops[0].index, rc->branches[1].ops[1].index };
+	int ids[4] = { ra->policy.branches[0].ops[0].index, ra->policy.branches[0].ops[1].index,
+		       rc->policy.branches[0].ops[0].index, rc->policy.branches[1].ops[1].index };
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_ge(ids[i], 1 << 20);
 		for (int j = 0; j < i; j++)
@@ -135,17 +135,17 @@ START_TEST(check_plan)
 	}
 	/* random_erasing joins the output stage, after normalize */
 	ck_assert_int_eq(out->kind, TS_OP_OUTPUT);
-	ck_assert_uint_eq(out->n_parts, 3);
-	const struct ts_op *re = &out->parts[1];
+	ck_assert_uint_eq(out->output.n_parts, 3);
+	const struct ts_op *re = &out->output.parts[1];
 	ck_assert_int_eq(re->kind, TS_OP_RANDOM_ERASING);
-	ck_assert(re->p == 0.25 && re->scale_lo == 0.02 && re->scale_hi == 0.33);
-	ck_assert(re->ratio_lo == 0.3 && re->ratio_hi == 3.3);
-	ck_assert_int_eq(re->n_erase, 3);
-	ck_assert(re->erase_value[2] == 3.0f && !re->erase_random);
+	ck_assert(re->policy.p == 0.25 && re->policy.scale_lo == 0.02 && re->policy.scale_hi == 0.33);
+	ck_assert(re->policy.ratio_lo == 0.3 && re->policy.ratio_hi == 3.3);
+	ck_assert_int_eq(re->policy.n_erase, 3);
+	ck_assert(re->policy.erase_value[2] == 3.0f && !re->policy.erase_random);
 	ts_plan_destroy(p);
 
 	p = plan_of("normalize([0.5], [0.5]) | random_erasing(value = random)", 8, 8, 1);
-	ck_assert(p->ops[0].parts[1].erase_random);
+	ck_assert(p->ops[0].output.parts[1].policy.erase_random);
 	ts_plan_destroy(p);
 }
 END_TEST
@@ -297,7 +297,7 @@ START_TEST(erasing_draws)
 {
 	struct ts_plan *p = plan_of("to(float32) | random_erasing(0.5, scale = 0.02..0.33, ratio = 0.3..3.3)",
 				    40, 60, 3);
-	const struct ts_op *op = &p->ops[0].parts[1];
+	const struct ts_op *op = &p->ops[0].output.parts[1];
 	const int H = 40, W = 60;
 	long applied[2] = {0};
 	long n_box = 0;
@@ -350,10 +350,10 @@ START_TEST(rand_augment_draws)
 	struct ts_plan *p = plan_of("rand_augment(2, 9)", 200, 224, 3);
 	const struct ts_op *op = &p->ops[0];
 	ck_assert_int_eq(op->kind, TS_OP_RAND_AUGMENT);
-	ck_assert_int_eq(op->num_ops, 2);
-	ck_assert_int_eq(op->magnitude, 9);
-	ck_assert_int_eq(op->num_bins, 31);
-	ck_assert_int_eq(op->interp, TS_INTERP_NEAREST);
+	ck_assert_int_eq(op->policy.num_ops, 2);
+	ck_assert_int_eq(op->policy.magnitude, 9);
+	ck_assert_int_eq(op->policy.num_bins, 31);
+	ck_assert_int_eq(op->policy.interp, TS_INTERP_NEAREST);
 	long count[2][TS_PA_COUNT][2];
 	memset(count, 0, sizeof(count));
 	for (uint64_t i = 0; i < DRAWS; i++) {
@@ -405,11 +405,11 @@ START_TEST(augmix_draws)
 	struct ts_plan *p = plan_of("augmix(severity = 4, mixture_width = 5, alpha = 0.8)", 200, 224, 3);
 	const struct ts_op *op = &p->ops[0];
 	ck_assert_int_eq(op->kind, TS_OP_AUGMIX);
-	ck_assert_int_eq(op->augmix_severity, 4);
-	ck_assert_int_eq(op->augmix_width, 5);
-	ck_assert_int_eq(op->augmix_depth, -1);
-	ck_assert(op->augmix_all_ops && !op->augmix_fill);
-	ck_assert_int_eq(op->interp, TS_INTERP_BILINEAR);
+	ck_assert_int_eq(op->policy.augmix_severity, 4);
+	ck_assert_int_eq(op->policy.augmix_width, 5);
+	ck_assert_int_eq(op->policy.augmix_depth, -1);
+	ck_assert(op->policy.augmix_all_ops && !op->policy.augmix_fill);
+	ck_assert_int_eq(op->policy.interp, TS_INTERP_BILINEAR);
 	struct ts_augmix_draw *d = malloc(sizeof(*d)), *e = malloc(sizeof(*e));
 	ck_assert(d && e);
 	long depth[3] = { 0 }, ops[TS_AUGMIX_OPS] = { 0 }, bins[4] = { 0 }, n_ops = 0, n_bins = 0;
@@ -681,8 +681,8 @@ END_TEST
 START_TEST(erase_fill_slot)
 {
 	const int C = 3, H = 5, W = 7;
-	struct ts_op op = { .kind = TS_OP_RANDOM_ERASING, .n_erase = 3,
-			    .erase_value = { 0.5f, -1.0f, 2.0f } };
+	struct ts_op op = { .kind = TS_OP_RANDOM_ERASING, .policy.n_erase = 3,
+			    .policy.erase_value = { 0.5f, -1.0f, 2.0f } };
 	struct ts_erase_box b = { .apply = true, .i = 1, .j = 2, .h = 3, .w = 4 };
 	const enum ts_dtype dts[] = { TS_DTYPE_F32, TS_DTYPE_F16, TS_DTYPE_U8, TS_DTYPE_U16 };
 	for (int li = 0; li < 2; li++)
@@ -699,7 +699,7 @@ START_TEST(erase_fill_slot)
 								   ? ((size_t)c * H + y) * W + x
 								   : ((size_t)y * W + x) * C + c;
 						bool in = y >= 1 && y < 4 && x >= 2 && x < 6;
-						float v = op.erase_value[c];
+						float v = op.policy.erase_value[c];
 						if (!in) {
 							for (size_t k = 0; k < es; k++)
 								ck_assert_uint_eq(buf[i * es + k], 0xA5);
@@ -730,7 +730,7 @@ END_TEST
  * large box, different per element. */
 START_TEST(erase_random_values)
 {
-	struct ts_op op = { .kind = TS_OP_RANDOM_ERASING, .erase_random = true };
+	struct ts_op op = { .kind = TS_OP_RANDOM_ERASING, .policy.erase_random = true };
 	const int C = 3, H = 100, W = 100;
 	struct ts_erase_box b = { .apply = true, .i = 0, .j = 0, .h = H, .w = W };
 	float *buf = calloc((size_t)C * H * W, sizeof(float));
@@ -774,10 +774,10 @@ START_TEST(erase_output_equals_middle)
 		/* the same by hand: normalize, then the middle kernel */
 		struct ts_image img = make_u8(10, 12, 3), tmp = {0};
 		struct ts_rng r;
-		ts_rng_init(&r, 5, 0, i, (uint64_t)out->parts[0].index);
-		ck_assert_int_eq(ts_kernel_apply(&out->parts[0], &img, &tmp, &r, &err), 0);
-		ts_rng_init(&r, 5, 0, i, (uint64_t)out->parts[1].index);
-		ck_assert_int_eq(ts_kernel_apply(&out->parts[1], &img, &tmp, &r, &err), 0);
+		ts_rng_init(&r, 5, 0, i, (uint64_t)out->output.parts[0].index);
+		ck_assert_int_eq(ts_kernel_apply(&out->output.parts[0], &img, &tmp, &r, &err), 0);
+		ts_rng_init(&r, 5, 0, i, (uint64_t)out->output.parts[1].index);
+		ck_assert_int_eq(ts_kernel_apply(&out->output.parts[1], &img, &tmp, &r, &err), 0);
 		ck_assert_mem_eq(img.data, slot, sizeof(slot));
 		for (size_t k = 0; k < 360; k++)
 			if (slot[k] == 3.0f)

@@ -10,24 +10,32 @@
 
 #include "proto.h"
 
+/* A hello's resume fields, none (the tail is not sent). */
+#define NO_RESUME false, false, 0, 0, 0
+
 START_TEST(test_hello_roundtrip)
 {
 	static const struct ts_proto_hello t[] = {
-		{ TS_PROTO_VERSION, 64, 0, 0, 1234, 0, 0, 0, "" },
-		{ TS_PROTO_VERSION, 1, 1, 1, 0, 0, 0, 0, "" },
-		{ TS_PROTO_VERSION, 0xffffffffu, 1, 0, 0x7fffffff, 0, 0, 0, "" },
-		{ TS_PROTO_VERSION, 32, 1, 0, 99, 1, 2, 0, "sweep-a" },
+		{ TS_PROTO_VERSION, 64, 0, 0, 1234, 0, 0, 0, "", NO_RESUME },
+		{ TS_PROTO_VERSION, 1, 1, 1, 0, 0, 0, 0, "", NO_RESUME },
+		{ TS_PROTO_VERSION, 0xffffffffu, 1, 0, 0x7fffffff, 0, 0, 0, "", NO_RESUME },
+		{ TS_PROTO_VERSION, 32, 1, 0, 99, 1, 2, 0, "sweep-a", NO_RESUME },
 		{ TS_PROTO_VERSION, 32, 0, 1, 99, 63, 64, 1,
-		  "a-name-of-sixty-three-bytes-the-longest-a-job-may-have-0123456" },
+		  "a-name-of-sixty-three-bytes-the-longest-a-job-may-have-0123456", NO_RESUME },
+		/* a resume: the tail */
+		{ TS_PROTO_VERSION, 8, 1, 0, 7, 0, 0, 0, "", true, true, 3, 640, 2 },
+		{ TS_PROTO_VERSION, 8, 0, 1, 7, 0, 0, 0, "", true, false, 0xffffffffu,
+		  0x123456789abcull, 0 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 		size_t n = ts_proto_put_hello(buf, &t[i]);
-		ck_assert_uint_eq(n, TS_PROTO_HDR_LEN + TS_PROTO_HELLO_LEN);
+		size_t body = TS_PROTO_HELLO_LEN + (t[i].resume ? TS_PROTO_RESUME_LEN : 0);
+		ck_assert_uint_eq(n, TS_PROTO_HDR_LEN + body);
 		uint16_t type, len;
 		ck_assert_int_eq(ts_proto_get_header(buf, &type, &len, NULL), 0);
 		ck_assert_uint_eq(type, TS_MSG_HELLO);
-		ck_assert_uint_eq(len, TS_PROTO_HELLO_LEN);
+		ck_assert_uint_eq(len, body);
 		struct ts_proto_hello h;
 		ck_assert_int_eq(ts_proto_get_hello(buf + 8, len, &h, NULL), 0);
 		ck_assert_uint_eq(h.batch, t[i].batch);
@@ -38,14 +46,56 @@ START_TEST(test_hello_roundtrip)
 		ck_assert_uint_eq(h.world, t[i].world);
 		ck_assert_uint_eq(h.job_drop, t[i].job_drop);
 		ck_assert_str_eq(h.job, t[i].job);
+		ck_assert_int_eq(h.resume, t[i].resume);
+		ck_assert_int_eq(h.has_resume_epochs, t[i].has_resume_epochs);
+		ck_assert_uint_eq(h.resume_epoch, t[i].resume_epoch);
+		ck_assert_uint_eq(h.resume_index, t[i].resume_index);
+		ck_assert_uint_eq(h.resume_epochs, t[i].resume_epochs);
 	}
+}
+END_TEST
+
+/* The resume tail's bytes (tensorsocket(7)), and the tails refused: other
+ * flags, a nonzero pad, a resume with a job, a tail of another length. */
+START_TEST(test_hello_resume)
+{
+	struct ts_proto_hello h = { TS_PROTO_VERSION, 8, 1, 0, 7, 0, 0, 0, "", true, true,
+				    3, 0x0102030405ull, 2 };
+	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
+	ck_assert_uint_eq(ts_proto_put_hello(buf, &h), 8 + 92 + 24);
+	ck_assert_uint_eq(buf[6], 116);
+	static const uint8_t want[24] = {
+		3, 0, 0, 0, 5, 4, 3, 2, 1, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+	};
+	ck_assert_mem_eq(buf + 8 + 92, want, 24);
+	struct ts_proto_hello g;
+	struct ts_error err = { 0 };
+	uint8_t *b = buf + 8;
+	ck_assert_int_eq(ts_proto_get_hello(b, 116, &g, &err), 0);
+	ck_assert(g.resume && g.has_resume_epochs);
+	b[92] = 0;  /* a tail without its flag */
+	ck_assert_int_eq(ts_proto_get_hello(b, 116, &g, &err), TS_E_PROTOCOL);
+	b[92] = 5;  /* an unknown flag */
+	ck_assert_int_eq(ts_proto_get_hello(b, 116, &g, &err), TS_E_PROTOCOL);
+	b[92] = 1;
+	b[112] = 1; /* the pad */
+	ck_assert_int_eq(ts_proto_get_hello(b, 116, &g, &err), TS_E_PROTOCOL);
+	b[112] = 0;
+	ck_assert_int_eq(ts_proto_get_hello(b, 116, &g, &err), 0);
+	ck_assert(g.resume && !g.has_resume_epochs);
+	ck_assert_int_eq(ts_proto_get_hello(b, 100, &g, &err), TS_E_PROTOCOL);
+	/* a job's rank cannot resume */
+	struct ts_proto_hello j = { TS_PROTO_VERSION, 8, 1, 0, 7, 0, 2, 0, "job", true, false,
+				    0, 8, 0 };
+	ts_proto_put_hello(buf, &j);
+	ck_assert_int_eq(ts_proto_get_hello(buf + 8, 116, &g, &err), TS_E_PROTOCOL);
 }
 END_TEST
 
 /* The byte layout documented in tensorsocket(7). */
 START_TEST(test_hello_bytes)
 {
-	struct ts_proto_hello h = { 2, 0x102, 1, 0, 0x0a0b0c0d, 1, 3, 1, "job" };
+	struct ts_proto_hello h = { 2, 0x102, 1, 0, 0x0a0b0c0d, 1, 3, 1, "job", NO_RESUME };
 	uint8_t buf[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 	static const uint8_t want[40] = {
 		'T', 'S', 'S', 'K', 1, 0, 92, 0,
@@ -212,7 +262,7 @@ START_TEST(test_garbage)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint8_t ok[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
 		struct ts_proto_hello g = { TS_PROTO_VERSION, 8, 0, 0, 1, bad[i].rank,
-					    bad[i].world, bad[i].drop, "" };
+					    bad[i].world, bad[i].drop, "", NO_RESUME };
 		snprintf(g.job, sizeof(g.job), "%s", bad[i].name);
 		ts_proto_put_hello(ok, &g);
 		if (bad[i].drop > 1)
@@ -222,7 +272,7 @@ START_TEST(test_garbage)
 	}
 	/* Garbage after the name's NUL. */
 	uint8_t tail[TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY];
-	struct ts_proto_hello g = { TS_PROTO_VERSION, 8, 0, 0, 1, 0, 2, 0, "ab" };
+	struct ts_proto_hello g = { TS_PROTO_VERSION, 8, 0, 0, 1, 0, 2, 0, "ab", NO_RESUME };
 	ts_proto_put_hello(tail, &g);
 	ck_assert_int_eq(ts_proto_get_hello(tail + 8, TS_PROTO_HELLO_LEN, &h, &err), 0);
 	tail[8 + TS_PROTO_HELLO_JOB_OFF + 5] = 'z';
@@ -277,6 +327,7 @@ static Suite *proto_suite(void)
 	TCase *tc = tcase_create("messages");
 	tcase_add_test(tc, test_hello_roundtrip);
 	tcase_add_test(tc, test_hello_bytes);
+	tcase_add_test(tc, test_hello_resume);
 	tcase_add_test(tc, test_welcome_roundtrip);
 	tcase_add_test(tc, test_welcome_device);
 	tcase_add_test(tc, test_welcome_fallback);

@@ -746,6 +746,85 @@ START_TEST(test_join_next_epoch_whole)
 END_TEST
 
 /*
+ * A resuming trainer's place (tensorsocket(7), Join policies, Resume):
+ * exact at its saved (E, I) while that sample is intact or to come (from
+ * the stream's origin when nothing is published), else index I of the
+ * first later epoch the ring has not passed; its end the epochs it owes
+ * later, at most the stream's 3. Epochs of 100, ring 64; a keeper holds
+ * its last batch of 10, and the writers' limit follows it lazily (when a
+ * writer reaches it), so what is intact is known: [100, 120) after 120
+ * samples, [150, 180) after 180.
+ */
+START_TEST(test_resume_position)
+{
+	static const struct {
+		uint64_t produced;          /* head before the hello */
+		uint32_t origin_epoch;      /* run --start */
+		uint64_t origin_index;
+		uint32_t epoch;             /* saved position */
+		uint64_t index;
+		bool has_epochs;
+		uint32_t epochs;            /* owed */
+		uint64_t start;             /* want */
+		uint32_t min_epoch, end_epoch;
+	} t[] = {
+		{ 0, 0, 0, 0, 40, true, 2, 0, 0, 2 },       /* nothing yet: exact */
+		{ 30, 0, 0, 0, 40, true, 2, 30, 0, 2 },     /* to come: exact */
+		{ 30, 0, 0, 0, 25, true, 2, 25, 0, 2 },     /* intact: exact */
+		{ 120, 0, 0, 0, 40, true, 2, 120, 1, 3 },   /* lost; epoch 1's to come */
+		{ 120, 0, 0, 0, 5, true, 2, 105, 1, 3 },    /* lost; epoch 1's intact */
+		{ 180, 0, 0, 0, 40, true, 2, 180, 2, 4 },   /* lost in epoch 1 too: 2 */
+		{ 180, 0, 0, 1, 40, true, 2, 180, 2, 4 },
+		{ 180, 0, 0, 1, 60, true, 2, 160, 1, 3 },   /* intact: exact */
+		{ 0, 0, 0, 1, 40, false, 0, 0, 1, 3 },      /* owed: 3 less 1 */
+		{ 0, 0, 0, 0, 40, true, 9, 0, 0, 3 },       /* at most the stream's */
+		{ 0, 0, 0, 1, 0, true, 0, 0, 1, 1 },        /* owes none */
+		{ 0, 1, 64, 1, 32, true, 2, 0, 2, 4 },      /* --start 1:64 is past 1:32 */
+		{ 0, 1, 16, 1, 32, true, 2, 0, 1, 3 },      /* --start 1:16 is before */
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct ts_ring_params p = { .height = 16, .width = 4, .channels = 1,
+					    .dtype = TS_DTYPE_U8, .capacity = 64,
+					    .samples_per_epoch = 100, .epochs = 3 };
+		struct ts_ring *r = NULL;
+		ck_assert_int_eq(ts_ring_create(&p, &r, NULL), 0);
+		ts_ring_set_origin(r, t[i].origin_epoch, t[i].origin_index);
+		struct ts_ring_local *keep;
+		struct ts_ring_batch b;
+		ck_assert_int_eq(ts_ring_local_create(r, 10, TS_JOIN_NOW, false, &keep, NULL), 0);
+		for (uint64_t s = 0; s < t[i].produced; s += 10) {
+			produce(r, s, s + 10, 100);
+			ck_assert_int_eq(ts_ring_local_next(keep, &b, 1000, NULL), 0);
+		}
+		struct ts_ring_join_req req = { .batch = 10, .join = TS_JOIN_NEXT_EPOCH,
+						.pid = 1, .resume = true,
+						.has_resume_epochs = t[i].has_epochs,
+						.resume_epoch = t[i].epoch,
+						.resume_index = t[i].index,
+						.resume_epochs = t[i].epochs };
+		struct ts_ring_consumer *c;
+		struct ts_ring_join_pos pos;
+		ck_assert_int_eq(ts_ring_attach(r, &req, &c, &pos, NULL), 0);
+		ck_assert_msg(pos.start == t[i].start && pos.min_epoch == t[i].min_epoch &&
+			      pos.min_index == t[i].index,
+			      "case %zu: start %llu epoch %u index %llu", i,
+			      (unsigned long long)pos.start, pos.min_epoch,
+			      (unsigned long long)pos.min_index);
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		struct ts_ring_ctl *ctl = mmap(NULL, page, PROT_READ, MAP_SHARED,
+					       ts_ring_consumer_ctl_fd(c), 0);
+		ck_assert_ptr_ne(ctl, MAP_FAILED);
+		ck_assert_msg(ctl->end_epoch == t[i].end_epoch && ctl->start == t[i].start,
+			      "case %zu: end_epoch %u", i, ctl->end_epoch);
+		munmap(ctl, page);
+		ts_ring_detach(r, c);
+		ts_ring_local_destroy(keep);
+		ts_ring_destroy(r);
+	}
+}
+END_TEST
+
+/*
  * min_consumers counts consumers, not particular ones: the first two to
  * attach let the producer start, and a "now" joiner after that starts at
  * the head. faults.py once spawned its two survivors and then its victims
@@ -1217,6 +1296,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, test_join_policies);
 	tcase_add_test(tc, test_join_now_aligns);
 	tcase_add_test(tc, test_join_next_epoch_whole);
+	tcase_add_test(tc, test_resume_position);
 	tcase_add_test(tc, test_join_next_epoch_skip);
 	tcase_add_test(tc, test_min_consumers);
 	suite_add_tcase(s, tc);

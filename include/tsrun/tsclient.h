@@ -76,6 +76,22 @@ struct ts_client_opts {
 	uint32_t rank;
 	uint32_t world_size;
 	int job_drop_last;
+	/* Resume a lone trainer (tensorsocket(7), Join policies), as
+	 * tsrun.Loader.load_state_dict does: nonzero resume begins at index
+	 * resume_index of epoch resume_epoch (the first sample it had not
+	 * read) when that sample is still in the ring or not published yet
+	 * (the same samples: exact); otherwise at that index of the first
+	 * later epoch in which the ring has not passed it (other samples).
+	 * join is then not used. resume_epochs (when has_resume_epochs is
+	 * nonzero) is the epochs it still owes, the rest of the one it
+	 * begins in counted, at most the stream's (0: none, TS_E_EOS at
+	 * once); without it, the stream's epochs less resume_epoch (at
+	 * least 1). Not with a job. */
+	int resume;
+	uint64_t resume_epoch;   /* at most UINT32_MAX (TS_E_ARG above) */
+	uint64_t resume_index;
+	int has_resume_epochs;
+	uint32_t resume_epochs;
 };
 
 /* Fill o with defaults: batch 0, join next_epoch (whole epochs), keep the
@@ -192,6 +208,13 @@ int ts_client_connect(const char *socket_path,
 
 /* Shape and stream facts from the welcome. */
 void ts_client_info(const struct ts_client *c, struct ts_client_info *out);
+
+/* The epoch this trainer's stream ends before: its epochs from where it
+ * joined or resumed, counted per trainer (tensorsocket(7), Join
+ * policies; a job's rank learns it once its job starts); 0 when the
+ * stream is endless. ts_client_next returns TS_E_EOS at its first
+ * sample. */
+uint64_t ts_client_end_epoch(const struct ts_client *c);
 
 /* 0 and *out when the producer serves a device ring; TS_E_NODEV when it
  * does not (its pipeline has no device(cuda) stage, or it has no GPU: the

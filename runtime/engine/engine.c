@@ -244,6 +244,10 @@ int ts_engine_create(const struct ts_plan *plan, const struct ts_engine_opts *o,
 	 * late still gets its epochs, so the stream grows an epoch at a
 	 * time while one wants it. Not with a limit (bench). */
 	e->per_trainer = ring && epochs > 0 && !o->limit;
+	/* A trainer resuming before the first sample is published is placed
+	 * from where this stream begins (run --start). */
+	if (ring && o->seq_base == 0 && ts_ring_head(ring) == 0)
+		ts_ring_set_origin(ring, (uint32_t)e->start_epoch, e->start_index);
 	e->planned_total = e->total;
 	e->sink = o->sink;
 	e->sink_arg = o->sink_arg;

@@ -30,7 +30,7 @@ bool ts_engine_banded(const struct ts_plan *plan)
 /*
  * The tiles of one frame, encoded in buf, cut as the whole-frame path
  * cuts them (tile (tx, ty) at (tx * stride_w, ty * stride_h), row-major)
- * but from a band of tile->size_h rows in w->img decoded row by row: the
+ * but from a band of tile->tile.size_h rows in w->img decoded row by row: the
  * band moves down by stride_h rows, keeping the rows two bands share
  * (stride < size) or skipping those no tile covers (stride > size), and
  * the rows below the last band are decoded only to find corrupt data as a
@@ -49,7 +49,7 @@ static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t
 	struct ts_engine *e = w->e;
 	const struct ts_plan *plan = e->plan;
 	const struct ts_op *dop = &plan->ops[0], *tile = &plan->ops[1];
-	struct ts_decode_req req = {.color = dop->color, .depth = dop->depth};
+	struct ts_decode_req req = {.color = dop->decode.color, .depth = dop->decode.depth};
 	struct ts_decode_info info;
 	uint64_t t = ts_prof_now();
 	int rc = ts_decoder_info(w->dec, buf, len, &info, lerr);
@@ -65,10 +65,10 @@ static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t
 		return rc;
 	}
 	int nx, ny;
-	ts_aug_tile_grid(info.width, info.height, tile, &nx, &ny);
-	int sh = tile->stride_h > 0 ? tile->stride_h : tile->size_h;
-	int sw = tile->stride_w > 0 ? tile->stride_w : tile->size_w;
-	int bh = tile->size_h, have = 0, next = 0; /* rows in the band; next row */
+	ts_aug_tile_grid(info.width, info.height, &tile->tile, &nx, &ny);
+	int sh = tile->tile.stride_h > 0 ? tile->tile.stride_h : tile->tile.size_h;
+	int sw = tile->tile.stride_w > 0 ? tile->tile.stride_w : tile->tile.size_w;
+	int bh = tile->tile.size_h, have = 0, next = 0; /* rows in the band; next row */
 	if (!whole && ny > 0 &&
 	    ts_image_reserve(&w->img, info.width, bh, req.color == TS_COLOR_GRAY ? 1 : 3,
 			     req.depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8) < 0) {
@@ -108,7 +108,8 @@ static int banded_frame(struct worker *w, uint64_t p, const uint8_t *buf, size_t
 			have = bh;
 		}
 		for (int tx = 0; tx < nx; tx++) {
-			rc = ts_aug_crop(&w->img, &w->tmp3, tx * sw, y0, tile->size_w, tile->size_h);
+			rc = ts_aug_crop(&w->img, &w->tmp3, tx * sw, y0, tile->tile.size_w,
+					 tile->tile.size_h);
 			if (rc) {
 				ts_decoder_rows_end(w->dec);
 				return ts_error_set(err, rc, "tile crop failed");

@@ -91,7 +91,7 @@ static const struct ts_op *crop_after_resize(const struct ts_plan *plan, int tw,
 		return NULL;
 	const struct ts_op *o = &plan->ops[1];
 	if (ts_op_is_output(o))
-		o = o->n_parts > 0 ? &o->parts[0] : NULL;
+		o = o->output.n_parts > 0 ? &o->output.parts[0] : NULL;
 	const struct ts_kernel *k = o ? ts_kernel_find(o->kind) : NULL;
 	if (!k || !k->box)
 		return NULL;
@@ -184,9 +184,9 @@ static void plan_decode(const struct worker *w, const struct ts_op *op,
 			struct decode_plan *dp)
 {
 	const struct ts_plan *plan = w->e->plan;
-	*dp = (struct decode_plan){.f = op->fused,
-				   .req = {.color = op->color, .depth = op->depth}};
-	const struct ts_op *f = op->fused;
+	*dp = (struct decode_plan){.f = op->decode.fused,
+				   .req = {.color = op->decode.color, .depth = op->decode.depth}};
+	const struct ts_op *f = op->decode.fused;
 	struct ts_kernel_box cb;
 	if (f) {
 		/* The fused op's box (kernel.h) as the decoder's ROI and
@@ -349,14 +349,14 @@ static int admit_frame(struct worker *w, const struct ts_op *op,
 	struct ts_cache_frame fr = {.full_w = info->width, .full_h = info->height,
 				    .format = (int)info->format,
 				    .scale = frame_scale(w, op, info, fc->id)};
-	struct ts_decode_req whole = {.color = op->color, .depth = op->depth,
+	struct ts_decode_req whole = {.color = op->decode.color, .depth = op->decode.depth,
 				      .scale_num = fr.scale};
 	struct ts_decode_geom g;
 	int rc = ts_decoder_geometry(info, &whole, &g, err);
 	if (rc)
 		return rc; /* still claimed: the caller gives it back */
-	enum ts_dtype dt = op->depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8;
-	int ch = op->color == TS_COLOR_GRAY ? 1 : 3;
+	enum ts_dtype dt = op->decode.depth == 16 ? TS_DTYPE_U16 : TS_DTYPE_U8;
+	int ch = op->decode.color == TS_COLOR_GRAY ? 1 : 3;
 	size_t row = (size_t)g.out_w * (size_t)ch * ts_dtype_size(dt);
 	uint64_t n = (uint64_t)row * (uint64_t)g.out_h;
 	uint8_t *px = ts_engine_cache_reserve(c, fc->id, n);
@@ -473,7 +473,9 @@ static size_t admit_image(struct worker *w, uint32_t id, size_t first, uint64_t 
 	for (; i < plan->n_ops && i < UINT16_MAX; i++) {
 		const struct ts_op *op = &plan->ops[i];
 		const struct ts_kernel *k = ts_kernel_find(op->kind);
-		if (!k || op->n_branches)
+		size_t nb;
+		ts_op_branches(op, &nb);
+		if (!k || nb)
 			break;
 		if ((*rc = copy_image(&w->fill, &w->img, err)))
 			break;

@@ -296,15 +296,16 @@ static int run_staged(struct worker *w, uint64_t p, const uint8_t *data,
 	}
 	if (ny && op->kind == TS_OP_TILE) {
 		tile = op;
-		ts_aug_tile_grid(w->img.width, w->img.height, tile, &nx, &ny);
+		ts_aug_tile_grid(w->img.width, w->img.height, &tile->tile, &nx, &ny);
 		i++;
 	}
 	for (int ty = 0; ty < ny; ty++) {
 		for (int tx = 0; tx < nx; tx++) {
 			struct ts_image *cur = &w->img;
 			if (tile) {
-				rc = ts_aug_crop(&w->img, &w->tmp3, tx * tile->stride_w,
-						 ty * tile->stride_h, tile->size_w, tile->size_h);
+				rc = ts_aug_crop(&w->img, &w->tmp3, tx * tile->tile.stride_w,
+						 ty * tile->tile.stride_h, tile->tile.size_w,
+						 tile->tile.size_h);
 				if (rc)
 					return ts_error_set(err, rc, "tile crop failed");
 				cur = &w->tmp3;

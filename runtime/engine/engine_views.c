@@ -43,8 +43,8 @@ int ts_engine_views_write(struct worker *w, const struct ts_op *vo, uint64_t epo
 	if (bytes != plan->sample_bytes)
 		return ts_error_set(err, TS_E_ARG, "views: a slot of %zu bytes for a sample of %zu",
 				    bytes, plan->sample_bytes);
-	for (size_t g = 0; g < vo->n_branches; g++) {
-		const struct ts_op_branch *br = &vo->branches[g];
+	for (size_t g = 0; g < vo->views.n_branches; g++) {
+		const struct ts_op_branch *br = &vo->views.branches[g];
 		const struct ts_op *out = &br->ops[br->n_ops - 1];
 		for (int k = 0; k < br->views; k++, v++) {
 			const struct ts_plan_view *pv = &plan->views[v];

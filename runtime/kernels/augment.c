@@ -22,7 +22,7 @@
 
 /* ---- Box choices ---- */
 
-void ts_aug_resize_dims(int w, int h, const struct ts_op *resize, int *ow,
+void ts_aug_resize_dims(int w, int h, const struct ts_op_resize *resize, int *ow,
 			int *oh)
 {
 	if (resize->size_w > 0) {
@@ -65,7 +65,7 @@ void ts_aug_center_box(int w, int h, int cw, int ch, int *x, int *y)
 	*y = center_start(h, ch);
 }
 
-void ts_aug_rrc_box(int w, int h, const struct ts_op *rrc, struct ts_rng *rng,
+void ts_aug_rrc_box(int w, int h, const struct ts_op_crop *rrc, struct ts_rng *rng,
 		    int *x, int *y, int *cw, int *ch)
 {
 	double area = (double)w * (double)h;
@@ -106,7 +106,7 @@ void ts_aug_rrc_box(int w, int h, const struct ts_op *rrc, struct ts_rng *rng,
 	*ch = th;
 }
 
-void ts_aug_random_crop_box(int w, int h, const struct ts_op *rc,
+void ts_aug_random_crop_box(int w, int h, const struct ts_op_crop *rc,
 			    struct ts_rng *rng, int *x, int *y)
 {
 	int p = rc->padding > 0 ? rc->padding : 0;
@@ -126,7 +126,7 @@ void ts_aug_random_crop_box(int w, int h, const struct ts_op *rc,
 	*y = yy - p;
 }
 
-void ts_aug_tile_grid(int w, int h, const struct ts_op *tile, int *nx,
+void ts_aug_tile_grid(int w, int h, const struct ts_op_tile *tile, int *nx,
 		      int *ny)
 {
 	int sw = tile->stride_w > 0 ? tile->stride_w : tile->size_w;
@@ -352,7 +352,7 @@ void ts_aug_jitter_params(const struct ts_op *op, struct ts_rng *rng,
 	 * the permutation is of the three others (the draws, and so the
 	 * results, of a pipeline without hue stay what they were); the
 	 * order of the adjustments that run is uniform either way. */
-	const int n = op->hue > 0.0 ? 4 : 3;
+	const int n = op->jitter.hue > 0.0 ? 4 : 3;
 	for (int i = 0; i < 4; i++)
 		order[i] = i;
 	for (int i = n - 1; i > 0; i--) {
@@ -361,14 +361,14 @@ void ts_aug_jitter_params(const struct ts_op *op, struct ts_rng *rng,
 		order[i] = order[j];
 		order[j] = t;
 	}
-	const double v[3] = { op->brightness, op->contrast, op->saturation };
+	const double v[3] = { op->jitter.brightness, op->jitter.contrast, op->jitter.saturation };
 	for (int k = 0; k < 3; k++) {
 		f[k] = 1.0f;
 		if (v[k] > 0.0)
 			f[k] = (float)ts_rng_range(rng, fmax(0.0, 1.0 - v[k]),
 						   1.0 + v[k]);
 	}
-	*hue = op->hue > 0.0 ? ts_rng_range(rng, -op->hue, op->hue) : 0.0;
+	*hue = op->jitter.hue > 0.0 ? ts_rng_range(rng, -op->jitter.hue, op->jitter.hue) : 0.0;
 }
 
 int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
@@ -378,7 +378,8 @@ int ts_aug_color_jitter(struct ts_image *img, const struct ts_op *op,
 	float f[3];
 	double hue;
 	ts_aug_jitter_params(op, rng, order, f, &hue);
-	const double v[4] = { op->brightness, op->contrast, op->saturation, op->hue };
+	const double v[4] = { op->jitter.brightness, op->jitter.contrast, op->jitter.saturation,
+			      op->jitter.hue };
 	if (ts_trace_cur) {
 		/* torchvision's fn_idx and factors (a parameter left at 0
 		 * has factor 1 and is not applied, torchvision's None) */
@@ -466,9 +467,9 @@ static int apply_normalize(const struct ts_op *op, struct ts_image *img,
 		return rc;
 	float mean[4], istd[4];
 	for (int c = 0; c < C; c++) {
-		int k = c < op->n_mean ? c : 0;
-		mean[c] = op->mean[k];
-		istd[c] = op->std[k];
+		int k = c < op->norm.n_mean ? c : 0;
+		mean[c] = op->norm.mean[k];
+		istd[c] = op->norm.std[k];
 	}
 	for (int y = 0; y < img->height; y++) {
 		const uint8_t *s = img->data + (size_t)y * img->stride;
@@ -486,7 +487,7 @@ static int apply_normalize(const struct ts_op *op, struct ts_image *img,
 static int apply_to(const struct ts_op *op, struct ts_image *img,
 		    struct ts_image *tmp, struct ts_error *err)
 {
-	enum ts_dtype to = op->dtype;
+	enum ts_dtype to = op->to.dtype;
 	if (to == TS_DTYPE_F16)
 		return ts_error_set(err, TS_E_ARG,
 				    "to(float16) runs only in the output stage");
@@ -541,32 +542,32 @@ static int crop_swap(struct ts_image *img, struct ts_image *tmp, int x, int y,
 static void box_resize(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 		       struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .cw = w, .ch = h, .interp = op->interp,
-				     .antialias = op->antialias };
-	ts_aug_resize_dims(w, h, op, &b->tw, &b->th);
+	*b = (struct ts_kernel_box){ .cw = w, .ch = h, .interp = op->resize.interp,
+				     .antialias = op->resize.antialias };
+	ts_aug_resize_dims(w, h, &op->resize, &b->tw, &b->th);
 }
 
 static void box_center_crop(const struct ts_op *op, int w, int h,
 			    struct ts_rng *rng, struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .cw = op->size_w, .ch = op->size_h };
+	*b = (struct ts_kernel_box){ .cw = op->crop.size_w, .ch = op->crop.size_h };
 	ts_aug_center_box(w, h, b->cw, b->ch, &b->x, &b->y);
 }
 
 static void box_random_crop(const struct ts_op *op, int w, int h,
 			    struct ts_rng *rng, struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .cw = op->size_w, .ch = op->size_h,
-				     .pads = op->padding > 0, .drawn = true };
-	ts_aug_random_crop_box(w, h, op, rng, &b->x, &b->y);
+	*b = (struct ts_kernel_box){ .cw = op->crop.size_w, .ch = op->crop.size_h,
+				     .pads = op->crop.padding > 0, .drawn = true };
+	ts_aug_random_crop_box(w, h, &op->crop, rng, &b->x, &b->y);
 }
 
 static void box_random_resized_crop(const struct ts_op *op, int w, int h,
 				    struct ts_rng *rng, struct ts_kernel_box *b)
 {
-	*b = (struct ts_kernel_box){ .tw = op->size_w, .th = op->size_h, .drawn = true,
-				     .interp = op->interp, .antialias = op->antialias };
-	ts_aug_rrc_box(w, h, op, rng, &b->x, &b->y, &b->cw, &b->ch);
+	*b = (struct ts_kernel_box){ .tw = op->crop.size_w, .th = op->crop.size_h, .drawn = true,
+				     .interp = op->crop.interp, .antialias = op->crop.antialias };
+	ts_aug_rrc_box(w, h, &op->crop, rng, &b->x, &b->y, &b->cw, &b->ch);
 }
 
 /* A geometry op's apply: its row's box on *img through tmp, the result in
@@ -621,10 +622,10 @@ static int into_grayscale(const struct ts_op *op, const struct ts_image *in,
 			  struct ts_image *out, struct ts_rng *rng,
 			  struct ts_error *err)
 {
-	int chn = op->channels > 0 ? op->channels : in->channels;
-	bool apply = op->p >= 1.0 || chn != in->channels ||
-		     ts_rng_uniform(rng) < op->p;
-	if (op->p < 1.0)
+	int chn = op->gray.channels > 0 ? op->gray.channels : in->channels;
+	bool apply = op->gray.p >= 1.0 || chn != in->channels ||
+		     ts_rng_uniform(rng) < op->gray.p;
+	if (op->gray.p < 1.0)
 		ts_trace_note("grayscale", op->index, "\"applied\": %s",
 			      apply ? "true" : "false");
 	if (!apply)
@@ -643,9 +644,9 @@ static int k_grayscale(const struct ts_op *op, struct ts_image *img,
  * (tail), or run on their own (apply). */
 static bool flip_draw(const struct ts_op *op, struct ts_rng *rng)
 {
-	bool f = ts_rng_uniform(rng) < op->p;
+	bool f = ts_rng_uniform(rng) < op->flip.p;
 	ts_trace_note("flip", op->index, "\"direction\": \"%s\", \"flipped\": %s",
-		      op->horizontal ? "horizontal" : "vertical", f ? "true" : "false");
+		      op->flip.horizontal ? "horizontal" : "vertical", f ? "true" : "false");
 	return f;
 }
 
@@ -653,7 +654,7 @@ static void tail_flip(const struct ts_op *op, struct ts_rng *rng,
 		      struct ts_kernel_tail *t)
 {
 	if (flip_draw(op, rng)) {
-		if (op->horizontal)
+		if (op->flip.horizontal)
 			t->hflip = !t->hflip;
 		else
 			t->vflip = !t->vflip;
@@ -664,7 +665,7 @@ static int k_flip(const struct ts_op *op, struct ts_image *img,
 		  struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
 	if (flip_draw(op, rng))
-		ts_aug_flip(img, op->horizontal);
+		ts_aug_flip(img, op->flip.horizontal);
 	return 0;
 }
 
@@ -674,9 +675,9 @@ static void tail_normalize(const struct ts_op *op, struct ts_rng *rng,
 	t->normalize = true;
 	t->dtype = TS_DTYPE_F32;
 	for (int c = 0; c < 4; c++) {
-		int k = c < op->n_mean ? c : 0;
-		t->mean[c] = op->mean[k];
-		t->std[c] = op->std[k];
+		int k = c < op->norm.n_mean ? c : 0;
+		t->mean[c] = op->norm.mean[k];
+		t->std[c] = op->norm.std[k];
 	}
 }
 
@@ -690,8 +691,8 @@ static int k_normalize(const struct ts_op *op, struct ts_image *img,
 static void tail_to(const struct ts_op *op, struct ts_rng *rng,
 		    struct ts_kernel_tail *t)
 {
-	t->dtype = op->dtype;
-	t->layout = op->layout;
+	t->dtype = op->to.dtype;
+	t->layout = op->to.layout;
 }
 
 static int k_to(const struct ts_op *op, struct ts_image *img,
@@ -717,7 +718,7 @@ const struct ts_kernel ts_kernels_augment[] = {
 bool ts_aug_filter_keep(const struct ts_op *filter, const struct ts_image *img)
 {
 	const int C = img->channels;
-	const float limit = (float)filter->threshold;
+	const float limit = (float)filter->filter.threshold;
 	size_t over = 0;
 	for (int y = 0; y < img->height; y++) {
 		const uint8_t *r = img->data + (size_t)y * img->stride;
@@ -730,5 +731,5 @@ bool ts_aug_filter_keep(const struct ts_op *filter, const struct ts_image *img)
 		}
 	}
 	double npix = (double)img->width * img->height;
-	return (double)over <= filter->max_fraction * npix;
+	return (double)over <= filter->filter.max_fraction * npix;
 }

@@ -39,7 +39,7 @@
  * int(size_h * long / short), and with resize->max_size > 0 a longer side
  * above it becomes max_size and the shorter int(max_size * size_h /
  * long) (at least 1); otherwise exactly size_w x size_h. */
-void ts_aug_resize_dims(int w, int h, const struct ts_op *resize, int *ow,
+void ts_aug_resize_dims(int w, int h, const struct ts_op_resize *resize, int *ow,
 			int *oh);
 
 /* torchvision CenterCrop of cw x ch from a w x h image: the top-left corner
@@ -54,20 +54,20 @@ void ts_aug_center_box(int w, int h, int cw, int ch, int *x, int *y);
  * ch = round(sqrt(area/ratio)); accepted when 0 < cw <= w and 0 < ch <= h,
  * then y = below(h-ch+1), x = below(w-cw+1). Else the center crop clamped to
  * the ratio range. Draw order per attempt: scale, log-ratio (then y, x). */
-void ts_aug_rrc_box(int w, int h, const struct ts_op *rrc, struct ts_rng *rng,
+void ts_aug_rrc_box(int w, int h, const struct ts_op_crop *rrc, struct ts_rng *rng,
 		    int *x, int *y, int *cw, int *ch);
 
 /* RandomCrop(size, padding): the image is padded by rc->padding zeros on
  * every side, then y = below(H-ch+1), x = below(W-cw+1) in the padded
  * image (y drawn first); the corner is returned in image coordinates, so
  * it may be negative. A crop larger than the padded image is centered. */
-void ts_aug_random_crop_box(int w, int h, const struct ts_op *rc,
+void ts_aug_random_crop_box(int w, int h, const struct ts_op_crop *rc,
 			    struct ts_rng *rng, int *x, int *y);
 
 /* Tiles of a tile op: nx columns by ny rows of size_w x size_h at strides
  * stride_w, stride_h, covering only whole tiles. Tile k (0 <= k < nx*ny)
  * has its corner at x = (k % nx) * stride_w, y = (k / nx) * stride_h. */
-void ts_aug_tile_grid(int w, int h, const struct ts_op *tile, int *nx,
+void ts_aug_tile_grid(int w, int h, const struct ts_op_tile *tile, int *nx,
 		      int *ny);
 
 /* ---- Kernels ---- */

@@ -106,16 +106,16 @@ static int table(enum ts_policy_opname o, int w, int h, float *mag, bool *sg)
 void ts_augmix_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 		    struct ts_augmix_draw *d)
 {
-	const int n_ops = op->augmix_all_ops ? TS_AUGMIX_OPS : 9;
-	const int width = op->augmix_width < 1 ? 1
-			  : op->augmix_width > TS_AUGMIX_MAX_WIDTH ? TS_AUGMIX_MAX_WIDTH
-								  : op->augmix_width;
+	const int n_ops = op->policy.augmix_all_ops ? TS_AUGMIX_OPS : 9;
+	const int width = op->policy.augmix_width < 1 ? 1
+			  : op->policy.augmix_width > TS_AUGMIX_MAX_WIDTH ? TS_AUGMIX_MAX_WIDTH
+								  : op->policy.augmix_width;
 	memset(d, 0, sizeof(*d));
 	d->width = width;
-	dirichlet(op->augmix_alpha, 2, rng, d->m);
-	dirichlet(op->augmix_alpha, width, rng, d->w);
+	dirichlet(op->policy.augmix_alpha, 2, rng, d->m);
+	dirichlet(op->policy.augmix_alpha, width, rng, d->w);
 	for (int k = 0; k < width; k++) {
-		int depth = op->augmix_depth > 0 ? op->augmix_depth
+		int depth = op->policy.augmix_depth > 0 ? op->policy.augmix_depth
 						 : 1 + (int)ts_rng_below(rng, 3);
 		if (depth > TS_AUGMIX_MAX_DEPTH)
 			depth = TS_AUGMIX_MAX_DEPTH;
@@ -131,7 +131,7 @@ void ts_augmix_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 			s->sign = -1;
 			s->step.magnitude = 0.0;
 			if (nt > 0) {
-				s->bin = (int)ts_rng_below(rng, (uint64_t)op->augmix_severity);
+				s->bin = (int)ts_rng_below(rng, (uint64_t)op->policy.augmix_severity);
 				s->step.magnitude = (double)mag[s->bin];
 			}
 			if (sg) {
@@ -494,8 +494,8 @@ int ts_augmix_apply(const struct ts_op *op, const struct ts_augmix_draw *d,
 	float fill[4], *mix = NULL;
 	int rc = 0;
 	for (int c = 0; c < 4; c++)
-		fill[c] = (float)(op->geo.n_fill > 1 ? op->geo.fill[c < op->geo.n_fill ? c : 0]
-						      : op->geo.fill[0]);
+		fill[c] = (float)(op->policy.n_fill > 1 ? op->policy.fill[c < op->policy.n_fill ? c : 0]
+						      : op->policy.fill[0]);
 	mix = malloc((n ? n : 1) * sizeof(float));
 	if (!mix || ts_image_reserve(&aug, W, H, C, TS_DTYPE_U8) < 0) {
 		rc = TS_E_NOMEM;
@@ -515,8 +515,8 @@ int ts_augmix_apply(const struct ts_op *op, const struct ts_augmix_draw *d,
 			       row);
 		for (int i = 0; i < d->depth[k]; i++) {
 			rc = ts_augmix_apply_step(&d->steps[k][i].step, &aug, tmp,
-						  op->interp == TS_INTERP_BILINEAR,
-						  op->augmix_fill ? fill : NULL);
+						  op->policy.interp == TS_INTERP_BILINEAR,
+						  op->policy.augmix_fill ? fill : NULL);
 			if (rc < 0)
 				goto out;
 		}

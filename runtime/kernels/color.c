@@ -328,9 +328,9 @@ static int gate(const struct ts_op *op, const struct ts_image *img,
 				    "%s needs uint8 pixels with 1 to 4 channels, got %s x %d",
 				    ts_op_kind_name(op->kind), ts_dtype_name(img->dtype),
 				    img->channels);
-	if (!random || op->p >= 1.0)
+	if (!random || op->color.p >= 1.0)
 		return 1;
-	bool on = ts_rng_uniform(rng) < op->p;
+	bool on = ts_rng_uniform(rng) < op->color.p;
 	ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"applied\": %s",
 		      on ? "true" : "false");
 	return on;
@@ -349,27 +349,27 @@ static int gate(const struct ts_op *op, const struct ts_image *img,
 	}
 
 COLOR_KERNEL(invert, true, ts_color_invert(img))
-COLOR_KERNEL(posterize, true, ts_color_posterize(img, op->bits))
-COLOR_KERNEL(solarize, true, ts_color_solarize(img, op->threshold))
+COLOR_KERNEL(posterize, true, ts_color_posterize(img, op->color.bits))
+COLOR_KERNEL(solarize, true, ts_color_solarize(img, op->color.level))
 COLOR_KERNEL(autocontrast, true, ts_color_autocontrast(img))
 COLOR_KERNEL(equalize, true, ts_color_equalize(img))
 /* PIL takes the enhancement factor as a C float (ImagingBlend's alpha). */
-COLOR_KERNEL(brightness, false, ts_aug_brightness(img, (float)op->factor))
-COLOR_KERNEL(contrast, false, ts_aug_contrast(img, (float)op->factor))
-COLOR_KERNEL(saturation, false, ts_aug_saturation(img, (float)op->factor))
-COLOR_KERNEL(hue, false, ts_color_hue(img, op->factor))
+COLOR_KERNEL(brightness, false, ts_aug_brightness(img, (float)op->color.factor))
+COLOR_KERNEL(contrast, false, ts_aug_contrast(img, (float)op->color.factor))
+COLOR_KERNEL(saturation, false, ts_aug_saturation(img, (float)op->color.factor))
+COLOR_KERNEL(hue, false, ts_color_hue(img, op->color.factor))
 
 /* adjust_gamma takes uint16 too: its own gate. */
 static int k_gamma(const struct ts_op *op, struct ts_image *img,
 		   struct ts_image *tmp, struct ts_rng *rng, struct ts_error *err)
 {
 	if (img->dtype == TS_DTYPE_U16 && img->channels >= 1 && img->channels <= 4) {
-		ts_color_gamma(img, op->gamma, op->gain);
+		ts_color_gamma(img, op->color.gamma, op->color.gain);
 		return 0;
 	}
 	int rc = gate(op, img, rng, false, err);
 	if (rc > 0)
-		ts_color_gamma(img, op->gamma, op->gain);
+		ts_color_gamma(img, op->color.gamma, op->color.gain);
 	return rc < 0 ? rc : 0;
 }
 

@@ -186,10 +186,10 @@ int ts_filter_gaussian(struct ts_image *img, struct ts_image *tmp, int kw,
 
 double ts_filter_sigma(const struct ts_op *op, struct ts_rng *rng)
 {
-	if (!(op->sigma_lo < op->sigma_hi))
-		return op->sigma_lo;
+	if (!(op->blur.sigma_lo < op->blur.sigma_hi))
+		return op->blur.sigma_lo;
 	/* torch.empty(1).uniform_(lo, hi): a float32 draw */
-	float s = (float)ts_rng_range(rng, op->sigma_lo, op->sigma_hi);
+	float s = (float)ts_rng_range(rng, op->blur.sigma_lo, op->blur.sigma_hi);
 	ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"sigma\": %.9g", s);
 	return s;
 }
@@ -227,7 +227,7 @@ static int k_sharpness(const struct ts_op *op, struct ts_image *img,
 	if (rc)
 		return rc;
 	/* PIL takes the factor as a C float (ImagingBlend's alpha) */
-	return failed(op, ts_filter_sharpness(img, tmp, (float)op->factor), err);
+	return failed(op, ts_filter_sharpness(img, tmp, (float)op->color.factor), err);
 }
 
 static int k_gaussian_blur(const struct ts_op *op, struct ts_image *img,
@@ -237,7 +237,7 @@ static int k_gaussian_blur(const struct ts_op *op, struct ts_image *img,
 	if (rc)
 		return rc;
 	float s = (float)ts_filter_sigma(op, rng);
-	return failed(op, ts_filter_gaussian(img, tmp, op->kernel_w, op->kernel_h, s, s), err);
+	return failed(op, ts_filter_gaussian(img, tmp, op->blur.kernel_w, op->blur.kernel_h, s, s), err);
 }
 
 const struct ts_kernel ts_kernels_filter[] = {

@@ -43,7 +43,7 @@ void ts_filter_gaussian_kernel(int k, float sigma, float *w);
 int ts_filter_gaussian(struct ts_image *img, struct ts_image *tmp, int kw,
 		       int kh, float sx, float sy);
 
-/* The sigma of a gaussian_blur op for one sample: op->sigma_lo when the
+/* The sigma of a gaussian_blur op for one sample: op->blur.sigma_lo when the
  * range is a point (no draw), else one U(lo, hi) from rng, as
  * GaussianBlur.get_params draws it (the same sigma on both axes). */
 double ts_filter_sigma(const struct ts_op *op, struct ts_rng *rng);

@@ -695,7 +695,7 @@ static double randint(struct ts_rng *rng, int lo, int hi)
 bool ts_geometry_perspective_draw(const struct ts_op *op, int w, int h,
 			     struct ts_rng *rng, double start[8], double end[8])
 {
-	if (op->p < 1.0 && !(ts_rng_uniform(rng) < op->p))
+	if (op->geo.p < 1.0 && !(ts_rng_uniform(rng) < op->geo.p))
 		return false;
 	const double d = op->geo.distortion;
 	const int hw = w / 2, hh = h / 2;
@@ -716,12 +716,11 @@ bool ts_geometry_perspective_draw(const struct ts_op *op, int w, int h,
 
 /* ---- the family's entry --------------------------------------------- */
 
-void ts_geometry_fill_u8(const struct ts_op *op, int channels, uint8_t fill[4])
+void ts_geometry_fill_u8(int n_fill, const double values[4], int channels,
+			 uint8_t fill[4])
 {
 	for (int c = 0; c < 4; c++) {
-		double v = op->geo.n_fill == 0 ? 0.0
-			   : op->geo.fill[op->geo.n_fill == 1 || c >= op->geo.n_fill
-					      ? 0 : c];
+		double v = n_fill == 0 ? 0.0 : values[n_fill == 1 || c >= n_fill ? 0 : c];
 		v = trunc(v);
 		fill[c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 	}
@@ -768,8 +767,8 @@ static int k_rotate(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geometry_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geometry_rotate(img, tmp, op->geo.angle, op->interp,
+	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
+	return failed(op, ts_geometry_rotate(img, tmp, op->geo.angle, op->geo.interp,
 					op->geo.expand, center_of(op), fill), err);
 }
 
@@ -781,9 +780,9 @@ static int k_affine(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geometry_fill_u8(op, img->channels, fill);
+	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
 	return failed(op, ts_geometry_affine(img, tmp, g->angle, g->translate, g->scale,
-					g->shear, center_of(op), op->interp, fill),
+					g->shear, center_of(op), op->geo.interp, fill),
 		      err);
 }
 
@@ -824,9 +823,9 @@ static int k_random_rotation(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geometry_fill_u8(op, img->channels, fill);
+	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
 	return failed(op, ts_geometry_rotate(img, tmp, ts_geometry_rotation_draw(op, rng),
-					op->interp, op->geo.expand, center_of(op), fill),
+					op->geo.interp, op->geo.expand, center_of(op), fill),
 		      err);
 }
 
@@ -839,10 +838,10 @@ static int k_random_affine(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geometry_fill_u8(op, img->channels, fill);
+	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
 	ts_geometry_affine_draw(op, img->width, img->height, rng, &a);
 	return failed(op, ts_geometry_affine(img, tmp, a.angle, a.translate, a.scale,
-					a.shear, center_of(op), op->interp, fill),
+					a.shear, center_of(op), op->geo.interp, fill),
 		      err);
 }
 
@@ -873,8 +872,8 @@ static int k_random_perspective(const struct ts_op *op, struct ts_image *img,
 		      end[6], end[7]);
 	if (!warp)
 		return 0;
-	ts_geometry_fill_u8(op, img->channels, fill);
-	return failed(op, ts_geometry_perspective(img, tmp, start, end, op->interp, fill),
+	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
+	return failed(op, ts_geometry_perspective(img, tmp, start, end, op->geo.interp, fill),
 		      err);
 }
 
@@ -885,9 +884,9 @@ static int k_perspective(const struct ts_op *op, struct ts_image *img,
 	int rc = gate(op, img, err);
 	if (rc < 0)
 		return rc;
-	ts_geometry_fill_u8(op, img->channels, fill);
+	ts_geometry_fill_u8(op->geo.n_fill, op->geo.fill, img->channels, fill);
 	return failed(op, ts_geometry_perspective(img, tmp, op->geo.start, op->geo.end,
-					     op->interp, fill),
+					     op->geo.interp, fill),
 		      err);
 }
 

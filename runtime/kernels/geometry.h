@@ -30,10 +30,12 @@
 #include "rng.h"
 #include "error.h"
 
-/* The op's fill (or erase value) per channel as torchvision's _parse_fill
- * makes it for a PIL image: one number for every channel, each int()
- * (truncated toward zero) and clamped to 0..255. */
-void ts_geometry_fill_u8(const struct ts_op *op, int channels, uint8_t fill[4]);
+/* An op's fill (or erase value: n_fill values, 0, 1 or one per channel)
+ * per channel as torchvision's _parse_fill makes it for a PIL image: one
+ * number for every channel, each int() (truncated toward zero) and
+ * clamped to 0..255. */
+void ts_geometry_fill_u8(int n_fill, const double values[4], int channels,
+			 uint8_t fill[4]);
 
 /*
  * F.rotate(img, angle, interpolation, expand, center, fill) on a PIL

@@ -272,8 +272,8 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 
 	/* Geometry and colour (the parts before the first tail part), each
 	 * reading view and writing the tmp that view does not live in. */
-	for (; i < output->n_parts; i++) {
-		const struct ts_op *p = &output->parts[i];
+	for (; i < output->output.n_parts; i++) {
+		const struct ts_op *p = &output->output.parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
 		if (k && k->tail)
 			break;
@@ -319,8 +319,8 @@ int ts_out_write(const struct ts_op *output, const struct ts_image *in,
 	const struct ts_op *post[TS_OUT_MAX_POST];
 	const struct ts_kernel *post_k[TS_OUT_MAX_POST];
 	int n_post = 0;
-	for (; i < output->n_parts; i++) {
-		const struct ts_op *p = &output->parts[i];
+	for (; i < output->output.n_parts; i++) {
+		const struct ts_op *p = &output->output.parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
 		if (!k || !k->tail)
 			return ts_error_set(err, TS_E_ARG,
@@ -364,8 +364,8 @@ void ts_out_shape(const struct ts_op *output, const struct ts_image *in,
 	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
 	int w = in->width, h = in->height;
 	struct ts_trace *trace = ts_trace_pause(); /* draws again, applies nothing */
-	for (size_t i = 0; i < output->n_parts; i++) {
-		const struct ts_op *p = &output->parts[i];
+	for (size_t i = 0; i < output->output.n_parts; i++) {
+		const struct ts_op *p = &output->output.parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
 		struct ts_rng rng;
 		ts_rng_init(&rng, seed, epoch, index, (uint64_t)p->index);
@@ -391,8 +391,8 @@ bool ts_out_is_copy(const struct ts_op *output, const struct ts_image *in,
 	struct ts_kernel_tail t = { .dtype = in->dtype, .layout = TS_LAYOUT_NHWC };
 	struct ts_trace *trace = ts_trace_pause(); /* draws again, applies nothing */
 	bool tails = true;
-	for (size_t i = 0; i < output->n_parts && tails; i++) {
-		const struct ts_op *p = &output->parts[i];
+	for (size_t i = 0; i < output->output.n_parts && tails; i++) {
+		const struct ts_op *p = &output->output.parts[i];
 		const struct ts_kernel *k = ts_kernel_find(p->kind);
 		tails = k && k->tail;
 		if (tails)

@@ -26,20 +26,20 @@ bool ts_policy_apply_draw(const struct ts_op *op, struct ts_rng *rng)
 {
 	/* torchvision's RandomApply: skip when p < U; U < p applies here,
 	 * so that p = 0 never does */
-	return ts_rng_uniform(rng) < op->p;
+	return ts_rng_uniform(rng) < op->policy.p;
 }
 
 size_t ts_policy_choice_draw(const struct ts_op *op, struct ts_rng *rng)
 {
 	double total = 0, acc = 0;
 	size_t last = 0;
-	for (size_t k = 0; k < op->n_branches; k++)
-		total += op->branches[k].weight;
+	for (size_t k = 0; k < op->policy.n_branches; k++)
+		total += op->policy.branches[k].weight;
 	double u = ts_rng_uniform(rng) * total;
-	for (size_t k = 0; k < op->n_branches; k++) {
-		if (op->branches[k].weight <= 0)
+	for (size_t k = 0; k < op->policy.n_branches; k++) {
+		if (op->policy.branches[k].weight <= 0)
 			continue;
-		acc += op->branches[k].weight;
+		acc += op->policy.branches[k].weight;
 		last = k;
 		if (u < acc)
 			return k;
@@ -69,14 +69,14 @@ void ts_policy_erase_box(const struct ts_op *op, int H, int W,
 			 struct ts_rng *rng, struct ts_erase_box *box)
 {
 	*box = (struct ts_erase_box){0};
-	if (!(ts_rng_uniform(rng) < op->p)) {
+	if (!(ts_rng_uniform(rng) < op->policy.p)) {
 		ts_trace_note("random_erasing", op->index, "\"erased\": false");
 		return;
 	}
 	const double area = (double)H * (double)W;
-	const double llo = log(op->ratio_lo), lhi = log(op->ratio_hi);
+	const double llo = log(op->policy.ratio_lo), lhi = log(op->policy.ratio_hi);
 	for (int attempt = 0; attempt < 10; attempt++) {
-		double ea = area * ts_rng_range(rng, op->scale_lo, op->scale_hi);
+		double ea = area * ts_rng_range(rng, op->policy.scale_lo, op->policy.scale_hi);
 		double r = exp(ts_rng_range(rng, llo, lhi));
 		/* Python's round(): half to even, as rint does by default */
 		int h = (int)rint(sqrt(ea * r));
@@ -93,12 +93,12 @@ void ts_policy_erase_box(const struct ts_op *op, int H, int W,
 	if (!ts_trace_cur)
 		return;
 	char v[96] = "\"random\"";
-	if (!op->erase_random) {
+	if (!op->policy.erase_random) {
 		size_t at = 0;
-		const int n = op->n_erase > 1 ? op->n_erase : 1;
+		const int n = op->policy.n_erase > 1 ? op->policy.n_erase : 1;
 		for (int c = 0; c < n && at < sizeof(v); c++)
 			at += (size_t)snprintf(v + at, sizeof(v) - at, "%s%.9g",
-					       c ? ", " : "[", (double)op->erase_value[c]);
+					       c ? ", " : "[", (double)op->policy.erase_value[c]);
 		if (at < sizeof(v))
 			snprintf(v + at, sizeof(v) - at, "]");
 	}
@@ -134,11 +134,12 @@ void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box
 	bool have = false;
 	if (!box->apply)
 		return;
-	if (!op->erase_random && dtype == TS_DTYPE_F32) {
+	if (!op->policy.erase_random && dtype == TS_DTYPE_F32) {
 		/* a constant into float32, the recipes' case: a run a row */
 		const size_t step = layout == TS_LAYOUT_NCHW ? 1 : (size_t)C;
 		for (int c = 0; c < C; c++) {
-			const float v = op->n_erase > 1 ? op->erase_value[c] : op->erase_value[0];
+			const float v = op->policy.n_erase > 1 ? op->policy.erase_value[c]
+							       : op->policy.erase_value[0];
 			for (int y = box->i; y < box->i + box->h; y++) {
 				float *d = (float *)dst + (layout == TS_LAYOUT_NCHW
 								   ? ((size_t)c * H + y) * W + box->j
@@ -150,13 +151,13 @@ void ts_policy_erase_fill(const struct ts_op *op, const struct ts_erase_box *box
 		return;
 	}
 	for (int c = 0; c < C; c++) {
-		float v = op->n_erase > 1 ? op->erase_value[c] : op->erase_value[0];
+		float v = op->policy.n_erase > 1 ? op->policy.erase_value[c] : op->policy.erase_value[0];
 		for (int y = box->i; y < box->i + box->h; y++)
 			for (int x = box->j; x < box->j + box->w; x++) {
 				size_t di = layout == TS_LAYOUT_NCHW
 						    ? ((size_t)c * H + y) * W + x
 						    : ((size_t)y * W + x) * C + c;
-				ts_out_store(dst, di, dtype, op->erase_random
+				ts_out_store(dst, di, dtype, op->policy.erase_random
 							      ? normal(rng, &spare, &have)
 							      : v);
 			}
@@ -197,22 +198,22 @@ static int k_random_apply(const struct ts_op *op, struct ts_image *img,
 			  struct ts_image *tmp, struct ts_rng *rng,
 			  struct ts_error *err)
 {
-	if (!op->n_branches)
+	if (!op->policy.n_branches)
 		return 0;
 	bool on = ts_policy_apply_draw(op, rng);
 	ts_trace_note("random_apply", op->index, "\"applied\": %s", on ? "true" : "false");
-	return on ? run_inside(op, &op->branches[0], img, tmp, rng, err) : 0;
+	return on ? run_inside(op, &op->policy.branches[0], img, tmp, rng, err) : 0;
 }
 
 static int k_random_choice(const struct ts_op *op, struct ts_image *img,
 			   struct ts_image *tmp, struct ts_rng *rng,
 			   struct ts_error *err)
 {
-	if (!op->n_branches)
+	if (!op->policy.n_branches)
 		return 0;
 	size_t k = ts_policy_choice_draw(op, rng);
 	ts_trace_note("random_choice", op->index, "\"choice\": %zu", k);
-	return run_inside(op, &op->branches[k], img, tmp, rng, err);
+	return run_inside(op, &op->policy.branches[k], img, tmp, rng, err);
 }
 
 static int k_random_erasing(const struct ts_op *op, struct ts_image *img,
@@ -436,9 +437,9 @@ int ts_policy_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 	int n = 0;
 	switch (op->kind) {
 	case TS_OP_RAND_AUGMENT:
-		for (int i = 0; i < op->num_ops && n < TS_POLICY_MAX_STEPS; i++) {
+		for (int i = 0; i < op->policy.num_ops && n < TS_POLICY_MAX_STEPS; i++) {
 			enum ts_policy_opname o = (enum ts_policy_opname)ts_rng_below(rng, 14);
-			double m = magnitude_at(op->kind, o, op->num_bins, op->magnitude, w, h,
+			double m = magnitude_at(op->kind, o, op->policy.num_bins, op->policy.magnitude, w, h,
 						&sg);
 			if (sg && ts_rng_below(rng, 2))
 				m = -m;
@@ -448,7 +449,7 @@ int ts_policy_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 	case TS_OP_TRIVIAL_AUGMENT_WIDE: {
 		float mag[1024];
 		enum ts_policy_opname o = (enum ts_policy_opname)ts_rng_below(rng, 14);
-		int nt = ts_policy_table(op->kind, o, op->num_bins, w, h, mag, &sg);
+		int nt = ts_policy_table(op->kind, o, op->policy.num_bins, w, h, mag, &sg);
 		double m = nt > 0 ? (double)mag[ts_rng_below(rng, (uint64_t)nt)] : 0.0;
 		if (sg && ts_rng_below(rng, 2))
 			m = -m;
@@ -456,8 +457,8 @@ int ts_policy_draw(const struct ts_op *op, int w, int h, struct ts_rng *rng,
 		return 1;
 	}
 	case TS_OP_AUTO_AUGMENT: {
-		const struct aa_sub (*pol)[2] = op->aa_policy == TS_AA_CIFAR10 ? aa_cifar10
-						: op->aa_policy == TS_AA_SVHN	? aa_svhn
+		const struct aa_sub (*pol)[2] = op->policy.aa_policy == TS_AA_CIFAR10 ? aa_cifar10
+						: op->policy.aa_policy == TS_AA_SVHN	? aa_svhn
 										: aa_imagenet;
 		const struct aa_sub *sub = pol[ts_rng_below(rng, 25)];
 		/* torch.rand((2,)) is float32: the comparison with the
@@ -579,9 +580,9 @@ static int k_augment_policy(const struct ts_op *op, struct ts_image *img,
 					       steps[i].magnitude);
 		ts_trace_note(ts_op_kind_name(op->kind), op->index, "\"ops\": [%s]", list);
 	}
-	ts_geometry_fill_u8(op, img->channels, fill);
+	ts_geometry_fill_u8(op->policy.n_fill, op->policy.fill, img->channels, fill);
 	for (int i = 0; i < n; i++) {
-		int rc = ts_policy_apply_step(&steps[i], img, tmp, op->interp, fill, err);
+		int rc = ts_policy_apply_step(&steps[i], img, tmp, op->policy.interp, fill, err);
 		if (rc)
 			return rc;
 	}

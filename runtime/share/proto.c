@@ -60,7 +60,8 @@ static size_t put_header(uint8_t *buf, uint16_t type, uint16_t len)
 
 size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m)
 {
-	uint8_t *b = buf + put_header(buf, TS_MSG_HELLO, TS_PROTO_HELLO_LEN);
+	size_t len = TS_PROTO_HELLO_LEN + (m->resume ? TS_PROTO_RESUME_LEN : 0);
+	uint8_t *b = buf + put_header(buf, TS_MSG_HELLO, (uint16_t)len);
 	put32(b, m->version);
 	put32(b + 4, m->batch);
 	b[8] = m->join;
@@ -72,7 +73,15 @@ size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m)
 	b[24] = m->job_drop;
 	memset(b + 25, 0, 3 + TS_PROTO_JOB_MAX + 1);
 	memcpy(b + TS_PROTO_HELLO_JOB_OFF, m->job, strnlen(m->job, TS_PROTO_JOB_MAX));
-	return TS_PROTO_HDR_LEN + TS_PROTO_HELLO_LEN;
+	if (m->resume) {
+		uint8_t *t = b + TS_PROTO_HELLO_LEN;
+		put32(t, 1u | (m->has_resume_epochs ? 2u : 0u));
+		put64(t + 4, m->resume_index);
+		put32(t + 12, m->resume_epoch);
+		put32(t + 16, m->resume_epochs);
+		put32(t + 20, 0);
+	}
+	return TS_PROTO_HDR_LEN + len;
 }
 
 size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m)
@@ -171,10 +180,28 @@ int ts_proto_get_hello(const uint8_t *body, size_t len,
 		*m = h;  /* the caller refuses on version */
 		return 0;
 	}
-	if (len != TS_PROTO_HELLO_LEN)
+	if (len != TS_PROTO_HELLO_LEN && len != TS_PROTO_HELLO_LEN + TS_PROTO_RESUME_LEN)
 		return ts_error_set(err, TS_E_PROTOCOL,
-				    "hello of %zu bytes, expected %d", len,
-				    TS_PROTO_HELLO_LEN);
+				    "hello of %zu bytes, expected %d (or %d with a resume)", len,
+				    TS_PROTO_HELLO_LEN, TS_PROTO_HELLO_LEN + TS_PROTO_RESUME_LEN);
+	h.resume = false;
+	h.has_resume_epochs = false;
+	h.resume_epoch = 0;
+	h.resume_index = 0;
+	h.resume_epochs = 0;
+	if (len > TS_PROTO_HELLO_LEN) {
+		const uint8_t *t = body + TS_PROTO_HELLO_LEN;
+		uint32_t flags = get32(t);
+		if ((flags & ~3u) || !(flags & 1u) || get32(t + 20) != 0)
+			return ts_error_set(err, TS_E_PROTOCOL,
+					    "hello with an invalid resume tail (flags %#x)",
+					    (unsigned)flags);
+		h.resume = true;
+		h.has_resume_epochs = (flags & 2u) != 0;
+		h.resume_index = get64(t + 4);
+		h.resume_epoch = get32(t + 12);
+		h.resume_epochs = get32(t + 16);
+	}
 	h.batch = get32(body + 4);
 	h.join = body[8];
 	h.drop_last = body[9];
@@ -194,7 +221,8 @@ int ts_proto_get_hello(const uint8_t *body, size_t len,
 	for (size_t i = 0; pad_ok && i < jl; i++)
 		pad_ok = (unsigned char)h.job[i] > 0x20 && (unsigned char)h.job[i] < 0x7f;
 	if (!pad_ok || h.job_drop > 1 || (h.world == 0) != (jl == 0) ||
-	    (h.world == 0 && (h.rank || h.job_drop)) || (h.world && h.rank >= h.world))
+	    (h.world == 0 && (h.rank || h.job_drop)) || (h.world && h.rank >= h.world) ||
+	    (h.world && h.resume))
 		return ts_error_set(err, TS_E_PROTOCOL,
 				    "hello with invalid job fields (name, rank %u of %u)",
 				    h.rank, h.world);

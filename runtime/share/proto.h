@@ -29,6 +29,7 @@
 #define TS_PROTO_JOB_MAX 63          /* bytes of a job name */
 #define TS_PROTO_HELLO_JOB_OFF 28    /* the name, NUL padded to 64 bytes */
 #define TS_PROTO_HELLO_LEN (TS_PROTO_HELLO_JOB_OFF + TS_PROTO_JOB_MAX + 1)
+#define TS_PROTO_RESUME_LEN 24       /* optional hello tail: a resume */
 #define TS_PROTO_WELCOME_LEN 80
 #define TS_PROTO_DEVICE_LEN 144      /* optional welcome tail: device ring */
 #define TS_PROTO_FALLBACK_LEN 168    /* or instead: the device fallback */
@@ -57,6 +58,10 @@ enum ts_proto_reason {
  * Body (little-endian): 0 version, 4 batch, 8 join, 9 drop_last, 10 u16 0,
  * 12 pid, 16 rank, 20 world (0: no job), 24 job_drop, 25..27 0, 28 the job
  * name (1..63 printable bytes with a job, none without), NUL padded to 64.
+ * A lone trainer that resumes (Loader.load_state_dict) appends the resume
+ * tail, TS_PROTO_RESUME_LEN bytes: 92 u32 flags (bit 0 set; bit 1: epochs
+ * given), 96 u64 index, 104 u32 epoch, 108 u32 epochs, 112 u32 0. A
+ * producer older than the tail refuses such a hello (its length).
  */
 struct ts_proto_hello {
 	uint32_t version;
@@ -68,10 +73,21 @@ struct ts_proto_hello {
 	uint32_t world;      /* ranks in the job; 0: a lone trainer */
 	uint8_t job_drop;    /* 0: equal shares by pad; 1: by drop */
 	char job[TS_PROTO_JOB_MAX + 1];   /* NUL-terminated; "" without */
+	/* The resume tail (tensorsocket(7), Join policies): begin at index
+	 * resume_index of epoch resume_epoch, or of a later epoch when the
+	 * ring has moved past it; resume_epochs the epochs still owed, the
+	 * rest of that one counted (with has_resume_epochs; else the
+	 * stream's from its start). Never with a job. */
+	bool resume;
+	bool has_resume_epochs;
+	uint32_t resume_epoch;
+	uint64_t resume_index;
+	uint32_t resume_epochs;
 };
 /* The wire sizes crossing processes, fixed: a change is a new version. */
 _Static_assert(TS_PROTO_HELLO_LEN == 92, "hello body is 92 bytes since version 2");
-_Static_assert(TS_PROTO_HELLO_LEN <= TS_PROTO_MAX_BODY, "hello fits a message");
+_Static_assert(TS_PROTO_HELLO_LEN + TS_PROTO_RESUME_LEN <= TS_PROTO_MAX_BODY,
+	       "hello fits a message");
 
 /* The device ring a producer serves with device(cuda): finished samples
  * (float NCHW) in GPU memory, opened with a CUDA IPC handle. Same seq
@@ -144,7 +160,8 @@ struct ts_proto_refuse {
 };
 
 /* Encode a whole message (header + body) into buf, which must hold
- * TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY bytes; returns its length. */
+ * TS_PROTO_HDR_LEN + TS_PROTO_MAX_BODY bytes; returns its length (a
+ * hello with resume carries the resume tail). */
 size_t ts_proto_put_hello(uint8_t *buf, const struct ts_proto_hello *m);
 size_t ts_proto_put_welcome(uint8_t *buf, const struct ts_proto_welcome *m);
 size_t ts_proto_put_refuse(uint8_t *buf, const struct ts_proto_refuse *m);
@@ -156,7 +173,8 @@ int ts_proto_get_header(const uint8_t *buf, uint16_t *type,
 
 /* Decode bodies. hello: the version is read first so a newer client gets
  * a version refusal rather than a length error (a body of at least 4
- * bytes decodes the version, the rest must be TS_PROTO_HELLO_LEN).
+ * bytes decodes the version, the rest must be TS_PROTO_HELLO_LEN, or
+ * that plus TS_PROTO_RESUME_LEN without a job).
  * Return 0 or TS_E_PROTOCOL; *m written on success. */
 int ts_proto_get_hello(const uint8_t *body, size_t len,
 		       struct ts_proto_hello *m, struct ts_error *err);

@@ -753,6 +753,15 @@ void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out)
 	pthread_mutex_unlock(&r->lock);
 }
 
+void ts_ring_set_origin(struct ts_ring *r, uint32_t epoch, uint64_t index)
+{
+	/* Read by the server thread under the lock (a resume's hello). */
+	pthread_mutex_lock(&r->lock);
+	r->origin_epoch = epoch;
+	r->origin_index = index;
+	pthread_mutex_unlock(&r->lock);
+}
+
 void ts_ring_set_samples_per_epoch(struct ts_ring *r, uint64_t n)
 {
 	/* Read by the server thread under the lock when it welcomes. */

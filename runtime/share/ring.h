@@ -464,6 +464,12 @@ void ts_ring_stage_end(struct ts_ring *r, int status);
 /* A snapshot for status lines and `tsrun stat`. Thread-safe. */
 void ts_ring_stat(struct ts_ring *r, struct ts_ring_stat *out);
 
+/* The stream's first position (run --start EPOCH:INDEX; (0, 0), the
+ * default, for a stream from its start): where a resuming trainer is
+ * placed from while nothing is published yet. Set it before the server
+ * accepts anyone. Thread-safe. */
+void ts_ring_set_origin(struct ts_ring *r, uint32_t epoch, uint64_t index);
+
 /* Samples per epoch as consumers learn it at welcome; set it before the
  * server accepts anyone (the engine knows it once it listed the source). */
 void ts_ring_set_samples_per_epoch(struct ts_ring *r, uint64_t n);
@@ -478,6 +484,18 @@ struct ts_ring_join_req {
 	 * and reading nothing, until ts_ring_consumer_start_job. */
 	bool job_wait;
 	const char *job;           /* its job's name, for figures; NULL: none */
+	/* A lone trainer that resumes (tensorsocket(7), Join policies):
+	 * it begins at index resume_index of epoch resume_epoch when that
+	 * sample is still in the ring or not published yet, else at that
+	 * index of the first later epoch where it is (join is then not
+	 * used), and stops resume_epochs epochs after the one it begins in,
+	 * that one counted (has_resume_epochs, 0: none; else the stream's
+	 * epochs less resume_epoch, at least 1), at most the stream's. */
+	bool resume;
+	bool has_resume_epochs;
+	uint32_t resume_epoch;
+	uint64_t resume_index;
+	uint32_t resume_epochs;
 };
 
 /* Where an attached consumer begins. */
@@ -485,6 +503,8 @@ struct ts_ring_join_pos {
 	uint64_t start;            /* first seq the consumer reads */
 	uint32_t min_epoch;        /* skip (release unread) samples of
 				      earlier epochs */
+	uint64_t min_index;        /* a resume: and of min_epoch's samples
+				      those before this index */
 };
 
 /*
@@ -579,6 +599,8 @@ struct ts_ring_reader_opts {
 				     next batch boundary of the epoch (the
 				     first sample whose index is a multiple
 				     of batch) */
+	uint64_t min_index;       /* a resume: skip min_epoch's samples
+				     before this index too */
 	bool align_epoch;         /* a next_epoch joiner: skip to the next
 				     epoch start (index 0), so it reads
 				     whole epochs even when the stream began
@@ -647,6 +669,11 @@ void ts_ring_reader_data_region(const struct ts_ring_reader *rd,
 /* 0, or TS_E_DETACHED with the reason in err once the producer detached
  * this reader's consumer for holding the ring too long (ctl.detached). */
 int ts_ring_reader_detached(const struct ts_ring_reader *rd, struct ts_error *err);
+
+/* The epoch this reader's stream ends before (its epochs, counted per
+ * trainer: ctl.end_epoch; a job's rank learns it when its job starts);
+ * 0: endless. */
+uint32_t ts_ring_reader_end_epoch(const struct ts_ring_reader *rd);
 
 /* How many times the reader slept on the futex (a system call each); a
  * reader whose batches are published before it asks never does. */

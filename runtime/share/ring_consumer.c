@@ -32,6 +32,7 @@ static void join_position(struct ts_ring *r, enum ts_ring_join join,
 	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
 	pos->start = h;
 	pos->min_epoch = 0;
+	pos->min_index = 0;
 	if (join != TS_JOIN_NEXT_EPOCH || h == 0)
 		return;
 	if (lo > h)
@@ -46,6 +47,53 @@ static void join_position(struct ts_ring *r, enum ts_ring_join join,
 	} else {
 		pos->min_epoch = e + 1;
 	}
+}
+
+/* Is sample m before position (epoch, index) of the stream? */
+static bool meta_before(const struct ts_ring_meta *m, uint32_t epoch, uint64_t index)
+{
+	return m->epoch < epoch || (m->epoch == epoch && m->index < index);
+}
+
+/*
+ * Where a resuming trainer starts (tensorsocket(7), Join policies): at
+ * (E, I) = (resume_epoch, resume_index) when that sample is still intact
+ * in the ring or not published yet (the exact resume: the same samples,
+ * as after a run --start at or before it); otherwise at index I of the
+ * first later epoch whose sample I still is: the current one when the
+ * ring has not passed I yet, else the next. The reader skips (releases
+ * unread) what comes before (min_epoch, min_index). Called with the lock
+ * held, as join_position.
+ */
+static void resume_position(struct ts_ring *r, const struct ts_ring_join_req *req,
+			    struct ts_ring_join_pos *pos)
+{
+	uint64_t h = smp_load_acquire(&r->hdr->head);
+	uint64_t lo = r->limit > r->capacity ? r->limit - r->capacity : 0;
+	uint32_t te = req->resume_epoch;
+	uint64_t ti = req->resume_index;
+	if (lo > h)
+		lo = h;
+	/* The oldest sample still to be had: the stream's first when none is
+	 * published, the oldest intact one, or (none intact) the one after
+	 * the last published (its slot may be rewritten already by a later
+	 * sample: the trainer then begins an epoch later than it might). */
+	struct ts_ring_meta first = { .epoch = r->origin_epoch, .index = r->origin_index };
+	if (h > 0)
+		first = r->meta[(lo < h ? lo : h - 1) % r->capacity];
+	if (h > 0 && lo == h)
+		first.index++;
+	if (meta_before(&first, te, ti) || (first.epoch == te && first.index == ti)) {
+		/* (E, I) is intact or to come: exact */
+	} else {
+		te = first.index <= ti ? first.epoch : first.epoch + 1;
+	}
+	uint64_t s = lo;
+	while (s < h && meta_before(&r->meta[s % r->capacity], te, ti))
+		s++;
+	pos->start = s;
+	pos->min_epoch = te;
+	pos->min_index = ti;
 }
 
 /*
@@ -68,6 +116,25 @@ static uint32_t end_epoch(const struct ts_ring *r, enum ts_ring_join join,
 	else if (p->start > 0)
 		first = (uint64_t)r->meta[(p->start - 1) % r->capacity].epoch + 1;
 	uint64_t end = first + epochs;
+	return end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
+}
+
+/* A resuming trainer's end (struct ts_ring_join_req): the epoch it begins
+ * in (p's min_epoch) and the epochs it still owes, that one counted, at
+ * least 1 and at most the stream's epochs; 0 for an endless stream. */
+static uint32_t resume_end_epoch(const struct ts_ring *r, const struct ts_ring_join_req *req,
+				 const struct ts_ring_join_pos *p)
+{
+	uint32_t epochs = r->hdr->epochs;  /* set at create, never changes */
+	if (!epochs)
+		return 0;
+	uint64_t left = req->has_resume_epochs ? req->resume_epochs
+		      : epochs > req->resume_epoch ? epochs - req->resume_epoch : 1;
+	if (left < 1 && p->min_epoch == 0)
+		left = 1;
+	if (left > epochs)
+		left = epochs;
+	uint64_t end = (uint64_t)p->min_epoch + left;
 	return end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
 }
 
@@ -130,14 +197,18 @@ int ts_ring_attach(struct ts_ring *r, const struct ts_ring_join_req *req,
 				  TS_RING_MAX_CONSUMERS);
 		goto fail;
 	}
-	struct ts_ring_join_pos p;
-	join_position(r, req->join, &p);
+	struct ts_ring_join_pos p = { 0 };
+	if (req->resume && !req->job_wait)
+		resume_position(r, req, &p);
+	else
+		join_position(r, req->join, &p);
 	/* A waiting rank's start is its job's, picked when the job is
 	 * complete (ts_ring_consumer_start_job); the reader sees job_wait
 	 * in the page the welcome hands it. */
 	c->job_wait = req->job_wait;
 	c->ctl->job_wait = req->job_wait;
-	c->end_epoch = end_epoch(r, req->join, &p);
+	c->end_epoch = req->resume && !req->job_wait ? resume_end_epoch(r, req, &p)
+		       : end_epoch(r, req->join, &p);
 	c->ctl->end_epoch = c->end_epoch;
 	c->start = p.start;
 	c->ctl->start = p.start;

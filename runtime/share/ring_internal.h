@@ -65,6 +65,8 @@ struct ts_ring {
 	uint32_t pub_active;
 	uint64_t consumer_wakes;       /* publishes that issued a futex wake */
 
+	uint32_t origin_epoch;         /* the stream's first position, under */
+	uint64_t origin_index;         /* the lock (ts_ring_set_origin) */
 	uint64_t limit;                /* seqs < limit may be written */
 	uint64_t populated;            /* slots [0, populated) are faulted in
 					  (first lap; ring.c prefault) */

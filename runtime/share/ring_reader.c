@@ -29,6 +29,7 @@ struct ts_ring_reader {
 	uint32_t batch;
 	bool drop_last;
 	uint32_t min_epoch;
+	uint64_t min_index;    /* a resume: and min_epoch's samples before it */
 	bool align;            /* still skipping to a batch boundary */
 	bool align_epoch;      /* ... to an epoch start instead */
 	uint64_t pos;          /* next seq to hand out */
@@ -224,6 +225,7 @@ int ts_ring_reader_open(int ring_fd, int ctl_fd,
 	rd->batch = o->batch;
 	rd->drop_last = o->drop_last;
 	rd->min_epoch = o->min_epoch;
+	rd->min_index = o->min_index;
 	rd->align = o->align || o->align_epoch;
 	rd->align_epoch = o->align_epoch;
 	/* The producer wrote it before the welcome (a job's ranks: read
@@ -290,6 +292,11 @@ void ts_ring_reader_get_info(const struct ts_ring_reader *rd,
 			     struct ts_ring_info *out)
 {
 	ring_info_from_hdr(rd->hdr, out);
+}
+
+uint32_t ts_ring_reader_end_epoch(const struct ts_ring_reader *rd)
+{
+	return rd->end_epoch;
 }
 
 uint64_t ts_ring_reader_sleeps(const struct ts_ring_reader *rd)
@@ -771,9 +778,12 @@ static int reader_next(struct ts_ring_reader *rd, struct ts_ring_batch *b,
 			return ts_error_set(err, TS_E_PROTOCOL,
 					    "producer overran this consumer");
 		}
-		/* Joiners with next_epoch skip what precedes their epoch. */
+		/* Joiners with next_epoch skip what precedes their epoch, a
+		 * resume what precedes its position. */
 		uint64_t skip = rd->pos;
-		while (skip < h && meta_at(rd, skip)->epoch < rd->min_epoch)
+		while (skip < h && (meta_at(rd, skip)->epoch < rd->min_epoch ||
+				    (meta_at(rd, skip)->epoch == rd->min_epoch &&
+				     meta_at(rd, skip)->index < rd->min_index)))
 			skip++;
 		/* "now" joiners mid-stream start at a batch boundary, so their
 		 * batches line up with those of a trainer there from the start

@@ -289,6 +289,13 @@ static bool answer_hello(struct ts_server *s, struct conn *c,
 					.join = (enum ts_ring_join)h.join,
 					.pid = c->pid > 0 ? c->pid : -1 };
 	req.job = h.world ? h.job : NULL;  /* a label of its figures */
+	/* A resume (never a job's: the decoder refuses one): its start
+	 * and epochs follow the saved position, not the join policy. */
+	req.resume = h.resume;
+	req.has_resume_epochs = h.has_resume_epochs;
+	req.resume_epoch = h.resume_epoch;
+	req.resume_index = h.resume_index;
+	req.resume_epochs = h.resume_epochs;
 	struct ts_ring_join_pos pos = { 0 };
 	struct ts_ring_consumer *rc = NULL;
 	int arc;

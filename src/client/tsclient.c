@@ -109,6 +109,10 @@ TS_EXPORT int ts_client_opts_torchrun(struct ts_client_opts *o, const char *job,
 /* A job's name, rank and world size as the producer will take them. */
 static int check_job(const struct ts_client_opts *o, struct ts_error *err)
 {
+	if (o->job && o->resume)
+		return ts_error_set(err, TS_E_ARG,
+				    "resume is for a lone trainer: a job's ranks resume "
+				    "exactly from a producer restarted with tsrun run --start");
 	if (!o->job)
 		return o->world_size || o->rank
 			       ? ts_error_set(err, TS_E_ARG,
@@ -352,6 +356,12 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 		if (rc)
 			return rc;
 	}
+	/* the hello carries an epoch in 32 bits */
+	if (o.resume && o.resume_epoch > UINT32_MAX)
+		return ts_error_set(err, TS_E_ARG,
+				    "ts_client_connect: resume_epoch %llu is past the last epoch "
+				    "a stream can count (%u: the ring holds epochs in 32 bits)",
+				    (unsigned long long)o.resume_epoch, UINT32_MAX);
 	rc = check_job(&o, err);
 	if (rc)
 		return rc;
@@ -376,6 +386,13 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	};
 	if (o.job)
 		snprintf(h.job, sizeof(h.job), "%s", o.job);
+	if (o.resume) {
+		h.resume = true;
+		h.has_resume_epochs = o.has_resume_epochs != 0;
+		h.resume_epoch = (uint32_t)o.resume_epoch; /* checked at connect */
+		h.resume_index = o.resume_index;
+		h.resume_epochs = o.resume_epochs;
+	}
 	struct ts_proto_welcome w;
 	if ((rc = exchange_hello(c, &o, &h, &w, fds, &nfds, err)) < 0 ||
 	    (rc = check_seals(fds[0], fds[1], err)) < 0)
@@ -383,8 +400,10 @@ TS_EXPORT int ts_client_connect(const char *socket_path,
 	struct ts_ring_reader_opts ro = {
 		.batch = w.batch, .drop_last = o.drop_last != 0, .start = w.start,
 		.min_epoch = w.min_epoch,
-		.align = o.join != TS_CLIENT_JOIN_NEXT_EPOCH && w.start > 0,
-		.align_epoch = o.join == TS_CLIENT_JOIN_NEXT_EPOCH,
+		/* a resume begins at its index of the welcome's epoch */
+		.min_index = o.resume ? o.resume_index : 0,
+		.align = !o.resume && o.join != TS_CLIENT_JOIN_NEXT_EPOCH && w.start > 0,
+		.align_epoch = !o.resume && o.join == TS_CLIENT_JOIN_NEXT_EPOCH,
 		.rank = h.rank, .world = h.world, .job_drop = h.job_drop != 0,
 	};
 	rc = ts_ring_reader_open(fds[0], fds[1], &ro, &c->rd, err);
@@ -413,6 +432,11 @@ TS_EXPORT void ts_client_info(const struct ts_client *c,
 			      struct ts_client_info *out)
 {
 	*out = c->info;
+}
+
+TS_EXPORT uint64_t ts_client_end_epoch(const struct ts_client *c)
+{
+	return c && c->rd ? ts_ring_reader_end_epoch(c->rd) : 0;
 }
 
 TS_EXPORT void ts_client_node(const struct ts_client *c, uint32_t *index,

@@ -31,10 +31,11 @@ static void decode_bodies(const uint8_t *body, size_t len)
 	if (ts_proto_get_hello(body, len, &h, &e) == 0) {
 		CHECK(len >= 4);
 		if (h.version == TS_PROTO_VERSION) {
-			CHECK(len == TS_PROTO_HELLO_LEN);
+			size_t want = TS_PROTO_HELLO_LEN + (h.resume ? TS_PROTO_RESUME_LEN : 0);
+			CHECK(len == want);
 			CHECK(h.join <= 1 && h.drop_last <= 1);
-			CHECK(ts_proto_put_hello(buf, &h) ==
-			      TS_PROTO_HDR_LEN + TS_PROTO_HELLO_LEN);
+			CHECK(!h.resume || h.world == 0);
+			CHECK(ts_proto_put_hello(buf, &h) == TS_PROTO_HDR_LEN + want);
 			CHECK(memcmp(buf + TS_PROTO_HDR_LEN, body, len) == 0);
 		}
 	} else {
@@ -42,10 +43,12 @@ static void decode_bodies(const uint8_t *body, size_t len)
 	}
 	memset(&e, 0, sizeof(e));
 	if (ts_proto_get_welcome(body, len, &w, &e) == 0) {
-		/* with or without the device ring's tail */
+		/* with or without the device ring's tail, or the fallback's */
 		CHECK(len == TS_PROTO_WELCOME_LEN ||
-		      len == TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN);
-		CHECK(w.has_device == (len > TS_PROTO_WELCOME_LEN));
+		      len == TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN ||
+		      len == TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN);
+		CHECK(w.has_device == (len == TS_PROTO_WELCOME_LEN + TS_PROTO_DEVICE_LEN));
+		CHECK(w.has_fallback == (len == TS_PROTO_WELCOME_LEN + TS_PROTO_FALLBACK_LEN));
 		CHECK(ts_proto_put_welcome(buf, &w) == TS_PROTO_HDR_LEN + len);
 		CHECK(memcmp(buf + TS_PROTO_HDR_LEN, body, len) == 0);
 	} else {

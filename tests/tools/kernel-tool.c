@@ -62,35 +62,37 @@ static int parse_part(const char *s, struct ts_op *op, int idx)
 {
 	memset(op, 0, sizeof(*op));
 	op->index = idx;
-	op->p = 1.0;
-	op->antialias = true;
-	op->interp = TS_INTERP_BILINEAR;
-	if (sscanf(s, "resize:%dx%d", &op->size_w, &op->size_h) == 2) {
+	if (sscanf(s, "resize:%dx%d", &op->resize.size_w, &op->resize.size_h) == 2) {
 		op->kind = TS_OP_RESIZE;
-	} else if (sscanf(s, "resize:%d", &op->size_h) == 1) {
+	} else if (sscanf(s, "resize:%d", &op->resize.size_h) == 1) {
 		op->kind = TS_OP_RESIZE;
-		op->size_w = 0;
-	} else if (sscanf(s, "center:%dx%d", &op->size_w, &op->size_h) == 2) {
+		op->resize.size_w = 0;
+	} else if (sscanf(s, "center:%dx%d", &op->crop.size_w, &op->crop.size_h) == 2) {
 		op->kind = TS_OP_CENTER_CROP;
 	} else if (strncmp(s, "flip:", 5) == 0) {
 		op->kind = TS_OP_FLIP;
-		op->horizontal = s[5] == 'h';
+		op->flip.p = 1.0;
+		op->flip.horizontal = s[5] == 'h';
 	} else if (strncmp(s, "normalize:", 10) == 0) {
 		op->kind = TS_OP_NORMALIZE;
-		op->n_mean = 3;
-		if (sscanf(s + 10, "%f,%f,%f:%f,%f,%f", &op->mean[0], &op->mean[1],
-			   &op->mean[2], &op->std[0], &op->std[1], &op->std[2]) != 6)
+		op->norm.n_mean = 3;
+		if (sscanf(s + 10, "%f,%f,%f:%f,%f,%f", &op->norm.mean[0], &op->norm.mean[1],
+			   &op->norm.mean[2], &op->norm.std[0], &op->norm.std[1], &op->norm.std[2]) != 6)
 			return -1;
 	} else if (strncmp(s, "to:", 3) == 0) {
 		op->kind = TS_OP_TO;
 		const char *d = s + 3;
-		op->dtype = strncmp(d, "uint8", 5) == 0     ? TS_DTYPE_U8
+		op->to.dtype = strncmp(d, "uint8", 5) == 0     ? TS_DTYPE_U8
 			    : strncmp(d, "float16", 7) == 0 ? TS_DTYPE_F16
 			    : strncmp(d, "uint16", 6) == 0  ? TS_DTYPE_U16
 							    : TS_DTYPE_F32;
-		op->layout = strstr(d, "nchw") ? TS_LAYOUT_NCHW : TS_LAYOUT_NHWC;
+		op->to.layout = strstr(d, "nchw") ? TS_LAYOUT_NCHW : TS_LAYOUT_NHWC;
 	} else {
 		return -1;
+	}
+	if (op->kind == TS_OP_RESIZE) { /* resize's defaults */
+		op->resize.antialias = true;
+		op->resize.interp = TS_INTERP_BILINEAR;
 	}
 	return 0;
 }
@@ -105,16 +107,16 @@ static size_t output_bytes(const struct ts_op *parts, size_t n, int w, int h,
 		const struct ts_op *p = &parts[i];
 		if (p->kind == TS_OP_RESIZE) {
 			int ow, oh;
-			ts_aug_resize_dims(w, h, p, &ow, &oh);
+			ts_aug_resize_dims(w, h, &p->resize, &ow, &oh);
 			w = ow;
 			h = oh;
 		} else if (p->kind == TS_OP_CENTER_CROP) {
-			w = p->size_w;
-			h = p->size_h;
+			w = p->crop.size_w;
+			h = p->crop.size_h;
 		} else if (p->kind == TS_OP_NORMALIZE) {
 			dt = TS_DTYPE_F32;
 		} else if (p->kind == TS_OP_TO) {
-			dt = p->dtype;
+			dt = p->to.dtype;
 		}
 	}
 	return (size_t)w * h * c * ts_dtype_size(dt);
@@ -164,7 +166,7 @@ int main(int argc, char **argv)
 		res = &in;
 	} else if (strcmp(op, "output") == 0 && na >= 1) {
 		struct ts_op parts[8];
-		struct ts_op o = { .kind = TS_OP_OUTPUT, .parts = parts };
+		struct ts_op o = { .kind = TS_OP_OUTPUT, .output.parts = parts };
 		struct ts_error err = { 0 };
 		if (na > 8)
 			return usage();
@@ -174,8 +176,8 @@ int main(int argc, char **argv)
 				status = 2;
 				goto out;
 			}
-		o.n_parts = (size_t)na;
-		size_t n = output_bytes(parts, o.n_parts, w, h, c);
+		o.output.n_parts = (size_t)na;
+		size_t n = output_bytes(parts, o.output.n_parts, w, h, c);
 		slot = malloc(n);
 		if (!slot)
 			goto out;

@@ -44,9 +44,9 @@ static const struct ts_op *find(const struct ts_plan *p)
 		    o->kind == TS_OP_RANDOM_CHOICE || o->kind == TS_OP_RAND_AUGMENT ||
 		    o->kind == TS_OP_TRIVIAL_AUGMENT_WIDE || o->kind == TS_OP_AUTO_AUGMENT)
 			return o;
-		for (size_t j = 0; j < o->n_parts; j++)
-			if (o->parts[j].kind == TS_OP_RANDOM_ERASING)
-				return &o->parts[j];
+		for (size_t j = 0; j < o->output.n_parts; j++)
+			if (o->output.parts[j].kind == TS_OP_RANDOM_ERASING)
+				return &o->output.parts[j];
 	}
 	return NULL;
 }
@@ -161,13 +161,13 @@ static int slot(int argc, char **argv)
 		if (out && fclose(out) != 0)
 			rc = -1;
 		const struct ts_op *o = &plan->ops[i];
-		for (size_t j = 0; rc == 0 && j < o->n_parts; j++) {
-			if (o->parts[j].kind != TS_OP_RANDOM_ERASING)
+		for (size_t j = 0; rc == 0 && j < o->output.n_parts; j++) {
+			if (o->output.parts[j].kind != TS_OP_RANDOM_ERASING)
 				continue;
 			struct ts_rng r;
 			struct ts_erase_box b;
-			ts_rng_init(&r, seed, 0, index, (uint64_t)o->parts[j].index);
-			ts_policy_erase_box(&o->parts[j], plan->height, plan->width, &r, &b);
+			ts_rng_init(&r, seed, 0, index, (uint64_t)o->output.parts[j].index);
+			ts_policy_erase_box(&o->output.parts[j], plan->height, plan->width, &r, &b);
 			if (b.apply)
 				printf("%d %d %d %d\n", b.i, b.j, b.h, b.w);
 			else

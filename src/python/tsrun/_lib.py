@@ -57,7 +57,11 @@ class Opts(ctypes.Structure):
                 ("connect_timeout_ms", ctypes.c_int),
                 # a rank of a job (tsclient.h): the name, rank, world size
                 ("job", ctypes.c_char_p), ("rank", ctypes.c_uint32),
-                ("world_size", ctypes.c_uint32), ("job_drop_last", ctypes.c_int)]
+                ("world_size", ctypes.c_uint32), ("job_drop_last", ctypes.c_int),
+                # a resume (tsclient.h): position and the epochs owed
+                ("resume", ctypes.c_int), ("resume_epoch", ctypes.c_uint64),
+                ("resume_index", ctypes.c_uint64), ("has_resume_epochs", ctypes.c_int),
+                ("resume_epochs", ctypes.c_uint32)]
 
 
 class Batch(ctypes.Structure):
@@ -401,6 +405,9 @@ def load_library():
         lib.ts_client_pin_mapping.restype = ctypes.c_int
         lib.ts_client_unpin.argtypes = [ctypes.POINTER(Pinned), ctypes.POINTER(Error)]
         lib.ts_client_unpin.restype = ctypes.c_int
+    if hasattr(lib, "ts_client_end_epoch"):
+        lib.ts_client_end_epoch.argtypes = [ctypes.c_void_p]
+        lib.ts_client_end_epoch.restype = ctypes.c_uint64
     if hasattr(lib, "ts_client_stats"):
         lib.ts_client_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(Stats)]
         lib.ts_client_stats.restype = None

@@ -322,8 +322,22 @@ class Loader:
                  pin_memory=False, timeout=None, device=None, raw_views=False,
                  job=None, rank=None, world_size=None, job_drop_last=False,
                  mixup=None, connect_timeout=0, device_fallback="raise", outstanding=2):
-        import torch  # noqa: F401 (fail early when torch is missing)
         self._client = None
+        # what load_state_dict connects with again, a resume added
+        self._args = dict(socket=socket, batch_size=batch_size, join=join,
+                          drop_last=drop_last, pin_memory=pin_memory, timeout=timeout,
+                          device=device, raw_views=raw_views, job=job, rank=rank,
+                          world_size=world_size, job_drop_last=job_drop_last,
+                          mixup=mixup, connect_timeout=connect_timeout,
+                          device_fallback=device_fallback, outstanding=outstanding)
+        self._setup(None, **self._args)
+
+    def _setup(self, _resume, socket, batch_size, join, drop_last, pin_memory, timeout,
+               device, raw_views, job, rank, world_size, job_drop_last, mixup,
+               connect_timeout, device_fallback, outstanding):
+        """__init__, with _resume (epoch, index, epochs_left or None) for
+        load_state_dict's connection, which the hello then carries."""
+        import torch  # noqa: F401 (fail early when torch is missing)
         if join not in ("now", "next_epoch"):
             raise ValueError("join must be 'now' or 'next_epoch', got %r" % (join,))
         batch_size = _batch_size(batch_size)
@@ -345,6 +359,14 @@ class Loader:
             opts.world_size = world_size
             opts.job_drop_last = 1 if job_drop_last else 0
         self._job_drop = bool(job_drop_last)
+        if _resume is not None:
+            # load_state_dict: begin at the saved position, or at its
+            # index of a later epoch when the ring has moved past it
+            opts.resume = 1
+            opts.resume_epoch, opts.resume_index, left = _resume
+            if left is not None:
+                opts.has_resume_epochs = 1
+                opts.resume_epochs = left
         self.socket = os.fspath(socket)
         client = ctypes.c_void_p()
         err = _lib.Error()
@@ -491,22 +513,54 @@ class Loader:
 
     def state_dict(self):
         """Where to resume: the epoch and index of the first sample not
-        yet yielded, with the batch size and epoch size for a check.
+        yet yielded, the epochs this trainer still owes (``epochs_left``:
+        that epoch's rest counted as one; None for an endless stream or a
+        job's rank), with the batch size and epoch size for a check.
         Before the first batch, epoch and index are None (resume from
         wherever the producer is)."""
         e, i = self._next_pos if self._next_pos else (None, None)
-        return {"epoch": e, "index": i, "batch_size": self.batch_size,
+        left = None
+        end = self._end_epoch()
+        if e is not None and end:
+            left = max(end - e, 0)
+        return {"epoch": e, "index": i, "epochs_left": left,
+                "batch_size": self.batch_size,
                 "samples_per_epoch": self.info.samples_per_epoch}
+
+    def _end_epoch(self):
+        """The epoch this trainer's stream ends before (its epochs,
+        counted per trainer); 0 when endless, None for a job's rank or a
+        libtsclient without the call."""
+        if self.job is not None or self._client is None or \
+                not hasattr(self._lib, "ts_client_end_epoch"):
+            return None
+        return self._lib.ts_client_end_epoch(self._client)
 
     def load_state_dict(self, state):
         """Resume from state (a state_dict() of an earlier loader), before
-        the first pass. Batches before the saved position are skipped, so
-        a producer restarted with ``tsrun run --start EPOCH:INDEX`` at
-        (or before) it resumes exactly; when the producer has moved past
-        it, the loader starts at the next whole epoch and warns, saying
-        what was lost. Connect with ``join="now"`` to resume mid-epoch:
-        the default, "next_epoch", starts at a whole epoch, and a producer
-        restarted mid-epoch has none until the next."""
+        the first pass. The loader connects again, its hello carrying the
+        saved position (epoch E, index I) and the epochs it owes
+        (tensorsocket(7), Join policies):
+
+        - when sample I of epoch E is still in the producer's ring, or
+          not published yet (a producer restarted with ``tsrun run
+          --start E:I``, or at an earlier position), the first pass yields
+          exactly the samples the earlier loader had not yielded: the
+          exact resume;
+        - when the ring has moved past it (a shared producer that ran
+          on), the first pass yields indices I to the end of a later
+          epoch, the current one when the ring has not passed index I
+          yet, else the next: as many samples as were owed (spe - I),
+          but other samples, drawn by that epoch's shuffle and
+          augmentation, since the missed ones are overwritten; it warns,
+          naming that epoch;
+
+        then ``epochs_left`` - 1 whole epochs and the end of the stream
+        (an older state without epochs_left: the stream's epochs less E).
+        ``loader.epoch`` says the epoch the samples are from. A job's
+        ranks skip to the saved position on their own (exact only with
+        run --start; a producer past it: from the next whole epoch, with
+        a warning)."""
         if self._next_pos is not None or self._pending is not None:
             raise TsrunError(E_STATE, "tsrun.Loader.load_state_dict: call it before "
                              "the first batch")
@@ -517,16 +571,46 @@ class Loader:
                              "(wants 'epoch' and 'index'), got %r" % (state,)) from None
         if e is None:
             return
-        if not isinstance(e, int) or not isinstance(i, int) or e < 0 or i < 0:
+        if not isinstance(e, int) or not isinstance(i, int) or e < 0 or i < 0 or \
+                isinstance(e, bool) or isinstance(i, bool) or e > 0xFFFFFFFF or \
+                i > 0xFFFFFFFFFFFFFFFF:
             raise ValueError("load_state_dict: epoch and index must be integers "
                              ">= 0, got %r, %r" % (e, i))
+        left = state.get("epochs_left")
+        if left is not None and (isinstance(left, bool) or not isinstance(left, int) or
+                                 not 0 <= left <= 0xFFFFFFFF):
+            raise ValueError("load_state_dict: epochs_left must be None or an integer "
+                             ">= 0, got %r" % (left,))
         spe = state.get("samples_per_epoch")
         if spe and self.info.samples_per_epoch and spe != self.info.samples_per_epoch:
             warnings.warn("tsrun.Loader.load_state_dict: the state was saved with "
                           "%d samples per epoch, the producer has %d"
                           % (spe, self.info.samples_per_epoch), RuntimeWarning,
                           stacklevel=2)
-        self._resume = (e, i)
+        if self.job is not None or not hasattr(self._lib, "ts_client_end_epoch"):
+            self._resume = (e, i)  # skipped to here by _fetch_raw
+            return
+        # Connect again with the resume in the hello, then leave the
+        # first connection (in this order: a loader alone on a stream
+        # grown for it must not let it end between the two).
+        again = Loader.__new__(Loader)
+        again._client = None
+        again._args = self._args
+        again._setup((e, i, left), **self._args)
+        moved = again.__dict__
+        again.__dict__ = {}
+        self.close()
+        self.__dict__.update(moved)
+        got = self.info.start_epoch
+        if got != e:
+            spe = self.info.samples_per_epoch
+            warnings.warn("tsrun.Loader: the producer is past the saved position (epoch %d "
+                          "index %d): this loader resumes at index %d of epoch %d (%s "
+                          "samples owed, other ones than those missed, which the ring "
+                          "no longer holds); only a producer restarted with tsrun run "
+                          "--start %d:%d resumes with the same samples"
+                          % (e, i, i, got, max(spe - i, 0) if spe else "the",
+                             e, i), RuntimeWarning, stacklevel=2)
 
     def _peek(self):
         """The next batch, read (and kept pending) when not read yet;
