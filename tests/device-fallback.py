@@ -9,6 +9,7 @@ finishes each batch as device(cuda) would, equal to torch's own
 (x / 255 - mean) / std of the plain Loader's uint8 batch of the same
 samples; without device the uint8 batches come as they are."""
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,7 +78,12 @@ def main():
                   "device_fallback='convert'" in msg, "the error says what and what to do")
             check("CUDA" in msg or "device" in msg.split("instead (")[1],
                   "the error carries the producer's reason")
-        proc.wait(timeout=60)
+        # The refused trainer left: with none connected the ring pauses
+        # (tsrun(1), --wait), so a producer it left before the epoch was
+        # all written would wait for the next trainer; stop it as a user
+        # would (under load that was a 60 s hang in 1 of 4 runs)
+        proc.send_signal(signal.SIGINT)
+        check(proc.wait(timeout=60) == 0, "tsrun exited %s on SIGINT" % proc.returncode)
         log.seek(0)
         check("serving uint8 NHWC batches from the CPU ring instead" in log.read(),
               "tsrun said it fell back")
