@@ -82,18 +82,9 @@ def check(name, ok, detail=""):
 # ---- libtsrun over ctypes (src/tsrun.h) ----------------------------------
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tsrun_embed import DTYPES, TS_E_EOS, Batch, Error, StreamOpts  # noqa: E402,F401
+from tsrun_embed import DTYPES, TS_E_EOS, Batch, Error, StreamOpts, open_lib  # noqa: E402,F401
 
-lib = ctypes.CDLL(LIB)
-lib.ts_pipeline_compile.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                                    ctypes.c_char_p, ctypes.c_char_p,
-                                    ctypes.POINTER(ctypes.c_void_p),
-                                    ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(Error)]
-lib.ts_pipeline_open.argtypes = [ctypes.c_void_p, ctypes.POINTER(StreamOpts),
-                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(Error)]
-lib.ts_stream_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch), ctypes.POINTER(Error)]
-lib.ts_stream_close.argtypes = [ctypes.c_void_p]
-lib.ts_pipeline_destroy.argtypes = [ctypes.c_void_p]
+lib = open_lib(LIB)
 
 
 def run_tsrun(text, base_dir, threads=2):

@@ -38,11 +38,8 @@ weight, the erase box) fails the same comparison on most samples, so the
 test can fail. Every comparison is tsrun against torchvision.
 """
 import copy
-import ctypes
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -78,64 +75,20 @@ def check(name, ok, detail=""):
 # ---- libtsrun over ctypes (include/tsrun/tsrun.h) ------------------------
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tsrun_embed import TS_E_EOS, Batch, Error, StreamOpts  # noqa: E402
+from tsrun_embed import bench_trace, epoch_samples, open_lib  # noqa: E402
 
-lib = ctypes.CDLL(LIB)
-lib.ts_pipeline_compile.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
-                                    ctypes.c_char_p, ctypes.c_char_p,
-                                    ctypes.POINTER(ctypes.c_void_p),
-                                    ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(Error)]
-lib.ts_pipeline_open.argtypes = [ctypes.c_void_p, ctypes.POINTER(StreamOpts),
-                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(Error)]
-lib.ts_stream_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(Batch), ctypes.POINTER(Error)]
-lib.ts_stream_close.argtypes = [ctypes.c_void_p]
-lib.ts_pipeline_destroy.argtypes = [ctypes.c_void_p]
+lib = open_lib(LIB)
+
 
 
 def samples(text, base_dir):
     """{(epoch, index): raw bytes of the sample} of one epoch."""
-    err = Error()
-    p = ctypes.c_void_p()
-    src = text.encode()
-    if lib.ts_pipeline_compile(src, len(src), b"trace.ts", None, base_dir.encode(),
-                               ctypes.byref(p), None, ctypes.byref(err)):
-        raise RuntimeError("compile: " + err.msg.decode())
-    s = ctypes.c_void_p()
-    opts = StreamOpts(threads=2, epochs=1, batch=4)
-    if lib.ts_pipeline_open(p, ctypes.byref(opts), ctypes.byref(s), ctypes.byref(err)):
-        lib.ts_pipeline_destroy(p)
-        raise RuntimeError("open: " + err.msg.decode())
-    out = {}
-    b = Batch()
-    try:
-        while True:
-            rc = lib.ts_stream_next(s, ctypes.byref(b), ctypes.byref(err))
-            if rc == TS_E_EOS:
-                break
-            if rc:
-                raise RuntimeError("next: " + err.msg.decode())
-            for k in range(b.n):
-                out[(b.epoch, b.index + k)] = ctypes.string_at(
-                    b.data + k * b.sample_stride, b.sample_bytes)
-    finally:
-        lib.ts_stream_close(s)
-        lib.ts_pipeline_destroy(p)
-    return out
+    return epoch_samples(lib, text, base_dir, batch=4)
 
 
 def trace(path, base_dir):
     """{(epoch, index): trace line} from tsrun bench --trace."""
-    out = os.path.join(base_dir, "trace.jsonl")
-    r = subprocess.run([TSRUN, "bench", path, "--trace", out, "--threads", "2"],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode:
-        raise RuntimeError("bench --trace: " + r.stderr)
-    lines = {}
-    with open(out) as f:
-        for line in f:
-            d = json.loads(line)
-            lines[(d["epoch"], d["index"])] = d
-    return lines
+    return bench_trace(TSRUN, path, base_dir)
 
 
 # ---- the replays: (img, draw, params) -> img ------------------------------
