@@ -50,6 +50,9 @@ except Exception as e:  # noqa: BLE001
     print("skip: torch/torchvision not importable:", e)
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from augmix_replay import Replay  # noqa: E402
+
 TOOL = os.environ.get("TS_TOOL_AUGMIX_TOOL")
 COLOR_TOOL = os.environ.get("TS_TOOL_COLOR_TOOL")
 TSRUN = os.environ.get("TSRUN")
@@ -122,43 +125,6 @@ def tsrun_draws(ops, h, w, c, n, seed=1):
     return [parse(l) for l in out.splitlines()[:n]]
 
 
-class Replay(T.AugMix):
-    """AugMix whose draws are tsrun's: _sample_dirichlet (torchvision's
-    own hook for tests) and torch.randint (patched around forward)."""
-
-    def __init__(self, draw, **kw):
-        super().__init__(**kw)
-        m, w, chains = draw
-        self.dirichlet = [torch.tensor([m], dtype=torch.float32),
-                          torch.tensor([w], dtype=torch.float32)]
-        self.ints = []
-        for chain in chains:
-            if self.chain_depth <= 0:
-                self.ints.append(len(chain))
-            for index, b, sign in chain:
-                self.ints.append(index)
-                if b >= 0:
-                    self.ints.append(b)
-                if sign >= 0:
-                    self.ints.append(sign)
-
-    def _sample_dirichlet(self, params):
-        want = self.dirichlet.pop(0)
-        assert want.shape == params.shape, (want.shape, params.shape)
-        return want
-
-    def __call__(self, img):
-        real = torch.randint
-
-        def fake(*args, **kw):
-            return torch.tensor([self.ints.pop(0)], dtype=torch.long)
-        torch.randint = fake
-        try:
-            out = super().__call__(img)
-        finally:
-            torch.randint = real
-        assert not self.ints and not self.dirichlet, "draws left over"
-        return out
 
 
 def photos(tmp):

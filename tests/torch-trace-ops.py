@@ -46,7 +46,6 @@ import tempfile
 try:
     import numpy as np
     import torch
-    import torchvision.transforms as T
     import torchvision.transforms.functional as F
     from torchvision.transforms import InterpolationMode as IM
     from PIL import Image
@@ -75,6 +74,7 @@ def check(name, ok, detail=""):
 # ---- libtsrun over ctypes (include/tsrun/tsrun.h) ------------------------
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from augmix_replay import Replay  # noqa: E402
 from tsrun_embed import bench_trace, epoch_samples, open_lib  # noqa: E402
 
 lib = open_lib(LIB)
@@ -131,48 +131,16 @@ def r_color(name):
     return run
 
 
-class AugMixReplay(T.AugMix):
-    """torchvision's AugMix.forward with the traced draws fed in: the Beta
-    and Dirichlet weights through _sample_dirichlet (torchvision's own
-    hook), the depths, op indices, bins and signs through torch.randint
-    (patched around forward)."""
-
-    def __init__(self, d, **kw):
-        super().__init__(**kw)
-        self.dirichlet = [torch.tensor([d["m"]], dtype=torch.float32),
-                          torch.tensor([d["weights"]], dtype=torch.float32)]
-        self.ints = []
-        for chain in d["chains"]:
-            if self.chain_depth <= 0:
-                self.ints.append(len(chain))
-            for o in chain:
-                self.ints.append(o["index"])
-                if o["bin"] is not None:
-                    self.ints.append(o["bin"])
-                if o["sign"] is not None:
-                    self.ints.append(o["sign"])
-
-    def _sample_dirichlet(self, params):
-        want = self.dirichlet.pop(0)
-        assert want.shape == params.shape, (want.shape, params.shape)
-        return want
-
-    def __call__(self, img):
-        real = torch.randint
-
-        def fake(*args, **kw):
-            return torch.tensor([self.ints.pop(0)], dtype=torch.long)
-        torch.randint = fake
-        try:
-            out = super().__call__(img)
-        finally:
-            torch.randint = real
-        assert not self.ints and not self.dirichlet, "draws left over"
-        return out
+def augmix_draw(d):
+    """A traced augmix record as augmix_replay.Replay's (m, w, chains)."""
+    return (d["m"], d["weights"],
+            [[(o["index"], -1 if o["bin"] is None else o["bin"],
+               -1 if o["sign"] is None else o["sign"]) for o in chain]
+             for chain in d["chains"]])
 
 
 def r_augmix(img, d, prm):
-    return AugMixReplay(d, **prm)(img)
+    return Replay(augmix_draw(d), **prm)(img)
 
 
 def erase(t, d):
