@@ -25,6 +25,9 @@ examples/imagenet.ts, --threads = cores, --no-digest):
   first-off    tsrun bench, 1 epoch, --cache off
   decode-ref   perf/decode-limit --threads = cores, 1 round: libjpeg-turbo's
                full decode of every file, the CPU yardstick
+  first-touch  perf/first_touch.py at the whole set's cache bytes: the
+               kernel's system time for the first touch of that much fresh
+               anonymous memory (what the cached first epoch's sys is)
 
 Reported per round and as medians with their range over the quiet rounds,
 for each epoch count:
@@ -60,7 +63,14 @@ for each epoch count:
     (/proc/vmstat) and whether the kernel hands free memory back to a
     hypervisor (page_reporting on its command line: the host then backs
     each fresh page again when it is first touched, the sys time that
-    swings from run to run);
+    swings from run to run); first-touch's system time per image beside
+    the cached first epoch's workers' sys, and the first epoch's sys less
+    it (near the uncached epoch's sys when the excess is all fresh pages);
+  - the break-even: the epochs after which the cached run has spent less
+    CPU than the uncached one, (F - L) / (U - L) with F the cached first
+    epoch's workers' CPU per image, L a cached later epoch's and U an
+    uncached epoch's (the E-epoch runs' worker_cpu lines); and the same
+    with F less first-touch's figure (a host whose fresh pages were free);
   - the other load of every run of the round, beside its figures.
 Before the rounds, one untimed run (the first epoch count) with the
 digest on each of nocache and cache (and half) checks the streams are
@@ -120,7 +130,7 @@ def worker_cpu(r):
     return tuple(float(g) for g in m.groups()) if m else None
 
 
-ONCE = ("first", "first-off", "decode-ref")
+ONCE = ("first", "first-off", "decode-ref", "first-touch")
 PER_E = ("dataloader", "nocache", "cache", "half")
 NAN = float("nan")
 
@@ -177,7 +187,23 @@ def epoch_figures(rr, e, n, ref):
         rec["cache_bound_vs_dataloader"] = e * rec["dataloader_cpu_ms"] / (ref + e * later)
         if "first_nocache_w_user_ms" in rec:
             rec["first_w_excess_ms"] = rec["first_w_user_ms"] - rec["first_nocache_w_user_ms"]
+    # Break-even: the cached run spends less, F + (E - 1) L < E U, once
+    # E > (F - L) / (U - L) (per image: F its first epoch, L a later one,
+    # U an uncached epoch, all the workers' CPU).
+    if all(k in rec for k in ("first_w_user_ms", "later_w_user_ms", "later_nocache_w_user_ms")):
+        f_ = rec["first_w_user_ms"] + rec["first_w_sys_ms"]
+        l_ = rec["later_w_user_ms"] + rec["later_w_sys_ms"]
+        u_ = rec["later_nocache_w_user_ms"] + rec["later_nocache_w_sys_ms"]
+        rec["break_even_epochs"] = (f_ - l_) / (u_ - l_) if u_ > l_ else NAN
+        touch = first_touch_ms(rr, n)
+        rec["first_w_sys_less_touch_ms"] = rec["first_w_sys_ms"] - touch
+        rec["break_even_no_touch_epochs"] = (f_ - touch - l_) / (u_ - l_) if u_ > l_ else NAN
     return rec
+
+
+def first_touch_ms(rr, n):
+    """The first touch of the whole set's bytes, system ms per image."""
+    return rr["first-touch"].get("first_touch_sys_s", NAN) / n * 1e3
 
 
 def round_figures(i, rr, n, epochs, noisy):
@@ -194,6 +220,11 @@ def round_figures(i, rr, n, epochs, noisy):
     rec["first_cpu_vs_off"] = ((rec["first_user_ms"] + rec["first_sys_ms"]) /
                                (rec["first_off_user_ms"] + rec["first_off_sys_ms"]))
     rec["first_ips_vs_off"] = rr["first"]["images/s"] / rr["first-off"]["images/s"]
+    ft = rr["first-touch"]
+    rec["first_touch_ms"] = first_touch_ms(rr, n)
+    rec["first_touch_gib_s"] = (ft.get("bytes", NAN) / 2**30 /
+                                max(ft.get("first_touch_sys_s", NAN), 1e-6))
+    rec["second_touch_ms"] = ft.get("second_touch_sys_s", NAN) / n * 1e3
     rec["vmstat"] = {k: rr[k].get("vmstat", {}) for k in rr}
     rec["runs"] = {k: {kk: vv for kk, vv in v.items() if kk not in ("stdout", "stderr")}
                    for k, v in rr.items()}
@@ -210,6 +241,9 @@ def print_round(rec, epochs):
           f"{rec['first_cpu_vs_off']:.2f}x CPU, {rec['first_ips_vs_off']:.2f}x images/s; "
           "machine during it: "
           + (", ".join(f"{k} {v}" for k, v in vm.items()) or "no /proc/vmstat"))
+    print(f"  first touch of the whole set's bytes (first-touch): sys {rec['first_touch_ms']:.3f} "
+          f"ms/image ({rec['first_touch_gib_s']:.2f} GiB/s), second touch "
+          f"{rec['second_touch_ms']:.3f}")
     for e in epochs:
         f = rec["by_epochs"][e]
         g = f.get
@@ -228,7 +262,11 @@ def print_round(rec, epochs):
               f"{g('first_w_user_ms', NAN):.3f} + {g('first_w_sys_ms', NAN):.3f}, off "
               f"{g('first_nocache_w_user_ms', NAN):.3f} + {g('first_nocache_w_sys_ms', NAN):.3f}; "
               f"cache user less decode-ref less a later epoch's user (the admission) "
-              f"{g('admission_ms', NAN):.3f}")
+              f"{g('admission_ms', NAN):.3f}; its sys less first-touch "
+              f"{g('first_w_sys_less_touch_ms', NAN):.3f}")
+        print(f"    break-even (cached CPU below uncached after): "
+              f"{g('break_even_epochs', NAN):.2f} epochs; with fresh pages free "
+              f"{g('break_even_no_touch_epochs', NAN):.2f}")
         print(f"    images/s vs DataLoader: cache {f['cache_vs_dataloader']:.2f} (ceiling "
               f"{g('cache_bound_vs_dataloader', NAN):.2f}: DataLoader CPU "
               f"{g('dataloader_cpu_ms', NAN):.3f} ms/image), half "
@@ -313,11 +351,24 @@ def main():
             ("first-off", bench(tsrun, pipeline, cpus, 1, "off")),
             ("decode-ref", bl.pin([dlimit, split, "--rounds", "1", "--threads", str(len(cpus))],
                                   cpus)),
+            ("first-touch", bl.pin([sys.executable, os.path.join(bl.PERF, "first_touch.py"),
+                                    str(int(whole[0] * 2**20))], cpus[:1])),
         ]
         rounds = []
         for i in range(args.pairs):
             rr = {}
             for name, cmd in sides:
+                if name == "first-touch":
+                    r = bl.run_measured(cmd, timeout=args.timeout, cpus=cpus)
+                    if r["rc"] != 0 or "first_touch_sys_s" not in r:
+                        sys.exit(f"{' '.join(cmd)} failed (exit {r['rc']}):\n"
+                                 f"{r['stderr'][-3000:]}")
+                    rr[name] = r
+                    print(f"  round {i + 1} {name:13s} sys {r['first_touch_sys_s']:.3f} s for "
+                          f"{r['bytes'] / 2**20:.0f} MiB, second touch "
+                          f"{r['second_touch_sys_s']:.3f} s  other load "
+                          f"{r['other_load']:.2f} cores", flush=True)
+                    continue
                 r = run(cmd, files, args.timeout, cpus)
                 rr[name] = r
                 print(f"  round {i + 1} {name:13s} {r['images/s']:9.1f} img/s  cpu "
@@ -361,9 +412,13 @@ def main():
                 ("first_w_sys_ms", "  sys ms/image (fresh cache pages)"),
                 ("first_nocache_w_user_ms", "  uncached, user ms/image"),
                 ("first_nocache_w_sys_ms", "  uncached, sys ms/image"),
+                ("first_w_sys_less_touch_ms", "  its sys less first-touch's (the whole set's "
+                                              "fresh pages), ms/image"),
                 ("first_w_excess_ms", "  cached less uncached, user ms/image"),
                 ("admission_ms", "  cached user less decode-ref less a later epoch's user "
-                                 "(the admission's own cost)")):
+                                 "(the admission's own cost)"),
+                ("break_even_epochs", "break-even, epochs: (F - L) / (U - L), workers' CPU"),
+                ("break_even_no_touch_epochs", "  with F less first-touch's (fresh pages free)")):
             show(key, what, by_e)
     print(" once a round:")
     for key, what in (
@@ -373,6 +428,9 @@ def main():
             ("first_off_user_ms", "  uncached user ms/image"),
             ("first_off_sys_ms", "  uncached sys ms/image"),
             ("first_ips_vs_off", "first epoch images/s / uncached"),
+            ("first_touch_ms", "first touch of the whole set's bytes, sys ms/image"),
+            ("first_touch_gib_s", "  GiB/s"),
+            ("second_touch_ms", "  second touch, sys ms/image"),
             ("other_load_max", "other load, the round's largest (cores)")):
         show(key, what, quiet)
     if args.json:

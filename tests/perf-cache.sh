@@ -28,7 +28,11 @@ for want in '^whole set: 24 items in ' 'digests {.nocache.: .[0-9a-f]\{16\}' \
 	'^  3-epoch images/s / DataLoader (>= 10): ' '^  2-epoch images/s / DataLoader: ' \
 	'^    its ceiling: E x DataLoader CPU' \
 	'^    cached user less decode-ref less a later epoch.s user (the admission' \
-	'^  first epoch CPU per image / uncached (two 1-epoch runs): '; do
+	'^  first epoch CPU per image / uncached (two 1-epoch runs): ' \
+	'^  round 1 first-touch   sys [0-9.]* s for ' \
+	'^  first touch of the whole set.s bytes (first-touch): sys ' \
+	'^    break-even (cached CPU below uncached after): ' \
+	'^  break-even, epochs: ' '^  first touch of the whole set.s bytes, sys ms/image: '; do
 	grep -q "$want" "$out" || fail "no line matching '$want'"
 done
 "$PY" - "$dir/cache.json" <<'PY' || fail "cache.json"
@@ -43,7 +47,12 @@ for e in ("2", "3"):
     assert 0 < f["half_items"] < 24, f
     assert f["cache_bound_vs_dataloader"] > 0 and f["dataloader_cpu_ms"] > 0, f
 assert set(r["runs"]) == {"dataloader@2", "nocache@2", "cache@2", "half@2", "dataloader@3",
-                          "nocache@3", "cache@3", "half@3", "first", "first-off", "decode-ref"}
+                          "nocache@3", "cache@3", "half@3", "first", "first-off", "decode-ref",
+                          "first-touch"}
+assert r["first_touch_ms"] > 0 and r["runs"]["first-touch"]["bytes"] > 0, r
+for e in ("2", "3"):
+    f = r["by_epochs"][e]
+    assert "break_even_epochs" in f and "first_w_sys_less_touch_ms" in f, f
 PY
 
 # A count below 2 has no later epoch to serve: a usage error before anything runs.
