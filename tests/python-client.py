@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """python-client.py - tsrun.Loader (torch, zero-copy) beside a C trainer
 on one producer: same bytes, labels, epochs; len(); per-epoch iteration;
-pin_memory without CUDA; refusal and producer death as exceptions; an
+pin_memory without CUDA, and with it (stood in for) the ring locked only
+for raw views; refusal and producer death as exceptions; an
 odd-sized sample (299x299x3 uint8) in a ring of padded slots."""
 import os
 import signal
@@ -210,9 +211,56 @@ def errors(tmp):
     print("errors surface as exceptions")
 
 
+def pin_ring_only_for_dma(tmp):
+    """pin_memory=True with CUDA: without a device, each batch is a pinned
+    copy and the ring is never page-locked (that would fill and lock every
+    page of it before the first batch, for a copy the CPU makes); with
+    raw_views it is locked once. No CUDA torch here, so CUDA's part is
+    stood in for: is_available() says yes, the pinned copy is a clone, and
+    the ring's registration only counts its calls."""
+    import tsrun.loader as tl
+    calls = {"register": 0, "copy": 0}
+
+    def register(self, addr):
+        calls["register"] += 1
+        self._pinned = False  # as a refused registration: copies follow
+
+    def copy(images):
+        calls["copy"] += 1
+        return images.clone()
+
+    saved = (torch.cuda.is_available, tl._shapes.pinned, tl.Loader._pin_ring)
+    torch.cuda.is_available = lambda: True
+    tl._shapes.pinned, tl.Loader._pin_ring = copy, register
+    try:
+        for raw, want in ((False, 0), (True, 1)):
+            calls.update(register=0, copy=0)
+            sock = os.path.join(tmp, f"pin{int(raw)}.sock")
+            prod = start_producer(sock, "--samples-per-epoch", "200", "--epochs", "1",
+                                  "--shape", "4x4x3", "--min-consumers", "1")
+            loader = tsrun.Loader(sock, batch_size=50, pin_memory=True, raw_views=raw,
+                                  timeout=30)
+            n = 0
+            for images, labels in loader:
+                e, i0 = loader.epoch, loader.index
+                check(torch.equal(images[0], expected(e, i0, 4, 4, 3)),
+                      f"pin raw={raw}: sample {e}/{i0} differs")
+                n += images.shape[0]
+            loader.close()
+            prod.wait(timeout=30)
+            check(n == 200, f"pin raw={raw}: {n} samples")
+            check(calls["register"] == want,
+                  f"pin_memory raw_views={raw} without a device registered the ring "
+                  f"{calls['register']} times, want {want}")
+            check(calls["copy"] == 4, f"pin raw={raw}: {calls['copy']} pinned copies, want 4")
+    finally:
+        torch.cuda.is_available, tl._shapes.pinned, tl.Loader._pin_ring = saved
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ts-py-") as tmp:
         side_by_side(tmp)
+        pin_ring_only_for_dma(tmp)
         per_epoch_and_zero_copy(tmp)
         errors(tmp)
         padded_slots(tmp)

@@ -21,6 +21,8 @@ own code, so a renamed source fails on any host, not first on a GPU.
 Without a CUDA build of torch (tests/gpu/run --fake, against the stand-in
 runtime) the producer's side still runs: tsrun must serve the device ring
 and the CPU Loader get every sample; then exit 77 for the device part.
+On a GPU also: pin_memory=True without a device gives pinned copies and
+leaves the ring unlocked; with raw_views it locks the ring.
 Exit 77 (skip) without torch.
 """
 import os
@@ -93,6 +95,58 @@ def passes(torch, cuda, loaders, n):
                 if cuda:
                     torch.cuda.set_sync_debug_mode(0)
             yield got
+
+
+def pinned_host_batches(torch, tsrun, tsrun_bin):
+    """pin_memory=True without a device on a host ring: each batch is a
+    pinned copy and the ring is not page-locked; with raw_views the ring
+    is (ts_client_pin_mapping, once). Failures counted."""
+    bad = 0
+    with tempfile.TemporaryDirectory(prefix="tsrun-pin-") as tmp:
+        sock = os.path.join(tmp, "s.sock")
+        with open(os.path.join(tmp, "p.ts"), "w") as f:
+            f.write(f"""pipeline train =
+    synthetic(32, count = 256, classes = 10)
+    | to(uint8, nhwc)
+    | batch(32)
+serve train {{
+    socket = "{sock}"
+    epochs = 1
+}}
+""")
+        proc = subprocess.Popen([tsrun_bin, "run", os.path.join(tmp, "p.ts"), "--wait", "2"],
+                                stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.05)
+            copy = tsrun.Loader(sock, batch_size=32, pin_memory=True, timeout=60)
+            raw = tsrun.Loader(sock, batch_size=32, pin_memory=True, raw_views=True, timeout=60)
+            n = 0
+            for (ci, _), (ri, _) in zip(copy, raw):
+                if not ci.is_pinned() or not torch.equal(ci, ri):
+                    print(f"FAIL: pin_memory batch at {copy.index}: pinned {ci.is_pinned()}, "
+                          f"equal to the raw view {torch.equal(ci, ri)}")
+                    bad += 1
+                n += ci.shape[0]
+            if copy._pinned is not None or not raw._pinned:
+                print(f"FAIL: pin_memory without a device locked the ring ({copy._pinned!r}) "
+                      f"or raw_views did not ({raw._pinned!r})")
+                bad += 1
+            copy.close()
+            raw.close()
+            print(f"pin_memory host batches: {n} samples, pinned copies; ring locked only "
+                  "for raw views")
+            if n != 256:
+                print(f"FAIL: pin_memory: {n} samples, expected 256")
+                bad += 1
+        finally:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return bad
 
 
 def main():
@@ -208,6 +262,8 @@ serve train {{
                 if proc.returncode != 0:
                     print(f"FAIL: {dtype} {size}x{size}: tsrun exited {proc.returncode}:\n{text}")
                     failures += 1
+    if cuda:
+        failures += pinned_host_batches(torch, tsrun, tsrun_bin)
     if failures:
         print(f"{failures} failure(s)")
         return 1

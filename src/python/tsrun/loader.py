@@ -963,7 +963,11 @@ class Loader:
             return self._ring_view(b, dtype).clone(), labels
         images = self._ring_view(b, dtype)
         if self._pin:
-            if self._pinned is None:
+            if self._pinned is None and (self._device is not None or self._raw):
+                # The ring is page-locked only where it is read by DMA: a
+                # device copy or the trainer's own copies of raw views. A
+                # pinned copy per batch reads it with the CPU, and locking
+                # every page of the ring first would only delay batch 1.
                 self._pin_ring(b.data)
             if self._device is None and (not self._raw or not self._pinned):
                 # Our own pinned copy (what DataLoader's pin_memory does):
