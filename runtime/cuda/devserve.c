@@ -26,8 +26,11 @@
 /* The largest piece of the host ring page-locked in one call: the
  * driver holds locks of its own for the length of a cudaHostRegister
  * (it faults in and locks every page; about 0.1 s a GB), and the
- * finisher's copies and kernels wait for them. In pieces, they wait for
- * one piece at most, never for the whole ring. */
+ * finisher's copies and kernels wait for them. In pieces, and with the
+ * pin thread letting a fill under way end before its next piece (a
+ * fill's copy is split at piece boundaries, and each part would wait
+ * for a piece of its own), a fill waits for one piece at most, never for
+ * the whole ring. */
 #define DEVSERVE_PIN_PIECE (64u << 20)   /* and at most 1/16 of the ring */
 
 struct ts_devserve {
@@ -55,10 +58,32 @@ struct ts_devserve {
 					 release by the pin thread, acquire by
 					 stats (pin_note written before) */
 	char pin_note[192];
+	/* A fill under way, and fills done: the finisher sets and counts
+	 * them, the pin thread waits on fill_cv for the end of one before
+	 * its next piece (all under fill_mu). */
+	pthread_mutex_t fill_mu;
+	pthread_cond_t fill_cv;
+	bool filling;
+	uint64_t fills;
 	size_t host_stride;           /* its sample_stride */
 	struct ts_proto_device desc;
 	struct ts_cuda_info info;
 };
+
+/* Before a piece: let a fill under way end (its copies then wait for no
+ * piece after the one it may have waited for); a fill that starts
+ * after that waits for this piece at most, and the registration moves
+ * on by a piece a fill. Stop wakes it. */
+static void pin_yield(struct ts_devserve *d)
+{
+	pthread_mutex_lock(&d->fill_mu);
+	if (d->filling) {
+		uint64_t seen = d->fills;
+		while (d->fills == seen && !READ_ONCE(d->pin_stop))
+			pthread_cond_wait(&d->fill_cv, &d->fill_mu);
+	}
+	pthread_mutex_unlock(&d->fill_mu);
+}
 
 static void *pin_main(void *arg)
 {
@@ -66,6 +91,8 @@ static void *pin_main(void *arg)
 	struct ts_error perr = {0};
 	int rc = ts_cuda_set_device(d->dev, &perr);
 	for (size_t off = 0; rc == 0 && off < d->pin_len; off += d->pin_piece) {
+		if (off > 0)
+			pin_yield(d);
 		/* pairs with the release in ts_devserve_stop: stop waits for
 		 * one piece, not the whole ring */
 		if (smp_load_acquire(&d->pin_stop)) {
@@ -91,9 +118,19 @@ static int fill(void *arg, const void *host, uint64_t seq, size_t n,
 		struct ts_error *err)
 {
 	struct ts_devserve *d = arg;
+	pthread_mutex_lock(&d->fill_mu);
+	d->filling = true;
+	pthread_mutex_unlock(&d->fill_mu);
 	/* the finisher thread's current device */
 	int rc = ts_cuda_set_device(d->dev, err);
-	return rc < 0 ? rc : ts_devring_fill(d->dr, host, d->host_stride, seq, n, err);
+	if (rc >= 0)
+		rc = ts_devring_fill(d->dr, host, d->host_stride, seq, n, err);
+	pthread_mutex_lock(&d->fill_mu);
+	d->filling = false;
+	d->fills++;
+	pthread_cond_broadcast(&d->fill_cv);     /* pin_yield */
+	pthread_mutex_unlock(&d->fill_mu);
+	return rc;
 }
 
 int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
@@ -112,6 +149,8 @@ int ts_devserve_start(struct ts_ring *ring, const struct ts_plan *plan, int dev,
 		return ts_error_set(err, TS_E_NOMEM, "out of memory");
 	d->ring = ring;
 	d->dev = dev;
+	pthread_mutex_init(&d->fill_mu, NULL);
+	pthread_cond_init(&d->fill_cv, NULL);
 	rc = ts_finish_params_from_plan(plan, &d->p, err);
 	if (rc < 0)
 		goto fail;
@@ -246,6 +285,9 @@ int ts_devserve_stop(struct ts_devserve *d, unsigned importers, struct ts_error 
 	int rc = ts_finisher_stop(d->fin, err);
 	/* orders nothing else: the pin thread stops between pieces */
 	smp_store_release(&d->pin_stop, 1);
+	pthread_mutex_lock(&d->fill_mu);
+	pthread_cond_broadcast(&d->fill_cv);     /* a pin_yield under way */
+	pthread_mutex_unlock(&d->fill_mu);
 	if (d->pin_started)
 		pthread_join(d->pin_thread, NULL);
 	/* joined: plain reads; every piece registered, even of a
@@ -257,6 +299,8 @@ int ts_devserve_stop(struct ts_devserve *d, unsigned importers, struct ts_error 
 	 * the block stays allocated and goes with this process's context */
 	if (importers == 0)
 		ts_devring_destroy(d->dr);
+	pthread_cond_destroy(&d->fill_cv);
+	pthread_mutex_destroy(&d->fill_mu);
 	free(d);
 	return rc;
 }

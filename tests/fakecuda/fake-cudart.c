@@ -107,6 +107,11 @@ EXPORT int fake_cudart_resets;            /* cudaDeviceReset */
  * kernel launches and synchronisations of other threads wait for it, as
  * on a GPU, where page-locking serialises on driver-wide locks */
 EXPORT double fake_cudart_register_ms_per_mib;
+/* FAKE_CUDART_COPY_US: each copy call takes this long once the driver
+ * serves it (as a DMA does), so that a thread registering in pieces is
+ * back in the driver's queue before the copier's next call: without it
+ * the order of the two is a race the copier wins on an idle machine */
+EXPORT int fake_cudart_copy_us;
 /* Devices whose primary context this process holds: made by the first
  * call that needs one (cudaSetDevice does, since CUDA 12), given back
  * by cudaDeviceReset. FAKE_CUDART_REPORT=FILE: at exit, a line
@@ -155,6 +160,14 @@ static void drv_wait(void)
 	}
 }
 
+/* A copy call: waits for the driver, then takes its time. */
+static void drv_copy(void)
+{
+	drv_wait();
+	if (fake_cudart_copy_us > 0)
+		usleep((useconds_t)fake_cudart_copy_us);
+}
+
 static int env_int(const char *name, int def)
 {
 	const char *v = getenv(name);
@@ -175,6 +188,7 @@ __attribute__((constructor)) static void fake_init(void)
 		const char *v = getenv("FAKE_CUDART_REGISTER_MS_PER_MIB");
 		fake_cudart_register_ms_per_mib = v && *v ? atof(v) : 0.0;
 	}
+	fake_cudart_copy_us = env_int("FAKE_CUDART_COPY_US", 0);
 }
 
 /* Every failing call goes through here: the error sticks. */
@@ -1005,21 +1019,21 @@ static int copy(void *dst, const void *src, size_t n, int kind, void *p, int asy
 
 EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
-	drv_wait();
+	drv_copy();
 	/* device to device: queued on the legacy stream, no host sync */
 	return copy(dst, src, n, kind, NULL, 0);
 }
 
 EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream)
 {
-	drv_wait();
+	drv_copy();
 	return copy(dst, src, n, kind, stream, 1);
 }
 
 EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
 			     size_t width, size_t height, int kind, void *stream)
 {
-	drv_wait();
+	drv_copy();
 	if (width > dpitch || width > spitch)
 		return fail(E_INVALID_VALUE);
 	for (size_t y = 0; y < height; y++) {
@@ -1035,7 +1049,7 @@ EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t s
 EXPORT int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
 			size_t height, int kind)
 {
-	drv_wait();
+	drv_copy();
 	if (width > dpitch || width > spitch)
 		return fail(E_INVALID_VALUE);
 	for (size_t y = 0; y < height; y++) {

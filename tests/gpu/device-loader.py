@@ -97,30 +97,39 @@ def passes(torch, cuda, loaders, n):
             yield got
 
 
+def serve(tsrun_bin, tmp, stages, epochs, trainers, stderr):
+    """`tsrun run` of `pipeline train = stages` (its socket in tmp) for
+    trainers trainers: (process, socket path) once the socket is there."""
+    sock = os.path.join(tmp, "s.sock")
+    with open(os.path.join(tmp, "p.ts"), "w") as f:
+        f.write(f"pipeline train =\n    {stages}\n"
+                f"serve train {{\n    socket = \"{sock}\"\n    epochs = {epochs}\n}}\n")
+    proc = subprocess.Popen([tsrun_bin, "run", os.path.join(tmp, "p.ts"),
+                             "--wait", str(trainers)], stderr=stderr)
+    for _ in range(200):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    return proc, sock
+
+
+def reap(proc):
+    """Wait a minute for proc's end, then kill it."""
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def pinned_host_batches(torch, tsrun, tsrun_bin):
     """pin_memory=True without a device on a host ring: each batch is a
     pinned copy and the ring is not page-locked; with raw_views the ring
     is (ts_client_pin_mapping, once). Failures counted."""
     bad = 0
     with tempfile.TemporaryDirectory(prefix="tsrun-pin-") as tmp:
-        sock = os.path.join(tmp, "s.sock")
-        with open(os.path.join(tmp, "p.ts"), "w") as f:
-            f.write(f"""pipeline train =
-    synthetic(32, count = 256, classes = 10)
-    | to(uint8, nhwc)
-    | batch(32)
-serve train {{
-    socket = "{sock}"
-    epochs = 1
-}}
-""")
-        proc = subprocess.Popen([tsrun_bin, "run", os.path.join(tmp, "p.ts"), "--wait", "2"],
-                                stderr=subprocess.DEVNULL)
+        proc, sock = serve(tsrun_bin, tmp, "synthetic(32, count = 256, classes = 10) "
+                           "| to(uint8, nhwc) | batch(32)", 1, 2, subprocess.DEVNULL)
         try:
-            for _ in range(200):
-                if os.path.exists(sock):
-                    break
-                time.sleep(0.05)
             copy = tsrun.Loader(sock, batch_size=32, pin_memory=True, timeout=60)
             raw = tsrun.Loader(sock, batch_size=32, pin_memory=True, raw_views=True, timeout=60)
             n = 0
@@ -142,10 +151,7 @@ serve train {{
                 print(f"FAIL: pin_memory: {n} samples, expected 256")
                 bad += 1
         finally:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            reap(proc)
     return bad
 
 
@@ -172,29 +178,14 @@ def main():
         # slot to slot on the device: the sample's bytes up to 16
         slot = (size * size * 3 * es + 15) // 16 * 16
         with tempfile.TemporaryDirectory(prefix="tsrun-gpu-") as tmp:
-            sock = os.path.join(tmp, "s.sock")
-            with open(os.path.join(tmp, "p.ts"), "w") as f:
-                f.write(f"""pipeline train =
-    synthetic(48, count = 600, classes = 10)
-    | random_crop({size})
-    | flip(p = 0.5)
-    | to(uint8, nhwc)
-    | device(cuda, dtype = {dtype}, mean = {mean}, std = {std})
-    | batch(32)
-serve train {{
-    socket = "{sock}"
-    epochs = 2
-}}
-""")
             log = open(os.path.join(tmp, "run.err"), "w+")
             kinds = ("copy", "raw") if cuda else ()
-            proc = subprocess.Popen([tsrun_bin, "run", os.path.join(tmp, "p.ts"),
-                                     "--wait", str(1 + len(kinds))], stderr=log)
+            proc, sock = serve(tsrun_bin, tmp,
+                               f"synthetic(48, count = 600, classes = 10) "
+                               f"| random_crop({size}) | flip(p = 0.5) | to(uint8, nhwc) "
+                               f"| device(cuda, dtype = {dtype}, mean = {mean}, std = {std}) "
+                               f"| batch(32)", 2, 1 + len(kinds), log)
             try:
-                for _ in range(200):
-                    if os.path.exists(sock):
-                        break
-                    time.sleep(0.05)
                 # a fallback of the loader warns: here that is a failure
                 warnings.simplefilter("error", RuntimeWarning)
                 devs = [tsrun.Loader(sock, batch_size=32, join="next_epoch", device="cuda:0",
@@ -250,10 +241,7 @@ serve train {{
                     print(f"FAIL: {dtype} {size}x{size}: {n} samples, expected 1200")
                     failures += 1
             finally:
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                reap(proc)
                 log.seek(0)
                 text = log.read()
                 if "finishing on GPU" not in text:
