@@ -130,8 +130,6 @@ def worker_cpu(r):
     return tuple(float(g) for g in m.groups()) if m else None
 
 
-ONCE = ("first", "first-off", "decode-ref", "first-touch")
-PER_E = ("dataloader", "nocache", "cache", "half")
 NAN = float("nan")
 
 
