@@ -220,8 +220,9 @@ def round_figures(i, rr, n, epochs, noisy):
     rec["first_ips_vs_off"] = rr["first"]["images/s"] / rr["first-off"]["images/s"]
     ft = rr["first-touch"]
     rec["first_touch_ms"] = first_touch_ms(rr, n)
-    rec["first_touch_gib_s"] = (ft.get("bytes", NAN) / 2**30 /
-                                max(ft.get("first_touch_sys_s", NAN), 1e-6))
+    touch_s = ft.get("first_touch_sys_s", NAN)
+    # rusage's system time is sampled at the tick: a small set's touch may read 0 s.
+    rec["first_touch_gib_s"] = ft.get("bytes", NAN) / 2**30 / touch_s if touch_s > 0 else NAN
     rec["second_touch_ms"] = ft.get("second_touch_sys_s", NAN) / n * 1e3
     rec["vmstat"] = {k: rr[k].get("vmstat", {}) for k in rr}
     rec["runs"] = {k: {kk: vv for kk, vv in v.items() if kk not in ("stdout", "stderr")}
@@ -239,8 +240,10 @@ def print_round(rec, epochs):
           f"{rec['first_cpu_vs_off']:.2f}x CPU, {rec['first_ips_vs_off']:.2f}x images/s; "
           "machine during it: "
           + (", ".join(f"{k} {v}" for k, v in vm.items()) or "no /proc/vmstat"))
+    rate = (f"{rec['first_touch_gib_s']:.2f} GiB/s" if rec["first_touch_gib_s"] > 0
+            else "under the clock's tick: no rate")
     print(f"  first touch of the whole set's bytes (first-touch): sys {rec['first_touch_ms']:.3f} "
-          f"ms/image ({rec['first_touch_gib_s']:.2f} GiB/s), second touch "
+          f"ms/image ({rate}), second touch "
           f"{rec['second_touch_ms']:.3f}")
     for e in epochs:
         f = rec["by_epochs"][e]

@@ -49,7 +49,9 @@ for e in ("2", "3"):
 assert set(r["runs"]) == {"dataloader@2", "nocache@2", "cache@2", "half@2", "dataloader@3",
                           "nocache@3", "cache@3", "half@3", "first", "first-off", "decode-ref",
                           "first-touch"}
-assert r["first_touch_ms"] > 0 and r["runs"]["first-touch"]["bytes"] > 0, r
+# A figure, not checked: on 24 photos (two huge pages) the tick-sampled
+# rusage often charges the first touch 0 s.
+assert r["first_touch_ms"] >= 0 and r["runs"]["first-touch"]["bytes"] > 0, r
 for e in ("2", "3"):
     f = r["by_epochs"][e]
     assert "break_even_epochs" in f and "first_w_sys_less_touch_ms" in f, f
