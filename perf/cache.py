@@ -71,6 +71,8 @@ for each epoch count:
     epoch's workers' CPU per image, L a cached later epoch's and U an
     uncached epoch's (the E-epoch runs' worker_cpu lines); and the same
     with F less first-touch's figure (a host whose fresh pages were free);
+    inf ("never") when L is not below U (an ASan build's copies, a noisy
+    run);
   - the other load of every run of the round, beside its figures.
 Before the rounds, one untimed run (the first epoch count) with the
 digest on each of nocache and cache (and half) checks the streams are
@@ -131,6 +133,7 @@ def worker_cpu(r):
 
 
 NAN = float("nan")
+NEVER = float("inf")  # a break-even that never comes: a cached epoch costs no less
 
 
 def page_reporting():
@@ -187,15 +190,16 @@ def epoch_figures(rr, e, n, ref):
             rec["first_w_excess_ms"] = rec["first_w_user_ms"] - rec["first_nocache_w_user_ms"]
     # Break-even: the cached run spends less, F + (E - 1) L < E U, once
     # E > (F - L) / (U - L) (per image: F its first epoch, L a later one,
-    # U an uncached epoch, all the workers' CPU).
+    # U an uncached epoch, all the workers' CPU); never when L >= U (an
+    # instrumented build's copies, a noisy run).
     if all(k in rec for k in ("first_w_user_ms", "later_w_user_ms", "later_nocache_w_user_ms")):
         f_ = rec["first_w_user_ms"] + rec["first_w_sys_ms"]
         l_ = rec["later_w_user_ms"] + rec["later_w_sys_ms"]
         u_ = rec["later_nocache_w_user_ms"] + rec["later_nocache_w_sys_ms"]
-        rec["break_even_epochs"] = (f_ - l_) / (u_ - l_) if u_ > l_ else NAN
+        rec["break_even_epochs"] = (f_ - l_) / (u_ - l_) if u_ > l_ else NEVER
         touch = first_touch_ms(rr, n)
         rec["first_w_sys_less_touch_ms"] = rec["first_w_sys_ms"] - touch
-        rec["break_even_no_touch_epochs"] = (f_ - touch - l_) / (u_ - l_) if u_ > l_ else NAN
+        rec["break_even_no_touch_epochs"] = (f_ - touch - l_) / (u_ - l_) if u_ > l_ else NEVER
     return rec
 
 
@@ -385,7 +389,10 @@ def main():
     def show(key, what, recs):
         vals = [r[key] for r in recs if r.get(key) == r.get(key)]  # NaN left out
         if vals:
-            print(f"  {what}: {bl.fmt_range(vals, 3)}")
+            never = sum(v == NEVER for v in vals)
+            print(f"  {what}: {bl.fmt_range(vals, 3)}" +
+                  (f"; never in {never} of {len(vals)} (a cached epoch's CPU no lower than an "
+                   "uncached one's)" if never else ""))
 
     for e in epochs:
         print(f" {e} epochs:")
