@@ -70,8 +70,7 @@ sed 's/alpha = 0.5/alpha = 0.6/' "$dir/augmix.ts" > "$dir/augmix-a6.ts"
 # bench FILE ARGS... -> "images digest" (exit status checked). The
 # timeout is a hang guard: an ASan build on a loaded 2-core machine takes
 # over 60 s for augmix's 120 samples.
-limit=60
-[ "${TS_SANITIZE:-none}" = none ] || limit=300
+limit=$(ts_bound 60 300)
 bench() {
 	f=$1
 	shift

@@ -19,10 +19,7 @@
 # A header with no tsrun command fails: it does not say how to run it.
 . "${TS_SRCDIR:?TS_SRCDIR must name the source root}/tests/lib.sh"
 ts_setup examples
-case "${TS_SANITIZE:-none}" in
-none) step_s=120 ;;
-*) step_s=480 ;;
-esac
+step_s=$(ts_bound 120 480)
 
 repo=$T/repo
 mkdir -p "$repo" "$T/bin" || exit 1

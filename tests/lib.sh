@@ -131,6 +131,15 @@ watchdog() {
 	watchdog=$!
 }
 
+# ts_bound PLAIN SANITIZED: a hang guard's seconds: PLAIN, or SANITIZED
+# under ASan+UBSan (TS_SANITIZE), whose builds run 5-10 times slower.
+ts_bound() {
+	case "${TS_SANITIZE:-none}" in
+	none) echo "$1" ;;
+	*) echo "$2" ;;
+	esac
+}
+
 # wait_for N TEST...: poll TEST every 0.1 s for up to N seconds.
 wait_for() {
 	n=$(($1 * 10)); shift

@@ -18,10 +18,7 @@ ts_setup man-examples
 MAN="$TS_SRCDIR/man"
 # A step's bound: the examples make a data set and run pipelines, some
 # 5-10 times slower under ASan+UBSan (and on a loaded machine).
-case "${TS_SANITIZE:-none}" in
-none) step_s=60 ;;
-*) step_s=240 ;;
-esac
+step_s=$(ts_bound 60 240)
 
 # examples PAGE: the lines of the literal blocks of PAGE's EXAMPLES
 # section, unescaped, each block followed by a line "@@END".
